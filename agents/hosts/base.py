@@ -1,0 +1,64 @@
+"""The repository-host interface that the MCP server and CreatePullRequest sit on."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """One regular file (blob) of a commit's tree."""
+
+    path: str
+    size: int
+    sha: str  # 40-hex blob SHA
+
+
+@dataclass(frozen=True)
+class PullRequestResult:
+    number: int
+    url: str
+    head_branch: str
+    head_sha: str  # the commit that carries the files
+    base_branch: str
+    base_sha: str  # the parent commit used for the tree
+    adopted: bool  # True when an existing ref/PR was found and reused (idempotent replay)
+
+
+class RepositoryHost(ABC):
+    """One repository on one host. Reads are by commit SHA, so they are immutable."""
+
+    name: str  # "github" or "local"
+
+    def __init__(self, full_name: str) -> None:
+        self.full_name = full_name
+
+    @abstractmethod
+    def resolve_ref(self, ref: str) -> str:
+        """Branch, tag or SHA → the 40-hex commit SHA. Unknown ref: RepositoryAccessError."""
+
+    @abstractmethod
+    def tree(self, commit_sha: str) -> list[TreeEntry]:
+        """Every blob of the commit's tree, recursively, sorted by path (unfiltered)."""
+
+    @abstractmethod
+    def read_file(self, commit_sha: str, path: str) -> bytes:
+        """The blob at ``path`` in the commit. Missing path: RepositoryAccessError."""
+
+    @abstractmethod
+    def open_pull_request(
+        self,
+        *,
+        base_branch: str,
+        expected_base_sha: str,
+        head_branch: str,
+        files: dict[str, str],
+        title: str,
+        body: str,
+    ) -> PullRequestResult:
+        """Commit ``files`` on top of ``expected_base_sha`` as ``head_branch`` and open a PR.
+
+        Raises StaleBaseBranch when ``base_branch`` no longer points at ``expected_base_sha``;
+        adopts (``adopted=True``) an existing head branch / PR created by an earlier attempt.
+        """

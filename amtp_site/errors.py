@@ -1,0 +1,145 @@
+"""One hierarchy of typed errors, with the spec's names.
+
+Temporal matches ``non_retryable_error_types`` by the exception's *class name*, not by
+ancestry, so :func:`non_retryable_error_types` walks this hierarchy and lists every class
+whose ``retryable`` is False. The retry policy is derived from code, never typed twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class AmtpError(Exception):
+    """Base of every AMTP error. ``retryable`` tells Temporal whether to try again."""
+
+    retryable: ClassVar[bool] = True
+
+    def __init__(self, message: str = "", **details: Any) -> None:
+        super().__init__(message or self.__class__.__name__)
+        self.message = message or self.__class__.__name__
+        self.details = details
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": type(self).__name__, "message": self.message, **self.details}
+
+
+class RetryableError(AmtpError):
+    retryable = True
+
+
+class NonRetryableError(AmtpError):
+    retryable = False
+
+
+# --- LLM output -------------------------------------------------------------------------
+
+
+class MalformedLlmOutput(RetryableError):
+    """Sanitised model output is not parseable JSON (spec 000: retryable)."""
+
+
+class SchemaValidationError(NonRetryableError):
+    """Parsed output (or any input) breaks its JSON Schema contract; lists every violation."""
+
+    def __init__(self, schema: str, violations: list[dict[str, str]], message: str = "") -> None:
+        lines = "; ".join(f"{v['path']}: {v['message']} ({v['rule']})" for v in violations)
+        super().__init__(
+            message or f"{schema}: {len(violations)} violation(s): {lines}",
+            schema=schema,
+            violations=violations,
+        )
+        self.schema = schema
+        self.violations = violations
+
+
+class ContractViolation(NonRetryableError):
+    """Output passes its schema but breaks an agent's own contract rule (e.g. an unsafe path)."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message, problems=problems or [message])
+        self.problems = problems or [message]
+
+
+class BudgetExceeded(NonRetryableError):
+    """An agent call would exceed a configured budget (tokens, tool calls, bytes, time)."""
+
+
+class LlmProviderError(RetryableError):
+    """The LLM vendor answered with a transient error (429, 5xx, timeout)."""
+
+
+class LlmProviderRejected(NonRetryableError):
+    """The LLM vendor refused the request for good (401, 403, 400 bad request)."""
+
+
+# --- Repository hosts and pull requests ------------------------------------------------
+
+
+class RepositoryAccessError(NonRetryableError):
+    """A repository, ref or path that does not exist or cannot be read as asked."""
+
+
+class StaleBaseBranch(NonRetryableError):
+    """The base branch moved since the crawl (spec 003: terminal, recover with a new run)."""
+
+    def __init__(self, base_branch: str, observed_head: str, expected_parent: str) -> None:
+        super().__init__(
+            f"base branch {base_branch!r} moved: it is at {observed_head}, "
+            f"the crawl used {expected_parent}; start a new run to re-crawl",
+            base_branch=base_branch,
+            observed_head=observed_head,
+            expected_parent=expected_parent,
+        )
+        self.base_branch = base_branch
+        self.observed_head = observed_head
+        self.expected_parent = expected_parent
+
+
+class BranchProtectionViolation(NonRetryableError):
+    """GitHub refused the write because of branch protection or a ruleset (403)."""
+
+    def __init__(self, body: str) -> None:
+        super().__init__(f"branch protection refused the write: {body}", body=body)
+        self.body = body
+
+
+class GitHubForbidden(NonRetryableError):
+    """Any other 403: token scope or repository permission."""
+
+
+class GitHubRateLimited(RetryableError):
+    """GitHub's own rate limit; Temporal waits and retries (``retry_after`` seconds hint)."""
+
+
+class GitHubUnavailable(RetryableError):
+    """GitHub answered 5xx or the connection failed."""
+
+
+class GitTreesApi409(NonRetryableError):
+    """The head ref already exists (409/422): adopted by CreatePullRequest, never retried."""
+
+
+class RepoPrLockContended(RetryableError):
+    """Another run holds the repository's pr_lock; back off and retry."""
+
+
+class RateLimitExceeded(NonRetryableError):
+    """The repository's sliding-window run limit is exhausted (spec 003: non-retryable)."""
+
+
+class ApprovalAlreadyDecided(NonRetryableError):
+    """An approval can be decided once."""
+
+
+def _subclasses(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found.append(sub)
+        found.extend(_subclasses(sub))
+    return found
+
+
+def non_retryable_error_types() -> list[str]:
+    """Every error class name Temporal must not retry, derived from the hierarchy."""
+    return sorted({c.__name__ for c in _subclasses(AmtpError) if not c.retryable})

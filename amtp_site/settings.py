@@ -1,0 +1,170 @@
+"""AMTP settings: twelve-factor, every value from the environment with a safe local default.
+
+Local defaults point at the embedded devstack (``manage.py devstack up`` records its addresses
+in ``.devstack/state.json``); setting ``DATABASE_URL`` / ``VALKEY_URL`` / ``TEMPORAL_ADDRESS``
+uses external services instead. ``docs/configuration.md`` lists every setting.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from amtp_site import devstack
+from amtp_site.errors import non_retryable_error_types
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    return int(value) if value.strip() else default
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+_stack = devstack.urls()
+
+DEBUG = env_bool("DJANGO_DEBUG", True)
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is false")
+    SECRET_KEY = "django-insecure-local-development-only-" + "x" * 24
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "runs",
+    "approvals",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "amtp_site.urls"
+WSGI_APPLICATION = "amtp_site.wsgi.application"
+ASGI_APPLICATION = "amtp_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASE_URL = os.environ.get("DATABASE_URL") or _stack.get(
+    "DATABASE_URL", "postgres://postgres@127.0.0.1:5432/amtp"
+)
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+VALKEY_URL = os.environ.get("VALKEY_URL") or _stack.get("VALKEY_URL", "redis://127.0.0.1:6379/0")
+CACHES = {
+    "default": {
+        "BACKEND": "django_redis.cache.RedisCache",
+        "LOCATION": VALKEY_URL,
+        "KEY_PREFIX": "amtp:django",
+        "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 5, "SOCKET_TIMEOUT": 5},
+    }
+}
+
+TEMPORAL_ADDRESS = os.environ.get("TEMPORAL_ADDRESS") or _stack.get(
+    "TEMPORAL_ADDRESS", "127.0.0.1:7233"
+)
+TEMPORAL_NAMESPACE = os.environ.get("TEMPORAL_NAMESPACE", "default")
+TEMPORAL_TASK_QUEUE = os.environ.get("TEMPORAL_TASK_QUEUE", "amtp-activities")
+TEMPORAL_API_KEY = os.environ.get("TEMPORAL_API_KEY", "")
+TEMPORAL_TLS = env_bool("TEMPORAL_TLS", bool(TEMPORAL_API_KEY))
+
+# Activity retry policy: spec 003, from one place. Tests shrink the intervals.
+AMTP_RETRY_POLICY = {
+    "initial_interval": timedelta(seconds=float(os.environ.get("AMTP_RETRY_INITIAL_S", "2"))),
+    "backoff_coefficient": 2.0,
+    "maximum_interval": timedelta(seconds=float(os.environ.get("AMTP_RETRY_MAX_INTERVAL_S", "30"))),
+    "maximum_attempts": env_int("AMTP_RETRY_MAX_ATTEMPTS", 20),
+    "non_retryable_error_types": non_retryable_error_types(),
+}
+
+# Repository hosts.
+GITHUB_API_URL = os.environ.get("GITHUB_API_URL", "https://api.github.com")
+GITHUB_TOKEN = os.environ.get("GITHUB_TOKEN", "")
+GITHUB_APP_ID = os.environ.get("GITHUB_APP_ID", "")
+GITHUB_APP_PRIVATE_KEY = os.environ.get("GITHUB_APP_PRIVATE_KEY", "")
+GITHUB_WEBHOOK_SECRET = os.environ.get("GITHUB_WEBHOOK_SECRET", "")
+AMTP_MCP_CACHE_TTL = env_int("AMTP_MCP_CACHE_TTL", 24 * 3600)
+AMTP_MAX_READ_BYTES = env_int("AMTP_MAX_READ_BYTES", 256 * 1024)
+
+# LLM providers: offline (rule-based, no network) unless a key is configured.
+ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
+OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
+OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
+AMTP_LLM_PROVIDER = os.environ.get("AMTP_LLM_PROVIDER") or (
+    "anthropic"
+    if ANTHROPIC_API_KEY
+    else "openai"
+    if OPENAI_BASE_URL or OPENAI_API_KEY
+    else "offline"
+)
+
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("AMTP_MAX_REQUEST_BYTES", 2 * 1024 * 1024)
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("AMTP_LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
+
+if not DEBUG:
+    SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True

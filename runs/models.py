@@ -1,0 +1,268 @@
+"""The spec's tables (``runs``, ``stages``, ``artifacts``) and ours (``repositories``,
+``activity_idempotency``). Every status/kind set is a PostgreSQL CHECK constraint, so a bad
+value is refused even through raw SQL."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+
+class DepthLevel(models.TextChoices):
+    SMOKE = "smoke"
+    CORE = "core"
+    STANDARD = "standard"
+    DEEP = "deep"
+
+
+class Framework(models.TextChoices):
+    PLAYWRIGHT = "playwright"
+    MAESTRO = "maestro"
+
+
+class Host(models.TextChoices):
+    GITHUB = "github"
+    LOCAL = "local"
+
+
+class RunStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    PASSED = "passed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class Trigger(models.TextChoices):
+    API = "api"
+    FORM = "form"
+    WEBHOOK = "webhook"
+    CLI = "cli"
+
+
+class StageName(models.TextChoices):
+    CRAWL_REPO = "crawl_repo"
+    GENERATE_TEST_CASES = "generate_test_cases"
+    GENERATE_TEST_CODE = "generate_test_code"
+    CREATE_PULL_REQUEST = "create_pull_request"
+
+
+class StageStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    AWAITING_APPROVAL = "awaiting_approval"
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+
+
+class ArtifactKind(models.TextChoices):
+    REPO_CRAWLER_OUTPUT = "repo_crawler_output"
+    TEST_CASE_GENERATOR_OUTPUT = "test_case_generator_output"
+    TEST_ENGINEER_OUTPUT = "test_engineer_output"
+    FAILURE_REPORT = "failure_report"
+    PULL_REQUEST = "pull_request"
+
+
+def _in(field: str, choices: type[models.TextChoices], name: str) -> models.CheckConstraint:
+    return models.CheckConstraint(condition=Q(**{f"{field}__in": choices.values}), name=name)
+
+
+class Repository(models.Model):
+    """Per-repository settings (ours): host, defaults, webhook triggers, approval, limits."""
+
+    full_name = models.CharField(max_length=200, unique=True, help_text="owner/name")
+    host = models.CharField(max_length=16, choices=Host.choices, default=Host.GITHUB)
+    local_path = models.CharField(
+        max_length=1000, blank=True, help_text="Path of the git repository (host 'local')."
+    )
+    default_branch = models.CharField(max_length=255, default="main")
+    default_depth_level = models.CharField(
+        max_length=16, choices=DepthLevel.choices, default=DepthLevel.STANDARD
+    )
+    default_framework = models.CharField(
+        max_length=16, choices=Framework.choices, default=Framework.PLAYWRIGHT
+    )
+    test_dir = models.CharField(
+        max_length=200, default="e2e/amtp", help_text="Generated files may only go here."
+    )
+    webhook_enabled = models.BooleanField(default=False, help_text="Push events start runs.")
+    webhook_branches = models.JSONField(
+        default=list, blank=True, help_text="Branches whose pushes start a run (empty: default)."
+    )
+    require_approval = models.BooleanField(
+        default=False, help_text="Hold every run for a human approval before the PR is opened."
+    )
+    max_concurrent_runs = models.PositiveIntegerField(default=2)
+    rate_limit_runs = models.PositiveIntegerField(default=30, help_text="Runs per window.")
+    rate_limit_window_seconds = models.PositiveIntegerField(default=3600)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "repositories"
+        verbose_name_plural = "repositories"
+        ordering = ["full_name"]
+        constraints = [
+            _in("host", Host, "repositories_host_valid"),
+            _in("default_depth_level", DepthLevel, "repositories_depth_valid"),
+            _in("default_framework", Framework, "repositories_framework_valid"),
+            models.CheckConstraint(
+                condition=Q(full_name__regex=r"^[^/]+/[^/]+$"), name="repositories_full_name_valid"
+            ),
+            models.CheckConstraint(
+                condition=~Q(host="local") | ~Q(local_path=""),
+                name="repositories_local_needs_path",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.full_name
+
+
+class Run(models.Model):
+    Status = RunStatus
+
+    Trigger = Trigger
+
+    TERMINAL = (Status.PASSED, Status.FAILED, Status.CANCELLED)
+
+    run_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    repository = models.ForeignKey(Repository, on_delete=models.PROTECT, related_name="runs")
+    repo_full_name = models.CharField(max_length=200)
+    ref = models.CharField(max_length=255)
+    commit_sha = models.CharField(max_length=40, blank=True, help_text="The ref, resolved.")
+    base_branch = models.CharField(max_length=255)
+    depth_level = models.CharField(max_length=16, choices=DepthLevel.choices)
+    target_framework = models.CharField(max_length=16, choices=Framework.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    trigger = models.CharField(max_length=16, choices=Trigger.choices, default=Trigger.API)
+    requested_by = models.CharField(max_length=200, blank=True)
+    request_key = models.CharField(
+        max_length=200, null=True, blank=True, unique=True,
+        help_text="Idempotency-Key of the request (or webhook delivery) that created the run.",
+    )  # fmt: skip
+    head_branch = models.CharField(max_length=255, blank=True)
+    pr_number = models.PositiveIntegerField(null=True, blank=True)
+    pr_url = models.CharField(max_length=500, blank=True)
+    error_type = models.CharField(max_length=100, blank=True)
+    error_message = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "runs"
+        ordering = ["-created_at"]
+        constraints = [
+            _in("status", RunStatus, "runs_status_valid"),
+            _in("trigger", Trigger, "runs_trigger_valid"),
+            _in("depth_level", DepthLevel, "runs_depth_valid"),
+            _in("target_framework", Framework, "runs_framework_valid"),
+        ]
+        indexes = [
+            models.Index(fields=["status", "-created_at"], name="runs_status_created"),
+            models.Index(fields=["repository", "-created_at"], name="runs_repo_created"),
+            models.Index(fields=["-created_at"], name="runs_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.repo_full_name}@{self.ref} ({self.status})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in self.TERMINAL
+
+    @property
+    def duration(self):
+        if self.started_at and self.finished_at:
+            return self.finished_at - self.started_at
+        return None
+
+
+class Stage(models.Model):
+    Name = StageName
+
+    Status = StageStatus
+
+    ORDER = [
+        Name.CRAWL_REPO,
+        Name.GENERATE_TEST_CASES,
+        Name.GENERATE_TEST_CODE,
+        Name.CREATE_PULL_REQUEST,
+    ]
+    OPEN = (Status.PENDING, Status.RUNNING, Status.AWAITING_APPROVAL)
+
+    stage_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="stages")
+    name = models.CharField(max_length=32, choices=Name.choices)
+    position = models.PositiveSmallIntegerField(default=0)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error_type = models.CharField(max_length=100, blank=True)
+    error_message = models.TextField(blank=True)
+
+    class Meta:
+        db_table = "stages"
+        ordering = ["run", "position"]
+        constraints = [
+            _in("status", StageStatus, "stages_status_valid"),
+            _in("name", StageName, "stages_name_valid"),
+            models.UniqueConstraint(fields=["run", "name"], name="stages_one_per_run_and_name"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.status}"
+
+    @property
+    def duration(self):
+        if self.started_at and self.finished_at:
+            return self.finished_at - self.started_at
+        return None
+
+
+class Artifact(models.Model):
+    Kind = ArtifactKind
+
+    artifact_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="artifacts")
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    schema_id = models.CharField(max_length=300)
+    content = models.JSONField(help_text="The validated object, verbatim.")
+    meta = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "artifacts"
+        ordering = ["run", "created_at"]
+        constraints = [
+            _in("kind", ArtifactKind, "artifacts_kind_valid"),
+            models.UniqueConstraint(fields=["run", "kind"], name="artifacts_one_per_run_and_kind"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.artifact_id}"
+
+
+class ActivityIdempotency(models.Model):
+    """The spec's "future" table: sha256(run_id ":" activity ":" canonical_json(input)) → result."""
+
+    idem_key = models.CharField(max_length=64, primary_key=True)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="idempotency_keys")
+    activity_name = models.CharField(max_length=64)
+    result = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "activity_idempotency"
+        verbose_name_plural = "activity idempotency keys"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(idem_key__regex=r"^[0-9a-f]{64}$"), name="activity_idempotency_key_hex"
+            ),
+        ]

@@ -1,0 +1,84 @@
+"""The contract JSON Schemas and their validator.
+
+``validate("repo_crawler/output", obj)`` checks ``obj`` against
+``schemas/repo_crawler/output.json`` with Draft 2020-12 and format checking (``uuid`` and
+``date-time`` really are checked) and raises one :class:`SchemaValidationError` listing every
+violation with its JSON path and the rule broken. Each validator is compiled once.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from amtp_site.errors import SchemaValidationError
+
+SCHEMA_DIR = Path(__file__).resolve().parent
+AGENT_SCHEMAS = tuple(
+    f"{agent}/{side}"
+    for agent in ("repo_crawler", "test_case_generator", "test_engineer")
+    for side in ("input", "output")
+)
+_MAX_MESSAGE = 300
+
+__all__ = ["AGENT_SCHEMAS", "SchemaValidationError", "load", "schema_id", "validate", "violations"]
+
+
+@cache
+def load(name: str) -> dict[str, Any]:
+    path = (SCHEMA_DIR / f"{name}.json").resolve()
+    if SCHEMA_DIR not in path.parents or not path.is_file():
+        raise KeyError(f"unknown schema {name!r}")
+    return json.loads(path.read_text())
+
+
+def schema_id(name: str) -> str:
+    return load(name)["$id"]
+
+
+@cache
+def _validator(name: str) -> Draft202012Validator:
+    schema = load(name)
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+def _json_path(error: ValidationError) -> str:
+    path = "$"
+    for part in error.absolute_path:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _flatten(error: ValidationError) -> list[ValidationError]:
+    # oneOf/anyOf failures carry the real reasons in .context; surface those.
+    if error.context:
+        return [leaf for sub in error.context for leaf in _flatten(sub)]
+    return [error]
+
+
+def violations(name: str, instance: Any) -> list[dict[str, str]]:
+    """Every violation of schema ``name`` by ``instance``, sorted by path (empty when valid)."""
+    found = []
+    for error in _validator(name).iter_errors(instance):
+        for leaf in _flatten(error):
+            message = leaf.message
+            if len(message) > _MAX_MESSAGE:
+                message = message[:_MAX_MESSAGE] + "…"
+            found.append(
+                {"path": _json_path(leaf), "rule": str(leaf.validator), "message": message}
+            )
+    return sorted(found, key=lambda v: (v["path"], v["rule"], v["message"]))
+
+
+def validate(name: str, instance: Any) -> Any:
+    """Return ``instance`` when it satisfies schema ``name``; raise SchemaValidationError otherwise."""
+    found = violations(name, instance)
+    if found:
+        raise SchemaValidationError(name, found)
+    return instance
