@@ -136,6 +136,9 @@ class Run(models.Model):
     ref = models.CharField(max_length=255)
     commit_sha = models.CharField(max_length=40, blank=True, help_text="The ref, resolved.")
     base_branch = models.CharField(max_length=255)
+    base_sha = models.CharField(
+        max_length=40, blank=True, help_text="Head of base_branch when the run was crawled."
+    )
     depth_level = models.CharField(max_length=16, choices=DepthLevel.choices)
     target_framework = models.CharField(max_length=16, choices=Framework.choices)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)

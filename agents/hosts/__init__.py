@@ -1,0 +1,39 @@
+"""Repository hosts: ``github`` (PyGithub) and ``local`` (git on disk), one interface."""
+
+from __future__ import annotations
+
+from agents.hosts.base import PullRequestResult, RepositoryHost, TreeEntry
+from amtp_site.errors import RepositoryAccessError
+
+__all__ = ["PullRequestResult", "RepositoryHost", "TreeEntry", "host_for", "host_for_repo"]
+
+
+def host_for(repository) -> RepositoryHost:
+    """The host for a ``runs.Repository`` row, with credentials from settings."""
+    from django.conf import settings
+
+    if repository.host == "local":
+        from agents.hosts.local import LocalGitHost
+
+        return LocalGitHost(repository.full_name, repository.local_path)
+    from agents.hosts.github import GitHubHost
+
+    return GitHubHost(
+        repository.full_name,
+        api_url=settings.GITHUB_API_URL,
+        token=settings.GITHUB_TOKEN or None,
+        app_id=settings.GITHUB_APP_ID or None,
+        private_key=settings.GITHUB_APP_PRIVATE_KEY or None,
+    )
+
+
+def host_for_repo(full_name: str) -> RepositoryHost:
+    from runs.models import Repository
+
+    repository = Repository.objects.filter(full_name=full_name).first()
+    if repository is None:
+        raise RepositoryAccessError(
+            f"unknown repository {full_name!r}: register it in admin (Repositories) "
+            "or launch with `manage.py launch_run --local PATH`"
+        )
+    return host_for(repository)

@@ -1,0 +1,146 @@
+"""Valkey: cache, locks and limits only (every key is listed in infra/valkey/NAMESPACES.md).
+
+Losing Valkey loses nothing else: handoffs live in PostgreSQL, a lost ``pr_lock`` cannot
+produce a second PR (head branches derive from the run id and an existing ref is adopted),
+a lost window or counter only relaxes a limit for a while.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import redis
+from django.conf import settings
+
+from amtp_site.errors import RepoPrLockContended
+
+PR_LOCK_TTL = 120
+CONCURRENCY_TTL = 3600
+
+
+def client() -> redis.Redis:
+    return redis.Redis.from_url(settings.VALKEY_URL, socket_timeout=5, socket_connect_timeout=5)
+
+
+def pr_lock_key(repo: str) -> str:
+    return f"amtp:rl:repo:{repo}:pr_lock"
+
+
+def window_key(repo: str) -> str:
+    return f"amtp:rl:repo:{repo}:runs"
+
+
+def concurrency_key(repo: str) -> str:
+    return f"amtp:rl:repo:{repo}:concurrency"
+
+
+# Only the holder may release (spec 003, verbatim).
+_RELEASE = """
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+  return redis.call("DEL", KEYS[1])
+else
+  return 0
+end
+"""
+
+# Sliding window. Member = run id, so a replayed check for the same run is not counted twice.
+# Returns {allowed (0/1), count, retry_after_seconds}. Time is Valkey's, so web and worker
+# clocks cannot disagree.
+_WINDOW = """
+local now = tonumber(redis.call("TIME")[1])
+local window, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now - window)
+if redis.call("ZSCORE", KEYS[1], ARGV[1]) then
+  return {1, redis.call("ZCARD", KEYS[1]), 0}
+end
+local count = redis.call("ZCARD", KEYS[1])
+if count >= limit then
+  local oldest = redis.call("ZRANGE", KEYS[1], 0, 0, "WITHSCORES")
+  return {0, count, math.max(1, tonumber(oldest[2]) + window - now)}
+end
+redis.call("ZADD", KEYS[1], now, ARGV[1])
+redis.call("EXPIRE", KEYS[1], window)
+return {1, count + 1, 0}
+"""
+
+# INCR/DECR per repository with the spec's EXPIRE 3600 safety net; a per-run marker makes
+# both idempotent, so a retried activity cannot count a run twice (or release it twice).
+_INCR = """
+if redis.call("SET", KEYS[2], "1", "NX", "EX", ARGV[1]) then
+  local n = redis.call("INCR", KEYS[1])
+  redis.call("EXPIRE", KEYS[1], ARGV[1])
+  return n
+end
+return tonumber(redis.call("GET", KEYS[1]) or "0")
+"""
+_DECR = """
+if redis.call("DEL", KEYS[2]) == 1 then
+  local n = redis.call("DECR", KEYS[1])
+  if n <= 0 then redis.call("DEL", KEYS[1]) return 0 end
+  return n
+end
+return tonumber(redis.call("GET", KEYS[1]) or "0")
+"""
+
+
+@dataclass(frozen=True)
+class WindowDecision:
+    allowed: bool
+    count: int
+    retry_after: int
+
+
+def rate_limit_check(
+    repo: str, run_id: str, *, limit: int, window_seconds: int, conn=None
+) -> WindowDecision:
+    conn = conn or client()
+    allowed, count, retry_after = conn.eval(
+        _WINDOW, 1, window_key(repo), run_id, window_seconds, limit
+    )
+    return WindowDecision(bool(allowed), int(count), int(retry_after))
+
+
+def concurrency_incr(repo: str, run_id: str, conn=None) -> int:
+    conn = conn or client()
+    marker = f"{concurrency_key(repo)}:{run_id}"
+    return int(conn.eval(_INCR, 2, concurrency_key(repo), marker, CONCURRENCY_TTL))
+
+
+def concurrency_decr(repo: str, run_id: str, conn=None) -> int:
+    conn = conn or client()
+    marker = f"{concurrency_key(repo)}:{run_id}"
+    return int(conn.eval(_DECR, 2, concurrency_key(repo), marker))
+
+
+def concurrency_count(repo: str, conn=None) -> int:
+    conn = conn or client()
+    return int(conn.get(concurrency_key(repo)) or 0)
+
+
+@contextmanager
+def pr_lock(repo: str, run_id: str, conn=None) -> Iterator[None]:
+    """``SET amtp:rl:repo:{repo}:pr_lock {run_id} NX EX 120``; CAS release in ``finally``."""
+    conn = conn or client()
+    key = pr_lock_key(repo)
+    if not conn.set(key, run_id, nx=True, ex=PR_LOCK_TTL):
+        holder = conn.get(key)
+        holder = holder.decode() if isinstance(holder, bytes) else holder
+        if holder != run_id:
+            raise RepoPrLockContended(
+                f"another run ({holder}) is opening a pull request on {repo}; retrying with backoff",
+                repo=repo,
+                holder=holder,
+            )
+        # Our own lock from an attempt that crashed: take it over, refreshing the TTL.
+        conn.set(key, run_id, ex=PR_LOCK_TTL)
+    try:
+        yield
+    finally:
+        release_pr_lock(repo, run_id, conn)
+
+
+def release_pr_lock(repo: str, run_id: str, conn=None) -> bool:
+    conn = conn or client()
+    return bool(conn.eval(_RELEASE, 1, pr_lock_key(repo), run_id))

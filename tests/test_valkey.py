@@ -1,0 +1,84 @@
+"""Rate limit, concurrency and pr_lock primitives against the real Valkey."""
+
+import threading
+import time
+
+import pytest
+
+from amtp_site import valkey as valkey_mod
+from amtp_site.errors import RepoPrLockContended
+
+REPO = "acme/web"
+
+
+def test_sliding_window_counts_each_run_once_and_says_when_to_retry(valkey):
+    decide = lambda run: valkey_mod.rate_limit_check(REPO, run, limit=2, window_seconds=60)  # noqa: E731
+    assert decide("run-1").allowed and decide("run-1").count == 1  # replay: not counted twice
+    assert decide("run-2").count == 2
+    refused = decide("run-3")
+    assert not refused.allowed and refused.count == 2 and 1 <= refused.retry_after <= 60
+    assert decide("run-2").allowed  # an admitted run's replay is still admitted
+    assert valkey.zcard(valkey_mod.window_key(REPO)) == 2
+    assert 0 < valkey.ttl(valkey_mod.window_key(REPO)) <= 60
+
+
+def test_window_slides(valkey):
+    assert valkey_mod.rate_limit_check(REPO, "a", limit=1, window_seconds=1).allowed
+    assert not valkey_mod.rate_limit_check(REPO, "b", limit=1, window_seconds=1).allowed
+    time.sleep(2.1)
+    assert valkey_mod.rate_limit_check(REPO, "b", limit=1, window_seconds=1).allowed
+
+
+def test_concurrency_incr_decr_is_idempotent_per_run_with_expire_safety_net(valkey):
+    assert valkey_mod.concurrency_incr(REPO, "r1") == 1
+    assert valkey_mod.concurrency_incr(REPO, "r1") == 1  # retried activity
+    assert valkey_mod.concurrency_incr(REPO, "r2") == 2
+    assert 3500 < valkey.ttl(valkey_mod.concurrency_key(REPO)) <= 3600
+    assert valkey_mod.concurrency_decr(REPO, "r1") == 1
+    assert valkey_mod.concurrency_decr(REPO, "r1") == 1  # released twice: counted once
+    assert valkey_mod.concurrency_decr(REPO, "r2") == 0
+    assert valkey_mod.concurrency_count(REPO) == 0
+
+
+def test_pr_lock_is_exclusive_with_ttl_and_only_the_holder_releases(valkey):
+    key = valkey_mod.pr_lock_key(REPO)
+    with valkey_mod.pr_lock(REPO, "run-a"):
+        assert valkey.get(key) == b"run-a"
+        assert 0 < valkey.ttl(key) <= 120
+        with pytest.raises(RepoPrLockContended, match="run-a"):
+            with valkey_mod.pr_lock(REPO, "run-b"):
+                pass
+        assert valkey_mod.release_pr_lock(REPO, "run-b") is False  # non-owner
+        assert valkey.get(key) == b"run-a"
+    assert valkey.get(key) is None
+
+
+def test_pr_lock_is_released_when_the_body_fails(valkey):
+    with pytest.raises(ZeroDivisionError), valkey_mod.pr_lock(REPO, "run-a"):
+        1 / 0
+    assert valkey.get(valkey_mod.pr_lock_key(REPO)) is None
+
+
+def test_two_concurrent_holders_run_one_at_a_time(valkey):
+    inside, overlaps, done = [], [], []
+
+    def worker(run):
+        while True:
+            try:
+                with valkey_mod.pr_lock(REPO, run):
+                    inside.append(run)
+                    if len(inside) > 1:
+                        overlaps.append(tuple(inside))
+                    time.sleep(0.2)
+                    inside.remove(run)
+                    done.append(run)
+                    return
+            except RepoPrLockContended:
+                time.sleep(0.02)
+
+    threads = [threading.Thread(target=worker, args=(f"run-{i}",)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert sorted(done) == ["run-0", "run-1"] and overlaps == []
