@@ -15,10 +15,10 @@ from django.conf import settings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from amtp_site import valkey
-from amtp_site.errors import AmtpError
 from agents.hosts import host_for_repo
 from agents.repo_reader import CachedRepoReader
+from amtp_site import valkey
+from amtp_site.errors import AmtpError
 
 SERVER_NAME = "amtp-github-mcp"
 TREE_TOOL = "repo.tree"

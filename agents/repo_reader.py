@@ -12,9 +12,9 @@ import json
 import re
 from dataclasses import asdict
 
-from amtp_site.errors import RepositoryAccessError
 from agents.hosts.base import RepositoryHost, TreeEntry
 from agents.hosts.depth import DEPTH_LEVELS, filter_tree, is_binary_path, looks_binary
+from amtp_site.errors import RepositoryAccessError
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 HITS_TTL = 7 * 24 * 3600
