@@ -85,13 +85,15 @@ class CachedRepoReader:
 
     def read_file(self, ref: str, path: str) -> dict:
         sha = self.commit_sha(ref)
-        entry = next((e for e in self.full_tree(sha) if e.path == path), None)
+        if is_binary_path(path):
+            raise RepositoryAccessError(f"{path!r} is a binary file; only text files can be read")
+        # Only what a deep crawl may list is readable: never .git, dependency or build folders.
+        readable = filter_tree(self.full_tree(sha), "deep")
+        entry = next((e for e in readable if e.path == path), None)
         if entry is None:
             raise RepositoryAccessError(
                 f"{path!r} is not a file in {self.repo} at {sha[:12]}; use a path listed by repo.tree"
             )
-        if is_binary_path(path):
-            raise RepositoryAccessError(f"{path!r} is a binary file; only text files can be read")
         if entry.size > self.max_read_bytes:
             raise RepositoryAccessError(
                 f"{path!r} is {entry.size} bytes, over the {self.max_read_bytes}-byte read limit; "

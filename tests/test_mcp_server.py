@@ -1,0 +1,89 @@
+"""amtp-github-mcp through a real MCP client session over stdio, on a local git repository."""
+
+import pytest
+
+from agents.repo_reader import crawl_cache_hits
+from tests.factories import RepositoryFactory
+from tests.gitrepo import commit_files, make_git_repo
+from tests.mcp_client import call_tools
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FILES = {
+    "package.json": '{"name": "web", "scripts": {"start": "node server.js"}}',
+    "server.js": "const app = require('express')();\napp.get('/api/users', (q, r) => r.json([]));\n",
+    "src/routes/users.js": "module.exports = [];\n",
+    "docs/guide.md": "# Guide\n",
+    "node_modules/express/index.js": "module.exports = 1;\n",
+    "logo.png": b"\x89PNG\r\n\x1a\n\x00\x00binary",
+    "big.txt": "x" * 300_000,
+}
+
+
+@pytest.fixture
+def repo(tmp_path, valkey):
+    path = make_git_repo(tmp_path / "web", FILES)
+    RepositoryFactory(full_name="acme/web", host="local", local_path=str(path))
+    return path
+
+
+def test_tools_are_named_exactly_and_tree_is_filtered(repo):
+    tools, (err, smoke), (err2, deep) = call_tools(
+        [("repo.tree", {"repo": "acme/web", "ref": "main", "depth_level": "smoke"}),
+         ("repo.tree", {"repo": "acme/web", "ref": "main", "depth_level": "deep"})]
+    )  # fmt: skip
+    assert tools == ["repo.read_file", "repo.tree"]
+    assert not err and not err2
+    smoke_paths = {e["path"] for e in smoke["entries"]}
+    deep_paths = {e["path"] for e in deep["entries"]}
+    assert "package.json" in smoke_paths and "docs/guide.md" not in smoke_paths
+    assert "docs/guide.md" in deep_paths
+    assert not any(p.startswith("node_modules/") or p == "logo.png" for p in deep_paths)
+    assert len(deep["commit_sha"]) == 40
+
+
+def test_bad_arguments_come_back_as_tool_errors_that_say_what_is_wrong(repo):
+    _, *results = call_tools(
+        [("repo.tree", {"repo": "acme/nope", "ref": "main"}),
+         ("repo.tree", {"repo": "acme/web", "ref": "no-such-branch"}),
+         ("repo.tree", {"repo": "acme/web", "ref": "main", "depth_level": "everything"}),
+         ("repo.read_file", {"repo": "acme/web", "ref": "main", "path": "../../etc/passwd"}),
+         ("repo.read_file", {"repo": "acme/web", "ref": "main", "path": "node_modules/express/index.js"}),
+         ("repo.read_file", {"repo": "acme/web", "ref": "main", "path": "big.txt"}),
+         ("repo.read_file", {"repo": "acme/web", "ref": "main", "path": "logo.png"})]
+    )  # fmt: skip
+    assert all(is_error for is_error, _ in results)
+    messages = [text for _, text in results]
+    assert "unknown repository 'acme/nope'" in messages[0]
+    assert "no-such-branch" in messages[1]
+    assert "everything" in messages[2] and "smoke" in messages[2]
+    assert "not a file" in messages[3]
+    assert "read limit" in messages[5]
+    assert "binary" in messages[6]
+
+
+def test_second_crawl_of_the_same_commit_hits_the_cache_and_a_new_commit_does_not(repo, valkey):
+    calls = [
+        ("repo.tree", {"repo": "acme/web", "ref": "main", "depth_level": "deep"}),
+        ("repo.read_file", {"repo": "acme/web", "ref": "main", "path": "server.js"}),
+    ]
+    _, (_, first_tree), (_, first_file) = call_tools(calls, crawl_id="crawl-1")
+    assert crawl_cache_hits(valkey, "crawl-1") == 1  # read_file reuses the tree just listed
+    _, (_, tree), (_, file) = call_tools(calls, crawl_id="crawl-2")
+    assert crawl_cache_hits(valkey, "crawl-2") == 3  # tree + tree lookup + file
+    assert (tree, file) == (first_tree, first_file)
+
+    commit_files(repo, {"server.js": "// moved on\n"}, message="move the branch")
+    _, (_, new_tree), (_, new_file) = call_tools(calls, crawl_id="crawl-3")
+    assert new_tree["commit_sha"] != first_tree["commit_sha"]
+    assert new_file["content"] == "// moved on\n"
+    assert crawl_cache_hits(valkey, "crawl-3") == 1
+
+
+def test_a_session_pinned_to_one_repository_cannot_read_another(repo, tmp_path):
+    other = make_git_repo(tmp_path / "other", {"a.txt": "secret"})
+    RepositoryFactory(full_name="acme/other", host="local", local_path=str(other))
+    _, (is_error, text) = call_tools(
+        [("repo.tree", {"repo": "acme/other", "ref": "main"})], repo="acme/web"
+    )
+    assert is_error and "may only read acme/web" in text

@@ -1,0 +1,78 @@
+"""CreatePullRequest on the local host: one branch, one commit, one PR; typed failures."""
+
+import pytest
+
+from amtp_site import valkey as valkey_mod
+from amtp_site.errors import RepoPrLockContended, StaleBaseBranch
+from runs.models import Artifact
+from runs.pull_requests import head_branch_for, pull_request_create
+from tests.factories import RepositoryFactory, RunFactory
+from tests.gitrepo import commit_files, git, make_git_repo
+
+pytestmark = pytest.mark.django_db
+
+FILES = [
+    {"path": "e2e/amtp/home.spec.ts", "contents": "import { test } from '@playwright/test';\n"}
+]
+
+
+@pytest.fixture
+def run(tmp_path, valkey):
+    path = make_git_repo(tmp_path / "web", {"package.json": "{}", "src/index.js": "1;\n"})
+    sha = git(path, "rev-parse", "main").strip()
+    repository = RepositoryFactory(full_name="acme/web", host="local", local_path=str(path))
+    return RunFactory(repository=repository, commit_sha=sha, base_sha=sha)
+
+
+def branches(run):
+    return git(run.repository.local_path, "branch", "--format=%(refname:short)").split()
+
+
+def test_opens_one_branch_with_one_commit_on_the_crawled_base(run):
+    artifact = pull_request_create(run=run, files=FILES, title="Add e2e tests", body="Body")
+    head = head_branch_for(run)
+    assert branches(run) == sorted(["main", head])
+    path = run.repository.local_path
+    assert git(path, "rev-parse", f"{head}^").strip() == run.commit_sha
+    assert git(path, "show", f"{head}:e2e/amtp/home.spec.ts") == FILES[0]["contents"].strip()
+    assert "100644 blob" in git(path, "ls-tree", head, "e2e/amtp/home.spec.ts")
+    assert artifact.content["number"] == 1 and artifact.content["adopted"] is False
+    assert artifact.content["files"] == ["e2e/amtp/home.spec.ts"]
+    run.refresh_from_db()
+    assert run.pr_number == 1 and run.head_branch == head and run.pr_url
+
+
+def test_called_twice_still_one_pr(run):
+    first = pull_request_create(run=run, files=FILES, title="t", body="b")
+    second = pull_request_create(run=run, files=FILES, title="t", body="b")
+    assert first.pk == second.pk
+    assert Artifact.objects.filter(run=run, kind="pull_request").count() == 1
+
+
+def test_lock_lost_to_a_valkey_restart_does_not_make_a_second_pr(run, valkey):
+    pull_request_create(run=run, files=FILES, title="t", body="b")
+    Artifact.objects.filter(
+        run=run, kind="pull_request"
+    ).delete()  # the attempt died before recording
+    valkey.flushdb()  # ... and Valkey restarted, losing the lock
+    again = pull_request_create(run=run, files=FILES, title="t", body="b")
+    assert again.content["adopted"] is True and again.content["number"] == 1
+    assert branches(run).count(head_branch_for(run)) == 1
+
+
+def test_base_moved_since_the_crawl_is_stale(run):
+    moved = commit_files(run.repository.local_path, {"src/index.js": "2;\n"}, message="moved")
+    with pytest.raises(StaleBaseBranch) as caught:
+        pull_request_create(run=run, files=FILES, title="t", body="b")
+    assert caught.value.to_dict() == {
+        "error": "StaleBaseBranch", "message": caught.value.message, "base_branch": "main",
+        "observed_head": moved, "expected_parent": run.commit_sha,
+    }  # fmt: skip
+    assert head_branch_for(run) not in branches(run)
+
+
+def test_a_held_lock_is_contended_and_nothing_is_written(run):
+    with valkey_mod.pr_lock("acme/web", "another-run"):
+        with pytest.raises(RepoPrLockContended):
+            pull_request_create(run=run, files=FILES, title="t", body="b")
+    assert branches(run) == ["main"]
