@@ -1,0 +1,388 @@
+"""A git repository on disk as a RepositoryHost, driven through git plumbing commands.
+
+Used offline, by the demo and by tests. Reads come from git objects addressed by commit SHA,
+never from the working tree, so they are as immutable as GitHub's. The "pull request" is a real
+branch and commit in the repository plus a record in ``<git-dir>/amtp/pulls.json``; nothing here
+touches the working tree, the index or the checked-out branch, so the repository may be bare,
+or in active use by a developer.
+
+Pull request URLs are ``file://<absolute repository path>#<head branch>`` (branch URL-quoted).
+
+Safety: repository content and paths are untrusted. Symlinks and submodules are never listed
+or read, written files are regular files (100644) at validated paths, the head branch is
+created with a zero old-value so an existing branch is never overwritten, and hooks and
+fsmonitor are switched off so a repository's config cannot run programs in the worker.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+from urllib.parse import quote
+
+from agents.hosts.base import PullRequestResult, RepositoryHost, TreeEntry
+from amtp_site.errors import ContractViolation, RepositoryAccessError, StaleBaseBranch
+
+AUTHOR_NAME = "AMTP"
+AUTHOR_EMAIL = "amtp@localhost"
+REGULAR_FILE_MODES = frozenset({"100644", "100755"})
+WRITE_MODE = "100644"
+MAX_PATH_BYTES = 4096
+GIT_TIMEOUT_SECONDS = 120
+
+_Ran = tuple[bool, bytes, str]  # (succeeded, stdout, stderr) of one git command
+_OBJECT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+_DRIVE = re.compile(r"^[A-Za-z]:")
+# Repository config could otherwise run programs (hooks fire on update-ref via the
+# reference-transaction hook; fsmonitor is a configured command).
+_SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+# Inherited variables that would point git at another repository, index or object store.
+_REDIRECTING_ENV = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_PREFIX", "GIT_QUARANTINE_PATH",
+    "GIT_REPLACE_REF_BASE", "GIT_LITERAL_PATHSPECS", "GIT_GLOB_PATHSPECS",
+)  # fmt: skip
+
+
+def path_problem(path: str) -> str | None:
+    """Why ``path`` is not a safe repository-relative file path, or None when it is.
+
+    Relative, ``/``-separated, normalised (no empty, ``.`` or ``..`` components), no control
+    characters or backslashes, and no ``.git`` component in any spelling that a
+    case-insensitive or NTFS file system would treat as ``.git``.
+    """
+    if not isinstance(path, str) or not path:
+        return "path is empty"
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in path):
+        return f"{path!r}: control character in path"
+    if "\\" in path:
+        return f"{path!r}: backslash in path"
+    if path.startswith("/") or _DRIVE.match(path):
+        return f"{path!r}: absolute path"
+    if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        return f"{path[:60]!r}...: path longer than {MAX_PATH_BYTES} bytes"
+    for part in path.split("/"):
+        if part in ("", ".", ".."):
+            return f"{path!r}: empty, '.' or '..' component"
+        if part.rstrip(". ").casefold() in (".git", "git~1"):
+            return f"{path!r}: inside .git"
+    return None
+
+
+def _git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _REDIRECTING_ENV}
+    env.update(
+        LC_ALL="C",
+        GIT_TERMINAL_PROMPT="0",
+        # Replace refs would make a SHA read return some other object's content.
+        GIT_NO_REPLACE_OBJECTS="1",
+        GIT_AUTHOR_NAME=AUTHOR_NAME,
+        GIT_AUTHOR_EMAIL=AUTHOR_EMAIL,
+        GIT_COMMITTER_NAME=AUTHOR_NAME,
+        GIT_COMMITTER_EMAIL=AUTHOR_EMAIL,
+    )
+    env.update(extra or {})
+    return env
+
+
+class LocalGitHost(RepositoryHost):
+    """``full_name`` ("owner/name") backed by the git repository at ``path``.
+
+    ``path`` must be the top of a working tree or a bare repository; a folder inside some
+    other repository is refused rather than silently resolved to its parent.
+    """
+
+    name = "local"
+
+    def __init__(self, full_name: str, path: str | os.PathLike[str]) -> None:
+        super().__init__(full_name)
+        self.path = Path(path).resolve()
+
+    # --- plumbing ---------------------------------------------------------------------
+
+    @cached_property
+    def _dirs(self) -> tuple[Path, Path]:
+        """(git dir, common git dir); the common one holds refs and our pull records."""
+        if not self.path.is_dir():
+            raise RepositoryAccessError(f"{self.full_name}: no directory at {self.path}")
+        # The ceiling stops discovery at ``path`` so a plain folder is not taken for the
+        # repository that happens to contain it.
+        env = _git_env({"GIT_CEILING_DIRECTORIES": str(self.path.parent)})
+        cmd = ["git", "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"]
+        proc = subprocess.run(
+            cmd, cwd=self.path, env=env, capture_output=True, timeout=GIT_TIMEOUT_SECONDS
+        )
+        if proc.returncode != 0:
+            detail = proc.stderr.decode(errors="replace").strip()
+            raise RepositoryAccessError(
+                f"{self.full_name}: {self.path} is not a git repository ({detail})"
+            )
+        git_dir, common_dir = proc.stdout.decode().splitlines()[:2]
+        return Path(git_dir), Path(common_dir)
+
+    def _run(self, *args: str, stdin: bytes | None = None, env: dict | None = None) -> _Ran:
+        """(ok, stdout, stderr) of one git command run against this repository's git dir."""
+        git_dir = self._dirs[0]
+        # An explicit --git-dir and cwd inside it: no discovery, no working tree in play.
+        cmd = ["git", *_SAFE_CONFIG, f"--git-dir={git_dir}", *args]
+        try:
+            proc = subprocess.run(
+                cmd, cwd=git_dir, env=_git_env(env), input=stdin, capture_output=True,
+                timeout=GIT_TIMEOUT_SECONDS,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return False, b"", f"timed out after {GIT_TIMEOUT_SECONDS}s"
+        return proc.returncode == 0, proc.stdout, proc.stderr.decode(errors="replace").strip()
+
+    def _git(self, *args: str, stdin: bytes | None = None, env: dict | None = None) -> bytes:
+        """Stdout of a git command that must succeed, else RepositoryAccessError.
+
+        That class itself, not a subclass: Temporal's non-retryable list is derived from the
+        classes ``amtp_site.errors`` defines.
+        """
+        ok, out, stderr = self._run(*args, stdin=stdin, env=env)
+        if not ok:
+            message = f"{self.full_name}: git {args[0]} failed: {stderr}"
+            raise RepositoryAccessError(message, stderr=stderr)
+        return out
+
+    def _rev_parse(self, rev: str) -> str | None:
+        ok, out, _ = self._run("rev-parse", "--verify", "--quiet", rev)
+        return out.decode().strip() if ok else None
+
+    def _commit(self, commit_sha: str) -> str:
+        """``commit_sha`` checked to be a full SHA naming a commit in this repository."""
+        if not isinstance(commit_sha, str) or not _OBJECT_ID.match(commit_sha):
+            raise RepositoryAccessError(
+                f"{self.full_name}: expected a full commit SHA, got {commit_sha!r} "
+                "(resolve refs with resolve_ref first)"
+            )
+        if self._rev_parse(f"{commit_sha}^{{commit}}") != commit_sha:
+            raise RepositoryAccessError(f"{self.full_name}: no commit {commit_sha}")
+        return commit_sha
+
+    # --- reads --------------------------------------------------------------------------
+
+    def resolve_ref(self, ref: str) -> str:
+        if not isinstance(ref, str) or not ref.strip() or ref.startswith("-") or "\0" in ref:
+            raise RepositoryAccessError(f"{self.full_name}: invalid ref {ref!r}")
+        sha = self._rev_parse(f"{ref}^{{commit}}")
+        if sha is None:
+            raise RepositoryAccessError(
+                f"{self.full_name}: ref {ref!r} does not name a commit (no such branch, tag "
+                "or SHA, or the short SHA is ambiguous)"
+            )
+        return sha
+
+    def tree(self, commit_sha: str) -> list[TreeEntry]:
+        out = self._git("ls-tree", "-r", "-l", "-z", self._commit(commit_sha))
+        entries = []
+        for record in out.split(b"\0"):
+            if not record:
+                continue
+            meta, _, raw_path = record.partition(b"\t")
+            mode, _kind, oid, size = meta.decode().split()
+            # Symlinks (120000) and submodules (160000) are left out so nothing downstream
+            # can follow them out of the repository.
+            if mode not in REGULAR_FILE_MODES:
+                continue
+            try:
+                path = raw_path.decode("utf-8")
+            except UnicodeDecodeError:
+                continue  # not representable in the JSON contracts; skipping beats mangling
+            entries.append(TreeEntry(path=path, size=int(size), sha=oid))
+        return sorted(entries, key=lambda e: e.path)
+
+    def read_file(self, commit_sha: str, path: str) -> bytes:
+        commit = self._commit(commit_sha)
+        problem = path_problem(path)
+        if problem:
+            raise RepositoryAccessError(f"{self.full_name}: cannot read {problem}")
+        parent, _, name = path.rpartition("/")
+        missing = RepositoryAccessError(
+            f"{self.full_name}: no regular file {path!r} in commit {commit}"
+        )
+        # ``<commit>:<dir>`` names the directory literally (no pathspec magic); a symlinked
+        # directory is a blob there, so ls-tree fails instead of following it.
+        ok, listing, _ = self._run("ls-tree", "-z", f"{commit}:{parent}")
+        if not ok:
+            raise missing
+        for record in listing.split(b"\0"):
+            meta, _, raw_name = record.partition(b"\t")
+            if raw_name == name.encode("utf-8"):
+                mode, _kind, oid = meta.decode().split()
+                if mode not in REGULAR_FILE_MODES:
+                    raise missing
+                return self._git("cat-file", "blob", oid)
+        raise missing
+
+    # --- pull requests ------------------------------------------------------------------
+
+    def open_pull_request(
+        self,
+        *,
+        base_branch: str,
+        expected_base_sha: str,
+        head_branch: str,
+        files: dict[str, str],
+        title: str,
+        body: str,
+    ) -> PullRequestResult:
+        self._check_branch(base_branch, "base branch")
+        self._check_branch(head_branch, "head branch")
+        if head_branch == base_branch:
+            raise ContractViolation(f"head branch {head_branch!r} is the base branch")
+        if not isinstance(expected_base_sha, str) or not _OBJECT_ID.match(expected_base_sha):
+            raise ContractViolation(f"expected_base_sha {expected_base_sha!r} is not a full SHA")
+        blobs = self._check_files(files)
+
+        pull = {
+            "head_branch": head_branch,
+            "base_branch": base_branch,
+            "base_sha": expected_base_sha,
+            "title": title,
+            "body": body,
+        }
+        with self._pulls_lock():
+            existing_head = self._rev_parse(f"refs/heads/{head_branch}")
+            if existing_head is not None:  # an earlier attempt got this far: adopt it
+                return self._recorded(pull, existing_head, adopted=True)
+            observed = self._rev_parse(f"refs/heads/{base_branch}")
+            if observed is None:
+                raise RepositoryAccessError(
+                    f"{self.full_name}: base branch {base_branch!r} does not exist"
+                )
+            if observed != expected_base_sha:
+                raise StaleBaseBranch(
+                    base_branch, observed_head=observed, expected_parent=expected_base_sha
+                )
+            head_sha = self._commit_files(expected_base_sha, blobs, f"{title}\n\n{body}\n")
+            ref, zero = f"refs/heads/{head_branch}", "0" * len(head_sha)
+            try:
+                # The zero old-value makes this create-only: if the branch appeared meanwhile
+                # (the local analogue of GitHub's 422 "Reference already exists"), adopt it.
+                self._git("update-ref", "-m", "amtp: open pull request", ref, head_sha, zero)
+            except RepositoryAccessError:
+                winner = self._rev_parse(ref)
+                if winner is None:
+                    raise
+                return self._recorded(pull, winner, adopted=True)
+            return self._recorded(pull, head_sha, adopted=False)
+
+    def pull_requests(self) -> list[dict]:
+        """Every recorded pull request of this repository, by number."""
+        return sorted(self._load_pulls()["pulls"], key=lambda p: p["number"])
+
+    def _check_branch(self, branch: str, what: str) -> None:
+        bad = ContractViolation(f"{what} {branch!r} is not a valid branch name")
+        if not isinstance(branch, str) or not branch or branch.startswith("-"):
+            raise bad
+        ok, normalised, _ = self._run("check-ref-format", "--branch", branch)
+        # "@{-1}" is valid but expands to another branch: only literal names are accepted.
+        if not ok or normalised.decode().strip() != branch:
+            raise bad
+
+    def _check_files(self, files: dict[str, str]) -> dict[str, bytes]:
+        if not isinstance(files, dict) or not files:
+            raise ContractViolation("a pull request needs at least one file")
+        problems = [p for p in map(path_problem, files) if p]
+        if problems:
+            raise ContractViolation("unsafe file path(s) for the pull request", problems)
+        if not all(isinstance(content, str) for content in files.values()):
+            raise ContractViolation("file contents must be text")
+        return {path: content.encode("utf-8") for path, content in files.items()}
+
+    def _commit_files(self, parent: str, blobs: dict[str, bytes], message: str) -> str:
+        """A commit whose tree is ``parent``'s tree plus ``blobs`` (mode 100644), parent first.
+
+        A throwaway index file keeps the repository's own index (and so ``git status`` of
+        whoever works in it) untouched.
+        """
+        with tempfile.TemporaryDirectory(prefix="amtp-index-") as tmp:
+            index_env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+            self._git("read-tree", f"{parent}^{{tree}}", env=index_env)
+            for path, data in blobs.items():
+                blob = self._git("hash-object", "-w", "--no-filters", "--stdin", stdin=data)
+                cacheinfo = f"{WRITE_MODE},{blob.decode().strip()},{path}"
+                try:
+                    self._git("update-index", "--add", "--cacheinfo", cacheinfo, env=index_env)
+                except RepositoryAccessError as exc:  # e.g. a directory of that name in base
+                    raise ContractViolation(
+                        f"{path!r} cannot be added on top of {parent}: {exc.details['stderr']}"
+                    ) from None
+            tree = self._git("write-tree", env=index_env).decode().strip()
+        commit = self._git(
+            "commit-tree", "--no-gpg-sign", tree, "-p", parent, stdin=message.encode()
+        )
+        return commit.decode().strip()
+
+    # --- pull request records -----------------------------------------------------------
+
+    @property
+    def _pulls_dir(self) -> Path:
+        return self._dirs[1] / "amtp"
+
+    @contextmanager
+    def _pulls_lock(self) -> Iterator[None]:
+        """Serialises pull-request writers on this repository across processes.
+
+        flock is released by the kernel if the holder dies, so a crash never leaves a stale
+        lock behind (unlike a lock file that must be deleted).
+        """
+        self._pulls_dir.mkdir(exist_ok=True)
+        with open(self._pulls_dir / "pulls.lock", "a") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # closing the file releases it
+            yield
+
+    def _load_pulls(self) -> dict:
+        try:
+            return json.loads((self._pulls_dir / "pulls.json").read_text("utf-8"))
+        except FileNotFoundError:
+            return {"version": 1, "pulls": []}
+
+    def _save_pulls(self, data: dict) -> None:
+        # Write-then-rename so a reader never sees a half-written file.
+        fd, tmp = tempfile.mkstemp(prefix="pulls.", suffix=".tmp", dir=self._pulls_dir)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out, indent=2, sort_keys=True)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self._pulls_dir / "pulls.json")
+
+    def _recorded(self, pull: dict, head_sha: str, *, adopted: bool) -> PullRequestResult:
+        """The result for ``pull``, recording it under the next number if it is new.
+
+        Looked up by head branch, so replays get the same number; a branch left without a
+        record (the process died between update-ref and here) gets one on adoption.
+        """
+        data = self._load_pulls()
+        record = next((p for p in data["pulls"] if p["head_branch"] == pull["head_branch"]), None)
+        if record is None:
+            record = {
+                **pull,
+                "number": max((p["number"] for p in data["pulls"]), default=0) + 1,
+                "url": f"{self.path.as_uri()}#{quote(pull['head_branch'], safe='/')}",
+                "head_sha": head_sha,
+                "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
+            data["pulls"].append(record)
+            self._save_pulls(data)
+        return PullRequestResult(
+            number=record["number"],
+            url=record["url"],
+            head_branch=record["head_branch"],
+            head_sha=head_sha,
+            base_branch=record["base_branch"],
+            base_sha=record["base_sha"],
+            adopted=adopted,
+        )
