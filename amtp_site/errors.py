@@ -124,6 +124,10 @@ class RepoPrLockContended(RetryableError):
     """Another run holds the repository's pr_lock; back off and retry."""
 
 
+class RepoConcurrencyLimited(RetryableError):
+    """The repository already runs its maximum of concurrent runs; wait for one to finish."""
+
+
 class RateLimitExceeded(NonRetryableError):
     """The repository's sliding-window run limit is exhausted (spec 003: non-retryable)."""
 

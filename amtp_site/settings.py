@@ -120,6 +120,11 @@ AMTP_RETRY_POLICY = {
     "non_retryable_error_types": non_retryable_error_types(),
 }
 
+AMTP_AGENT_ACTIVITY_TIMEOUT_S = float(os.environ.get("AMTP_AGENT_ACTIVITY_TIMEOUT_S", "900"))
+AMTP_BOOKKEEPING_TIMEOUT_S = float(os.environ.get("AMTP_BOOKKEEPING_TIMEOUT_S", "60"))
+AMTP_APPROVAL_TIMEOUT_S = float(os.environ.get("AMTP_APPROVAL_TIMEOUT_S", str(7 * 24 * 3600)))
+AMTP_WORKER_PROCESSES = env_int("AMTP_WORKER_PROCESSES", 2)
+
 # Repository hosts.
 GITHUB_API_URL = os.environ.get("GITHUB_API_URL", "https://api.github.com")
 GITHUB_TOKEN = os.environ.get("GITHUB_TOKEN", "")
@@ -131,6 +136,7 @@ AMTP_MAX_READ_BYTES = env_int("AMTP_MAX_READ_BYTES", 256 * 1024)
 
 # LLM providers: offline (rule-based, no network) unless a key is configured.
 ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
+ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
 AMTP_LLM_PROVIDER = os.environ.get("AMTP_LLM_PROVIDER") or (
@@ -140,6 +146,19 @@ AMTP_LLM_PROVIDER = os.environ.get("AMTP_LLM_PROVIDER") or (
     if OPENAI_BASE_URL or OPENAI_API_KEY
     else "offline"
 )
+AMTP_LLM_MODEL = os.environ.get("AMTP_LLM_MODEL", "")
+AMTP_MODELS = {
+    agent: os.environ[f"AMTP_MODEL_{agent.upper()}"]
+    for agent in ("repo_crawler", "test_case_generator", "test_engineer")
+    if os.environ.get(f"AMTP_MODEL_{agent.upper()}")
+}
+AMTP_LLM_TIMEOUT_S = float(os.environ.get("AMTP_LLM_TIMEOUT_S", "120"))
+AMTP_MAX_OUTPUT_TOKENS = env_int("AMTP_MAX_OUTPUT_TOKENS", 16000)
+AMTP_MAX_INPUT_TOKENS = env_int("AMTP_MAX_INPUT_TOKENS", 150_000)
+AMTP_MAX_TOOL_CALLS = env_int("AMTP_MAX_TOOL_CALLS", 40)
+AMTP_MAX_BYTES_READ = env_int("AMTP_MAX_BYTES_READ", 2_000_000)
+AMTP_AGENT_MAX_SECONDS = float(os.environ.get("AMTP_AGENT_MAX_SECONDS", "600"))
+AMTP_REPAIR_TURNS = env_int("AMTP_REPAIR_TURNS", 1)
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("AMTP_MAX_REQUEST_BYTES", 2 * 1024 * 1024)
 

@@ -1,0 +1,48 @@
+"""Provider selection: ``AMTP_LLM_PROVIDER`` (anthropic | openai | offline), model per agent."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from agents.providers.base import Provider, ProviderOptions
+
+DEFAULT_MODELS = {
+    "anthropic": "claude-sonnet-4-5",
+    "openai": "gpt-4o-mini",
+    "offline": "amtp-rules-v1",
+}
+
+
+def model_for(agent: str, provider: str | None = None) -> str:
+    provider = provider or settings.AMTP_LLM_PROVIDER
+    return (
+        getattr(settings, "AMTP_MODELS", {}).get(agent)
+        or settings.AMTP_LLM_MODEL
+        or DEFAULT_MODELS[provider]
+    )
+
+
+def make_provider(agent: str, *, output_schema: dict | None = None) -> Provider:
+    """A NEW provider (and SDK client) for one agent invocation."""
+    name = settings.AMTP_LLM_PROVIDER
+    options = ProviderOptions(
+        model=model_for(agent, name),
+        max_output_tokens=settings.AMTP_MAX_OUTPUT_TOKENS,
+        timeout_seconds=settings.AMTP_LLM_TIMEOUT_S,
+        output_schema=output_schema,
+    )
+    if name == "offline":
+        from agents.providers.offline import OfflineProvider
+
+        return OfflineProvider(options, agent=agent)
+    if name == "anthropic":
+        from agents.providers.anthropic import AnthropicProvider
+
+        return AnthropicProvider(options, agent=agent, api_key=settings.ANTHROPIC_API_KEY,
+                                 base_url=settings.ANTHROPIC_BASE_URL or None)  # fmt: skip
+    if name == "openai":
+        from agents.providers.openai import OpenAIProvider
+
+        return OpenAIProvider(options, agent=agent, api_key=settings.OPENAI_API_KEY or "not-needed",
+                              base_url=settings.OPENAI_BASE_URL or None)  # fmt: skip
+    raise ValueError(f"AMTP_LLM_PROVIDER={name!r}: choose anthropic, openai or offline")

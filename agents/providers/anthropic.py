@@ -1,0 +1,229 @@
+"""Claude through the official ``anthropic`` SDK (Messages API).
+
+One SDK client per provider instance, and the runner makes one provider per agent invocation,
+so no connection pool, header or conversation state outlives a session (spec 001). The SDK's
+own retries are off: Temporal owns retries, and a hidden SDK retry would blur the activity's
+timing and attempt count.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from typing import Any
+
+import anthropic
+
+from agents.providers.base import (
+    Completion,
+    Provider,
+    ProviderOptions,
+    ToolCall,
+    ToolSpec,
+    mcp_tool_name,
+    vendor_tool_name,
+)
+from amtp_site.errors import LlmProviderError, LlmProviderRejected
+
+# The SDK's own retry policy treats these as transient too; everything else in 4xx is final.
+_RETRYABLE_STATUSES = {408, 409, 429}
+
+
+class AnthropicProvider(Provider):
+    name = "anthropic"
+
+    def __init__(
+        self,
+        options: ProviderOptions,
+        *,
+        agent: str,
+        api_key: str,
+        base_url: str | None = None,
+    ) -> None:
+        super().__init__(options, agent=agent)
+        if not api_key:
+            raise LlmProviderRejected("anthropic: no API key configured", vendor=self.name)
+        self._api_key = api_key  # kept only to scrub it from error messages
+        self._client = anthropic.Anthropic(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=options.timeout_seconds,
+        )
+
+    def complete(
+        self, *, system: str, messages: list[dict[str, Any]], tools: list[ToolSpec]
+    ) -> Completion:
+        request = self.build_request(system=system, messages=messages, tools=tools)
+        try:
+            message = self._client.messages.create(**request)
+        except anthropic.APIError as exc:
+            # `from None`: the SDK exception carries the request (auth header included) and a
+            # body dump; Temporal serialises causes, so only our scrubbed summary travels on.
+            raise self._translate(exc) from None
+        return _completion(message, tools)
+
+    def build_request(
+        self, *, system: str, messages: list[dict[str, Any]], tools: list[ToolSpec]
+    ) -> dict[str, Any]:
+        """The keyword arguments for ``messages.create`` (public so tests can read them)."""
+        request: dict[str, Any] = {
+            "model": self.options.model,
+            "max_tokens": self.options.max_output_tokens,
+            "system": system,
+            "messages": [_to_vendor(m) for m in messages],
+            # SDK 1.x+ has no typed `temperature`; the API still takes it in the body. top_p is
+            # left out on purpose: its default is 1 (the spec's value), and newer Claude models
+            # refuse a request that sets both temperature and top_p.
+            "extra_body": {"temperature": self.options.temperature},
+        }
+        if tools:
+            request["tools"] = [
+                {
+                    "name": vendor_tool_name(tool.name),
+                    "description": tool.description,
+                    "input_schema": tool.input_schema,
+                }
+                for tool in tools
+            ]
+        elif self.options.output_schema is not None:
+            output_format = _output_format(self.options.output_schema)
+            if output_format is not None:
+                request["output_config"] = {"format": output_format}
+        return request
+
+    def _translate(self, exc: anthropic.APIError) -> LlmProviderError | LlmProviderRejected:
+        details: dict[str, Any] = {"vendor": self.name, "model": self.options.model}
+        if isinstance(exc, anthropic.APITimeoutError):
+            timeout = self.options.timeout_seconds
+            return LlmProviderError(f"anthropic: no answer within {timeout:g} s", **details)
+        if isinstance(exc, anthropic.APIConnectionError):
+            cause = type(exc.__cause__).__name__ if exc.__cause__ else "unknown cause"
+            return LlmProviderError(f"anthropic: connection failed ({cause})", **details)
+        if not isinstance(exc, anthropic.APIStatusError):
+            # A 2xx the SDK could not read (strict validation); a fresh attempt may do better.
+            text = _redact(exc.message, self._api_key)
+            return LlmProviderError(f"anthropic: unreadable response: {text}", **details)
+        status = exc.status_code
+        kind = exc.type or "error"
+        text = _redact(exc.api_message or _body_text(exc.body), self._api_key)
+        details |= {"status": status, "error_type": kind, "request_id": exc.request_id}
+        retry_after = retry_after_seconds(exc.response.headers)
+        if retry_after is not None:
+            details["retry_after"] = retry_after
+        message = f"anthropic {status} {kind}: {text}"
+        if status >= 500 or status in _RETRYABLE_STATUSES:  # 529 overloaded included
+            return LlmProviderError(message, **details)
+        return LlmProviderRejected(message, **details)
+
+
+def _to_vendor(message: dict[str, Any]) -> dict[str, Any]:
+    """One neutral message (see base.py) as a Messages API message."""
+    role = message["role"]
+    if role == "user":
+        return {"role": "user", "content": message["content"]}
+    if role == "assistant":
+        calls: list[ToolCall] = message.get("tool_calls") or []
+        if not calls:
+            return {"role": "assistant", "content": message.get("content") or ""}
+        # The API refuses empty text blocks, so a tool-only turn has tool_use blocks alone.
+        blocks: list[dict[str, Any]] = []
+        if message.get("content"):
+            blocks.append({"type": "text", "text": message["content"]})
+        blocks += [
+            {
+                "type": "tool_use",
+                "id": call.id,
+                "name": vendor_tool_name(call.name),
+                "input": call.arguments,
+            }
+            for call in calls
+        ]
+        return {"role": "assistant", "content": blocks}
+    if role == "tool":
+        # Tool results go back as one user turn of tool_result blocks, linked by id.
+        return {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": result.call_id,
+                    "content": result.content,
+                    "is_error": result.is_error,
+                }
+                for result in message["results"]
+            ],
+        }
+    raise ValueError(f"unknown message role {role!r}")
+
+
+def _output_format(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """Structured outputs accept a subset of JSON Schema; the SDK's own transform moves what
+    the API does not support (patterns, lengths, ...) into descriptions. jsonschema stays the
+    judge of the answer, so a schema the transform cannot handle just goes unconstrained."""
+    try:
+        return {"type": "json_schema", "schema": anthropic.transform_schema(schema)}
+    except (ValueError, TypeError):
+        return None
+
+
+def _completion(message: Any, tools: list[ToolSpec]) -> Completion:
+    texts, calls = [], []
+    for block in message.content:
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "tool_use":
+            arguments = block.input if isinstance(block.input, dict) else {}
+            calls.append(ToolCall(block.id, mcp_tool_name(block.name, tools), arguments))
+    usage = message.usage
+    # Budgets count every prompt token, cached or not.
+    input_tokens = (
+        (usage.input_tokens or 0)
+        + (usage.cache_creation_input_tokens or 0)
+        + (usage.cache_read_input_tokens or 0)
+    )
+    return Completion(
+        text="".join(texts),
+        tool_calls=calls,
+        input_tokens=input_tokens,
+        output_tokens=usage.output_tokens or 0,
+        stop_reason=message.stop_reason or "",
+    )
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """The server's back-off hint: ``retry-after-ms``, or ``retry-after`` in seconds or as an
+    HTTP date. None when absent or unreadable."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _body_text(body: object) -> str:
+    # A non-JSON body (a proxy's HTML page, say) is kept short.
+    return body[:300] if isinstance(body, str) and body else "no error message"
+
+
+def _redact(text: str, api_key: str) -> str:
+    """Vendors sometimes echo the key (whole or masked, e.g. ``sk-ab***wxyz``) in 401 bodies;
+    drop the whole key and any word carrying its tail."""
+    text = text.replace(api_key, "[redacted]")
+    tail = api_key[-4:] if len(api_key) >= 12 else None
+    if tail is None:
+        return text
+    return " ".join("[redacted]" if tail in word else word for word in text.split(" "))

@@ -1,0 +1,279 @@
+"""OpenAI-compatible chat completions through the official ``openai`` SDK.
+
+``base_url`` points it at hosted OpenAI (None) or at a local server speaking the same API
+(Ollama ``http://localhost:11434/v1``, vLLM, LM Studio). One SDK client per provider instance
+and no SDK retries, for the same reasons as the Anthropic provider: a fresh session per agent
+invocation (spec 001) and Temporal as the only retry policy.
+
+Malformed tool-call arguments: models (local ones especially) sometimes emit arguments that
+are not a JSON object. That is the model's mistake, not the vendor's, so it is not an
+``LlmProviderError``: the call comes back with ``{INVALID_ARGUMENTS_KEY: raw}`` as its
+arguments, which no tool's input schema accepts, so the tool refuses the call and the model
+sees the error and can try again. The raw text is echoed back verbatim on the next request.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import re
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+import openai
+
+from agents.providers.base import (
+    SEED,
+    TOP_P,
+    Completion,
+    Provider,
+    ProviderOptions,
+    ToolCall,
+    ToolSpec,
+    mcp_tool_name,
+    vendor_tool_name,
+)
+from amtp_site.errors import LlmProviderError, LlmProviderRejected
+
+INVALID_ARGUMENTS_KEY = "__invalid_json__"
+# Local servers ignore the key, but the SDK refuses to start without one (and would otherwise
+# fall back to OPENAI_API_KEY from the environment).
+LOCAL_PLACEHOLDER_KEY = "unused-local-key"
+_RETRYABLE_STATUSES = {408, 409, 429}  # as the SDK's own retry policy; other 4xx are final
+# The neutral stop reasons are Anthropic's words; the runner reads one vocabulary.
+_STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
+
+
+class OpenAIProvider(Provider):
+    name = "openai"
+
+    def __init__(
+        self,
+        options: ProviderOptions,
+        *,
+        agent: str,
+        api_key: str,
+        base_url: str | None = None,
+        structured_outputs: bool = True,
+    ) -> None:
+        super().__init__(options, agent=agent)
+        if not api_key:
+            if base_url is None:
+                raise LlmProviderRejected("openai: no API key configured", vendor=self.name)
+            api_key = LOCAL_PLACEHOLDER_KEY
+        self._api_key = api_key  # kept only to scrub it from error messages
+        self._hosted = base_url is None or urlsplit(base_url).hostname == "api.openai.com"
+        self.structured_outputs = structured_outputs
+        self._client = openai.OpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=options.timeout_seconds,
+        )
+
+    def complete(
+        self, *, system: str, messages: list[dict[str, Any]], tools: list[ToolSpec]
+    ) -> Completion:
+        request = self.build_request(system=system, messages=messages, tools=tools)
+        try:
+            response = self._client.chat.completions.create(**request)
+        except openai.APIError as exc:
+            # `from None`: the SDK exception carries the request (auth header included) and a
+            # body dump; Temporal serialises causes, so only our scrubbed summary travels on.
+            raise self._translate(exc) from None
+        return self._completion(response, tools)
+
+    def build_request(
+        self, *, system: str, messages: list[dict[str, Any]], tools: list[ToolSpec]
+    ) -> dict[str, Any]:
+        """The keyword arguments for ``chat.completions.create`` (public so tests can read them)."""
+        vendor_messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        for message in messages:
+            vendor_messages += _to_vendor(message)
+        request: dict[str, Any] = {
+            "model": self.options.model,
+            "messages": vendor_messages,
+            "temperature": self.options.temperature,
+            "top_p": TOP_P,
+            "seed": SEED,
+        }
+        # Hosted OpenAI deprecated max_tokens (reasoning models refuse it); compatible local
+        # servers do not all know its successor, and every one of them takes max_tokens.
+        limit_key = "max_completion_tokens" if self._hosted else "max_tokens"
+        request[limit_key] = self.options.max_output_tokens
+        if tools:
+            request["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": vendor_tool_name(tool.name),
+                        "description": tool.description,
+                        "parameters": tool.input_schema,
+                    },
+                }
+                for tool in tools
+            ]
+        elif self.options.output_schema is not None and self.structured_outputs:
+            # strict=False: strict mode demands every property be required and forbids
+            # keywords our contracts use; jsonschema remains the judge of the answer anyway.
+            request["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": _schema_name(self.options.output_schema, self.agent),
+                    "schema": self.options.output_schema,
+                    "strict": False,
+                },
+            }
+        return request
+
+    def _completion(self, response: Any, tools: list[ToolSpec]) -> Completion:
+        if not response.choices:
+            raise LlmProviderError(
+                "openai: the response has no choices", vendor=self.name, model=self.options.model
+            )
+        choice = response.choices[0]
+        message = choice.message
+        calls = [
+            ToolCall(call.id, mcp_tool_name(call.function.name, tools), _arguments(call))
+            for call in message.tool_calls or []
+            if call.type == "function"
+        ]
+        usage = response.usage  # some compatible servers leave it out
+        finish = choice.finish_reason or ""
+        return Completion(
+            # A refusal has no content; passing it on lets the runner report what was said.
+            text=message.content or message.refusal or "",
+            tool_calls=calls,
+            input_tokens=(usage.prompt_tokens or 0) if usage else 0,
+            output_tokens=(usage.completion_tokens or 0) if usage else 0,
+            stop_reason=_STOP_REASONS.get(finish, finish),
+        )
+
+    def _translate(self, exc: openai.APIError) -> LlmProviderError | LlmProviderRejected:
+        details: dict[str, Any] = {"vendor": self.name, "model": self.options.model}
+        if isinstance(exc, openai.APITimeoutError):
+            timeout = self.options.timeout_seconds
+            return LlmProviderError(f"openai: no answer within {timeout:g} s", **details)
+        if isinstance(exc, openai.APIConnectionError):
+            cause = type(exc.__cause__).__name__ if exc.__cause__ else "unknown cause"
+            return LlmProviderError(f"openai: connection failed ({cause})", **details)
+        if not isinstance(exc, openai.APIStatusError):
+            text = _redact(exc.message, self._api_key)
+            return LlmProviderError(f"openai: unreadable response: {text}", **details)
+        status = exc.status_code
+        kind = exc.type or exc.code or "error"
+        text = _redact(_vendor_message(exc.body), self._api_key)
+        details |= {"status": status, "error_type": kind, "request_id": exc.request_id}
+        if exc.code:
+            details["error_code"] = exc.code
+        retry_after = retry_after_seconds(exc.response.headers)
+        if retry_after is not None:
+            details["retry_after"] = retry_after
+        message = f"openai {status} {kind}: {text}"
+        if status >= 500 or status in _RETRYABLE_STATUSES:
+            return LlmProviderError(message, **details)
+        return LlmProviderRejected(message, **details)
+
+
+def _to_vendor(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """One neutral message (see base.py) as chat messages: tool results become one
+    ``role: tool`` message per result."""
+    role = message["role"]
+    if role == "user":
+        return [{"role": "user", "content": message["content"]}]
+    if role == "assistant":
+        calls: list[ToolCall] = message.get("tool_calls") or []
+        if not calls:
+            return [{"role": "assistant", "content": message.get("content") or ""}]
+        return [
+            {
+                "role": "assistant",
+                "content": message.get("content") or None,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {
+                            "name": vendor_tool_name(call.name),
+                            "arguments": _raw_arguments(call.arguments),
+                        },
+                    }
+                    for call in calls
+                ],
+            }
+        ]
+    if role == "tool":
+        # Chat completions have no error flag on tool results; say it in the content.
+        return [
+            {
+                "role": "tool",
+                "tool_call_id": result.call_id,
+                "content": f"Error: {result.content}" if result.is_error else result.content,
+            }
+            for result in message["results"]
+        ]
+    raise ValueError(f"unknown message role {role!r}")
+
+
+def _arguments(call: Any) -> dict[str, Any]:
+    raw = call.function.arguments or "{}"  # some servers send "" for a call without arguments
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    return parsed if isinstance(parsed, dict) else {INVALID_ARGUMENTS_KEY: raw}
+
+
+def _raw_arguments(arguments: dict[str, Any]) -> str:
+    # Echo malformed arguments as the model wrote them, so the history stays truthful.
+    raw = arguments.get(INVALID_ARGUMENTS_KEY)
+    if len(arguments) == 1 and isinstance(raw, str):
+        return raw
+    return json.dumps(arguments)
+
+
+def _schema_name(schema: dict[str, Any], agent: str) -> str:
+    # The API wants ^[a-zA-Z0-9_-]{1,64}$.
+    name = re.sub(r"[^a-zA-Z0-9_-]", "_", str(schema.get("title") or f"{agent}_output"))
+    return name[:64] or "output"
+
+
+def _vendor_message(body: object) -> str:
+    # The SDK hands over the `error` object of the body; a non-JSON body is kept short.
+    if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:
+        return body["message"]
+    return body[:300] if isinstance(body, str) and body else "no error message"
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """The server's back-off hint: ``retry-after-ms``, or ``retry-after`` in seconds or as an
+    HTTP date. None when absent or unreadable."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _redact(text: str, api_key: str) -> str:
+    """OpenAI echoes a masked key (``sk-ab***wxyz``) in 401 bodies; drop the whole key and any
+    word carrying its tail."""
+    text = text.replace(api_key, "[redacted]")
+    tail = api_key[-4:] if len(api_key) >= 12 else None
+    if tail is None:
+        return text
+    return " ".join("[redacted]" if tail in word else word for word in text.split(" "))

@@ -1,0 +1,222 @@
+"""The stateless agent runner: one code path for all three agents (spec 000/001, 002's repair).
+
+One invocation = one fresh provider client, the agent's static system prompt, and ONE first
+user message: the canonical-JSON handoff envelope (for the crawler, its validated input). No
+other history. The answer goes raw text → ``sanitize_llm_output`` → ``json.loads``
+(``MalformedLlmOutput``, retryable) → the agent's assembly → ``schemas.validate`` of its output
+contract (``SchemaValidationError``, final) → the agent's own contract rules
+(``ContractViolation``). When output parses but breaks its contract, the same session may get
+every violation listed and one more chance (``repairs``; 0 disables).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import schemas
+from agents.canonical import canonical_text
+from agents.providers.base import Completion, Provider, ToolCall, ToolResult, ToolSpec
+from agents.sanitizer import SANITIZER_VERSION, sanitize_llm_output
+from amtp_site.errors import (
+    BudgetExceeded,
+    ContractViolation,
+    MalformedLlmOutput,
+    SchemaValidationError,
+)
+
+PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
+CHARS_PER_TOKEN = 4  # conservative estimate for code and JSON; no tokenizer download needed
+UPSTREAM = {
+    "test_case_generator": "repo_crawler",
+    "test_engineer": "test_case_generator",
+}
+
+REPAIR_MESSAGE = (
+    "Your answer broke its contract. Every problem found:\n{problems}\n"
+    "Reply with the corrected JSON object only, nothing else."
+)
+
+
+@dataclass(frozen=True)
+class Budgets:
+    max_input_tokens: int = 150_000
+    max_tool_calls: int = 40
+    max_bytes_read: int = 2_000_000
+    max_seconds: float = 600.0
+
+
+@dataclass
+class AgentContext:
+    """What the runner knows about the run that the model must not choose."""
+
+    run_id: str
+    prompt_params: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AgentResult:
+    output: dict[str, Any]
+    meta: dict[str, Any]
+
+
+class Agent:
+    """One agent's contract. Subclasses set the names and override the hooks they need."""
+
+    name = ""
+    tools: list[ToolSpec] = []
+
+    @property
+    def input_schema(self) -> str:
+        return f"{self.name}/input"
+
+    @property
+    def output_schema(self) -> str:
+        return f"{self.name}/output"
+
+    def assemble(self, answer: Any, ctx: AgentContext) -> Any:
+        """Turn the model's parsed answer into the output object (default: as is)."""
+        return answer
+
+    def check(self, output: dict[str, Any], ctx: AgentContext) -> None:
+        """The agent's own contract rules beyond the schema; raise ContractViolation."""
+
+    async def call_tool(self, call: ToolCall, ctx: AgentContext) -> ToolResult:
+        raise ContractViolation(f"{self.name} has no tools; the model asked for {call.name!r}")
+
+
+def load_prompt(agent: str, params: dict[str, str] | None = None) -> tuple[str, str, str]:
+    """(rendered prompt, sha256 of the template file, version)."""
+    template = (PROMPT_DIR / f"{agent}.md").read_text()
+    version = template.split("version", 1)[1].split("-->", 1)[0].strip()
+    rendered = template
+    for key, value in (params or {}).items():
+        rendered = rendered.replace("{" + key + "}", value)
+    return rendered, hashlib.sha256(template.encode()).hexdigest(), version
+
+
+def first_message(agent: Agent, payload: dict, ctx: AgentContext, upstream: dict | None) -> str:
+    """The one user message: validated input (crawler) or the handoff envelope (others)."""
+    schemas.validate(agent.input_schema, payload)
+    if upstream is None:
+        return canonical_text(payload)
+    envelope = {"run_id": ctx.run_id, "upstream": upstream, "payload": payload}
+    return canonical_text(schemas.validate("handoff/envelope", envelope))
+
+
+def estimate_tokens(system: str, messages: list[dict[str, Any]]) -> int:
+    size = len(system) + len(json.dumps(messages, default=str))
+    return size // CHARS_PER_TOKEN + 1
+
+
+def parse_answer(raw: str) -> Any:
+    cleaned = sanitize_llm_output(raw)
+    try:
+        return json.loads(cleaned)
+    except json.JSONDecodeError as exc:
+        preview = cleaned[:200] + ("…" if len(cleaned) > 200 else "")
+        raise MalformedLlmOutput(
+            f"model output is not JSON after sanitising ({exc.msg} at line {exc.lineno} "
+            f"column {exc.colno}): {preview!r}"
+        ) from exc
+
+
+def _problems(exc: SchemaValidationError | ContractViolation) -> list[str]:
+    if isinstance(exc, SchemaValidationError):
+        return [f"{v['path']}: {v['message']} (rule: {v['rule']})" for v in exc.violations]
+    return exc.problems
+
+
+async def run_agent(
+    agent: Agent,
+    *,
+    payload: dict[str, Any],
+    ctx: AgentContext,
+    provider: Provider,
+    upstream: dict[str, str] | None = None,
+    budgets: Budgets = Budgets(),
+    repairs: int = 1,
+) -> AgentResult:
+    system, prompt_hash, prompt_version = load_prompt(agent.name, ctx.prompt_params)
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": first_message(agent, payload, ctx, upstream)}
+    ]
+    deadline = time.monotonic() + budgets.max_seconds
+    usage = {"input_tokens": 0, "output_tokens": 0}
+    calls = tool_calls = attempts = 0
+    while True:
+        if time.monotonic() > deadline:
+            raise BudgetExceeded(f"{agent.name} ran past its {budgets.max_seconds:.0f} s budget")
+        estimate = estimate_tokens(system, messages)
+        if estimate > budgets.max_input_tokens:
+            raise BudgetExceeded(
+                f"{agent.name}: the next call needs about {estimate} input tokens, over the "
+                f"budget of {budgets.max_input_tokens}; use a shallower depth level or raise "
+                "AMTP_MAX_INPUT_TOKENS",
+                estimated_tokens=estimate,
+                budget=budgets.max_input_tokens,
+            )
+        completion: Completion = await asyncio.to_thread(
+            provider.complete, system=system, messages=messages, tools=agent.tools
+        )
+        calls += 1
+        usage["input_tokens"] += completion.input_tokens
+        usage["output_tokens"] += completion.output_tokens
+        if completion.tool_calls:
+            tool_calls += len(completion.tool_calls)
+            if tool_calls > budgets.max_tool_calls + len(agent.tools):
+                raise BudgetExceeded(
+                    f"{agent.name} made {tool_calls} tool calls, over the budget of "
+                    f"{budgets.max_tool_calls} (and kept calling after being told to answer)"
+                )
+            results = []
+            for call in completion.tool_calls:
+                if tool_calls > budgets.max_tool_calls:
+                    results.append(ToolResult(call.id, "Tool-call budget exhausted: answer now "
+                                              "with what you have.", is_error=True))  # fmt: skip
+                else:
+                    results.append(await agent.call_tool(call, ctx))
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": completion.text,
+                    "tool_calls": completion.tool_calls,
+                }
+            )
+            messages.append({"role": "tool", "results": results})
+            continue
+        attempts += 1
+        answer = parse_answer(completion.text)
+        try:
+            output = agent.assemble(answer, ctx)
+            schemas.validate(agent.output_schema, output)
+            agent.check(output, ctx)
+        except (SchemaValidationError, ContractViolation) as exc:
+            if attempts > repairs:
+                raise
+            problems = "\n".join(f"- {p}" for p in _problems(exc))
+            messages.append({"role": "assistant", "content": completion.text, "tool_calls": []})
+            messages.append({"role": "user", "content": REPAIR_MESSAGE.format(problems=problems)})
+            continue
+        meta = {
+            "agent": agent.name,
+            "sanitizer": SANITIZER_VERSION,
+            "provider": provider.name,
+            "model": provider.model,
+            "rule_generated": provider.rule_generated,
+            "prompt_sha256": prompt_hash,
+            "prompt_version": prompt_version,
+            "usage": usage,
+            "llm_calls": calls,
+            "tool_calls": tool_calls,
+            "attempts": attempts,
+            "pid": os.getpid(),
+        }
+        return AgentResult(output=output, meta=meta)

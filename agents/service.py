@@ -1,0 +1,66 @@
+"""Run each agent once, with a fresh provider, budgets and repair turns from settings.
+
+These are what the Temporal activities (in a fresh child process each) and
+``manage.py run_agent`` call. They return validated output + meta and persist nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from django.conf import settings
+
+import schemas
+from agents.case_generator import TestCaseGenerator
+from agents.crawler import crawl
+from agents.providers import make_provider
+from agents.runner import AgentContext, AgentResult, Budgets, run_agent
+from agents.test_engineer import TestEngineer
+
+
+def budgets() -> Budgets:
+    return Budgets(
+        max_input_tokens=settings.AMTP_MAX_INPUT_TOKENS,
+        max_tool_calls=settings.AMTP_MAX_TOOL_CALLS,
+        max_bytes_read=settings.AMTP_MAX_BYTES_READ,
+        max_seconds=settings.AMTP_AGENT_MAX_SECONDS,
+    )
+
+
+def upstream_ref(agent: str, artifact_id: str) -> dict[str, str]:
+    return {"agent": agent, "artifact_id": artifact_id,
+            "schema_id": schemas.schema_id(f"{agent}/output")}  # fmt: skip
+
+
+def run_repo_crawler(payload: dict, *, commit_sha: str) -> AgentResult:
+    provider = make_provider("repo_crawler")
+    return asyncio.run(crawl(payload=payload, commit_sha=commit_sha, provider=provider,
+                             budgets=budgets(), repairs=settings.AMTP_REPAIR_TURNS))  # fmt: skip
+
+
+def run_test_case_generator(payload: dict, *, upstream_artifact_id: str) -> AgentResult:
+    agent = TestCaseGenerator()
+    provider = make_provider(agent.name, output_schema=schemas.load(agent.output_schema))
+    ctx = AgentContext(run_id=payload["run_id"], extra={"depth_level": payload["depth_level"]})
+    return asyncio.run(run_agent(
+        agent, payload=payload, ctx=ctx, provider=provider,
+        upstream=upstream_ref("repo_crawler", upstream_artifact_id),
+        budgets=budgets(), repairs=settings.AMTP_REPAIR_TURNS,
+    ))  # fmt: skip
+
+
+def run_test_engineer(payload: dict, *, upstream_artifact_id: str, base_branch: str,
+                      head_branch: str, test_dir: str) -> AgentResult:  # fmt: skip
+    agent = TestEngineer()
+    provider = make_provider(agent.name, output_schema=schemas.load(agent.output_schema))
+    ctx = AgentContext(
+        run_id=payload["run_id"],
+        prompt_params={"test_dir": test_dir},
+        extra={"framework": payload["target_framework"], "test_dir": test_dir,
+               "base_branch": base_branch, "head_branch": head_branch},
+    )  # fmt: skip
+    return asyncio.run(run_agent(
+        agent, payload=payload, ctx=ctx, provider=provider,
+        upstream=upstream_ref("test_case_generator", upstream_artifact_id),
+        budgets=budgets(), repairs=settings.AMTP_REPAIR_TURNS,
+    ))  # fmt: skip
