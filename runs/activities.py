@@ -1,0 +1,132 @@
+"""Temporal activities: thin wrappers over runs.lifecycle and runs.pipeline.
+
+Agent activities are sync functions that the worker runs in a process pool with
+``max_tasks_per_child=1``, so each agent lives in a fresh process that is gone before the
+next one starts. Bookkeeping activities are async and run in the worker's event loop.
+Typed AMTP errors become ApplicationErrors carrying their type name, retryability and
+details (Temporal matches the retry policy's non-retryable list by that type name).
+"""
+
+from __future__ import annotations
+
+import functools
+from datetime import timedelta
+
+from asgiref.sync import sync_to_async
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from amtp_site import valkey
+from amtp_site.errors import AmtpError, RateLimitExceeded, RepoConcurrencyLimited
+from runs import lifecycle, pipeline
+from runs import workflow_types as t
+from runs.models import Run, Stage
+
+
+def _typed(stage: str | None):
+    """Map AmtpError → ApplicationError; record each failed attempt on the stage."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def inner(arg):
+            try:
+                return fn(arg)
+            except AmtpError as exc:
+                if stage:
+                    lifecycle.stage_error(arg, stage, type(exc).__name__, exc.message)
+                retry_after = exc.details.get("retry_after")
+                raise ApplicationError(
+                    exc.message, exc.to_dict(), type=type(exc).__name__,
+                    non_retryable=not exc.retryable,
+                    next_retry_delay=timedelta(seconds=retry_after) if retry_after else None,
+                ) from exc  # fmt: skip
+            except Exception as exc:
+                if stage:
+                    lifecycle.stage_error(arg, stage, type(exc).__name__, str(exc))
+                raise
+
+        return inner
+
+    return wrap
+
+
+# --- agent activities (process pool) ---------------------------------------------------
+
+
+@activity.defn(name=t.CRAWL_REPO)
+@_typed(Stage.Name.CRAWL_REPO)
+def crawl_repo(run_id: str) -> str:
+    return pipeline.crawl_repo(run_id)
+
+
+@activity.defn(name=t.GENERATE_TEST_CASES)
+@_typed(Stage.Name.GENERATE_TEST_CASES)
+def generate_test_cases(run_id: str) -> str:
+    return pipeline.generate_test_cases(run_id)
+
+
+@activity.defn(name=t.GENERATE_TEST_CODE)
+@_typed(Stage.Name.GENERATE_TEST_CODE)
+def generate_test_code(run_id: str) -> str:
+    return pipeline.generate_test_code(run_id)
+
+
+@activity.defn(name=t.CREATE_PULL_REQUEST)
+@_typed(Stage.Name.CREATE_PULL_REQUEST)
+def create_pull_request(run_id: str) -> str:
+    return pipeline.create_pull_request(run_id)
+
+
+AGENT_ACTIVITIES = [crawl_repo, generate_test_cases, generate_test_code, create_pull_request]
+
+
+# --- bookkeeping activities (event loop) -----------------------------------------------
+
+
+def _acquire_slot(run_id: str) -> None:
+    run = Run.objects.select_related("repository").get(pk=run_id)
+    repo = run.repository
+    window = valkey.rate_limit_check(run.repo_full_name, run_id, limit=repo.rate_limit_runs,
+                                     window_seconds=repo.rate_limit_window_seconds)  # fmt: skip
+    if not window.allowed:
+        raise RateLimitExceeded(
+            f"{run.repo_full_name} already started {window.count} runs in the last "
+            f"{repo.rate_limit_window_seconds} s (limit {repo.rate_limit_runs}); "
+            f"try again in {window.retry_after} s",
+            retry_after=window.retry_after,
+        )
+    running = valkey.concurrency_incr(run.repo_full_name, run_id)
+    if running > repo.max_concurrent_runs:
+        valkey.concurrency_decr(run.repo_full_name, run_id)
+        raise RepoConcurrencyLimited(
+            f"{run.repo_full_name} already has {repo.max_concurrent_runs} runs in progress; waiting"
+        )
+
+
+def _release_slot(run_id: str) -> None:
+    run = Run.objects.get(pk=run_id)
+    valkey.concurrency_decr(run.repo_full_name, run_id)
+
+
+def _book(name: str, fn, arg_type: type = str):
+    typed = _typed(None)(fn)
+
+    async def bookkeeping(arg):
+        return await sync_to_async(typed, thread_sensitive=False)(arg)
+
+    # Temporal decodes the argument by its annotation (dataclasses for approvals/failures).
+    bookkeeping.__annotations__ = {"arg": arg_type, "return": object}
+    bookkeeping.__name__ = bookkeeping.__qualname__ = name
+    return activity.defn(name=name)(bookkeeping)
+
+
+BOOKKEEPING_ACTIVITIES = [
+    _book(t.MARK_RUNNING, lifecycle.mark_running),
+    _book(t.ACQUIRE_SLOT, _acquire_slot),
+    _book(t.RELEASE_SLOT, _release_slot),
+    _book(t.REQUEST_APPROVAL, lifecycle.request_approval, t.ApprovalRequest),
+    _book(t.EXPIRE_APPROVAL, lifecycle.expire_approval),
+    _book(t.MARK_PASSED, lifecycle.mark_passed),
+    _book(t.MARK_FAILED, lifecycle.mark_failed, t.Failure),
+    _book(t.MARK_CANCELLED, lifecycle.mark_cancelled),
+]

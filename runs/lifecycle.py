@@ -1,0 +1,153 @@
+"""Run and stage transitions (spec 003 lifecycle), each a compare-and-swap in PostgreSQL.
+
+Every write names the states it may leave, so a late or replayed activity cannot move a
+finished run backwards (e.g. an agent child finishing after the run was cancelled).
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import F
+from django.db.models.functions import Coalesce, Now
+
+import schemas
+from approvals.models import Approval, Decision
+from runs.models import Artifact, ArtifactKind, Run, RunStatus, Stage, StageStatus
+from runs.workflow_types import ApprovalRequest, Failure
+
+OPEN_RUN = [RunStatus.PENDING, RunStatus.RUNNING]
+OPEN_STAGE = [StageStatus.PENDING, StageStatus.RUNNING, StageStatus.AWAITING_APPROVAL]
+
+
+def create_stages(run: Run) -> None:
+    Stage.objects.bulk_create(
+        [Stage(run=run, name=name, position=i) for i, name in enumerate(Stage.ORDER)],
+        ignore_conflicts=True,
+    )
+
+
+def mark_running(run_id: str) -> bool:
+    return bool(
+        Run.objects.filter(pk=run_id, status=RunStatus.PENDING).update(
+            status=RunStatus.RUNNING, started_at=Now()
+        )
+    )
+
+
+def mark_passed(run_id: str) -> bool:
+    return bool(
+        Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).update(
+            status=RunStatus.PASSED, finished_at=Now()
+        )
+    )
+
+
+def stage_begin(run_id: str, name: str) -> bool:
+    """Stage → running, one more attempt. False when the run is already finished."""
+    return bool(
+        Stage.objects.filter(
+            run_id=run_id, name=name, status__in=OPEN_STAGE, run__status__in=OPEN_RUN
+        ).update(  # fmt: skip
+            status=StageStatus.RUNNING,
+            attempts=F("attempts") + 1,
+            started_at=Coalesce(F("started_at"), Now()),
+            error_type="",
+            error_message="",
+        )
+    )
+
+
+def stage_pass(run_id: str, name: str) -> None:
+    Stage.objects.filter(run_id=run_id, name=name, status=StageStatus.RUNNING).update(
+        status=StageStatus.PASSED, finished_at=Now()
+    )
+
+
+def stage_error(run_id: str, name: str, error_type: str, message: str) -> None:
+    """Record an attempt's error while Temporal decides whether to retry (stage stays open)."""
+    Stage.objects.filter(run_id=run_id, name=name, status__in=OPEN_STAGE).update(
+        error_type=error_type, error_message=message[:10_000]
+    )
+
+
+def _close_open_stages(run_id: str, status: str) -> None:
+    Stage.objects.filter(run_id=run_id, status__in=OPEN_STAGE).update(
+        status=status, finished_at=Now()
+    )
+
+
+def _reject_pending_approvals(run_id: str, why: str) -> None:
+    Approval.objects.filter(run_id=run_id, decision=Decision.PENDING).update(
+        decision=Decision.REJECTED, decided_by="amtp", decided_at=Now(), decision_comment=why
+    )
+
+
+@transaction.atomic
+def mark_failed(failure: Failure) -> bool:
+    changed = Run.objects.filter(pk=failure.run_id, status__in=OPEN_RUN).update(
+        status=RunStatus.FAILED,
+        finished_at=Now(),
+        error_type=failure.error_type,
+        error_message=failure.message[:10_000],
+    )
+    if not changed:
+        return False
+    if failure.stage:
+        Stage.objects.filter(run_id=failure.run_id, name=failure.stage).update(
+            status=StageStatus.FAILED,
+            finished_at=Now(),
+            error_type=failure.error_type,
+            error_message=failure.message[:10_000],
+        )
+    _close_open_stages(failure.run_id, StageStatus.SKIPPED)
+    _reject_pending_approvals(failure.run_id, f"run failed: {failure.error_type}")
+    if failure.error_type == "StaleBaseBranch":
+        content = {
+            k: failure.details[k] for k in ("base_branch", "observed_head", "expected_parent")
+        }
+        content = {"error": "StaleBaseBranch", **content}
+    else:
+        content = {"error": failure.error_type, "message": failure.message, "stage": failure.stage}
+    Artifact.objects.get_or_create(
+        run_id=failure.run_id,
+        kind=ArtifactKind.FAILURE_REPORT,
+        defaults={
+            "schema_id": schemas.schema_id("artifacts/failure_report"),
+            "content": schemas.validate("artifacts/failure_report", content),
+        },
+    )
+    return True
+
+
+@transaction.atomic
+def mark_cancelled(run_id: str) -> bool:
+    changed = Run.objects.filter(pk=run_id, status__in=OPEN_RUN).update(
+        status=RunStatus.CANCELLED, finished_at=Now()
+    )
+    _close_open_stages(run_id, StageStatus.CANCELLED)
+    _reject_pending_approvals(run_id, "run cancelled")
+    return bool(changed)
+
+
+@transaction.atomic
+def request_approval(request: ApprovalRequest) -> str:
+    """One pending approvals row per run (partial unique index); stage → awaiting_approval."""
+    stage = Stage.objects.select_for_update().get(
+        run_id=request.run_id, name=Stage.Name.CREATE_PULL_REQUEST
+    )
+    Stage.objects.filter(pk=stage.pk).update(status=StageStatus.AWAITING_APPROVAL)
+    approval = Approval.objects.filter(run_id=request.run_id, decision=Decision.PENDING).first()
+    if approval is None:
+        approval = Approval.objects.create(
+            run_id=request.run_id, stage=stage, approver=request.approver, comment=request.comment
+        )
+    return str(approval.approval_id)
+
+
+def expire_approval(approval_id: str) -> None:
+    Approval.objects.filter(pk=approval_id, decision=Decision.PENDING).update(
+        decision=Decision.REJECTED,
+        decided_by="amtp (timeout)",
+        decided_at=Now(),
+        decision_comment="nobody decided before the approval timeout",
+    )

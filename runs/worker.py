@@ -1,0 +1,100 @@
+"""The Temporal worker: the workflow, bookkeeping activities in the event loop, agent
+activities in a process pool where every task gets a fresh, spawned process.
+
+Supervision: if an agent process dies (OOM kill, segfault), ``concurrent.futures`` marks the
+whole pool broken. :class:`RespawningProcessPool` notices, logs it, and replaces the pool on the
+next submission, so the failed attempt is retried by Temporal on a healthy pool instead of
+every later activity failing. The worker process itself is supervised by whatever runs it
+(``make run``'s launcher, systemd or Kubernetes in production); if it dies, its in-flight
+activities time out (start-to-close) and are retried on another worker, and the idempotency
+keys make those retries reuse what was already persisted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+from concurrent.futures.process import BrokenProcessPool
+from datetime import timedelta
+
+from django.conf import settings
+from temporalio.worker import SharedStateManager, Worker
+
+from runs.activities import AGENT_ACTIVITIES, BOOKKEEPING_ACTIVITIES
+from runs.temporal import connect
+from runs.workflows import TestGenerationWorkflow
+
+log = logging.getLogger(__name__)
+
+
+def _child_setup() -> None:
+    """Runs first in every spawned agent process: a fresh Django, no inherited state."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "amtp_site.settings")
+    import django
+
+    django.setup()
+
+
+class RespawningProcessPool(concurrent.futures.Executor):
+    def __init__(self, max_workers: int) -> None:
+        self.max_workers = max_workers
+        self._lock = threading.Lock()
+        self._pool = self._new_pool()
+        self.respawns = 0
+
+    def _new_pool(self) -> concurrent.futures.ProcessPoolExecutor:
+        return concurrent.futures.ProcessPoolExecutor(
+            max_workers=self.max_workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            max_tasks_per_child=1,
+            initializer=_child_setup,
+        )
+
+    def submit(self, fn, /, *args, **kwargs):
+        with self._lock:
+            try:
+                return self._pool.submit(fn, *args, **kwargs)
+            except BrokenProcessPool:
+                log.error("agent process pool was broken (a child died); starting a new pool")
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = self._new_pool()
+                self.respawns += 1
+                return self._pool.submit(fn, *args, **kwargs)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def build_worker(client, *, task_queue: str, pool: concurrent.futures.Executor, manager) -> Worker:
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[TestGenerationWorkflow],
+        activities=[*AGENT_ACTIVITIES, *BOOKKEEPING_ACTIVITIES],
+        activity_executor=pool,
+        shared_state_manager=SharedStateManager.create_from_multiprocessing(manager),
+        max_concurrent_activities=max(4, settings.AMTP_WORKER_PROCESSES * 4),
+        graceful_shutdown_timeout=timedelta(seconds=10),
+    )
+
+
+async def run_worker(*, task_queue: str, processes: int) -> None:
+    client = await connect()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    pool = RespawningProcessPool(processes)
+    with multiprocessing.Manager() as manager:
+        worker = build_worker(client, task_queue=task_queue, pool=pool, manager=manager)
+        log.info("worker polling %s on %s (%d agent processes)", task_queue,
+                 settings.TEMPORAL_ADDRESS, processes)  # fmt: skip
+        async with worker:
+            await stop.wait()
+            log.info("shutting down the worker")
+    pool.shutdown(wait=False, cancel_futures=True)

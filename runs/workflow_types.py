@@ -1,0 +1,70 @@
+"""Serialisable inputs of TestGenerationWorkflow and the activity names it schedules.
+
+Kept free of Django so the workflow sandbox can import it (passed through).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+WORKFLOW_NAME = "TestGenerationWorkflow"
+APPROVAL_SIGNAL = "approval_decided"
+
+# Activities, by their stable names (the workflow refers to them by name only).
+MARK_RUNNING = "MarkRunRunning"
+ACQUIRE_SLOT = "RateLimitCheckAndIncrRepoConcurrency"
+RELEASE_SLOT = "DecrRepoConcurrency"
+CRAWL_REPO = "CrawlRepo"
+GENERATE_TEST_CASES = "GenerateTestCases"
+GENERATE_TEST_CODE = "GenerateTestCode"
+CREATE_PULL_REQUEST = "CreatePullRequest"
+REQUEST_APPROVAL = "RequestApproval"
+EXPIRE_APPROVAL = "ExpireApproval"
+MARK_PASSED = "MarkRunPassed"
+MARK_FAILED = "MarkRunFailed"
+MARK_CANCELLED = "MarkRunCancelled"
+
+
+@dataclass
+class RetrySettings:
+    """Spec 003: 2 s, ×2, 30 s, 20 attempts, the non-retryable list derived from errors.py."""
+
+    initial_interval_s: float = 2.0
+    backoff_coefficient: float = 2.0
+    maximum_interval_s: float = 30.0
+    maximum_attempts: int = 20
+    non_retryable_error_types: list[str] = field(default_factory=list)
+
+
+@dataclass
+class WorkflowParams:
+    run_id: str
+    require_approval: bool = False
+    retry: RetrySettings = field(default_factory=RetrySettings)
+    agent_timeout_s: float = 900.0
+    bookkeeping_timeout_s: float = 60.0
+    approval_timeout_s: float = 7 * 24 * 3600.0
+
+
+@dataclass
+class ApprovalRequest:
+    run_id: str
+    approver: str  # "branch-protection" or "policy"
+    comment: str
+
+
+@dataclass
+class ApprovalDecision:
+    approval_id: str
+    decision: str  # "approved" or "rejected"
+    decided_by: str = ""
+    comment: str = ""
+
+
+@dataclass
+class Failure:
+    run_id: str
+    stage: str
+    error_type: str
+    message: str
+    details: dict = field(default_factory=dict)

@@ -1,0 +1,145 @@
+"""TestGenerationWorkflow: deterministic sequencing of the three agents and the PR (spec 003).
+
+No clock, randomness or I/O here: every side effect, stage bookkeeping included, is an
+activity, referred to by name so no Django code enters the workflow sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from runs import workflow_types as t
+
+STAGE_OF = {
+    t.CRAWL_REPO: "crawl_repo",
+    t.GENERATE_TEST_CASES: "generate_test_cases",
+    t.GENERATE_TEST_CODE: "generate_test_code",
+    t.CREATE_PULL_REQUEST: "create_pull_request",
+}
+
+
+def _cause(err: BaseException) -> ApplicationError | None:
+    while err is not None and not isinstance(err, ApplicationError):
+        err = err.__cause__
+    return err
+
+
+@workflow.defn(name=t.WORKFLOW_NAME)
+class TestGenerationWorkflow:
+    def __init__(self) -> None:
+        self._decision: t.ApprovalDecision | None = None
+        self._stage = ""
+
+    @workflow.signal(name=t.APPROVAL_SIGNAL)
+    def approval_decided(self, decision: t.ApprovalDecision) -> None:
+        self._decision = decision
+
+    @workflow.query(name="stage")
+    def stage(self) -> str:
+        return self._stage
+
+    @workflow.run
+    async def run(self, params: t.WorkflowParams) -> str:
+        self.params = params
+        r = params.retry
+        self.retry = RetryPolicy(
+            initial_interval=timedelta(seconds=r.initial_interval_s),
+            backoff_coefficient=r.backoff_coefficient,
+            maximum_interval=timedelta(seconds=r.maximum_interval_s),
+            maximum_attempts=r.maximum_attempts,
+            non_retryable_error_types=r.non_retryable_error_types,
+        )
+        run_id = params.run_id
+        slot = False
+        try:
+            await self._book(t.MARK_RUNNING, run_id)
+            slot = True
+            await self._book(t.ACQUIRE_SLOT, run_id)
+            for name in (t.CRAWL_REPO, t.GENERATE_TEST_CASES, t.GENERATE_TEST_CODE):
+                await self._agent(name, run_id)
+            if params.require_approval:
+                await self._hold(t.ApprovalRequest(run_id, "policy", "The repository requires "
+                                 "a human approval before AMTP opens a pull request."))  # fmt: skip
+            while True:
+                try:
+                    await self._agent(t.CREATE_PULL_REQUEST, run_id)
+                    break
+                except ActivityError as err:
+                    cause = _cause(err)
+                    if cause is None or cause.type != "BranchProtectionViolation":
+                        raise
+                    body = (cause.details or [{}])[0].get("body", cause.message)
+                    await self._hold(t.ApprovalRequest(run_id, "branch-protection", body))
+            await self._book(t.MARK_PASSED, run_id)
+            return "passed"
+        except asyncio.CancelledError:
+            await self._book(t.MARK_CANCELLED, run_id)
+            raise
+        except ActivityError as err:
+            cause = _cause(err)
+            failure = t.Failure(
+                run_id, self._stage, cause.type if cause else type(err).__name__,
+                cause.message if cause else str(err),
+                (cause.details or [{}])[0] if cause and cause.details else {},
+            )  # fmt: skip
+            await self._book(t.MARK_FAILED, failure)
+            raise ApplicationError(f"{failure.error_type}: {failure.message}",
+                                   type=failure.error_type, non_retryable=True) from err  # fmt: skip
+        except _Rejected as rejected:
+            await self._book(t.MARK_FAILED, rejected.failure)
+            raise ApplicationError(rejected.failure.message, type=rejected.failure.error_type,
+                                   non_retryable=True) from None  # fmt: skip
+        finally:
+            if slot:
+                await self._book(t.RELEASE_SLOT, run_id)
+
+    async def _book(self, name: str, arg) -> None:
+        await workflow.execute_activity(
+            name, arg, start_to_close_timeout=timedelta(seconds=self.params.bookkeeping_timeout_s),
+            retry_policy=self.retry,
+        )  # fmt: skip
+
+    async def _agent(self, name: str, run_id: str) -> str:
+        self._stage = STAGE_OF[name]
+        return await workflow.execute_activity(
+            name, run_id, start_to_close_timeout=timedelta(seconds=self.params.agent_timeout_s),
+            retry_policy=self.retry,
+        )  # fmt: skip
+
+    async def _hold(self, request: t.ApprovalRequest) -> None:
+        """Write the approvals row, wait for the decision signal (or the timeout)."""
+        self._decision = None
+        approval_id = await workflow.execute_activity(
+            t.REQUEST_APPROVAL, request, retry_policy=self.retry,
+            start_to_close_timeout=timedelta(seconds=self.params.bookkeeping_timeout_s),
+        )  # fmt: skip
+        try:
+            await workflow.wait_condition(
+                lambda: self._decision is not None and self._decision.approval_id == approval_id,
+                timeout=timedelta(seconds=self.params.approval_timeout_s),
+            )
+        except TimeoutError:
+            await self._book(t.EXPIRE_APPROVAL, approval_id)
+            raise _Rejected(t.Failure(
+                request.run_id, "create_pull_request", "ApprovalTimedOut",
+                f"nobody decided the {request.approver} approval within "
+                f"{self.params.approval_timeout_s:.0f} s; start a new run",
+            )) from None  # fmt: skip
+        if self._decision.decision != "approved":
+            by = self._decision.decided_by or "an approver"
+            raise _Rejected(t.Failure(
+                request.run_id, "create_pull_request", "ApprovalRejected",
+                f"rejected by {by}: {self._decision.comment or '(no comment)'}",
+            ))  # fmt: skip
+
+
+class _Rejected(Exception):
+    def __init__(self, failure: t.Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
