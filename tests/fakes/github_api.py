@@ -1,0 +1,929 @@
+"""A stateful fake of the GitHub REST API, served over real HTTP on 127.0.0.1.
+
+Tests drive the real PyGithub client against it, so the code under test meets the same URLs,
+headers, status codes and error bodies as on github.com. Objects are stored the way git stores
+them (content-addressed SHA-1), so the same files always give the same tree SHA, exactly as
+``git write-tree`` would compute it.
+
+    with FakeGitHub() as gh:                      # create repositories inside the block
+        base = gh.create_repo("acme/web", files={"app.py": "print(1)"})
+        Github(base_url=gh.url, auth=Auth.Token(gh.token), retry=None)
+
+Seeding and inspection: create_repo, push, tag, install_app; head, refs, pulls, files, read,
+commit_info; the ledger (method, path, status), calls (with headers) and count().
+Switches: protect (branch protection or ruleset), forbid, rate_limit, server_error, fail (any
+answer), move_base / after_calls (something happens mid-operation), max_recursive_entries and
+max_recursive_bytes (when recursive tree listings report ``truncated``), token_ttl.
+"""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import hashlib
+import json
+import re
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, unquote
+
+import jwt  # PyJWT (a PyGithub dependency) verifies App JWTs the way GitHub does
+
+DOCS = "https://docs.github.com/rest"
+WRITES = ("POST", "PATCH", "PUT", "DELETE")
+_MODES = {
+    "100644": "blob",
+    "100755": "blob",
+    "120000": "blob",
+    "040000": "tree",
+    "160000": "commit",
+}
+_R = r"/repos/([^/]+/[^/]+)"
+_ROUTES = [  # (verb, path pattern, handler); the first group is always the repo or app target
+    (v, re.compile(p), h)
+    for v, p, h in [
+        ("GET", _R, "repo"),
+        ("GET", _R + "/installation", "installation"),
+        ("POST", r"/app/installations/(\d+)/access_tokens", "access_token"),
+        ("GET", _R + "/branches/(.+)", "branch"),
+        ("GET", _R + "/git/ref/(.+)", "get_ref"),
+        ("GET", _R + "/git/refs/(.+)", "get_ref"),
+        ("GET", _R + "/git/matching-refs/(.*)", "matching_refs"),
+        ("POST", _R + "/git/refs", "create_ref"),
+        ("PATCH", _R + "/git/refs/(.+)", "update_ref"),
+        ("GET", _R + "/git/commits/([^/]+)", "get_commit"),
+        ("POST", _R + "/git/commits", "create_commit"),
+        ("GET", _R + "/git/trees/(.+)", "get_tree"),
+        ("POST", _R + "/git/trees", "create_tree"),
+        ("GET", _R + "/git/blobs/([^/]+)", "get_blob"),
+        ("POST", _R + "/git/blobs", "create_blob"),
+        ("GET", _R + "/git/tags/([^/]+)", "get_tag"),
+        ("GET", _R + "/contents/?(.*)", "contents"),
+        ("GET", _R + "/pulls", "list_pulls"),
+        ("POST", _R + "/pulls", "create_pull"),
+        ("GET", _R + r"/pulls/(\d+)", "get_pull"),
+    ]
+]
+
+
+class Reply(Exception):
+    """Raised by a handler to answer with GitHub's error shape."""
+
+    def __init__(self, status: int, message: str, *, doc: str = DOCS, errors=None, headers=None):
+        super().__init__(message)
+        self.status, self.headers = status, headers or {}
+        self.body = {"message": message, "documentation_url": doc, "status": str(status)}
+        if errors:
+            self.body["errors"] = errors
+
+
+def git_sha(kind: str, body: bytes) -> str:
+    """Git's object id: SHA-1 over "<kind> <size>\\0<body>"."""
+    return hashlib.sha1(b"%s %d\0" % (kind.encode(), len(body)) + body).hexdigest()
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Grant:  # what a bearer token may see; repos None = every repository
+    repos: set[str] | None
+    expires: float
+    installation: int | None = None
+
+
+@dataclass
+class Call:
+    method: str
+    path: str
+    query: dict[str, str]
+    status: int
+    headers: dict[str, str]
+
+
+class FakeRepo:
+    """One repository: git objects, refs and pull requests, rendered as GitHub JSON."""
+
+    def __init__(self, api: str, full_name: str, repo_id: int, default_branch: str) -> None:
+        self.full_name, self.id, self.default_branch = full_name, repo_id, default_branch
+        self.owner = full_name.split("/")[0]
+        self.url = f"{api}/repos/{full_name}"
+        self.objects: dict[str, tuple[str, Any]] = {}  # sha -> (kind, payload)
+        self.refs: dict[str, str] = {}
+        self.pulls: list[dict] = []
+        self.protections: list[tuple[str, bool, int, list[str]]] = []
+        self.forbidden: tuple[str, ...] = ()
+        self._listings: dict[tuple[str, bool], list[dict]] = {}  # trees are immutable: cache
+
+    # -- git objects ------------------------------------------------------------------
+    def blob(self, data: bytes) -> str:
+        sha = git_sha("blob", data)
+        self.objects[sha] = ("blob", data)
+        return sha
+
+    def put_tree(self, entries: dict[str, tuple[str, str]]) -> str:
+        """entries: name -> (mode, sha). Git sorts a tree's names as if directories end in /."""
+        names = sorted(
+            entries, key=lambda n: (n + "/" if entries[n][0] == "040000" else n).encode()
+        )
+        rows = [(entries[n][0], n, entries[n][1]) for n in names]
+        body = b"".join(
+            f"{m.lstrip('0')} {n}".encode() + b"\0" + bytes.fromhex(s) for m, n, s in rows
+        )
+        sha = git_sha("tree", body)
+        self.objects[sha] = ("tree", rows)
+        return sha
+
+    def apply(self, base: str | None, changes: dict[str, tuple[str, str] | None]) -> str:
+        """A new tree: ``base`` plus ``changes`` (path -> (mode, sha), None deletes)."""
+        entries = {n: (m, s) for m, n, s in (self.get(base, "tree") if base else [])}
+        nested: dict[str, dict] = {}
+        for path, value in changes.items():
+            head, _, rest = path.strip("/").partition("/")
+            if rest:
+                nested.setdefault(head, {})[rest] = value
+            elif value is None:
+                entries.pop(head, None)
+            else:
+                entries[head] = value
+        for head, sub in nested.items():
+            old = entries.get(head)
+            sha = self.apply(old[1] if old and old[0] == "040000" else None, sub)
+            if self.objects[sha][1]:
+                entries[head] = ("040000", sha)
+            else:  # git has no empty directories
+                entries.pop(head, None)
+        return self.put_tree(entries)
+
+    def commit(self, tree: str, parents: list[str], message: str, when: float, who=None) -> str:
+        name, email = who or ("Fake Bot", "bot@example.invalid")
+        sig = f"{name} <{email}> {int(when)} +0000"
+        head = "".join([f"tree {tree}\n", *(f"parent {p}\n" for p in parents)])
+        body = f"{head}author {sig}\ncommitter {sig}\n\n{message}".encode()
+        sha = git_sha("commit", body)
+        info = {
+            "tree": tree,
+            "parents": parents,
+            "message": message,
+            "name": name,
+            "email": email,
+            "date": _iso(when),
+        }
+        self.objects[sha] = ("commit", info)
+        return sha
+
+    def get(self, sha: str | None, kind: str) -> Any:
+        found = self.objects.get(sha or "")
+        if not found or found[0] != kind:
+            raise Reply(404, "Not Found")
+        return found[1]
+
+    def resolve(self, name: str) -> str:
+        """Branch, tag, refs/... or SHA -> commit SHA (annotated tags peeled)."""
+        for ref in (name, f"refs/heads/{name}", f"refs/tags/{name}"):
+            if ref.startswith("refs/") and ref in self.refs:
+                name = self.refs[ref]
+                break
+        while self.objects.get(name, ("",))[0] == "tag":
+            name = self.objects[name][1]["object"]
+        if self.objects.get(name, ("",))[0] != "commit":
+            raise Reply(404, f"No commit found for the ref {name}")
+        return name
+
+    def tree_of(self, ish: str) -> str:
+        if self.objects.get(ish, ("",))[0] == "tree":
+            return ish
+        return self.get(self.resolve(ish), "commit")["tree"]
+
+    def find(self, commit: str, path: str) -> tuple[str, str] | None:
+        mode, sha = "040000", self.tree_of(commit)
+        for part in [p for p in path.strip("/").split("/") if p]:
+            if mode != "040000":
+                return None
+            rows = {n: (m, s) for m, n, s in self.get(sha, "tree")}
+            if part not in rows:
+                return None
+            mode, sha = rows[part]
+        return mode, sha
+
+    def listing(self, tree: str, recursive: bool) -> list[dict]:
+        key = (tree, recursive)
+        if key not in self._listings:
+            out: list[dict] = []
+            self._list(tree, "", recursive, out)
+            self._listings[key] = out
+        return self._listings[key]
+
+    def _list(self, tree: str, prefix: str, recursive: bool, out: list[dict]) -> None:
+        for mode, name, sha in self.get(tree, "tree"):
+            kind = _MODES[mode]
+            entry = {"path": prefix + name, "mode": mode, "type": kind, "sha": sha}
+            if kind == "blob":
+                entry["size"] = len(self.objects[sha][1])
+            if kind != "commit":
+                entry["url"] = f"{self.url}/git/{kind}s/{sha}"
+            out.append(entry)
+            if kind == "tree" and recursive:  # pre-order, as GitHub lists it
+                self._list(sha, f"{prefix}{name}/", True, out)
+
+    def is_ancestor(self, old: str, new: str) -> bool:
+        seen, todo = set(), [new]
+        while todo:
+            sha = todo.pop()
+            if sha == old:
+                return True
+            if sha not in seen and self.objects.get(sha, ("",))[0] == "commit":
+                seen.add(sha)
+                todo.extend(self.objects[sha][1]["parents"])
+        return False
+
+    # -- JSON ---------------------------------------------------------------------------
+    def ref_json(self, ref: str) -> dict:
+        sha = self.refs[ref]
+        kind = self.objects.get(sha, ("commit",))[0]
+        obj = {"sha": sha, "type": kind, "url": f"{self.url}/git/{kind}s/{sha}"}
+        return {
+            "ref": ref,
+            "node_id": f"REF_{sha[:12]}",
+            "url": f"{self.url}/git/{ref}",
+            "object": obj,
+        }
+
+    def commit_json(self, sha: str) -> dict:
+        c = self.get(sha, "commit")
+        who = {"name": c["name"], "email": c["email"], "date": c["date"]}
+        parents = [{"sha": p, "url": f"{self.url}/git/commits/{p}"} for p in c["parents"]]
+        return {
+            "sha": sha,
+            "node_id": f"C_{sha[:12]}",
+            "url": f"{self.url}/git/commits/{sha}",
+            "author": who,
+            "committer": who,
+            "message": c["message"],
+            "parents": parents,
+            "tree": {"sha": c["tree"], "url": f"{self.url}/git/trees/{c['tree']}"},
+            "verification": {"verified": False, "reason": "unsigned"},
+        }
+
+    def repo_json(self, api: str) -> dict:
+        return {
+            "id": self.id,
+            "node_id": f"R_{self.id}",
+            "name": self.full_name.split("/")[1],
+            "full_name": self.full_name,
+            "private": True,
+            "default_branch": self.default_branch,
+            "owner": {"login": self.owner, "id": self.id + 10_000, "type": "Organization"},
+            "url": self.url,
+            "html_url": f"{api}/{self.full_name}",
+            "permissions": {"admin": False, "push": True, "pull": True},
+        }
+
+    def pull_json(self, pr: dict, api: str) -> dict:
+        def side(branch: str, sha: str) -> dict:
+            sha = self.refs.get(f"refs/heads/{branch}", sha)  # a PR follows its branch
+            return {
+                "label": f"{self.owner}:{branch}",
+                "ref": branch,
+                "sha": sha,
+                "user": {"login": self.owner},
+                "repo": self.repo_json(api),
+            }
+
+        n = pr["number"]
+        return {
+            "url": f"{self.url}/pulls/{n}",
+            "id": self.id * 1000 + n,
+            "node_id": f"PR_{n}",
+            "number": n,
+            "state": pr["state"],
+            "title": pr["title"],
+            "body": pr["body"],
+            "html_url": f"{api}/{self.full_name}/pull/{n}",
+            "draft": pr["draft"],
+            "head": side(pr["head"], pr["head_sha"]),
+            "base": side(pr["base"], pr["base_sha"]),
+            "user": {"login": "fake-bot[bot]"},
+            "merged": False,
+            "created_at": pr["created"],
+            "updated_at": pr["created"],
+            "closed_at": None,
+            "merged_at": None,
+        }
+
+
+@dataclass
+class _App:
+    app_id: str
+    public_key: str
+    installations: dict[int, tuple[set[str], dict[str, str]]]  # id -> (repos, permissions)
+
+
+@dataclass
+class _Fault:
+    reply: Reply
+    calls: int
+    method: str | None
+    path: str | None
+
+
+class FakeGitHub:
+    """The fake server. Switches and helpers are plain methods; all state sits behind one lock."""
+
+    def __init__(self) -> None:
+        self.token = "ghp_" + "f" * 36  # a valid personal access token for every repository
+        self.max_recursive_entries = 100_000  # GitHub truncates recursive trees at 100,000
+        self.max_recursive_bytes = 7 * 1024 * 1024  # ... or at 7 MB, whichever comes first
+        self.token_ttl = 3600.0  # installation tokens live an hour on GitHub
+        self.ledger: list[tuple[str, str, int]] = []  # (method, path, status) per request
+        self.calls: list[Call] = []  # the same, with query and request headers
+        self.issued_tokens: list[str] = []
+        self.errors: list[Exception] = []  # unexpected exceptions inside the fake itself
+        self.url = ""
+        self._lock = threading.RLock()
+        self._repos: dict[str, FakeRepo] = {}
+        self._grants: dict[str, Grant] = {self.token: Grant(None, float("inf"))}
+        self._apps: dict[str, _App] = {}
+        self._faults: list[_Fault] = []
+        self._later: list[list] = []  # [calls_left, callback]
+        self._clock = 1_700_000_000  # seeded commits get deterministic dates, hence SHAs
+        self._used = 0
+        self._server: ThreadingHTTPServer | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def __enter__(self) -> FakeGitHub:
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+
+    # -- seeding and inspection -----------------------------------------------------------
+    def create_repo(self, full_name: str, files: dict | None = None, *, default_branch="main"):
+        """A repository whose default branch holds ``files``; returns the commit SHA.
+
+        Values are text, bytes, or (mode, content) for "100755", "120000" (symlink target)
+        and "160000" (submodule commit SHA)."""
+        with self._lock:
+            repo = FakeRepo(self.url, full_name, len(self._repos) + 1, default_branch)
+            self._repos[full_name.lower()] = repo
+            return self.push(full_name, default_branch, files or {}, message="Initial commit")
+
+    def push(self, full_name: str, branch: str, files: dict, message: str = "Update") -> str:
+        """Commit ``files`` (None deletes) on top of ``branch`` (created from the default)."""
+        with self._lock:
+            repo = self.repo(full_name)
+            parent = repo.refs.get(f"refs/heads/{branch}") or repo.refs.get(
+                f"refs/heads/{repo.default_branch}"
+            )
+            changes: dict[str, tuple[str, str] | None] = {}
+            for path, value in files.items():
+                mode, data = value if isinstance(value, tuple) else ("100644", value)
+                if value is None:
+                    changes[path] = None
+                elif mode == "160000":
+                    changes[path] = (mode, data)
+                else:
+                    changes[path] = (
+                        mode,
+                        repo.blob(data if isinstance(data, bytes) else data.encode()),
+                    )
+            base = repo.get(parent, "commit")["tree"] if parent else None
+            self._clock += 1
+            sha = repo.commit(
+                repo.apply(base, changes), [parent] if parent else [], message, self._clock
+            )
+            repo.refs[f"refs/heads/{branch}"] = sha
+            return sha
+
+    def tag(self, full_name: str, name: str, target: str, message: str | None = None) -> str:
+        """A lightweight tag, or an annotated tag object when ``message`` is given."""
+        with self._lock:
+            repo = self.repo(full_name)
+            sha = repo.resolve(target)
+            if message is not None:
+                body = f"object {sha}\ntype commit\ntag {name}\n\n{message}".encode()
+                tag_sha = git_sha("tag", body)
+                repo.objects[tag_sha] = ("tag", {"object": sha, "tag": name, "message": message})
+                sha = tag_sha
+            repo.refs[f"refs/tags/{name}"] = sha
+            return sha
+
+    def repo(self, full_name: str) -> FakeRepo:
+        return self._repos[full_name.lower()]
+
+    def head(self, full_name: str, branch: str) -> str:
+        return self.repo(full_name).refs[f"refs/heads/{branch}"]
+
+    def refs(self, full_name: str) -> dict[str, str]:
+        return dict(self.repo(full_name).refs)
+
+    def pulls(self, full_name: str) -> list[dict]:
+        repo = self.repo(full_name)
+        return [repo.pull_json(pr, self.url) for pr in repo.pulls]
+
+    def files(self, full_name: str, ref: str) -> dict[str, tuple[str, bytes]]:
+        """Every blob at ``ref``: path -> (mode, content)."""
+        repo = self.repo(full_name)
+        rows = repo.listing(repo.tree_of(ref), True)
+        return {
+            e["path"]: (e["mode"], repo.objects[e["sha"]][1]) for e in rows if e["type"] == "blob"
+        }
+
+    def read(self, full_name: str, ref: str, path: str) -> bytes | None:
+        found = self.repo(full_name).find(ref, path)
+        return self.repo(full_name).objects[found[1]][1] if found and found[0] != "040000" else None
+
+    def commit_info(self, full_name: str, sha: str) -> dict:
+        return dict(self.repo(full_name).get(sha, "commit"))
+
+    def count(self, method: str | None = None, path: str | None = None) -> int:
+        """Requests received, optionally by method and by a regex searched in the path."""
+        return sum(
+            1
+            for m, p, _ in self.ledger
+            if (method is None or m == method) and (path is None or re.search(path, p))
+        )
+
+    # -- switches -----------------------------------------------------------------------
+    def protect(self, full_name, pattern="main", *, ruleset=False, status=403, rules=None):
+        """Refuse ref writes to branches matching ``pattern`` (classic protection or a ruleset)."""
+        rules = rules or ["Cannot create ref due to creations being restricted."]
+        self.repo(full_name).protections.append((pattern, ruleset, status, rules))
+
+    def forbid(self, full_name: str, methods: tuple[str, ...] = WRITES) -> None:
+        """The token lacks permission: 403 "Resource not accessible by integration"."""
+        self.repo(full_name).forbidden = methods
+
+    def fail(
+        self,
+        status: int,
+        message: str,
+        *,
+        calls=1,
+        errors=None,
+        headers=None,
+        doc=DOCS,
+        method: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        """Answer the next ``calls`` matching requests (method, regex on path) with an error."""
+        reply = Reply(status, message, doc=doc, errors=errors, headers=headers)
+        with self._lock:
+            self._faults.append(_Fault(reply, calls, method, path))
+
+    def rate_limit(self, calls=1, *, secondary=False, status=403, reset_in=60, **match) -> None:
+        if secondary:
+            message = (
+                "You have exceeded a secondary rate limit. Please wait a few minutes before "
+                "you try again. If you reach out to GitHub Support for help, please "
+                "include the request ID 0000:1111:2222."
+            )
+            headers = {"retry-after": str(reset_in)}
+            doc = f"{DOCS}/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"
+        else:
+            message = "API rate limit exceeded for installation ID 1."
+            headers = {
+                "x-ratelimit-remaining": "0",
+                "x-ratelimit-reset": str(int(time.time()) + reset_in),
+            }
+            doc = f"{DOCS}/overview/rate-limits-for-the-rest-api"
+        self.fail(status, message, calls=calls, headers=headers, doc=doc, **match)
+
+    def server_error(self, calls=1, *, status=500, **match) -> None:
+        self.fail(status, "Server Error", calls=calls, **match)
+
+    def after_calls(self, calls: int, callback) -> None:
+        """Run ``callback`` just before the ``calls``-th next request is served."""
+        with self._lock:
+            self._later.append([calls, callback])
+
+    def move_base(self, full_name: str, branch: str, *, after_calls: int = 0) -> None:
+        """Advance ``branch`` by a new commit, now or mid-operation (a concurrent merge)."""
+
+        def move() -> None:
+            self.push(full_name, branch, {"MOVED.md": f"moved at {self._clock}\n"}, "Merge")
+
+        if after_calls:
+            self.after_calls(after_calls, move)
+        else:
+            move()
+
+    def install_app(
+        self,
+        app_id: int | str,
+        public_key_pem: str,
+        repos: list[str],
+        permissions: dict | None = None,
+    ) -> int:
+        """Register a GitHub App (by its public key) installed on ``repos``; the install id."""
+        with self._lock:
+            app = self._apps.setdefault(str(app_id), _App(str(app_id), public_key_pem, {}))
+            installation_id = 1000 + sum(len(a.installations) for a in self._apps.values())
+            perms = permissions or {"contents": "write", "pull_requests": "write"}
+            app.installations[installation_id] = ({r.lower() for r in repos}, perms)
+            return installation_id
+
+    # -- request handling -----------------------------------------------------------------
+    def handle(self, method: str, raw_path: str, query: dict, raw: bytes, headers) -> tuple:
+        """(status, JSON payload, extra headers) for one request; records it in the ledger."""
+        raw_path = raw_path.removeprefix("/api/v3")  # GitHub Enterprise Server's API prefix
+        path = unquote(raw_path)
+        with self._lock:
+            for item in list(self._later):
+                item[0] -= 1
+                if item[0] <= 0:
+                    self._later.remove(item)
+                    item[1]()
+            try:
+                status, payload, extra = *self._dispatch(method, raw_path, query, raw, headers), {}
+            except Reply as reply:
+                status, payload, extra = reply.status, reply.body, reply.headers
+            except Exception as exc:  # a bug in the fake: answer like GitHub, keep it for the test
+                self.errors.append(exc)
+                status, payload, extra = 500, Reply(500, "Server Error").body, {}
+            self.ledger.append((method, path, status))
+            self.calls.append(Call(method, path, query, status, dict(headers.items())))
+            self._used += 1
+            rate = {
+                "x-ratelimit-limit": "5000",
+                "x-ratelimit-used": str(self._used),
+                "x-ratelimit-remaining": str(max(5000 - self._used, 1)),
+                "x-ratelimit-reset": str(int(time.time()) + 3600),
+                "x-ratelimit-resource": "core",
+            }
+            return status, payload, {**rate, **extra}
+
+    def _dispatch(self, method: str, raw_path: str, query: dict, raw: bytes, headers) -> tuple:
+        for fault in self._faults:
+            if (
+                fault.calls > 0
+                and fault.method in (None, method)
+                and (fault.path is None or re.search(fault.path, raw_path))
+            ):
+                fault.calls -= 1
+                raise fault.reply
+        for verb, pattern, route in _ROUTES:
+            match = pattern.fullmatch(raw_path.rstrip("/"))
+            if match and verb == method:
+                name = route
+                break
+        else:
+            raise Reply(404, "Not Found")
+        target, *args = [unquote(a) for a in match.groups()]
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            raise Reply(400, "Problems parsing JSON") from None
+        handler = getattr(self, f"_{name}")
+        if name in ("installation", "access_token"):
+            return handler(self._app(headers), target)
+        repo = self._authorize(headers, target)
+        if method in repo.forbidden:
+            raise Reply(403, "Resource not accessible by integration")
+        return handler(repo, *args, query=query, body=body)
+
+    def _authorize(self, headers, full_name: str) -> FakeRepo:
+        credential = (headers.get("Authorization") or "").partition(" ")[2]
+        if not credential:
+            raise Reply(401, "Requires authentication")
+        grant = self._grants.get(credential)
+        if grant is None or grant.expires < time.time():
+            raise Reply(401, "Bad credentials")
+        repo = self._repos.get(full_name.lower())
+        if repo is None or (grant.repos is not None and full_name.lower() not in grant.repos):
+            raise Reply(404, "Not Found")  # GitHub hides what a token may not see
+        return repo
+
+    def _app(self, headers) -> _App:
+        scheme, _, token = (headers.get("Authorization") or "").partition(" ")
+        try:
+            app = self._apps[str(jwt.decode(token, options={"verify_signature": False})["iss"])]
+            claims = jwt.decode(
+                token,
+                app.public_key,
+                algorithms=["RS256"],
+                options={"require": ["exp", "iat", "iss"]},
+            )
+        except jwt.ExpiredSignatureError:
+            raise Reply(
+                401,
+                "'Expiration time' claim ('exp') must be a numeric value "
+                "representing the future time at which the assertion expires",
+            ) from None
+        except (jwt.PyJWTError, KeyError):
+            raise Reply(401, "A JSON web token could not be decoded") from None
+        if scheme.lower() != "bearer" or claims["exp"] - time.time() > 600:
+            raise Reply(401, "'Expiration time' claim ('exp') is too far in the future")
+        return app
+
+    # -- GitHub Apps --------------------------------------------------------------------
+    def _installation(self, app: _App, full_name: str) -> tuple:
+        for inst_id, (repos, perms) in app.installations.items():
+            if full_name.lower() in repos and full_name.lower() in self._repos:
+                account = {"login": full_name.split("/")[0], "type": "Organization"}
+                return 200, {
+                    "id": inst_id,
+                    "app_id": int(app.app_id),
+                    "account": account,
+                    "target_type": "Organization",
+                    "permissions": perms,
+                    "repository_selection": "selected",
+                    "access_tokens_url": f"{self.url}/app/installations/{inst_id}/access_tokens",
+                }
+        raise Reply(404, "Not Found")
+
+    def _access_token(self, app: _App, installation: str) -> tuple:
+        if int(installation) not in app.installations:
+            raise Reply(404, "Not Found")
+        repos, perms = app.installations[int(installation)]
+        token, expires = "ghs_" + secrets.token_hex(18), time.time() + self.token_ttl
+        self._grants[token] = Grant(set(repos), expires, int(installation))
+        self.issued_tokens.append(token)
+        return 201, {
+            "token": token,
+            "expires_at": _iso(expires),
+            "permissions": perms,
+            "repository_selection": "selected",
+        }
+
+    # -- repository, branches, refs -----------------------------------------------------
+    def _repo(self, repo: FakeRepo, **_) -> tuple:
+        return 200, repo.repo_json(self.url)
+
+    def _branch(self, repo: FakeRepo, name: str, **_) -> tuple:
+        if f"refs/heads/{name}" not in repo.refs:
+            raise Reply(404, "Branch not found")
+        sha = repo.refs[f"refs/heads/{name}"]
+        protected = any(fnmatch.fnmatchcase(name, p[0]) for p in repo.protections)
+        commit = {"sha": sha, "url": f"{repo.url}/commits/{sha}", "commit": repo.commit_json(sha)}
+        return 200, {"name": name, "commit": commit, "protected": protected}
+
+    def _get_ref(self, repo: FakeRepo, ref: str, **_) -> tuple:
+        if f"refs/{ref}" in repo.refs:
+            return 200, repo.ref_json(f"refs/{ref}")
+        raise Reply(404, "Not Found")
+
+    def _matching_refs(self, repo: FakeRepo, prefix: str, **_) -> tuple:
+        return 200, [repo.ref_json(r) for r in sorted(repo.refs) if r.startswith(f"refs/{prefix}")]
+
+    def _guard(self, repo: FakeRepo, ref: str) -> None:
+        for pattern, ruleset, status, rules in repo.protections:
+            if ref.startswith("refs/heads/") and fnmatch.fnmatchcase(ref[11:], pattern):
+                if ruleset:
+                    text = "Repository rule violations found\n\n" + "\n\n".join(rules) + "\n\n"
+                    raise Reply(status, text, doc=f"{DOCS}/git/refs#create-a-reference")
+                raise Reply(
+                    status,
+                    f"Protected branch update failed for {ref}.",
+                    doc="https://docs.github.com/articles/about-protected-branches",
+                )
+
+    def _create_ref(self, repo: FakeRepo, body: dict, **_) -> tuple:
+        ref, sha = str(body.get("ref") or ""), str(body.get("sha") or "")
+        doc = f"{DOCS}/git/refs#create-a-reference"
+        if not ref.startswith("refs/") or ref.count("/") < 2:
+            raise Reply(422, "Reference name is invalid", doc=doc)
+        if sha not in repo.objects:
+            raise Reply(422, "Object does not exist", doc=doc)
+        if ref in repo.refs:
+            raise Reply(422, "Reference already exists", doc=doc)
+        self._guard(repo, ref)
+        repo.refs[ref] = sha
+        return 201, repo.ref_json(ref)
+
+    def _update_ref(self, repo: FakeRepo, ref: str, body: dict, **_) -> tuple:
+        ref, sha = f"refs/{ref}", str(body.get("sha") or "")
+        doc = f"{DOCS}/git/refs#update-a-reference"
+        if ref not in repo.refs:
+            raise Reply(422, "Reference does not exist", doc=doc)
+        if sha not in repo.objects:
+            raise Reply(422, "Object does not exist", doc=doc)
+        self._guard(repo, ref)
+        if not body.get("force") and not repo.is_ancestor(repo.refs[ref], sha):
+            raise Reply(422, "Update is not a fast forward", doc=doc)
+        repo.refs[ref] = sha
+        return 200, repo.ref_json(ref)
+
+    # -- git objects ----------------------------------------------------------------------
+    def _get_commit(self, repo: FakeRepo, sha: str, **_) -> tuple:
+        return 200, repo.commit_json(sha)
+
+    def _create_commit(self, repo: FakeRepo, body: dict, **_) -> tuple:
+        doc = f"{DOCS}/git/commits#create-a-commit"
+        if repo.objects.get(str(body.get("tree")), ("",))[0] != "tree":
+            raise Reply(422, "Tree SHA does not exist", doc=doc)
+        parents = [str(p) for p in body.get("parents") or []]
+        if any(repo.objects.get(p, ("",))[0] != "commit" for p in parents):
+            raise Reply(422, "Parent SHA does not exist or is not a commit object", doc=doc)
+        author = body.get("author") or {}
+        who = (author["name"], author["email"]) if author.get("name") else None
+        sha = repo.commit(body["tree"], parents, str(body.get("message") or ""), time.time(), who)
+        return 201, repo.commit_json(sha)
+
+    def _get_tree(self, repo: FakeRepo, ish: str, query: dict, **_) -> tuple:
+        try:
+            tree = repo.tree_of(ish)
+        except Reply:
+            raise Reply(404, "Not Found") from None
+        recursive = "recursive" in query  # GitHub: any value means recursive
+        rows = repo.listing(tree, recursive)
+        keep, size = len(rows), 0
+        if recursive:  # GitHub cuts recursive listings at 100,000 entries or 7 MB
+            keep = min(keep, self.max_recursive_entries)
+            for i, row in enumerate(rows[:keep]):  # ~what each entry costs in the JSON answer
+                size += 60 + sum(len(str(v)) + len(k) for k, v in row.items())
+                if size > self.max_recursive_bytes:
+                    keep = i
+                    break
+        return 200, {
+            "sha": tree,
+            "url": f"{repo.url}/git/trees/{tree}",
+            "tree": rows[:keep],
+            "truncated": keep < len(rows),
+        }
+
+    def _create_tree(self, repo: FakeRepo, body: dict, **_) -> tuple:
+        def invalid(why: str) -> Reply:
+            return Reply(422, f"Invalid tree info: {why}", doc=f"{DOCS}/git/trees#create-a-tree")
+
+        base = body.get("base_tree")
+        if base and repo.objects.get(base, ("",))[0] != "tree":
+            raise invalid(f"base_tree {base} is not a tree")
+        changes: dict[str, tuple[str, str] | None] = {}
+        for item in body.get("tree") or []:
+            path, mode = str(item.get("path") or ""), str(item.get("mode") or "")
+            if not path or path.startswith("/") or ".." in path.split("/") or mode not in _MODES:
+                raise invalid(f"path {path!r}, mode {mode!r}")
+            if "content" in item:
+                changes[path] = (mode, repo.blob(str(item["content"]).encode()))
+            elif item.get("sha") is None:
+                changes[path] = None
+            elif mode == "160000" or repo.objects.get(item["sha"], ("",))[0] == _MODES[mode]:
+                changes[path] = (mode, item["sha"])
+            else:
+                raise invalid(f"tree.sha {item['sha']} is not a valid {_MODES[mode]}")
+        sha = repo.apply(base, changes)
+        return 201, {
+            "sha": sha,
+            "url": f"{repo.url}/git/trees/{sha}",
+            "truncated": False,
+            "tree": repo.listing(sha, False),
+        }
+
+    def _get_blob(self, repo: FakeRepo, sha: str, **_) -> tuple:
+        data = repo.get(sha, "blob")
+        return 200, {
+            "sha": sha,
+            "node_id": f"B_{sha[:12]}",
+            "size": len(data),
+            "url": f"{repo.url}/git/blobs/{sha}",
+            "encoding": "base64",
+            "content": base64.encodebytes(data).decode(),
+        }
+
+    def _create_blob(self, repo: FakeRepo, body: dict, **_) -> tuple:
+        content = str(body.get("content", ""))
+        data = base64.b64decode(content) if body.get("encoding") == "base64" else content.encode()
+        sha = repo.blob(data)
+        return 201, {"sha": sha, "url": f"{repo.url}/git/blobs/{sha}"}
+
+    def _get_tag(self, repo: FakeRepo, sha: str, **_) -> tuple:
+        tag = repo.get(sha, "tag")
+        obj = {
+            "sha": tag["object"],
+            "type": "commit",
+            "url": f"{repo.url}/git/commits/{tag['object']}",
+        }
+        return 200, {
+            "sha": sha,
+            "tag": tag["tag"],
+            "message": tag["message"],
+            "object": obj,
+            "url": f"{repo.url}/git/tags/{sha}",
+        }
+
+    def _contents(self, repo: FakeRepo, path: str, query: dict, **_) -> tuple:
+        commit = repo.resolve(query.get("ref") or repo.default_branch)
+        found = repo.find(commit, path)
+        if found is None:
+            raise Reply(404, "Not Found", doc=f"{DOCS}/repos/contents#get-repository-content")
+
+        def item(p: str, mode: str, sha: str) -> dict:
+            kind = {"040000": "dir", "120000": "symlink", "160000": "submodule"}.get(mode, "file")
+            size = len(repo.objects[sha][1]) if kind in ("file", "symlink") else 0
+            return {
+                "type": kind,
+                "name": p.rsplit("/", 1)[-1],
+                "path": p,
+                "sha": sha,
+                "size": size,
+                "url": f"{repo.url}/contents/{p}?ref={commit}",
+            }
+
+        if found[0] == "040000":
+            rows = repo.get(found[1], "tree")
+            return 200, [item(f"{path.strip('/')}/{n}".lstrip("/"), m, s) for m, n, s in rows]
+        data, out = repo.objects.get(found[1], ("", b""))[1], item(path, *found)
+        small = len(data) <= 1024 * 1024  # the contents API inlines files up to 1 MB
+        out.update(
+            encoding="base64" if small else "none",
+            content=base64.encodebytes(data).decode() if small else "",
+        )
+        return 200, out
+
+    # -- pull requests --------------------------------------------------------------------
+    def _list_pulls(self, repo: FakeRepo, query: dict, **_) -> tuple:
+        state, head, base = query.get("state", "open"), query.get("head"), query.get("base")
+        return 200, [
+            repo.pull_json(pr, self.url)
+            for pr in repo.pulls
+            if state in ("all", pr["state"])
+            and base in (None, pr["base"])
+            and head in (None, f"{repo.owner}:{pr['head']}")
+        ]
+
+    def _get_pull(self, repo: FakeRepo, number: str, **_) -> tuple:
+        for pr in repo.pulls:
+            if pr["number"] == int(number):
+                return 200, repo.pull_json(pr, self.url)
+        raise Reply(404, "Not Found")
+
+    def _create_pull(self, repo: FakeRepo, body: dict, **_) -> tuple:
+        head = str(body.get("head") or "").split(":")[-1]
+        base = str(body.get("base") or "")
+        head_sha, base_sha = (
+            repo.refs.get(f"refs/heads/{head}"),
+            repo.refs.get(f"refs/heads/{base}"),
+        )
+        for field, sha in (("base", base_sha), ("head", head_sha)):
+            if sha is None:
+                self._invalid_pull({"resource": "PullRequest", "field": field, "code": "invalid"})
+        for pr in repo.pulls:
+            if pr["state"] == "open" and (pr["head"], pr["base"]) == (head, base):
+                message = f"A pull request already exists for {repo.owner}:{head}."
+                self._invalid_pull(
+                    {"resource": "PullRequest", "code": "custom", "message": message}
+                )
+        if repo.is_ancestor(head_sha, base_sha):
+            message = f"No commits between {base} and {head}"
+            self._invalid_pull({"resource": "PullRequest", "code": "custom", "message": message})
+        pr = {
+            "number": len(repo.pulls) + 1,
+            "state": "open",
+            "title": body.get("title"),
+            "body": body.get("body"),
+            "draft": bool(body.get("draft")),
+            "head": head,
+            "base": base,
+            "head_sha": head_sha,
+            "base_sha": base_sha,
+            "created": _iso(time.time()),
+        }
+        repo.pulls.append(pr)
+        return 201, repo.pull_json(pr, self.url)
+
+    @staticmethod
+    def _invalid_pull(error: dict) -> None:
+        raise Reply(
+            422,
+            "Validation Failed",
+            errors=[error],
+            doc=f"{DOCS}/pulls/pulls#create-a-pull-request",
+        )
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, like api.github.com
+    disable_nagle_algorithm = True  # headers and body go out at once: no 40 ms delayed-ACK stalls
+    fake: FakeGitHub
+
+    def _serve(self) -> None:
+        path, _, qs = self.path.partition("?")
+        query = dict(parse_qsl(qs, keep_blank_values=True))
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        status, payload, headers = self.fake.handle(self.command, path, query, raw, self.headers)
+        data = b"" if payload is None else json.dumps(payload).encode()
+        self.send_response(status)
+        for key, value in {"Content-Type": "application/json; charset=utf-8", **headers}.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:  # tests want a quiet server
+        pass

@@ -1,0 +1,396 @@
+"""GitHubHost through the real PyGithub client against the fake GitHub API over HTTP.
+
+No Django: run with ``pytest -p no:django``. Every answer the host sees is one GitHub gives
+(status, body, headers), so the error classification is tested as it happens in production.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from agents.hosts.base import TreeEntry
+from agents.hosts.github import GitHubHost
+from amtp_site.errors import (
+    BranchProtectionViolation,
+    ContractViolation,
+    GitHubForbidden,
+    GitHubRateLimited,
+    GitHubUnavailable,
+    GitTreesApi409,
+    RepositoryAccessError,
+    StaleBaseBranch,
+)
+from tests.fakes.github_api import FakeGitHub, git_sha
+from tests.gitrepo import git, make_git_repo
+
+REPO = "acme/web"
+FILES = {
+    "README.md": "# web\n",
+    "package.json": '{"name": "web"}\n',
+    "src/app.ts": "export const app = 1;\n",
+    "src/pages/index.tsx": "export default () => null;\n",
+    "bin/run.sh": ("100755", "#!/bin/sh\necho run\n"),
+    "docs/current": ("120000", "../README.md"),  # a symlink: not a file to read
+    "vendor/lib": ("160000", "a" * 40),  # a submodule: not in this repository
+}
+PR = {"base_branch": "main", "head_branch": "amtp/run-1", "title": "Add e2e tests", "body": "AMTP"}
+NEW_FILES = {"tests/e2e/home.spec.ts": "test('home', () => {});\n"}
+
+
+@pytest.fixture
+def gh():
+    with FakeGitHub() as fake:
+        fake.base = fake.create_repo(REPO, files=FILES)
+        yield fake
+        assert fake.errors == []  # the fake itself never crashed
+
+
+@pytest.fixture
+def host(gh):
+    return GitHubHost(REPO, api_url=gh.url, token=gh.token, seconds_between_writes=None)
+
+
+def open_pr(host, gh, **overrides):
+    return host.open_pull_request(
+        **{**PR, "expected_base_sha": gh.base, "files": NEW_FILES, **overrides}
+    )
+
+
+def expected_entries(gh):
+    """Regular files only: symlinks and submodules are not part of what the crawler reads."""
+    return [
+        TreeEntry(path, len(data), git_sha("blob", data))
+        for path, (mode, data) in sorted(gh.files(REPO, "main").items())
+        if mode in ("100644", "100755")
+    ]
+
+
+# -- the fake is git -----------------------------------------------------------------------
+def test_fake_object_ids_are_gits(gh, tmp_path):
+    files = {p: v for p, v in FILES.items() if isinstance(v, str)}
+    gh.create_repo("acme/plain", files={**files, "docs/current": ("120000", "../README.md")})
+    checkout = make_git_repo(tmp_path / "plain", files, symlinks={"docs/current": "../README.md"})
+    tree = gh.commit_info("acme/plain", gh.head("acme/plain", "main"))["tree"]
+    assert tree == git(checkout, "rev-parse", "HEAD^{tree}")  # same files, same SHA, as in git
+
+
+# -- reads ---------------------------------------------------------------------------------
+def test_resolve_ref_branch_tag_sha(gh, host):
+    gh.tag(REPO, "v1", "main")
+    gh.tag(REPO, "v1.0.0", "main", message="release")  # annotated: a tag object to peel
+    for ref in ("main", "refs/heads/main", "v1", "v1.0.0", "refs/tags/v1.0.0", gh.base):
+        assert host.resolve_ref(ref) == gh.base
+    with pytest.raises(RepositoryAccessError, match="not found"):
+        host.resolve_ref("no-such-branch")
+    with pytest.raises(RepositoryAccessError):
+        host.resolve_ref("0" * 40)
+
+
+def test_tree_is_one_call_when_not_truncated(gh, host):
+    entries = host.tree(gh.base)
+    assert entries == expected_entries(gh)
+    paths = [e.path for e in entries]
+    assert paths == sorted(paths) and "bin/run.sh" in paths  # executables are files too
+    assert "docs/current" not in paths and "vendor/lib" not in paths  # symlink, submodule
+    assert gh.ledger == [("GET", f"/repos/{REPO}/git/trees/{gh.base}", 200)]
+    assert gh.calls[0].query == {"recursive": "1"}
+
+
+@pytest.mark.parametrize("limit", ["max_recursive_entries", "max_recursive_bytes"])
+def test_truncated_tree_falls_back_to_walking_subtrees(gh, host, limit):
+    setattr(gh, limit, 3 if limit == "max_recursive_entries" else 400)
+    assert host.tree(gh.base) == expected_entries(gh)
+    trees = [c for c in gh.calls if "/git/trees/" in c.path]
+    assert len(trees) > 1
+    assert any("recursive" not in c.query for c in trees)  # one level at a time where cut
+
+
+def test_read_file_uses_the_blob_api(gh, host):
+    assert host.read_file(gh.base, "src/app.ts") == b"export const app = 1;\n"  # tree walk
+    host.tree(gh.base)
+    before = len(gh.ledger)
+    assert host.read_file(gh.base, "bin/run.sh") == b"#!/bin/sh\necho run\n"
+    run_sh = git_sha("blob", b"#!/bin/sh\necho run\n")
+    assert [p for _, p, _ in gh.ledger[before:]] == [f"/repos/{REPO}/git/blobs/{run_sh}"]
+    assert not any("/contents/" in p for _, p, _ in gh.ledger)
+    for missing in ("nope.txt", "src", "docs/current", "src/app.ts/x"):
+        with pytest.raises(RepositoryAccessError, match="not a regular file"):
+            host.read_file(gh.base, missing)
+
+
+def test_enterprise_api_url(gh):
+    enterprise = GitHubHost(REPO, api_url=f"{gh.url}/api/v3/", token=gh.token)
+    assert enterprise.resolve_ref("main") == gh.base
+    assert gh.calls[-1].path == f"/repos/{REPO}/git/ref/heads/main"
+
+
+def test_missing_repository_is_an_access_error(gh):
+    other = GitHubHost("acme/none", api_url=gh.url, token=gh.token)
+    with pytest.raises(RepositoryAccessError, match="check the repository name"):
+        other.tree(gh.base)
+
+
+# -- opening the pull request --------------------------------------------------------------
+def test_open_pull_request_creates_one_ref_one_commit_one_pr(gh, host):
+    result = open_pr(host, gh)
+    assert (result.number, result.adopted, result.base_sha) == (1, False, gh.base)
+    assert (result.head_branch, result.base_branch) == ("amtp/run-1", "main")
+    assert gh.head(REPO, "amtp/run-1") == result.head_sha
+    assert gh.commit_info(REPO, result.head_sha)["parents"] == [gh.base]
+    assert [gh.count("POST", p) for p in ("/git/refs", "/git/commits", "/pulls")] == [1, 1, 1]
+    new = {path: ("100644", text.encode()) for path, text in NEW_FILES.items()}
+    assert gh.files(REPO, "amtp/run-1") == {**gh.files(REPO, "main"), **new}  # base tree kept
+    [pr] = gh.pulls(REPO)
+    assert (pr["title"], pr["body"]) == (PR["title"], PR["body"])
+    assert (pr["head"]["ref"], pr["base"]["ref"], pr["html_url"]) == (
+        "amtp/run-1",
+        "main",
+        result.url,
+    )
+
+
+@pytest.mark.parametrize("path", ["/abs.ts", "../up.ts", "a//b.ts", "a/./b.ts", "a\\b.ts", ""])
+def test_unsafe_paths_are_refused_before_any_request(gh, host, path):
+    with pytest.raises(ContractViolation):
+        open_pr(host, gh, files={path: "x"})
+    assert gh.ledger == []
+
+
+def test_a_credential_is_required(gh):
+    for incomplete in ({}, {"app_id": 1}, {"private_key": "k"}):
+        with pytest.raises(GitHubForbidden, match="configure a GitHub credential"):
+            GitHubHost(REPO, api_url=gh.url, **incomplete)
+
+
+def test_second_call_adopts_without_writing(gh, host):
+    first = open_pr(host, gh)
+    writes = gh.count("POST")
+    second = open_pr(host, gh)
+    assert second.adopted and (second.number, second.head_sha) == (first.number, first.head_sha)
+    assert gh.count("POST") == writes and len(gh.pulls(REPO)) == 1
+
+
+def test_replay_after_the_base_moved_adopts_the_existing_pr(gh, host):
+    first = open_pr(host, gh)
+    gh.move_base(REPO, "main")
+    assert open_pr(host, gh).number == first.number
+
+
+def test_branch_without_pr_gets_its_pr(gh, host):
+    gh.server_error(method="POST", path="/pulls$")
+    with pytest.raises(GitHubUnavailable):
+        open_pr(host, gh)
+    assert "refs/heads/amtp/run-1" in gh.refs(REPO) and gh.pulls(REPO) == []
+    result = open_pr(host, gh)
+    assert result.adopted and len(gh.pulls(REPO)) == 1
+    assert gh.count("POST", "/git/refs") == 1
+
+
+def test_ref_created_concurrently_is_adopted(gh, host):
+    def rival_creates_the_branch():  # the same run's other attempt, with the same commit
+        repo = gh.repo(REPO)
+        commits = [
+            s
+            for s, (kind, c) in repo.objects.items()
+            if kind == "commit" and c["parents"] == [gh.base]
+        ]
+        repo.refs["refs/heads/amtp/run-1"] = commits[-1]
+
+    gh.after_calls(6, rival_creates_the_branch)  # just before POST /git/refs
+    result = open_pr(host, gh)
+    assert ("POST", f"/repos/{REPO}/git/refs", 422) in gh.ledger
+    assert result.adopted and len(gh.pulls(REPO)) == 1
+
+
+def test_branch_with_other_content_is_not_adopted(gh, host):
+    gh.push(REPO, "amtp/run-1", {"unrelated.txt": "someone else's\n"})
+    with pytest.raises(GitTreesApi409, match="delete that branch or start a new run"):
+        open_pr(host, gh)
+    assert gh.pulls(REPO) == []
+
+
+# -- failure classes -----------------------------------------------------------------------
+def test_moved_base_is_stale(gh, host):
+    gh.move_base(REPO, "main")
+    with pytest.raises(StaleBaseBranch) as caught:
+        open_pr(host, gh)
+    err = caught.value
+    assert (err.observed_head, err.expected_parent) == (gh.head(REPO, "main"), gh.base)
+    assert not err.retryable and gh.count("POST") == 0
+
+
+def test_base_tree_out_of_date_answer_is_stale(gh, host):
+    gh.move_base(REPO, "main", after_calls=4)  # moves while the tree is being written
+    gh.fail(422, "Base tree is out of date", method="POST", path="/git/trees")
+    with pytest.raises(StaleBaseBranch) as caught:
+        open_pr(host, gh)
+    assert caught.value.observed_head == gh.head(REPO, "main") != gh.base
+
+
+@pytest.mark.parametrize(
+    ("ruleset", "status", "wording"),
+    [
+        (False, 403, "Protected branch update failed"),
+        (True, 403, "Repository rule violations"),
+        (True, 422, "Repository rule violations"),
+    ],
+)
+def test_branch_protection_and_rulesets(gh, host, ruleset, status, wording):
+    gh.protect(REPO, "amtp/*", ruleset=ruleset, status=status)
+    with pytest.raises(BranchProtectionViolation) as caught:
+        open_pr(host, gh)
+    body = json.loads(caught.value.body)  # GitHub's own body, for the approvals row
+    assert body["message"].startswith(wording) and body["status"] == str(status)
+    assert not caught.value.retryable and gh.pulls(REPO) == []
+
+
+def test_plain_403_is_forbidden(gh, host):
+    gh.forbid(REPO)
+    with pytest.raises(GitHubForbidden, match="contents: write and pull_requests: write") as caught:
+        open_pr(host, gh)
+    assert not caught.value.retryable and "Resource not accessible by integration" in str(
+        caught.value
+    )
+
+
+def test_bad_token_is_forbidden(gh):
+    with pytest.raises(GitHubForbidden, match="401"):
+        GitHubHost(REPO, api_url=gh.url, token="ghp_wrong").resolve_ref("main")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "low", "high"),
+    [
+        ({"reset_in": 42}, 40, 42),
+        ({"secondary": True, "status": 429, "reset_in": 30}, 30, 30),
+        ({"secondary": True, "reset_in": 7}, 7, 7),
+    ],
+)
+def test_rate_limits_say_when_to_retry(gh, host, kwargs, low, high):
+    gh.rate_limit(**kwargs)
+    with pytest.raises(GitHubRateLimited) as caught:
+        host.tree(gh.base)
+    assert caught.value.retryable and low <= caught.value.details["retry_after"] <= high
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+def test_server_errors_are_unavailable(gh, host, status):
+    gh.server_error(status=status)
+    with pytest.raises(GitHubUnavailable) as caught:
+        host.resolve_ref("main")
+    assert caught.value.retryable
+    assert gh.count() == 1  # PyGithub did not retry on its own: Temporal owns retries
+
+
+def test_unreachable_github_is_unavailable():
+    with FakeGitHub() as closed:
+        url = closed.url
+    with pytest.raises(GitHubUnavailable, match="did not answer"):
+        GitHubHost(REPO, api_url=url, token="t", timeout=2).resolve_ref("main")
+
+
+NO_COMMITS = {"resource": "PullRequest", "code": "custom", "message": "No commits between x and y"}
+BAD_BASE = {"resource": "PullRequest", "field": "base", "code": "invalid"}
+
+
+@pytest.mark.parametrize(
+    ("path", "message", "errors"),
+    [
+        ("/pulls$", "Validation Failed", [NO_COMMITS]),
+        ("/pulls$", "Validation Failed", [BAD_BASE]),
+        ("/git/refs$", "Reference update failed", None),
+    ],
+)
+def test_unrelated_422_is_not_adopted(gh, host, path, message, errors):
+    gh.fail(422, message, errors=errors, method="POST", path=path)
+    with pytest.raises(RepositoryAccessError, match="422") as caught:
+        open_pr(host, gh)
+    assert not caught.value.retryable and gh.pulls(REPO) == []
+
+
+# -- GitHub App authentication ---------------------------------------------------------------
+def rsa_pair() -> tuple[str, str]:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+    return private, public
+
+
+def test_github_app_installation_token(gh):
+    private, public = rsa_pair()
+    installation = gh.install_app(4242, public, [REPO])
+    host = GitHubHost(  # with a token configured too, the App is still the identity used
+        REPO,
+        api_url=gh.url,
+        app_id=4242,
+        private_key=private,
+        token=gh.token,
+        seconds_between_writes=None,
+    )
+    assert host.resolve_ref("main") == gh.base
+    lookup, mint, read = gh.calls
+    assert (lookup.method, lookup.path) == ("GET", f"/repos/{REPO}/installation")
+    assert (mint.method, mint.path, mint.status) == (
+        "POST",
+        f"/app/installations/{installation}/access_tokens",
+        201,
+    )
+    for call in (lookup, mint):  # the app itself signs in with an RS256 JWT
+        scheme, token = call.headers["Authorization"].split(" ")
+        claims = jwt.decode(token, public, algorithms=["RS256"])
+        assert scheme == "Bearer" and claims["iss"] == "4242" and claims["exp"] - time.time() <= 600
+    assert read.headers["Authorization"] == f"token {gh.issued_tokens[0]}"
+    open_pr(host, gh)  # repository writes use the installation token too
+    assert {c.headers["Authorization"] for c in gh.calls[2:]} == {f"token {gh.issued_tokens[0]}"}
+
+
+def test_installation_token_is_renewed_before_it_expires(gh):
+    private, public = rsa_pair()
+    installation = gh.install_app(7, public, [REPO])
+    gh.token_ttl = 10  # inside PyGithub's 20 s renewal margin: every use renews it
+    escaped = private.replace("\n", "\\n")  # as a PEM often arrives in an environment variable
+    host = GitHubHost(
+        REPO,
+        api_url=gh.url,
+        app_id=7,
+        private_key=escaped,
+        installation_id=installation,
+        seconds_between_writes=None,
+    )
+    host.resolve_ref("main")
+    host.resolve_ref("main")
+    assert len(gh.issued_tokens) == 2 and gh.count("GET", "/installation$") == 0
+
+
+def test_app_with_wrong_key_or_not_installed(gh):
+    private, public = rsa_pair()
+    gh.install_app(1, rsa_pair()[1], [REPO])  # registered with another key
+    with pytest.raises(GitHubForbidden, match="JSON web token"):
+        GitHubHost(REPO, api_url=gh.url, app_id=1, private_key=private).resolve_ref("main")
+    gh.install_app(2, public, ["acme/other"])
+    with pytest.raises(RepositoryAccessError, match="acme/web: GitHub answered 404.*not installed"):
+        GitHubHost(REPO, api_url=gh.url, app_id=2, private_key=private).resolve_ref("main")
+
+
+# -- scale ---------------------------------------------------------------------------------
+def test_hundred_thousand_files(gh, host):
+    started = time.monotonic()
+    files = {f"pkg{d:03}/mod{f:04}.py": f"# {d} {f}\n" for d in range(200) for f in range(500)}
+    base = gh.create_repo("acme/big", files=files)
+    big = GitHubHost("acme/big", api_url=gh.url, token=gh.token)
+    entries = big.tree(base)  # GitHub's 7 MB cap truncates the recursive listing: walk
+    assert len(entries) == 100_000 and entries[0].path == "pkg000/mod0000.py"
+    assert gh.count("GET", "/git/trees/") == 2 + 200
+    assert time.monotonic() - started < 60
