@@ -13,6 +13,7 @@ import functools
 from datetime import timedelta
 
 from asgiref.sync import sync_to_async
+from django.db import connections
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -111,8 +112,14 @@ def _release_slot(run_id: str) -> None:
 def _book(name: str, fn, arg_type: type = str):
     typed = _typed(None)(fn)
 
+    def in_thread(arg):
+        try:
+            return typed(arg)
+        finally:
+            connections.close_all()  # this executor thread's connection only; none leak
+
     async def bookkeeping(arg):
-        return await sync_to_async(typed, thread_sensitive=False)(arg)
+        return await sync_to_async(in_thread, thread_sensitive=False)(arg)
 
     # Temporal decodes the argument by its annotation (dataclasses for approvals/failures).
     bookkeeping.__annotations__ = {"arg": arg_type, "return": object}

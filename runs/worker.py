@@ -16,7 +16,6 @@ import asyncio
 import concurrent.futures
 import logging
 import multiprocessing
-import os
 import signal
 import threading
 from concurrent.futures.process import BrokenProcessPool
@@ -25,19 +24,12 @@ from datetime import timedelta
 from django.conf import settings
 from temporalio.worker import SharedStateManager, Worker
 
+from amtp_site.child import django_setup
 from runs.activities import AGENT_ACTIVITIES, BOOKKEEPING_ACTIVITIES
 from runs.temporal import connect
 from runs.workflows import TestGenerationWorkflow
 
 log = logging.getLogger(__name__)
-
-
-def _child_setup() -> None:
-    """Runs first in every spawned agent process: a fresh Django, no inherited state."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "amtp_site.settings")
-    import django
-
-    django.setup()
 
 
 class RespawningProcessPool(concurrent.futures.Executor):
@@ -52,7 +44,7 @@ class RespawningProcessPool(concurrent.futures.Executor):
             max_workers=self.max_workers,
             mp_context=multiprocessing.get_context("spawn"),
             max_tasks_per_child=1,
-            initializer=_child_setup,
+            initializer=django_setup,  # a fresh Django, no inherited state
         )
 
     def submit(self, fn, /, *args, **kwargs):
@@ -97,4 +89,4 @@ async def run_worker(*, task_queue: str, processes: int) -> None:
         async with worker:
             await stop.wait()
             log.info("shutting down the worker")
-    pool.shutdown(wait=False, cancel_futures=True)
+    pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,96 @@
+"""TestGenerationWorkflow on the real Temporal dev server, worker, PostgreSQL and Valkey."""
+
+import pytest
+
+from amtp_site import valkey as valkey_mod
+from approvals.models import Approval
+from approvals.services import approval_decide
+from runs.models import Artifact
+from runs.pull_requests import head_branch_for
+from runs.services import run_cancel, run_create
+from tests.factories import RepositoryFactory
+from tests.gitrepo import commit_files, git, make_git_repo
+from tests.samples import DEMO_MOBILE, DEMO_WEB
+from tests.temporal_worker import wait_for, wait_terminal
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def local_repo(tmp_path, name, files, **settings):
+    path = make_git_repo(tmp_path / name, files)
+    return RepositoryFactory(
+        full_name=f"acme/{name}", host="local", local_path=str(path), **settings
+    )
+
+
+@pytest.mark.parametrize("framework,files", [("playwright", DEMO_WEB), ("maestro", DEMO_MOBILE)])
+def test_happy_path_on_the_local_host(tmp_path, worker, framework, files):
+    repo = local_repo(tmp_path, framework, files)
+    run = wait_terminal(run_create(repository=repo, target_framework=framework, depth_level="core"))
+    assert run.status == "passed", (run.error_type, run.error_message)
+    assert [s.status for s in run.stages.order_by("position")] == ["passed"] * 4
+    kinds = set(run.artifacts.values_list("kind", flat=True))
+    assert kinds == {"repo_crawler_output", "test_case_generator_output", "test_engineer_output",
+                     "pull_request"}  # fmt: skip
+    code = run.artifacts.get(kind="test_engineer_output").content
+    head = head_branch_for(run)
+    assert run.head_branch == head and run.pr_number == 1
+    listed = git(repo.local_path, "ls-tree", "-r", "--name-only", head).split()
+    assert {f["path"] for f in code["files"]} <= set(listed)
+    pids = [run.artifacts.get(kind=k).meta["pid"] for k in
+            ("repo_crawler_output", "test_case_generator_output", "test_engineer_output")]  # fmt: skip
+    assert len(set(pids)) == 3, "each agent must run in a fresh process"
+    assert valkey_mod.concurrency_count(repo.full_name) == 0
+
+
+def test_policy_gate_approve_opens_the_pr(tmp_path, worker):
+    repo = local_repo(tmp_path, "gated", DEMO_WEB, require_approval=True)
+    run = run_create(repository=repo, depth_level="smoke")
+    wait_for(run, lambda r: r.stages.filter(status="awaiting_approval").exists())
+    approval = Approval.objects.get(run=run, decision="pending")
+    assert approval.approver == "policy"
+    assert not Artifact.objects.filter(run=run, kind="pull_request").exists()
+    approval_decide(approval=approval, decision="approved", decided_by="alice", comment="ok")
+    run = wait_terminal(run)
+    assert run.status == "passed" and run.pr_number == 1
+
+
+def test_policy_gate_reject_fails_the_run_with_the_comment(tmp_path, worker):
+    repo = local_repo(tmp_path, "gated", DEMO_WEB, require_approval=True)
+    run = run_create(repository=repo, depth_level="smoke")
+    wait_for(run, lambda r: r.approvals.filter(decision="pending").exists())
+    approval_decide(approval=run.approvals.get(), decision="rejected", decided_by="bob",
+                    comment="not this week")  # fmt: skip
+    run = wait_terminal(run)
+    assert run.status == "failed" and run.error_type == "ApprovalRejected"
+    assert "not this week" in run.error_message and "bob" in run.error_message
+    assert head_branch_for(run) not in git(repo.local_path, "branch")
+
+
+def test_stale_base_fails_with_the_spec_failure_report(tmp_path, worker):
+    repo = local_repo(tmp_path, "stale", DEMO_WEB, require_approval=True)
+    run = run_create(repository=repo, depth_level="smoke")
+    wait_for(run, lambda r: r.approvals.filter(decision="pending").exists())
+    moved = commit_files(repo.local_path, {"README.md": "moved on\n"}, message="base moves")
+    approval_decide(approval=run.approvals.get(), decision="approved", decided_by="alice")
+    run = wait_terminal(run)
+    assert run.status == "failed" and run.error_type == "StaleBaseBranch"
+    assert run.stages.get(name="create_pull_request").status == "failed"
+    report = run.artifacts.get(kind="failure_report").content
+    assert report == {"error": "StaleBaseBranch", "base_branch": "main", "observed_head": moved,
+                      "expected_parent": run.commit_sha}  # fmt: skip
+
+
+def test_cancel_mid_run_releases_everything_and_opens_no_pr(tmp_path, worker):
+    repo = local_repo(tmp_path, "cancel", DEMO_WEB, require_approval=True)
+    run = run_create(repository=repo, depth_level="smoke")
+    wait_for(run, lambda r: r.approvals.filter(decision="pending").exists())
+    assert valkey_mod.concurrency_count(repo.full_name) == 1
+    run_cancel(run=run)
+    run = wait_terminal(run)
+    assert run.status == "cancelled"
+    assert run.stages.get(name="create_pull_request").status == "cancelled"
+    assert run.approvals.get().decision == "rejected"
+    assert not run.artifacts.filter(kind="pull_request").exists()
+    assert valkey_mod.concurrency_count(repo.full_name) == 0
+    assert valkey_mod.client().get(valkey_mod.pr_lock_key(repo.full_name)) is None
