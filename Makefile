@@ -21,9 +21,7 @@ venv: $(STAMP)
 
 run: $(STAMP)
 	$(PY) manage.py devstack up
-	$(PY) manage.py migrate --noinput
-	$(PY) manage.py ensure_admin
-	$(PY) manage.py runserver 127.0.0.1:8000
+	$(PY) manage.py run_system --stop-devstack
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -1,0 +1,49 @@
+"""The two demo repositories `make run` creates on first start, as local git repositories."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from runs.demo_content import DEMO_MOBILE, DEMO_WEB
+from runs.models import Framework, Host, Repository
+
+DEMOS = {
+    "web": ("demo/web", DEMO_WEB, Framework.PLAYWRIGHT),
+    "mobile": ("demo/mobile", DEMO_MOBILE, Framework.MAESTRO),
+}
+_GIT_ENV = {"GIT_AUTHOR_NAME": "AMTP demo", "GIT_AUTHOR_EMAIL": "demo@amtp.local",
+            "GIT_COMMITTER_NAME": "AMTP demo", "GIT_COMMITTER_EMAIL": "demo@amtp.local",
+            "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
+
+
+def _git(path: Path, *args: str) -> None:
+    import os
+
+    subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True,
+                   env={**os.environ, **_GIT_ENV})  # fmt: skip
+
+
+def create_git_repository(path: Path, files: dict[str, str]) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    _git(path, "init", "-q", "-b", "main")
+    for name, content in files.items():
+        target = path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
+    _git(path, "add", "-A")
+    _git(path, "commit", "-q", "-m", "Demo application")
+
+
+def ensure_demo_repositories(folder: Path) -> dict[str, Repository]:
+    found = {}
+    for key, (full_name, files, framework) in DEMOS.items():
+        path = folder / key
+        if not (path / ".git").exists():
+            create_git_repository(path, files)
+        found[key], _ = Repository.objects.update_or_create(
+            full_name=full_name,
+            defaults={"host": Host.LOCAL, "local_path": str(path), "default_branch": "main",
+                      "default_framework": framework, "default_depth_level": "core"},
+        )  # fmt: skip
+    return found

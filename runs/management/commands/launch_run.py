@@ -1,0 +1,101 @@
+"""``manage.py launch_run OWNER/NAME``: start a run from the command line, optionally wait."""
+
+import subprocess
+import time
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from amtp_site.errors import AmtpError
+from runs.models import DepthLevel, Framework, Host, Repository, Run
+from runs.services import run_create
+
+POLL_SECONDS = 0.5
+
+
+class Command(BaseCommand):
+    help = "Launch a test-generation run; --wait prints each stage and exits 0 only on success."
+
+    def add_arguments(self, parser):
+        parser.add_argument("repo", help="owner/name of a registered repository")
+        parser.add_argument(
+            "--ref", default="", help="branch, tag or SHA (default: the default branch)"
+        )
+        parser.add_argument("--depth-level", default="", choices=["", *DepthLevel.values])
+        parser.add_argument("--framework", default="", choices=["", *Framework.values])
+        parser.add_argument("--base-branch", default="")
+        parser.add_argument("--local", default="", metavar="PATH",
+                            help="a local git repository (registered as host 'local' if new)")  # fmt: skip
+        parser.add_argument("--wait", action="store_true")
+        parser.add_argument("--timeout", type=float, default=3600, help="seconds to --wait")
+
+    def handle(
+        self, *args, repo, ref, depth_level, framework, base_branch, local, wait, timeout, **options
+    ):
+        repository = self._repository(repo, local)
+        try:
+            run = run_create(
+                repository=repository, ref=ref, depth_level=depth_level, target_framework=framework,
+                base_branch=base_branch, trigger=Run.Trigger.CLI, requested_by="cli",
+            )  # fmt: skip
+        except AmtpError as exc:
+            raise CommandError(exc.message) from exc
+        self.stdout.write(f"run {run.run_id} started: {repository.full_name}@{run.ref} "
+                          f"({run.depth_level}, {run.target_framework})")  # fmt: skip
+        self.stdout.write(f"  admin: http://127.0.0.1:8000/admin/runs/run/{run.run_id}/change/")
+        if wait:
+            self._wait(run, timeout)
+
+    def _repository(self, full_name: str, local: str) -> Repository:
+        if "/" not in full_name or full_name.count("/") != 1:
+            raise CommandError(f"{full_name!r} is not owner/name")
+        repository = Repository.objects.filter(full_name=full_name).first()
+        if local:
+            path = Path(local).expanduser().resolve()
+            if not (path / ".git").exists() and not (path / "HEAD").exists():
+                raise CommandError(f"--local {local}: not a git repository")
+            if repository is None:
+                head = subprocess.run(["git", "-C", str(path), "symbolic-ref", "--short", "HEAD"],
+                                      capture_output=True, text=True)  # fmt: skip
+                branch = head.stdout.strip()
+                repository = Repository.objects.create(
+                    full_name=full_name,
+                    host=Host.LOCAL,
+                    local_path=str(path),
+                    default_branch=branch or "main",
+                )
+                self.stdout.write(f"registered {full_name} -> {path}")
+            elif repository.host != Host.LOCAL or Path(repository.local_path) != path:
+                raise CommandError(f"{full_name} is already registered with host {repository.host} "
+                                   f"at {repository.local_path or 'GitHub'}")  # fmt: skip
+        if repository is None:
+            raise CommandError(
+                f"unknown repository {full_name}: register it in admin or pass --local PATH"
+            )
+        return repository
+
+    def _wait(self, run: Run, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        seen: dict[str, str] = {}
+        while time.monotonic() < deadline:
+            run.refresh_from_db()
+            for stage in run.stages.order_by("position"):
+                state = f"{stage.status}" + (f" ({stage.error_type}: {stage.error_message[:200]})"
+                                             if stage.error_type else "")  # fmt: skip
+                if seen.get(stage.name) != state:
+                    seen[stage.name] = state
+                    self.stdout.write(f"  {stage.name:<22} {state}")
+            if run.is_terminal:
+                break
+            time.sleep(POLL_SECONDS)
+        else:
+            raise CommandError(f"run {run.run_id} still {run.status} after {timeout:.0f} s")
+        if run.status != Run.Status.PASSED:
+            raise CommandError(
+                f"run {run.run_id} {run.status}: {run.error_type} {run.error_message}"
+            )
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"run {run.run_id} passed: PR {run.pr_url} (branch {run.head_branch})"
+            )
+        )
