@@ -33,6 +33,7 @@ def upstream_ref(agent: str, artifact_id: str) -> dict[str, str]:
 
 
 def run_repo_crawler(payload: dict, *, commit_sha: str) -> AgentResult:
+    schemas.validate("repo_crawler/input", payload)
     provider = make_provider("repo_crawler")
     return asyncio.run(crawl(payload=payload, commit_sha=commit_sha, provider=provider,
                              budgets=budgets(), repairs=settings.AMTP_REPAIR_TURNS))  # fmt: skip
@@ -40,6 +41,7 @@ def run_repo_crawler(payload: dict, *, commit_sha: str) -> AgentResult:
 
 def run_test_case_generator(payload: dict, *, upstream_artifact_id: str) -> AgentResult:
     agent = TestCaseGenerator()
+    schemas.validate(agent.input_schema, payload)
     provider = make_provider(agent.name, output_schema=schemas.load(agent.output_schema))
     ctx = AgentContext(run_id=payload["run_id"], extra={"depth_level": payload["depth_level"]})
     return asyncio.run(run_agent(
@@ -52,6 +54,7 @@ def run_test_case_generator(payload: dict, *, upstream_artifact_id: str) -> Agen
 def run_test_engineer(payload: dict, *, upstream_artifact_id: str, base_branch: str,
                       head_branch: str, test_dir: str) -> AgentResult:  # fmt: skip
     agent = TestEngineer()
+    schemas.validate(agent.input_schema, payload)
     provider = make_provider(agent.name, output_schema=schemas.load(agent.output_schema))
     ctx = AgentContext(
         run_id=payload["run_id"],
