@@ -24,6 +24,7 @@ def host_for(repository) -> RepositoryHost:
         token=settings.GITHUB_TOKEN or None,
         app_id=settings.GITHUB_APP_ID or None,
         private_key=settings.GITHUB_APP_PRIVATE_KEY or None,
+        seconds_between_writes=settings.GITHUB_SECONDS_BETWEEN_WRITES or None,
     )
 
 

@@ -1,0 +1,79 @@
+"""The whole pipeline on the GitHub host, against the fake GitHub API over HTTP."""
+
+import pytest
+
+from approvals.models import Approval
+from approvals.services import approval_decide
+from runs.pull_requests import head_branch_for
+from runs.services import run_create
+from tests.factories import RepositoryFactory
+from tests.fakes.github_api import FakeGitHub
+from tests.samples import DEMO_WEB
+from tests.temporal_worker import wait_for, wait_terminal
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def github(temporal_env, monkeypatch):
+    with FakeGitHub() as gh:
+        gh.create_repo("acme/web", DEMO_WEB)
+        for key, value in {"GITHUB_API_URL": gh.url, "GITHUB_TOKEN": gh.token,
+                           "GITHUB_SECONDS_BETWEEN_WRITES": "0"}.items():  # fmt: skip
+            monkeypatch.setenv(key, value)  # for the spawned agent processes
+            setattr(temporal_env, key, type(getattr(temporal_env, key))(value))
+        yield gh
+
+
+def test_one_ref_one_commit_one_pr(github, worker):
+    repo = RepositoryFactory(full_name="acme/web", host="github")
+    run = wait_terminal(run_create(repository=repo, depth_level="core"))
+    assert run.status == "passed", (run.error_type, run.error_message)
+    assert github.count("POST", r"/git/refs$") == 1
+    assert github.count("POST", r"/git/commits$") == 1
+    assert github.count("POST", r"/pulls$") == 1
+    (pull,) = github.pulls("acme/web")
+    assert pull["head"]["ref"] == head_branch_for(run) and run.pr_number == pull["number"]
+    code = run.artifacts.get(kind="test_engineer_output").content
+    files = github.files("acme/web", head_branch_for(run))
+    for f in code["files"]:
+        assert files[f["path"]] == ("100644", f["contents"].encode())
+    assert "package.json" in files  # built on top of the base tree
+
+
+def test_branch_protection_holds_for_approval_then_opens_the_pr(github, worker):
+    github.protect("acme/web", "amtp/*", ruleset=True)
+    repo = RepositoryFactory(full_name="acme/web", host="github")
+    run = run_create(repository=repo, depth_level="smoke")
+    wait_for(run, lambda r: r.stages.filter(status="awaiting_approval").exists())
+    approval = Approval.objects.get(run=run, decision="pending")
+    assert approval.approver == "branch-protection" and "rule" in approval.comment.lower()
+    assert github.pulls("acme/web") == []
+    github.repo("acme/web").protections.clear()  # the operator fixed the protection
+    approval_decide(approval=approval, decision="approved", decided_by="alice")
+    run = wait_terminal(run)
+    assert run.status == "passed" and len(github.pulls("acme/web")) == 1
+
+
+def test_branch_protection_rejected_fails_the_run(github, worker):
+    github.protect("acme/web", "amtp/*")
+    repo = RepositoryFactory(full_name="acme/web", host="github")
+    run = run_create(repository=repo, depth_level="smoke")
+    wait_for(run, lambda r: r.approvals.filter(decision="pending").exists())
+    approval_decide(approval=run.approvals.get(), decision="rejected", decided_by="bob",
+                    comment="ask the admins first")  # fmt: skip
+    run = wait_terminal(run)
+    assert run.status == "failed" and "ask the admins first" in run.error_message
+    assert github.pulls("acme/web") == []
+
+
+def test_forbidden_token_fails_with_the_error_on_the_stage(github, worker):
+    github.forbid("acme/web")
+    repo = RepositoryFactory(full_name="acme/web", host="github")
+    run = wait_terminal(run_create(repository=repo, depth_level="smoke"))
+    assert run.status == "failed" and run.error_type == "GitHubForbidden"
+    stage = run.stages.get(name="create_pull_request")
+    assert (
+        stage.status == "failed" and stage.error_type == "GitHubForbidden" and stage.error_message
+    )
+    assert run.artifacts.get(kind="failure_report").content["error"] == "GitHubForbidden"
