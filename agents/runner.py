@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from amtp_site.errors import (
     SchemaValidationError,
 )
 
+log = logging.getLogger("amtp.agents")
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 CHARS_PER_TOKEN = 4  # conservative estimate for code and JSON; no tokenizer download needed
 UPSTREAM = {
@@ -163,6 +165,8 @@ async def run_agent(
                 estimated_tokens=estimate,
                 budget=budgets.max_input_tokens,
             )
+        log.info("LLM call %d for %s (run %s, provider %s)", calls + 1, agent.name, ctx.run_id,
+                 provider.name)  # fmt: skip
         completion: Completion = await asyncio.to_thread(
             provider.complete, system=system, messages=messages, tools=agent.tools
         )

@@ -9,6 +9,9 @@ called again. Each stage loads its upstream artifact from PostgreSQL and returns
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from django.db import transaction
 
 import schemas
@@ -58,7 +61,21 @@ def _persist(run: Run, kind: str, schema: str, result: AgentResult, key: str, ac
     return str(artifact.artifact_id)
 
 
+def _crash_once_after_persist(stage: str) -> None:
+    """Fault injection for the crash-recovery tests: ``AMTP_FAULT_CRASH_ONCE=<stage>:<marker>``
+    kills this agent process once, right after the stage's artifact is persisted and before
+    the activity completes (the marker file records that it happened). Never set in a real
+    deployment."""
+    spec = os.environ.get("AMTP_FAULT_CRASH_ONCE", "")
+    if spec.partition(":")[0] == stage:
+        marker = Path(spec.partition(":")[2])
+        if not marker.exists():
+            marker.write_text(str(os.getpid()))
+            os._exit(70)
+
+
 def _finish(run: Run, stage: str, artifact_id: str) -> str:
+    _crash_once_after_persist(stage)
     lifecycle.stage_pass(str(run.run_id), stage)
     return artifact_id
 

@@ -1,0 +1,93 @@
+"""Crash recovery: a dead agent process or a killed worker never duplicates work."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from runs.services import run_create
+from tests.factories import RepositoryFactory
+from tests.gitrepo import git, make_git_repo
+from tests.samples import DEMO_WEB
+from tests.temporal_worker import wait_for, wait_terminal
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ROOT = Path(__file__).resolve().parent.parent
+KINDS = (
+    "repo_crawler_output",
+    "test_case_generator_output",
+    "test_engineer_output",
+    "pull_request",
+)
+
+
+def llm_calls(log: str, agent: str) -> int:
+    return len(re.findall(rf"LLM call \d+ for {agent} ", log))
+
+
+def assert_exactly_one_of_everything(run, repo):
+    assert run.status == "passed", (run.error_type, run.error_message)
+    assert sorted(run.artifacts.values_list("kind", flat=True)) == sorted(KINDS)
+    assert git(repo.local_path, "branch", "--list", "amtp/*").count("amtp/run-") == 1
+
+
+def test_agent_process_dying_after_persisting_is_retried_without_a_second_llm_call(
+    tmp_path, worker, monkeypatch, capfd
+):
+    marker = tmp_path / "crashed"
+    monkeypatch.setenv("AMTP_FAULT_CRASH_ONCE", f"generate_test_cases:{marker}")
+    repo = RepositoryFactory(full_name="acme/web", host="local",
+                             local_path=make_git_repo(tmp_path / "web", DEMO_WEB))  # fmt: skip
+    run = wait_terminal(run_create(repository=repo, depth_level="smoke"))
+    assert marker.exists(), "the fault was not injected"
+    assert_exactly_one_of_everything(run, repo)
+    stage = run.stages.get(name="generate_test_cases")
+    assert stage.attempts == 2
+    artifact = run.artifacts.get(kind="test_case_generator_output")
+    assert artifact.meta["pid"] == int(marker.read_text())  # the crashed process's output, kept
+    assert worker.pool.respawns >= 1  # the broken pool was replaced, the worker kept going
+    assert llm_calls(capfd.readouterr().err, "test_case_generator") == 1
+
+
+def start_worker(log_path: Path, queue: str, env: dict) -> subprocess.Popen:
+    out = open(log_path, "w")
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "run_worker", "--task-queue", queue, "--processes", "1"],
+        cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+
+
+def test_worker_killed_mid_activity_then_restarted_completes_the_run(
+    tmp_path, temporal_env, settings
+):
+    settings.AMTP_AGENT_ACTIVITY_TIMEOUT_S = 12  # how soon Temporal gives up on the dead worker
+    env = {**os.environ}
+    queue = settings.TEMPORAL_TASK_QUEUE
+    repo = RepositoryFactory(full_name="acme/web", host="local",
+                             local_path=make_git_repo(tmp_path / "web", DEMO_WEB))  # fmt: skip
+    first = start_worker(tmp_path / "w1.log", queue, env)
+    try:
+        run = run_create(repository=repo, depth_level="smoke")
+        wait_for(
+            run, lambda r: r.stages.filter(name="generate_test_cases", status="running").exists()
+        )
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # the worker and its agent processes, no goodbye
+        first.wait(10)
+    second = start_worker(tmp_path / "w2.log", queue, env)
+    try:
+        run = wait_terminal(run, timeout=180)
+    finally:
+        os.killpg(second.pid, signal.SIGTERM)
+        second.wait(30)
+    assert_exactly_one_of_everything(run, repo)
+    logs = (tmp_path / "w1.log").read_text() + (tmp_path / "w2.log").read_text()
+    crawl = run.artifacts.get(kind="repo_crawler_output")
+    assert llm_calls(logs, "repo_crawler") == crawl.meta["llm_calls"]  # finished before the kill
+    assert llm_calls(logs, "test_engineer") == 1
+    time.sleep(0.1)
