@@ -1,13 +1,20 @@
 """TestGenerationWorkflow on the real Temporal dev server, worker, PostgreSQL and Valkey."""
 
+import json
+import os
+import re
+from pathlib import Path
+
 import pytest
+from asgiref.sync import async_to_sync
 
 from amtp_site import valkey as valkey_mod
 from approvals.models import Approval
 from approvals.services import approval_decide
-from runs.models import Artifact
+from runs.models import Artifact, Run
 from runs.pull_requests import head_branch_for
 from runs.services import run_cancel, run_create
+from runs.temporal import connect
 from tests.factories import RepositoryFactory
 from tests.gitrepo import commit_files, git, make_git_repo
 from tests.samples import DEMO_MOBILE, DEMO_WEB
@@ -94,3 +101,34 @@ def test_cancel_mid_run_releases_everything_and_opens_no_pr(tmp_path, worker):
     assert not run.artifacts.filter(kind="pull_request").exists()
     assert valkey_mod.concurrency_count(repo.full_name) == 0
     assert valkey_mod.client().get(valkey_mod.pr_lock_key(repo.full_name)) is None
+
+
+HISTORIES = Path(__file__).resolve().parent / "fixtures" / "histories"
+
+
+@pytest.fixture(autouse=True)
+def record_histories(request):
+    """`AMTP_RECORD_HISTORIES=1 make test PYTEST_ARGS=tests/test_workflow.py` refreshes the
+    replay fixtures (tests/test_replay.py) from these real runs."""
+    yield
+    if not os.environ.get("AMTP_RECORD_HISTORIES"):
+        return
+
+    async def fetch(run_id):
+        client = await connect()
+        return (await client.get_workflow_handle(run_id).fetch_history()).to_json()
+
+    HISTORIES.mkdir(parents=True, exist_ok=True)
+    name = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")
+    for run in Run.objects.all():
+        history = json.loads(async_to_sync(fetch)(str(run.run_id)))
+        (HISTORIES / f"{name}.json").write_text(json.dumps(strip_stack_traces(history), indent=1))
+
+
+def strip_stack_traces(value):
+    """Failure stack traces name this machine's paths; replay does not need them."""
+    if isinstance(value, dict):
+        return {k: "" if k == "stackTrace" else strip_stack_traces(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [strip_stack_traces(v) for v in value]
+    return value
