@@ -128,6 +128,8 @@ def record_histories(request):
 def strip_stack_traces(value):
     """Failure stack traces name this machine's paths; replay does not need them."""
     if isinstance(value, dict):
+        if "Traceback (most recent call last)" in str(value.get("message", "")):
+            value = {**value, "message": "(traceback removed)"}
         return {k: "" if k == "stackTrace" else strip_stack_traces(v) for k, v in value.items()}
     if isinstance(value, list):
         return [strip_stack_traces(v) for v in value]
