@@ -120,6 +120,10 @@ class GitTreesApi409(NonRetryableError):
     """The head ref already exists (409/422): adopted by CreatePullRequest, never retried."""
 
 
+class AgentProcessDied(RetryableError):
+    """The process running an agent activity died (OOM kill, crash); retried on a fresh one."""
+
+
 class RepoPrLockContended(RetryableError):
     """Another run holds the repository's pr_lock; back off and retry."""
 

@@ -91,6 +91,8 @@ DATABASE_URL = os.environ.get("DATABASE_URL") or _stack.get(
     "DATABASE_URL", "postgres://postgres@127.0.0.1:5432/amtp"
 )
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+if os.environ.get("AMTP_TEST_DATABASE_NAME"):  # parallel test sessions on one server
+    DATABASES["default"]["TEST"] = {"NAME": os.environ["AMTP_TEST_DATABASE_NAME"]}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 VALKEY_URL = os.environ.get("VALKEY_URL") or _stack.get("VALKEY_URL", "redis://127.0.0.1:6379/0")

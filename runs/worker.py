@@ -2,9 +2,9 @@
 activities in a process pool where every task gets a fresh, spawned process.
 
 Supervision: if an agent process dies (OOM kill, segfault), ``concurrent.futures`` marks the
-whole pool broken. :class:`RespawningProcessPool` notices, logs it, and replaces the pool on the
-next submission, so the failed attempt is retried by Temporal on a healthy pool instead of
-every later activity failing. The worker process itself is supervised by whatever runs it
+whole pool broken, and Temporal would stop the worker. :class:`RespawningProcessPool` turns
+that into a retryable ``AgentProcessDied`` for the attempt that died and replaces the pool on
+the next submission, so Temporal retries the attempt on a healthy pool. The worker process itself is supervised by whatever runs it
 (``make run``'s launcher, systemd or Kubernetes in production); if it dies, its in-flight
 activities time out (start-to-close) and are retried on another worker, and the idempotency
 keys make those retries reuse what was already persisted.
@@ -25,6 +25,7 @@ from django.conf import settings
 from temporalio.worker import SharedStateManager, Worker
 
 from amtp_site.child import django_setup
+from amtp_site.errors import AgentProcessDied
 from runs.activities import AGENT_ACTIVITIES, BOOKKEEPING_ACTIVITIES
 from runs.temporal import connect
 from runs.workflows import TestGenerationWorkflow
@@ -33,10 +34,19 @@ log = logging.getLogger(__name__)
 
 
 class RespawningProcessPool(concurrent.futures.Executor):
+    """A spawn process pool that survives the death of a child.
+
+    Temporal shuts the whole worker down when its executor raises ``BrokenExecutor``, and a
+    ``ProcessPoolExecutor`` is broken for good once any child dies. So the attempt whose process
+    died fails with the retryable ``AgentProcessDied`` instead, and the next submission gets a
+    new pool.
+    """
+
     def __init__(self, max_workers: int) -> None:
         self.max_workers = max_workers
         self._lock = threading.Lock()
         self._pool = self._new_pool()
+        self._broken = False
         self.respawns = 0
 
     def _new_pool(self) -> concurrent.futures.ProcessPoolExecutor:
@@ -47,16 +57,41 @@ class RespawningProcessPool(concurrent.futures.Executor):
             initializer=django_setup,  # a fresh Django, no inherited state
         )
 
-    def submit(self, fn, /, *args, **kwargs):
+    def _respawn(self) -> None:
+        log.error("an agent process died; replacing the agent process pool")
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._new_pool()
+        self._broken = False
+        self.respawns += 1
+
+    def submit(self, fn, /, *args, **kwargs) -> concurrent.futures.Future:
         with self._lock:
+            if self._broken:
+                self._respawn()
             try:
-                return self._pool.submit(fn, *args, **kwargs)
+                inner = self._pool.submit(fn, *args, **kwargs)
             except BrokenProcessPool:
-                log.error("agent process pool was broken (a child died); starting a new pool")
-                self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = self._new_pool()
-                self.respawns += 1
-                return self._pool.submit(fn, *args, **kwargs)
+                self._respawn()
+                inner = self._pool.submit(fn, *args, **kwargs)
+        outer: concurrent.futures.Future = concurrent.futures.Future()
+        outer.add_done_callback(lambda f: f.cancelled() and inner.cancel())
+        inner.add_done_callback(lambda f: self._relay(f, outer))
+        return outer
+
+    def _relay(self, inner: concurrent.futures.Future, outer: concurrent.futures.Future) -> None:
+        if outer.done():
+            return
+        if inner.cancelled():
+            outer.cancel()
+        elif isinstance(inner.exception(), BrokenProcessPool):
+            self._broken = True
+            outer.set_exception(AgentProcessDied(
+                "the agent process died (killed or crashed) before finishing; "
+                "Temporal retries the activity in a fresh process"))  # fmt: skip
+        elif inner.exception() is not None:
+            outer.set_exception(inner.exception())
+        else:
+            outer.set_result(inner.result())
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
