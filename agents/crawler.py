@@ -39,6 +39,8 @@ def mcp_server_params(*, crawl_id: str, repo: str) -> StdioServerParameters:
     env["DATABASE_URL"] = f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
     env["VALKEY_URL"] = settings.VALKEY_URL
     env["GITHUB_API_URL"] = settings.GITHUB_API_URL
+    env["GITHUB_TOKEN"] = settings.GITHUB_TOKEN
+    env["GITHUB_SECONDS_BETWEEN_WRITES"] = str(settings.GITHUB_SECONDS_BETWEEN_WRITES)
     env["DJANGO_SETTINGS_MODULE"] = os.environ.get("DJANGO_SETTINGS_MODULE", "amtp_site.settings")
     return StdioServerParameters(
         command=sys.executable,

@@ -2,38 +2,18 @@
 
 import asyncio
 import json
-import os
-import sys
-from pathlib import Path
 
-from django.conf import settings
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def server_env() -> dict[str, str]:
-    """The child process must see the test database and Valkey database, not the dev ones."""
-    db = settings.DATABASES["default"]
-    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
-    env["DATABASE_URL"] = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
-    env["VALKEY_URL"] = settings.VALKEY_URL
-    env["GITHUB_API_URL"] = settings.GITHUB_API_URL
-    env["GITHUB_TOKEN"] = settings.GITHUB_TOKEN
-    return env
+from agents.crawler import mcp_server_params
 
 
 def call_tools(calls, *, crawl_id="", repo=""):
-    """Run [(tool, args), ...] in one session; return [(is_error, payload_or_text), ...]."""
+    """Run [(tool, args), ...] in one session; return [tool names, (is_error, payload), ...]."""
 
     async def main():
-        params = StdioServerParameters(
-            command=sys.executable,
-            args=["manage.py", "mcp_github", "--crawl-id", crawl_id, "--repo", repo],
-            env=server_env(),
-            cwd=str(ROOT),
-        )
         results = []
+        params = mcp_server_params(crawl_id=crawl_id, repo=repo)
         async with Client(params, read_timeout_seconds=60) as client:
             tools = await client.list_tools()
             results.append(sorted(t.name for t in tools.tools))

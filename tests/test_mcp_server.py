@@ -87,3 +87,33 @@ def test_a_session_pinned_to_one_repository_cannot_read_another(repo, tmp_path):
         [("repo.tree", {"repo": "acme/other", "ref": "main"})], repo="acme/web"
     )
     assert is_error and "may only read acme/web" in text
+
+
+def test_github_host_second_crawl_makes_no_api_calls_and_a_new_commit_is_fresh(settings, valkey):
+    from tests.fakes.github_api import FakeGitHub
+
+    with FakeGitHub() as gh:
+        gh.create_repo("acme/api", {k: v for k, v in FILES.items() if isinstance(v, str)})
+        settings.GITHUB_API_URL, settings.GITHUB_TOKEN = gh.url, gh.token
+        RepositoryFactory(full_name="acme/api", host="github")
+        sha = gh.head("acme/api", "main")
+        calls = [
+            ("repo.tree", {"repo": "acme/api", "ref": sha, "depth_level": "deep"}),
+            ("repo.read_file", {"repo": "acme/api", "ref": sha, "path": "server.js"}),
+        ]
+        before = len(gh.ledger)
+        _, (_, cold), (_, cold_file) = call_tools(calls, crawl_id="gh-1")
+        assert gh.count("GET", r"/git/trees/") == 1  # one recursive tree call
+        cold_calls = len(gh.ledger) - before
+        assert crawl_cache_hits(valkey, "gh-1") == 1 and cold_calls >= 2
+        before = len(gh.ledger)
+        _, (_, warm), (_, warm_file) = call_tools(calls, crawl_id="gh-2")
+        assert len(gh.ledger) == before, gh.ledger[before:]  # nothing reached GitHub
+        assert crawl_cache_hits(valkey, "gh-2") == 3
+        assert (warm, warm_file) == (cold, cold_file)
+        moved = gh.push("acme/api", "main", {"server.js": "// v2\n"})
+        _, (_, new_tree), (_, new_file) = call_tools(
+            [("repo.tree", {"repo": "acme/api", "ref": "main", "depth_level": "deep"}),
+             ("repo.read_file", {"repo": "acme/api", "ref": "main", "path": "server.js"})]
+        )  # fmt: skip
+        assert new_tree["commit_sha"] == moved and new_file["content"] == "// v2\n"
