@@ -1,0 +1,257 @@
+"""Candidate test cases for the Test Case Generator, before ids, depth and caps are applied.
+
+Web candidates come from `detected_stack.routes`/`pages`, mobile ones from `screens`; the
+priorities follow the rule documented in `cases.py`. Every route and label is re-validated
+here, because a detected_stack may come from a model rather than from these rules.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from .common import area_of, clean_route, one_line, params, sample_path, slug, ui_text
+
+NOT_FOUND_PAGE = "/amtp-page-that-does-not-exist"
+SAMPLE_NOTE = "Sample values fill the path parameters of {}; adjust them to existing data"
+RUNNING = "The web app is running and reachable at the base URL (default {})"
+NO_ERRORS = "throws no uncaught page errors"
+PAGE_OK = f"the page responds with a 2xx status, renders a visible body and {NO_ERRORS}"
+PAGE_DYNAMIC = f"the page responds without a server error (status below 500) and {NO_ERRORS}"
+NO_5XX = "responds without a server error (status below 500)"
+# Mutations target records that must not exist, so a test run never damages real data.
+EXPECT = {
+    "sample": f"{NO_5XX}: 2xx when the sample record exists, otherwise 404",
+    "missing": "responds with status 404 for a record that does not exist",
+    "mutate_missing": f"{NO_5XX}, typically 404 for a record that does not exist",
+    "mutate_empty": f"{NO_5XX}: invalid input is rejected with a 4xx",
+}
+
+
+@dataclass
+class Candidate:
+    key: str  # id seed, before `tc_` and deduplication
+    title: str
+    steps: list[str]
+    expected: str
+    priority: str
+    area: str
+    preconditions: list[str] = field(default_factory=list)
+
+
+def _q(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _str_items(items: object, *keys: str) -> list[dict]:
+    """Items of a detected_stack list that carry the given string keys (others are skipped)."""
+    if not isinstance(items, list):
+        return []
+    return [
+        i for i in items if isinstance(i, dict) and all(isinstance(i.get(k), str) for k in keys)
+    ]
+
+
+# --- web ----------------------------------------------------------------------------------
+
+
+def web_candidates(stack: dict) -> list[Candidate]:
+    base_url = stack.get("base_url") if isinstance(stack.get("base_url"), str) else None
+    running = RUNNING.format(one_line(base_url or "http://localhost:3000", 80))
+    frameworks = {str(f) for f in stack.get("frameworks") or [] if isinstance(f, str)}
+    pages: dict[str, str | None] = {}
+    for page in _str_items(stack.get("pages"), "route"):
+        if route := clean_route(page["route"]):
+            pages.setdefault(route, ui_text(page.get("heading")))
+    api: list[tuple[str, str, bool]] = []
+    for item in _str_items(stack.get("routes"), "method", "path"):
+        route, method = clean_route(item["path"]), item["method"].upper()
+        if route is None or method not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+            continue
+        if method == "GET" and item.get("json") is not True and "api" not in route.split("/"):
+            pages.setdefault(route, None)  # a server-rendered view: test it as a page
+        elif (method, route, True) not in api:
+            api.append((method, route, item.get("json") is True or "api" in route.split("/")))
+    out: list[Candidate] = []
+    if "/" in pages or not api:
+        out += _page_cases("/", pages.pop("/", None), "critical", running)
+    entry = _entries([r for r in pages if not params(r)])
+    for route in sorted(pages, key=lambda r: (area_of(r), r.count("/"), r)):
+        prio = "critical" if entry.get(area_of(route)) == route else "high"
+        out += _page_cases(route, pages[route], "medium" if params(route) else prio, running)
+    # Client-side routers answer every URL with index.html, so a 404 check would be wrong.
+    spa = bool({"react-router", "vite"} & frameworks) and "next" not in frameworks
+    if out and not spa:
+        out.append(
+            Candidate(
+                "page_not_found",
+                "Unknown URL shows the not-found page",
+                [f"Open {NOT_FOUND_PAGE}"],
+                f"the page responds with status 404 and {NO_ERRORS}",
+                "low",
+                "home",
+                [running],
+            )
+        )
+    entry = _entries([r for m, r, _ in api if m == "GET" and not params(r)])
+    for method, route, is_json in sorted(api, key=lambda a: (area_of(a[1]), a[1], a[0])):
+        out += _api_cases(method, route, is_json, entry.get(area_of(route)) == route, running)
+    return out
+
+
+def _entries(routes: list[str]) -> dict[str, str]:
+    """Top-level area → its entry route (fewest segments, then alphabetical)."""
+    best: dict[str, str] = {}
+    for route in sorted(routes, key=lambda r: (r.count("/"), len(r), r)):
+        best.setdefault(area_of(route), route)
+    return best
+
+
+def _page_cases(route: str, heading: str | None, prio: str, running: str) -> list[Candidate]:
+    area = "home" if route == "/" else "page_" + area_of(route)
+    key = "page_" + (slug(route) or "home")
+    url = sample_path(route)
+    pre = [running]
+    if params(route):
+        pre.append(SAMPLE_NOTE.format(route))
+    expected = PAGE_DYNAMIC if params(route) else PAGE_OK
+    if heading:
+        expected += f"; it shows the heading {_q(heading)}"
+    name = "Home page" if route == "/" else f"Page {route}"
+    cases = [Candidate(key, f"{name} renders", [f"Open {url}"], expected, prio, area, pre)]
+    if not params(route) and route.count("/") <= 1:
+        cases.append(
+            Candidate(
+                key + "_title",
+                f"{name} has a document title",
+                [f"Open {url}"],
+                "the page has a non-empty document title",
+                "low",
+                area,
+                [running],
+            )
+        )
+    return cases
+
+
+def _api_cases(
+    method: str, route: str, is_json: bool, entry: bool, running: str
+) -> list[Candidate]:
+    area = "api_" + area_of(route)
+    bare = route[4:] if route.startswith("/api/") else route  # keep ids short: no tc_api_get_api_
+    key = f"api_{method.lower()}_{slug(bare) or 'root'}"
+    pre = [running]
+    dynamic = bool(params(route))
+    if dynamic:
+        pre.append(SAMPLE_NOTE.format(route))
+    if method == "GET":
+        if not dynamic:
+            prio = "critical" if entry else "high"
+            expected = "responds with a 2xx status" + (" and a JSON body" if is_json else "")
+            return [
+                Candidate(
+                    key, f"GET {route} responds", [f"Send GET {route}"], expected, prio, area, pre
+                )
+            ]
+        found = Candidate(
+            key,
+            f"GET {route} answers for a sample record",
+            [f"Send GET {sample_path(route)}"],
+            EXPECT["sample"],
+            "medium",
+            area,
+            pre,
+        )
+        missing = Candidate(
+            key + "_not_found",
+            f"GET {route} returns 404 for a missing record",
+            [f"Send GET {sample_path(route, missing=True)}"],
+            EXPECT["missing"],
+            "low",
+            area,
+            pre,
+        )
+        return [found, missing]
+    body = "" if method == "DELETE" else " with an empty JSON body"
+    url = sample_path(route, missing=True)
+    if dynamic:
+        title = f"{method} {route} on a missing record does not crash"
+        expected = EXPECT["mutate_missing"]
+    else:
+        title = f"{method} {route} rejects an empty payload without crashing"
+        expected = EXPECT["mutate_empty"]
+    prio = "medium" if dynamic else "high"
+    return [Candidate(key, title, [f"Send {method} {url}{body}"], expected, prio, area, pre)]
+
+
+# --- mobile -------------------------------------------------------------------------------
+
+
+def mobile_candidates(stack: dict) -> list[Candidate]:
+    app_id = stack.get("app_id") if isinstance(stack.get("app_id"), str) else None
+    installed = (
+        f"The app ({one_line(app_id, 80)}) is installed" if app_id else "The app is installed"
+    )
+    pre = [installed + " on a device or emulator and Maestro can reach it"]
+    screens = _str_items(stack.get("screens"), "name")
+    root = next((s for s in screens if s.get("root") is True), None)
+    root_text = ui_text((root or {}).get("title")) or ui_text((root or {}).get("tab_label"))
+    expected = "the app starts and shows its first screen; no crash dialog appears"
+    if root_text:
+        expected = f"the app starts, {_q(root_text)} is visible and no crash dialog appears"
+    launch = ["Launch the app with a clean state", "Wait for animations to end"]
+    out = [
+        Candidate(
+            "app_launch",
+            "App launches to its first screen",
+            launch + ["Take a screenshot named app_launch"],
+            expected,
+            "critical",
+            "launch",
+            pre,
+        )
+    ]
+    for screen in screens:
+        if screen is root:
+            continue
+        out += _screen_cases(screen, launch, pre)
+    return out
+
+
+def _screen_cases(screen: dict, launch: list[str], pre: list[str]) -> list[Candidate]:
+    name = ui_text(screen["name"]) or "Screen"
+    route = clean_route(screen["route"]) if isinstance(screen.get("route"), str) else None
+    key = "screen_" + (slug(route or "") or slug(name) or "screen")
+    area = "screen_" + (area_of(route) if route and route != "/" else slug(name) or "screen")
+    tab, title = ui_text(screen.get("tab_label")), ui_text(screen.get("title"))
+    link = screen.get("deep_link") if isinstance(screen.get("deep_link"), str) else None
+    extra = list(pre)
+    if link:
+        nav = f"Open deep link {sample_path(link)}"
+    else:
+        nav = f"Tap {_q(tab or title or name)}"
+        if not tab:
+            label = _q(title or name)
+            extra.append(f"The {name} screen is reachable from the first screen via {label}")
+    visible = title or tab  # an unknown title is not guessed: only "no crash" is checked
+    known = (link or title) and not (route and params(route))
+    prio = "critical" if tab else ("high" if known else "medium")
+    steps = launch + [nav, "Wait for animations to end"]
+    expected = f"the {name} screen opens and no crash dialog appears"
+    if visible:
+        expected = (
+            f"the {name} screen is shown: {_q(visible)} is visible and no crash dialog appears"
+        )
+    shot = f"Take a screenshot named {slug(key)}"
+    return [
+        Candidate(key, f"{name} screen opens", steps + [shot], expected, prio, area, extra),
+        Candidate(
+            key + "_scroll",
+            f"{name} screen scrolls without crashing",
+            steps + ["Scroll down", shot + "_scrolled"],
+            "the screen scrolls and no crash dialog appears",
+            "low",
+            area,
+            extra,
+        ),
+    ]

@@ -1,0 +1,167 @@
+"""Test Case Generator brains: detected routes, pages and screens → prioritised test cases.
+
+Depth rule (what `generate_cases` keeps for each `depth_level`):
+
+    depth     priorities kept                  cap
+    smoke     critical                           5
+    core      critical, high                    15
+    standard  critical, high, medium            40
+    deep      critical, high, medium, low      100
+
+Priorities:
+  web     critical  the home page ("/"), and per top-level area (first static path segment,
+                    `api`/`vN` skipped) its entry: the shortest static page, and for APIs the
+                    shortest static GET endpoint — so critical cases are one per area
+          high      other static pages and GET endpoints; every POST/PUT/PATCH on a
+                    collection, sent an empty JSON body, must not cause a 5xx
+          medium    dynamic pages/endpoints with sample parameters; mutating requests on a
+                    record that does not exist
+          low       404 for a missing record / an unknown page; non-empty document titles
+  mobile  critical  app launch (first screen, no crash dialog), and each tab screen
+          high      other screens reachable by deep link or with a known title
+          medium    remaining screens (dynamic routes, or reached by a guessed label)
+          low       each screen scrolls without a crash
+
+Within a priority, cases are taken round-robin across areas so a cap spreads coverage, and
+the cap cuts the lowest priority first. Ids are derived from route/page/screen names over the
+full candidate list before selection (deduplicated with `_2`, `_3` …), so a case keeps its id
+at every depth and each depth's cases are a subset of the next one's.
+
+Steps use a small grammar that `code.py` turns into Playwright/Maestro commands:
+`Open <path>`, `Send <METHOD> <path>[ with an empty JSON body]`, `Launch the app with a clean
+state`, `Wait for animations to end`, `Open deep link <url>`, `Tap "<label>"`, `Scroll down`,
+`Take a screenshot named <name>`; expectations name statuses ("2xx", "status below 500",
+"status 404"), "JSON body", `heading "<text>"`, "document title", `"<text>" is visible` and
+"crash dialog". Quoted texts are JSON strings, so any character survives the round trip.
+"""
+
+from __future__ import annotations
+
+from .candidates import Candidate, mobile_candidates, web_candidates
+from .common import HEADER, one_line, slug
+
+DEPTHS = {
+    "smoke": (("critical",), 5),
+    "core": (("critical", "high"), 15),
+    "standard": (("critical", "high", "medium"), 40),
+    "deep": (("critical", "high", "medium", "low"), 100),
+}
+PRIORITIES = ("critical", "high", "medium", "low")
+
+
+# --- selection ----------------------------------------------------------------------------
+
+
+def _assign_ids(cands: list[Candidate]) -> list[str]:
+    seen: set[str] = set()
+    ids = []
+    for cand in cands:
+        base = "tc_" + (slug(cand.key, 56) or "case")
+        cid, n = base, 2
+        while cid in seen:
+            cid, n = f"{base}_{n}", n + 1
+        seen.add(cid)
+        ids.append(cid)
+    return ids
+
+
+def _area_order(cands: list[tuple[str, Candidate]]) -> dict[str, tuple[int, int]]:
+    """Areas interleaved across families (pages, APIs, screens) so a cap keeps a mix."""
+    families: dict[str, list[str]] = {}
+    for _, cand in cands:
+        family = families.setdefault(cand.area.split("_")[0], [])
+        if cand.area not in family:
+            family.append(cand.area)
+    order = {}
+    for f_index, areas in enumerate(families.values()):
+        for a_index, area in enumerate(areas):
+            order[area] = (a_index, f_index)
+    return order
+
+
+def _select(cands: list[tuple[str, Candidate]], depth: str) -> list[tuple[str, Candidate]]:
+    allowed, cap = DEPTHS[depth]
+    order = _area_order(cands)
+    chosen: list[tuple[str, Candidate]] = []
+    for prio in allowed:
+        groups: dict[str, list[tuple[str, Candidate]]] = {}
+        for item in sorted(cands, key=lambda item: order[item[1].area]):
+            if item[1].priority == prio:
+                groups.setdefault(item[1].area, []).append(item)
+        queues = list(groups.values())
+        while queues and len(chosen) < cap:
+            for queue in queues:
+                if queue and len(chosen) < cap:
+                    chosen.append(queue.pop(0))
+            queues = [q for q in queues if q]
+    return chosen
+
+
+def generate_cases(crawler_output: dict, depth_level: str) -> dict:
+    """A `test_case_generator/output` object for the crawler output at `depth_level`."""
+    if depth_level not in DEPTHS:
+        raise ValueError(f"unknown depth_level: {depth_level!r}")
+    stack = crawler_output.get("detected_stack")
+    stack = stack if isinstance(stack, dict) else {}
+    mobile = stack.get("platform") == "mobile" or stack.get("suggested_framework") == "maestro"
+    cands = mobile_candidates(stack) if mobile else web_candidates(stack)
+    pairs = list(zip(_assign_ids(cands), cands, strict=True))
+    chosen = _select(pairs, depth_level)
+    test_cases = [
+        {
+            "id": cid,
+            "title": one_line(c.title, 200) or cid,
+            "preconditions": [one_line(p, 300) for p in c.preconditions if one_line(p, 300)],
+            "steps": [s for s in c.steps if s],
+            "expected": c.expected,
+            "priority": c.priority,
+        }
+        for cid, c in chosen
+    ]
+    return {
+        "run_id": crawler_output.get("run_id"),
+        "test_cases": test_cases,
+        "coverage_notes": _notes(stack, mobile, depth_level, len(chosen), len(pairs)),
+    }
+
+
+def _notes(stack: dict, mobile: bool, depth: str, kept: int, total: int) -> str:
+    allowed, cap = DEPTHS[depth]
+    frameworks = ", ".join(
+        one_line(f, 40) for f in stack.get("frameworks") or [] if isinstance(f, str)
+    )
+    counts = {
+        k: len(stack.get(k)) if isinstance(stack.get(k), list) else 0
+        for k in ("routes", "pages", "screens")
+    }
+    runtime = one_line(stack.get("runtime") or "unknown", 40)
+    parts = [
+        f"{HEADER}. These cases were derived by deterministic rules (no LLM) from the detected"
+        " stack.",
+        f"Depth {depth}: {kept} of {total} candidate cases kept"
+        f" (priorities {', '.join(allowed)}; cap {cap}).",
+        f"Detected: runtime {runtime}; frameworks {frameworks or 'none'};"
+        f" {counts['routes']} routes, {counts['pages']} pages, {counts['screens']} screens.",
+    ]
+    if mobile:
+        parts.append(
+            "Mobile screens are reached by deep link where one is known, otherwise by tapping"
+            " a label taken from the screen's title or name."
+        )
+        if counts["routes"]:
+            parts.append("HTTP routes were detected too but are not covered by Maestro flows.")
+    else:
+        parts.append(
+            "Path parameters use sample values (1 / example, or 999999999 for records that must"
+            " not exist); adjust them to your fixtures."
+        )
+    if total <= 1:
+        parts.append(
+            "No routes, pages or screens were recognised, so only an app-start smoke case was"
+            " generated."
+        )
+    parts.append(
+        "Not covered: authentication, form submission with valid data, business rules and"
+        " visual checks."
+    )
+    return " ".join(parts)

@@ -1,0 +1,273 @@
+"""Test Engineer brains: test cases → Playwright specs or Maestro flows.
+
+`generate_files` reads the step grammar written by `cases.py` (see its docstring); steps it
+does not understand become comments, and a Playwright test without any usable step is emitted
+as `test.fixme` so a reviewer sees it. Every string from a case reaches TypeScript only as a
+JSON-escaped string literal (ASCII-only, so U+2028 and friends cannot end a line) and YAML
+only through `yaml.safe_dump`; comments are reduced to one printable line. File names come
+from sanitised case ids and areas, always under the validated `test_dir`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .common import HEADER, area_of, one_line, slug
+from .maestro import maestro_flow
+
+NOT_FOUND_PAGE = "/amtp-page-that-does-not-exist"
+MAX_FILES = 50  # the file policy's default limit per pull request
+_SEND = re.compile(r"\bSend\s+(GET|POST|PUT|PATCH|DELETE|HEAD)\s+(\S+)(.*)$", re.I)
+_OPEN = re.compile(r"^\s*(?:Open|Visit|Navigate to|Go to|Load)\s+(\S+)\s*$", re.I)
+_URL = re.compile(r"^(/|https?://)\S*$")
+_HEADING = re.compile(r'heading ("(?:[^"\\]|\\.)*")')
+_DEFAULT_URL = re.compile(r"\(default (https?://[\w.\-:/]+)\)")
+
+
+def safe_test_dir(test_dir: str) -> str:
+    """The configured test directory, checked; anything that could escape the repo is refused.
+
+    Stricter than normalising: `e2e/../x` or `e2e\\x` is a configuration mistake, not a path
+    to repair, so it raises instead of silently pointing somewhere else.
+    """
+    raw = str(test_dir).strip()
+    raw = raw[:-1] if raw.endswith("/") else raw
+    parts = raw.split("/")
+    if (
+        not raw
+        or "\\" in raw
+        or any(p in ("", ".", "..") for p in parts)
+        or any(p.rstrip(". ").casefold() in (".git", ".github") for p in parts)
+        or not all(re.fullmatch(r"[A-Za-z0-9._-]+", p) for p in parts)
+    ):
+        raise ValueError(f"unsafe test_dir: {test_dir!r}")
+    return raw
+
+
+def _ts(text: object) -> str:
+    return json.dumps(str(text), ensure_ascii=True)
+
+
+def _case_id(case: dict, index: int) -> str:
+    cid = slug(case.get("id", ""), 64)
+    return cid if cid.startswith("tc_") else f"tc_{cid or 'case'}_{index}"
+
+
+def generate_files(
+    test_engineer_input: dict,
+    *,
+    test_dir: str,
+    app_id: str | None,
+    base_url_env: str = "BASE_URL",
+) -> list[dict]:
+    """[{"path", "contents"}] for the input's target_framework, all under `test_dir`."""
+    directory = safe_test_dir(test_dir)
+    if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", base_url_env):
+        raise ValueError(f"unsafe base_url_env: {base_url_env!r}")
+    cases = [c for c in test_engineer_input.get("test_cases") or [] if isinstance(c, dict)]
+    if not cases:
+        raise ValueError("no test cases to turn into files")
+    if test_engineer_input.get("target_framework") == "maestro":
+        return _maestro(cases, directory, app_id)
+    return _playwright(cases, directory, base_url_env)
+
+
+def _unique_ids(cases: list[dict]) -> list[str]:
+    used: set[str] = set()
+    out = []
+    for index, case in enumerate(cases):
+        cid = _case_id(case, index)
+        while cid in used:
+            cid += "_x"
+        used.add(cid)
+        out.append(cid)
+    return out
+
+
+def _fold(groups: dict[str, list], overflow: str) -> dict[str, list]:
+    """At most MAX_FILES groups: the rest are merged into one `overflow` group."""
+    if len(groups) <= MAX_FILES:
+        return groups
+    names = list(groups)
+    kept = {name: groups[name] for name in names[: MAX_FILES - 1]}
+    kept[overflow] = [item for name in names[MAX_FILES - 1 :] for item in groups[name]]
+    return kept
+
+
+def _maestro(cases: list[dict], directory: str, app_id: str | None) -> list[dict]:
+    # One flow per screen: a case whose id extends another's (tc_screen_cart_scroll after
+    # tc_screen_cart) joins that case's flow; anything else gets a flow of its own.
+    groups: dict[str, list[tuple[str, dict]]] = {}
+    for cid, case in zip(_unique_ids(cases), cases, strict=True):
+        owner = next((g for g in groups if cid.startswith(g + "_")), cid)
+        groups.setdefault(owner, []).append((cid, case))
+    groups = _fold(groups, "tc_more_flows")
+    return [
+        {"path": f"{directory}/{name}.yaml", "contents": maestro_flow(members, app_id)}
+        for name, members in groups.items()
+    ]
+
+
+# --- Playwright ---------------------------------------------------------------------------
+
+
+def _actions(steps: list[str]) -> list[tuple[str, str, str | None, str]]:
+    """(kind, url, method, step) per understood step; kind "note" keeps others as comments."""
+    out = []
+    for step in steps:
+        step = str(step)
+        if (m := _SEND.search(step)) and _URL.match(m.group(2)):
+            method = m.group(1).lower()
+            with_body = "empty json body" in m.group(3).lower()
+            out.append(("request", m.group(2), f"{method}{'+' if with_body else ''}", step))
+        elif (m := _OPEN.match(step)) and _URL.match(m.group(1)):
+            out.append(("page", m.group(1), None, step))
+        else:
+            out.append(("note", "", None, step))
+    return out
+
+
+def _area(actions: list[tuple[str, str, str | None, str]]) -> str:
+    for kind, url, _, _ in actions:
+        if kind == "request":
+            return "api-" + area_of(url.split("?")[0]).replace("_", "-")
+        if kind == "page":
+            area = "home" if url.startswith(NOT_FOUND_PAGE) else area_of(url.split("?")[0])
+            return "pages-" + ("home" if area == "root" else area).replace("_", "-")
+    return "general"
+
+
+def _heading(expected: str) -> str | None:
+    match = _HEADING.search(expected)
+    try:
+        value = json.loads(match.group(1), strict=False) if match else None
+    except ValueError:  # a malformed quote is treated as no heading, not as a crash
+        return None
+    if not isinstance(value, str):
+        return None
+    return one_line(value, 120) or None
+
+
+def _status_lines(var: str, expected: str, api: bool) -> list[str]:
+    exp = expected.lower()
+    value = f"{var}.status()" if api else f"{var}?.status()"
+    if "below 500" in exp or "5xx" in exp:
+        return [f"expect({value}).toBeLessThan(500);"]
+    if "status 404" in exp:
+        return [f"expect({value}).toBe(404);"]
+    if "2xx" in exp or not api:
+        lines = [f"expect({var}{'' if api else '?'}.ok()).toBeTruthy();"]
+        if api and "json body" in exp:
+            lines += [
+                f"const body: unknown = await {var}.json();",
+                "expect(body).not.toBeUndefined();",
+            ]
+        return lines
+    return [f"expect({value}).toBeLessThan(500);"]
+
+
+def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
+    title = _ts(f"{cid}: {one_line(case.get('title') or cid, 200)}")
+    steps = [s for s in case.get("steps") or [] if isinstance(s, str)]
+    expected = str(case.get("expected") or "")
+    actions = _actions(steps)
+    kinds = {a[0] for a in actions}
+    comments = [f"    // Priority: {one_line(case.get('priority', 'unspecified'), 20)}"]
+    comments += [f"    // Precondition: {one_line(p)}" for p in case.get("preconditions") or []]
+    comments.append(f"    // Expected: {one_line(expected, 300)}")
+    if not kinds & {"request", "page"}:
+        body = [f"  test.fixme({title}, async () => {{", *comments]
+        body.append("    // No machine-readable step: implement these by hand.")
+        body += [f"    // Step: {one_line(s)}" for s in steps] + ["  });"]
+        return "general", body
+    fixtures = ", ".join(k for k in ("page", "request") if k in kinds)
+    body = [f"  test({title}, async ({{ {fixtures} }}) => {{", *comments]
+    if "page" in kinds:
+        body += [
+            "    const errors: string[] = [];",
+            "    page.on('pageerror', (error) => errors.push(error.message));",
+        ]
+    counts = {"request": 0, "page": 0}
+    last = {"request": "", "page": ""}
+    for kind, url, method, step in actions:
+        body.append(f"    // Step: {one_line(step)}")
+        if kind == "note":
+            continue
+        counts[kind] += 1
+        base = "response" if kind == "request" else "navigation"
+        var = base if counts[kind] == 1 else f"{base}{counts[kind]}"
+        last[kind] = var
+        if kind == "page":
+            body.append(f"    const {var} = await page.goto({_ts(url)});")
+        else:
+            verb = method.rstrip("+")
+            extra = ", { data: {} }" if method.endswith("+") else ""
+            body.append(f"    const {var} = await request.{verb}({_ts(url)}{extra});")
+    if last["request"]:
+        body += ["    " + line for line in _status_lines(last["request"], expected, True)]
+    if last["page"]:
+        if not last["request"]:
+            body += ["    " + line for line in _status_lines(last["page"], expected, False)]
+        body.append("    await expect(page.locator('body')).toBeVisible();")
+        if heading := _heading(expected):
+            name = _ts(heading)
+            body.append(
+                f"    await expect(page.getByRole('heading', {{ name: {name} }}).first())"
+                ".toBeVisible();"
+            )
+        if "document title" in expected.lower():
+            body.append("    await expect(page).toHaveTitle(/\\S/);")
+        body.append("    expect(errors, 'uncaught page errors').toEqual([]);")
+    body.append("  });")
+    return _area(actions), body
+
+
+def _playwright(cases: list[dict], directory: str, env: str) -> list[dict]:
+    default_url = "http://localhost:3000"
+    for case in cases:
+        for pre in case.get("preconditions") or []:
+            if m := _DEFAULT_URL.search(str(pre)):
+                default_url = m.group(1)
+                break
+    groups: dict[str, list[tuple[str, list[str]]]] = {}
+    for cid, case in zip(_unique_ids(cases), cases, strict=True):
+        area, block = _test_block(case, cid)
+        groups.setdefault(area, []).append((cid, block))
+    files = []
+    for area, tests in _fold(dict(sorted(groups.items())), "more").items():
+        files.append(
+            {
+                "path": f"{directory}/{area}.spec.ts",
+                "contents": _spec_file(area, tests, env, default_url),
+            }
+        )
+    return files
+
+
+def _spec_file(area: str, tests: list[tuple[str, list[str]]], env: str, default_url: str) -> str:
+    ids = [cid for cid, _ in tests]
+    lines = [
+        f"// {HEADER}.",
+        "// Rule-generated from the repository's routes and pages; no LLM wrote these tests.",
+        f"// Base URL: process.env.{env} (default {one_line(default_url, 80)}).",
+        "// Cases:",
+    ]
+    lines += [f"//   {', '.join(ids[i : i + 4])}" for i in range(0, len(ids), 4)]
+    lines += [
+        "import { test, expect } from '@playwright/test';",
+        "",
+        f"test.use({{ baseURL: process.env.{env} ?? {_ts(default_url)} }});",
+        "",
+    ]
+    label = area
+    for prefix, name in (("api-", "API: "), ("pages-", "Pages: ")):
+        if area.startswith(prefix):
+            label = name + area[len(prefix) :]
+    lines.append(f"test.describe({_ts(label)}, () => {{")
+    for n, (_, block) in enumerate(tests):
+        if n:
+            lines.append("")
+        lines += block
+    lines.append("});")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,370 @@
+"""Node web rules: package.json, Express-style routers, Next.js file routes, React Router."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+
+from .common import Findings, balanced, ui_text
+
+JS_EXT = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs")
+_JS_RESOLVE = (".js", ".ts", ".mjs", ".cjs", ".jsx", ".tsx")
+
+# Variables assigned from a router factory are the only receivers whose `.get(` calls count,
+# so `axios.get('/api/users')` in client code is never mistaken for a route.
+_ROUTER_ASSIGN = re.compile(
+    r"(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::\s*[\w.<>]+\s*)?=\s*(?:new\s+)?"
+    r"(?:express(?:\s*\.\s*Router)?|Router|fastify|Fastify|Hono)\s*\("
+)
+_ROUTER_HINT = re.compile(r"express|fastify|hono|koa-router|@koa/router|\bRouter\s*\(")
+_IMPORT_DEFAULT = re.compile(r"import\s+([A-Za-z_$][\w$]*)\s+from\s+['\"]([^'\"]+)['\"]")
+_IMPORT_NAMED = re.compile(r"import\s*\{([^}]*)\}\s*from\s*['\"]([^'\"]+)['\"]")
+_REQUIRE = re.compile(
+    r"(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*require\(\s*['\"]([^'\"]+)['\"]\s*\)"
+)
+_USE = re.compile(r"\.\s*use\s*\(\s*(['\"`])(/[^'\"`\n]*)\1\s*,")
+_METHOD_CALL = re.compile(r"\.\s*(get|post|put|patch|delete|all)\s*\(")
+_LITERAL = re.compile(r"\s*(['\"`])([^'\"`\n]*)\1")
+_TAG_CHARS = re.compile(r"[{}'\"`>]")
+_OBJECT_TOKENS = re.compile(r"\{|\}|\bpath\s*:\s*(['\"`])([^'\"`\n]*)\1|['\"`]")
+_STRING_END = {q: re.compile(rf"(?:[^{q}\\]|\\.)*{q}", re.S) for q in "'\"`"}
+_ELEMENT = re.compile(r"[^{}]*?element\s*:\s*<\s*([A-Z]\w*)")
+_H1 = re.compile(r"<h1\b[^>]*>\s*([^<{]+?)\s*</h1>", re.I)
+_NEXT_METHODS = re.compile(
+    r"export\s+(?:async\s+)?(?:function|const)\s+(GET|POST|PUT|PATCH|DELETE)\b"
+)
+_PAGES_API_METHODS = re.compile(r"['\"](GET|POST|PUT|PATCH|DELETE)['\"]")
+
+
+def package_manifests(files: dict[str, str]) -> dict[str, set[str]]:
+    """Directory of each readable package.json → its dependency names."""
+    out: dict[str, set[str]] = {}
+    for path, text in files.items():
+        if posixpath.basename(path) != "package.json":
+            continue
+        try:
+            data = json.loads(text)
+        except ValueError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        deps: set[str] = set()
+        for key in ("dependencies", "devDependencies", "peerDependencies"):
+            if isinstance(data.get(key), dict):
+                deps.update(str(name) for name in data[key])
+        out[posixpath.dirname(path)] = deps
+    return out
+
+
+def detect_node(paths: list[str], files: dict[str, str], found: Findings) -> None:
+    manifests = package_manifests(files)
+    pkg_paths = [p for p in paths if posixpath.basename(p) == "package.json"]
+    if not pkg_paths and not any(p.endswith(JS_EXT) for p in paths):
+        return
+    found.runtime("node")
+    for path in pkg_paths:
+        found.mark(path, "config")
+    deps = set().union(*manifests.values()) if manifests else set()
+    if any(p.endswith((".ts", ".tsx")) for p in paths):
+        found.language("typescript")
+    found.language("javascript")
+    next_roots = sorted(
+        {d for d, names in manifests.items() if "next" in names}
+        | {posixpath.dirname(p) for p in paths if re.search(r"(^|/)next\.config\.\w+$", p)}
+    )
+    for name, dep in (("express", "express"), ("fastify", "fastify"), ("next", "next")):
+        if dep in deps or (name == "next" and next_roots):
+            found.framework(name)
+    if "react" in deps:
+        found.framework("react")
+    if {"react-router", "react-router-dom"} & deps:
+        found.framework("react-router")
+    if "vite" in deps:
+        found.framework("vite")
+    for path in paths:
+        if re.search(r"(^|/)(next|vite|webpack)\.config\.\w+$", path):
+            found.mark(path, "config")
+    _express(files, found)
+    for root in next_roots:
+        _next_routes(paths, files, root, found)
+    _react_router(paths, files, found)
+    if found.base_url is None and found.frameworks:
+        found.base_url = "http://localhost:3000"
+        if "vite" in found.frameworks and not {"express", "next"} & set(found.frameworks):
+            found.base_url = "http://localhost:5173"
+
+
+# --- Express / Fastify / Hono -------------------------------------------------------------
+
+
+def _imports(text: str) -> dict[str, str]:
+    """Local identifier → module specifier, for default, named and require imports."""
+    out = {name: spec for name, spec in _IMPORT_DEFAULT.findall(text)}
+    out.update({name: spec for name, spec in _REQUIRE.findall(text)})
+    for names, spec in _IMPORT_NAMED.findall(text):
+        for part in names.split(","):
+            local = part.split(" as ")[-1].strip()
+            if local:
+                out[local] = spec
+    return out
+
+
+def resolve_module(from_file: str, spec: str, files: dict[str, str] | list[str]) -> str | None:
+    """A relative import specifier → the file it names, if that file is known."""
+    if not spec.startswith("."):
+        return None
+    base = posixpath.normpath(posixpath.join(posixpath.dirname(from_file), spec))
+    candidates = [base] + [base + ext for ext in _JS_RESOLVE]
+    candidates += [base + "/index" + ext for ext in _JS_RESOLVE]
+    return next((c for c in candidates if c in files), None)
+
+
+def _chained_methods(text: str, pos: int) -> list[str]:
+    """Methods chained after `.route('/x')`: `.get(...).post(...)` at bracket depth 0."""
+    methods: list[str] = []
+    while pos < len(text):
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        match = _METHOD_CALL.match(text, pos)
+        if not match:
+            break
+        methods.append(match.group(1))
+        open_idx = match.end() - 1
+        pos = open_idx + len(balanced(text, open_idx, 8000)) + 2
+    return methods
+
+
+def _express(files: dict[str, str], found: Findings) -> None:
+    mounts: dict[str, tuple[str, str]] = {}  # router file → (mounting file, prefix)
+    local_prefix: dict[tuple[str, str], str] = {}  # (file, router variable) → prefix
+    per_file: dict[str, set[str]] = {}
+    for path, text in sorted(files.items()):
+        if not path.endswith(JS_EXT) or not _ROUTER_HINT.search(text):
+            continue
+        names = set(_ROUTER_ASSIGN.findall(text)[:50]) | {"app", "router"}
+        per_file[path] = names
+        imports = _imports(text)
+        for match in _USE.finditer(text):
+            args = balanced(text, text.index("(", match.start()))
+            rest = args.split(",", 1)[1] if "," in args else ""
+            required = re.search(r"require\(\s*['\"]([^'\"]+)['\"]", rest)
+            ident = re.search(r"([A-Za-z_$][\w$]*)\s*$", rest.strip())
+            if required:
+                target = resolve_module(path, required.group(1), files)
+            elif ident and ident.group(1) in imports:
+                target = resolve_module(path, imports[ident.group(1)], files)
+            else:
+                target = None
+                if ident and ident.group(1) in names:
+                    local_prefix[(path, ident.group(1))] = match.group(2)
+            if target:
+                mounts.setdefault(target, (path, match.group(2)))
+    for path, names in per_file.items():
+        _express_file(path, files[path], names, mounts, local_prefix, found)
+
+
+def _prefix_of(path: str, mounts: dict[str, tuple[str, str]]) -> str:
+    """Full mount prefix of a router file, following nested mounts (with a cycle guard)."""
+    prefix, seen = "", set()
+    while path in mounts and path not in seen:
+        seen.add(path)
+        parent, part = mounts[path]
+        prefix = _join(part, prefix)
+        path = parent
+    return prefix
+
+
+def _express_file(
+    path: str,
+    text: str,
+    names: set[str],
+    mounts: dict[str, tuple[str, str]],
+    local_prefix: dict[tuple[str, str], str],
+    found: Findings,
+) -> None:
+    alternatives = "|".join(re.escape(n) for n in sorted(names))
+    receiver = rf"(?<![\w$.])({alternatives})\s*"
+    uses_json = bool(re.search(r"\.json\s*\(", text))
+    file_prefix = _prefix_of(path, mounts)
+
+    def prefix_for(name: str) -> str:
+        local = local_prefix.get((path, name))
+        return _join(file_prefix, local) if local else file_prefix
+
+    for match in re.finditer(receiver + r"\.\s*(get|post|put|patch|delete|all)\s*\(", text):
+        literal = _LITERAL.match(text, match.end())
+        if literal:
+            prefix = prefix_for(match.group(1))
+            method = "GET" if match.group(2) == "all" else match.group(2)
+            found.route(method, _join(prefix, literal.group(2)), path, json=uses_json or None)
+    for match in re.finditer(receiver + r"\.\s*route\s*\(\s*(['\"`])([^'\"`\n]*)\2\s*\)", text):
+        prefix = prefix_for(match.group(1))
+        for method in _chained_methods(text, match.end()):
+            method = "GET" if method == "all" else method
+            found.route(method, _join(prefix, match.group(3)), path, json=uses_json or None)
+
+
+def _join(prefix: str, route: str) -> str:
+    if not prefix:
+        return route
+    if route in ("", "/"):
+        return prefix
+    return prefix.rstrip("/") + "/" + route.lstrip("/")
+
+
+# --- Next.js ------------------------------------------------------------------------------
+
+
+def _next_routes(paths: list[str], files: dict[str, str], root: str, found: Findings) -> None:
+    root_prefix = root + "/" if root else ""
+    for path in paths:
+        if not path.startswith(root_prefix):
+            continue
+        rel = path[len(root_prefix) :]
+        for base in ("app/", "src/app/"):
+            if rel.startswith(base):
+                _next_app_file(path, rel[len(base) :], files.get(path), found)
+        for base in ("pages/", "src/pages/"):
+            if rel.startswith(base):
+                _next_pages_file(path, rel[len(base) :], files.get(path), found)
+
+
+def _app_segments(dirs: list[str]) -> list[str] | None:
+    out = []
+    for seg in dirs:
+        if seg.startswith(("(.)", "(..)", "(...)", "_")):
+            return None  # intercepting routes and private folders are not URLs
+        if (seg.startswith("(") and seg.endswith(")")) or seg.startswith("@"):
+            continue  # route groups and parallel slots do not appear in the URL
+        out.append(seg)
+    return out
+
+
+def _next_app_file(path: str, sub: str, text: str | None, found: Findings) -> None:
+    *dirs, name = sub.split("/")
+    segments = _app_segments(dirs)
+    if segments is None:
+        return
+    route = "/" + "/".join(segments)
+    if re.fullmatch(r"page\.(tsx|jsx|ts|js|mdx)", name):
+        heading = _H1.search(text).group(1) if text and _H1.search(text) else None
+        found.page(route, path, heading)
+    elif re.fullmatch(r"route\.(ts|js)", name):
+        methods = sorted(set(_NEXT_METHODS.findall(text))) if text else []
+        for method in methods or ["GET"]:
+            found.route(method, route, path, json=True)
+    elif re.fullmatch(r"layout\.(tsx|jsx|ts|js)", name):
+        found.mark(path, "ui_component")
+
+
+def _next_pages_file(path: str, sub: str, text: str | None, found: Findings) -> None:
+    if not sub.endswith((".tsx", ".jsx", ".ts", ".js", ".mdx")) or ".test." in sub:
+        return
+    if ".spec." in sub or sub.endswith(".d.ts"):
+        return
+    segments = sub.rsplit(".", 1)[0].split("/")
+    if any(seg.startswith("_") for seg in segments) or segments[-1] in ("404", "500"):
+        return
+    if segments[-1] == "index":
+        segments = segments[:-1]
+    route = "/" + "/".join(segments)
+    if segments and segments[0] == "api":
+        methods = sorted(set(_PAGES_API_METHODS.findall(text))) if text else []
+        for method in methods or ["GET"]:
+            found.route(method, route, path, json=True)
+    else:
+        heading = _H1.search(text).group(1) if text and _H1.search(text) else None
+        found.page(route, path, heading)
+
+
+# --- React Router -------------------------------------------------------------------------
+
+
+def _tag_end(text: str, pos: int) -> tuple[int, bool]:
+    """Index of the `>` closing a JSX opening tag, and whether the tag self-closes."""
+    depth, quote = 0, ""
+    end = min(len(text), pos + 2000)  # bounded: an unclosed tag is no route
+    for match in _TAG_CHARS.finditer(text, pos, end):  # only the characters that matter
+        c, i = match.group(), match.start()
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"`":
+            quote = c
+        elif c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        elif depth == 0:  # c == ">"
+            return i, text[i - 1] == "/"
+    return end, True
+
+
+def _jsx_routes(text: str) -> list[tuple[str, str | None]]:
+    out, stack = [], []
+    for n, match in enumerate(re.finditer(r"<Route\b|</Route\s*>", text)):
+        if n >= 2000:  # far more than any real route table; bounds hostile files
+            break
+        if match.group().startswith("</"):
+            if stack:
+                stack.pop()
+            continue
+        end, self_closing = _tag_end(text, match.end())
+        attrs = text[match.end() : end]
+        path = re.search(r"\bpath\s*=\s*(?:\{\s*)?(['\"])([^'\"]*)\1", attrs)
+        comp = re.search(r"(?:element\s*=\s*\{\s*<\s*|component\s*=\s*\{\s*)([A-Z][\w]*)", attrs)
+        parent = stack[-1] if stack else ""
+        full = _child(parent, path.group(2)) if path else parent
+        if path:
+            out.append((full, comp.group(1) if comp else None))
+        if not self_closing:
+            stack.append(full)
+    return out
+
+
+def _child(parent: str, path: str) -> str:
+    if path.startswith("/") or not parent:
+        return path if path.startswith("/") else "/" + path
+    return parent.rstrip("/") + "/" + path
+
+
+def _object_routes(text: str) -> list[tuple[str, str | None]]:
+    """`{ path: 'x', element: <X/>, children: [...] }` route objects, nested by braces."""
+    out: list[tuple[str, str | None]] = []
+    stack: list[str] = []  # per open brace: the route path in force inside it
+    pos = 0
+    while len(out) < 2000 and (match := _OBJECT_TOKENS.search(text, pos)):
+        token, pos = match.group(), match.end()
+        if token == "{":
+            stack.append(stack[-1] if stack else "")
+        elif token == "}":
+            if stack:
+                stack.pop()
+        elif match.group(2) is not None:  # `path: '...'` inside an object
+            if stack:
+                full = _child(stack[-2] if len(stack) > 1 else "", match.group(2))
+                stack[-1] = full
+                comp = _ELEMENT.match(text, pos, pos + 200)
+                out.append((full, comp.group(1) if comp else None))
+        else:  # a quote: skip the whole string literal
+            end = _STRING_END[token].match(text, pos)
+            pos = end.end() if end else len(text)
+    return out
+
+
+def _react_router(paths: list[str], files: dict[str, str], found: Findings) -> None:
+    for path, text in sorted(files.items()):
+        if not path.endswith(JS_EXT) or "react-router" not in text:
+            continue
+        imports = _imports(text)
+        for route, comp in _jsx_routes(text) + _object_routes(text):
+            target = path
+            if comp and comp in imports:
+                target = resolve_module(path, imports[comp], paths) or path
+            found.page(route, target, _heading(files.get(target)))
+            found.mark(path, "ui_component")
+
+
+def _heading(text: str | None) -> str | None:
+    match = _H1.search(text) if text else None
+    return ui_text(match.group(1)) if match else None
