@@ -5,9 +5,10 @@
 live in per-family modules to keep each file small.
 """
 
-from tests.samples_mobile import ANDROID, DEMO_MOBILE, EXPO, IOS
+from runs.demo_content import DEMO_MOBILE, DEMO_WEB
+from tests.samples_mobile import ANDROID, EXPO, IOS
 from tests.samples_python import DJANGO, FASTAPI, FLASK
-from tests.samples_web import DEMO_WEB, EXPRESS, NEXTJS, REACT
+from tests.samples_web import EXPRESS, NEXTJS, REACT
 
 SAMPLE_REPOS: dict[str, dict[str, str]] = {
     "express": EXPRESS,
