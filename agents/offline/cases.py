@@ -37,15 +37,13 @@ state`, `Wait for animations to end`, `Open deep link <url>`, `Tap "<label>"`, `
 
 from __future__ import annotations
 
+from agents.case_generator import DEPTH_RULES
+
 from .candidates import Candidate, mobile_candidates, web_candidates
 from .common import HEADER, one_line, slug
 
-DEPTHS = {
-    "smoke": (("critical",), 5),
-    "core": (("critical", "high"), 15),
-    "standard": (("critical", "high", "medium"), 40),
-    "deep": (("critical", "high", "medium", "low"), 100),
-}
+# The rule is the Test Case Generator's contract; the offline rules follow it, not a copy.
+DEPTHS = DEPTH_RULES
 PRIORITIES = ("critical", "high", "medium", "low")
 
 
