@@ -8,8 +8,6 @@ timing and attempt count.
 
 from __future__ import annotations
 
-import email.utils
-import time
 from typing import Any
 
 import anthropic
@@ -23,10 +21,10 @@ from agents.providers.base import (
     mcp_tool_name,
     vendor_tool_name,
 )
+from agents.providers.vendor_errors import RETRYABLE_STATUSES, redact, retry_after_seconds
 from amtp_site.errors import LlmProviderError, LlmProviderRejected
 
 # The SDK's own retry policy treats these as transient too; everything else in 4xx is final.
-_RETRYABLE_STATUSES = {408, 409, 429}
 
 
 class AnthropicProvider(Provider):
@@ -102,17 +100,17 @@ class AnthropicProvider(Provider):
             return LlmProviderError(f"anthropic: connection failed ({cause})", **details)
         if not isinstance(exc, anthropic.APIStatusError):
             # A 2xx the SDK could not read (strict validation); a fresh attempt may do better.
-            text = _redact(exc.message, self._api_key)
+            text = redact(exc.message, self._api_key)
             return LlmProviderError(f"anthropic: unreadable response: {text}", **details)
         status = exc.status_code
         kind = exc.type or "error"
-        text = _redact(exc.api_message or _body_text(exc.body), self._api_key)
+        text = redact(exc.api_message or _body_text(exc.body), self._api_key)
         details |= {"status": status, "error_type": kind, "request_id": exc.request_id}
         retry_after = retry_after_seconds(exc.response.headers)
         if retry_after is not None:
             details["retry_after"] = retry_after
         message = f"anthropic {status} {kind}: {text}"
-        if status >= 500 or status in _RETRYABLE_STATUSES:  # 529 overloaded included
+        if status >= 500 or status in RETRYABLE_STATUSES:  # 529 overloaded included
             return LlmProviderError(message, **details)
         return LlmProviderRejected(message, **details)
 
@@ -191,39 +189,6 @@ def _completion(message: Any, tools: list[ToolSpec]) -> Completion:
     )
 
 
-def retry_after_seconds(headers: Any) -> float | None:
-    """The server's back-off hint: ``retry-after-ms``, or ``retry-after`` in seconds or as an
-    HTTP date. None when absent or unreadable."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
 def _body_text(body: object) -> str:
     # A non-JSON body (a proxy's HTML page, say) is kept short.
     return body[:300] if isinstance(body, str) and body else "no error message"
-
-
-def _redact(text: str, api_key: str) -> str:
-    """Vendors sometimes echo the key (whole or masked, e.g. ``sk-ab***wxyz``) in 401 bodies;
-    drop the whole key and any word carrying its tail."""
-    text = text.replace(api_key, "[redacted]")
-    tail = api_key[-4:] if len(api_key) >= 12 else None
-    if tail is None:
-        return text
-    return " ".join("[redacted]" if tail in word else word for word in text.split(" "))

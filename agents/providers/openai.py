@@ -14,10 +14,8 @@ sees the error and can try again. The raw text is echoed back verbatim on the ne
 
 from __future__ import annotations
 
-import email.utils
 import json
 import re
-import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -34,13 +32,13 @@ from agents.providers.base import (
     mcp_tool_name,
     vendor_tool_name,
 )
+from agents.providers.vendor_errors import RETRYABLE_STATUSES, redact, retry_after_seconds
 from amtp_site.errors import LlmProviderError, LlmProviderRejected
 
 INVALID_ARGUMENTS_KEY = "__invalid_json__"
 # Local servers ignore the key, but the SDK refuses to start without one (and would otherwise
 # fall back to OPENAI_API_KEY from the environment).
 LOCAL_PLACEHOLDER_KEY = "unused-local-key"
-_RETRYABLE_STATUSES = {408, 409, 429}  # as the SDK's own retry policy; other 4xx are final
 # The neutral stop reasons are Anthropic's words; the runner reads one vocabulary.
 _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 
@@ -159,11 +157,11 @@ class OpenAIProvider(Provider):
             cause = type(exc.__cause__).__name__ if exc.__cause__ else "unknown cause"
             return LlmProviderError(f"openai: connection failed ({cause})", **details)
         if not isinstance(exc, openai.APIStatusError):
-            text = _redact(exc.message, self._api_key)
+            text = redact(exc.message, self._api_key)
             return LlmProviderError(f"openai: unreadable response: {text}", **details)
         status = exc.status_code
         kind = exc.type or exc.code or "error"
-        text = _redact(_vendor_message(exc.body), self._api_key)
+        text = redact(_vendor_message(exc.body), self._api_key)
         details |= {"status": status, "error_type": kind, "request_id": exc.request_id}
         if exc.code:
             details["error_code"] = exc.code
@@ -171,7 +169,7 @@ class OpenAIProvider(Provider):
         if retry_after is not None:
             details["retry_after"] = retry_after
         message = f"openai {status} {kind}: {text}"
-        if status >= 500 or status in _RETRYABLE_STATUSES:
+        if status >= 500 or status in RETRYABLE_STATUSES:
             return LlmProviderError(message, **details)
         return LlmProviderRejected(message, **details)
 
@@ -244,36 +242,3 @@ def _vendor_message(body: object) -> str:
     if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:
         return body["message"]
     return body[:300] if isinstance(body, str) and body else "no error message"
-
-
-def retry_after_seconds(headers: Any) -> float | None:
-    """The server's back-off hint: ``retry-after-ms``, or ``retry-after`` in seconds or as an
-    HTTP date. None when absent or unreadable."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _redact(text: str, api_key: str) -> str:
-    """OpenAI echoes a masked key (``sk-ab***wxyz``) in 401 bodies; drop the whole key and any
-    word carrying its tail."""
-    text = text.replace(api_key, "[redacted]")
-    tail = api_key[-4:] if len(api_key) >= 12 else None
-    if tail is None:
-        return text
-    return " ".join("[redacted]" if tail in word else word for word in text.split(" "))

@@ -1,0 +1,44 @@
+"""What both vendor SDKs' errors have in common: which statuses are transient, the server's
+back-off hint, and keeping API keys out of messages."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from typing import Any
+
+# As the SDKs' own retry policies: 408/409/429 and every 5xx are transient, other 4xx final.
+RETRYABLE_STATUSES = {408, 409, 429}
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """The server's back-off hint: ``retry-after-ms``, or ``retry-after`` in seconds or as an
+    HTTP date. None when absent or unreadable."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def redact(text: str, api_key: str) -> str:
+    """Vendors (OpenAI in 401 bodies) sometimes echo the key (whole or masked, e.g. ``sk-ab***wxyz``) in 401 bodies;
+    drop the whole key and any word carrying its tail."""
+    text = text.replace(api_key, "[redacted]")
+    tail = api_key[-4:] if len(api_key) >= 12 else None
+    if tail is None:
+        return text
+    return " ".join("[redacted]" if tail in word else word for word in text.split(" "))
