@@ -11,6 +11,7 @@ import json
 import pytest
 
 from agents.offline import DEPTHS, MAX_READS, detect, generate_cases, generate_files, plan_reads
+from amtp_site.errors import ContractViolation
 from tests.offline_checks import (
     EVIL,
     EXPECTED,
@@ -324,7 +325,7 @@ def test_hostile_cases_cannot_break_the_files() -> None:
 )
 def test_unsafe_test_dir_is_refused(bad: str) -> None:
     cases = generate_cases(crawl(REPOS["express"]), "smoke")
-    with pytest.raises(ValueError):
+    with pytest.raises(ContractViolation):
         generate_files(engineer_input(cases, "playwright"), test_dir=bad, app_id=None)
 
 

@@ -12,7 +12,7 @@ Everything they produce is labelled as rule-generated (`HEADER`).
 """
 
 from .cases import DEPTHS, generate_cases
-from .code import generate_files, safe_test_dir
+from .code import generate_files
 from .common import HEADER
 from .maestro import COMMANDS as MAESTRO_COMMANDS
 from .stack import MAX_READS, detect, plan_reads
@@ -26,5 +26,4 @@ __all__ = [
     "generate_cases",
     "generate_files",
     "plan_reads",
-    "safe_test_dir",
 ]

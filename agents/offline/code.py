@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import re
 
+from agents.file_policy import normalise_test_dir
+
 from .common import HEADER, area_of, one_line, slug
 from .maestro import maestro_flow
 
@@ -23,26 +25,6 @@ _OPEN = re.compile(r"^\s*(?:Open|Visit|Navigate to|Go to|Load)\s+(\S+)\s*$", re.
 _URL = re.compile(r"^(/|https?://)\S*$")
 _HEADING = re.compile(r'heading ("(?:[^"\\]|\\.)*")')
 _DEFAULT_URL = re.compile(r"\(default (https?://[\w.\-:/]+)\)")
-
-
-def safe_test_dir(test_dir: str) -> str:
-    """The configured test directory, checked; anything that could escape the repo is refused.
-
-    Stricter than normalising: `e2e/../x` or `e2e\\x` is a configuration mistake, not a path
-    to repair, so it raises instead of silently pointing somewhere else.
-    """
-    raw = str(test_dir).strip()
-    raw = raw[:-1] if raw.endswith("/") else raw
-    parts = raw.split("/")
-    if (
-        not raw
-        or "\\" in raw
-        or any(p in ("", ".", "..") for p in parts)
-        or any(p.rstrip(". ").casefold() in (".git", ".github") for p in parts)
-        or not all(re.fullmatch(r"[A-Za-z0-9._-]+", p) for p in parts)
-    ):
-        raise ValueError(f"unsafe test_dir: {test_dir!r}")
-    return raw
 
 
 def _ts(text: object) -> str:
@@ -62,7 +44,7 @@ def generate_files(
     base_url_env: str = "BASE_URL",
 ) -> list[dict]:
     """[{"path", "contents"}] for the input's target_framework, all under `test_dir`."""
-    directory = safe_test_dir(test_dir)
+    directory = normalise_test_dir(test_dir)  # the file policy's own rule, one definition
     if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", base_url_env):
         raise ValueError(f"unsafe base_url_env: {base_url_env!r}")
     cases = [c for c in test_engineer_input.get("test_cases") or [] if isinstance(c, dict)]
