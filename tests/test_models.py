@@ -69,7 +69,8 @@ def test_raw_sql_bad_artifact_kind_and_approval_decision_are_refused():
     approval = ApprovalFactory()
     with pytest.raises(IntegrityError, match="approvals_decision_valid"):
         raw(
-            "UPDATE approvals SET decision = 'maybe', decided_at = now() WHERE approval_id = %s", [approval.approval_id]
+            "UPDATE approvals SET decision = 'maybe', decided_at = now() WHERE approval_id = %s",
+            [approval.approval_id],
         )
 
 
