@@ -136,6 +136,18 @@ class RateLimitExceeded(NonRetryableError):
     """The repository's sliding-window run limit is exhausted (spec 003: non-retryable)."""
 
 
+class RunError(NonRetryableError):
+    """A request about a run that cannot be honoured (the message says why)."""
+
+
+class OrchestratorUnavailable(RunError):
+    """Temporal could not be reached; the run row is kept ``pending`` and can be retried."""
+
+
+class RunNotActive(NonRetryableError):
+    """The run finished (e.g. was cancelled) while this activity waited to run."""
+
+
 class ApprovalAlreadyDecided(NonRetryableError):
     """An approval can be decided once."""
 

@@ -10,6 +10,7 @@ called again. Each stage loads its upstream artifact from PostgreSQL and returns
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from django.db import transaction
@@ -18,14 +19,10 @@ import schemas
 from agents.canonical import idempotency_key
 from agents.hosts import host_for
 from agents.runner import AgentResult
-from amtp_site.errors import NonRetryableError
+from amtp_site.errors import RunNotActive
 from runs import lifecycle
 from runs.models import ActivityIdempotency, Artifact, ArtifactKind, Run, Stage
 from runs.pull_requests import head_branch_for, pull_request_create
-
-
-class RunNotActive(NonRetryableError):
-    """The run finished (e.g. was cancelled) while this activity waited to run."""
 
 
 def _begin(run_id: str, stage: str) -> Run:
@@ -61,21 +58,24 @@ def _persist(run: Run, kind: str, schema: str, result: AgentResult, key: str, ac
     return str(artifact.artifact_id)
 
 
-def _crash_once_after_persist(stage: str) -> None:
-    """Fault injection for the crash-recovery tests: ``AMTP_FAULT_CRASH_ONCE=<stage>:<marker>``
-    kills this agent process once, right after the stage's artifact is persisted and before
-    the activity completes (the marker file records that it happened). Never set in a real
-    deployment."""
-    spec = os.environ.get("AMTP_FAULT_CRASH_ONCE", "")
-    if spec.partition(":")[0] == stage:
-        marker = Path(spec.partition(":")[2])
-        if not marker.exists():
-            marker.write_text(str(os.getpid()))
-            os._exit(70)
+def _fault_once_after_persist(stage: str) -> None:
+    """Fault injection for the crash-recovery tests, never set in a real deployment:
+    ``AMTP_FAULT_ONCE=<stage>:<crash|hang>:<marker file>`` makes this agent process die (or
+    hang until it is killed) once, right after the stage's artifact is persisted and before
+    the activity completes. The marker file records that it happened."""
+    stage_name, action, marker = (os.environ.get("AMTP_FAULT_ONCE", "").split(":", 2) + ["", ""])[
+        :3
+    ]
+    if stage_name != stage or Path(marker).exists():
+        return
+    Path(marker).write_text(str(os.getpid()))
+    if action == "crash":
+        os._exit(70)
+    time.sleep(3600)
 
 
 def _finish(run: Run, stage: str, artifact_id: str) -> str:
-    _crash_once_after_persist(stage)
+    _fault_once_after_persist(stage)
     lifecycle.stage_pass(str(run.run_id), stage)
     return artifact_id
 

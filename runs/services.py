@@ -11,21 +11,13 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 import schemas
-from amtp_site.errors import NonRetryableError
+from amtp_site.errors import OrchestratorUnavailable, RunError
 from runs import lifecycle
 from runs.models import Repository, Run
 from runs.temporal import connect, workflow_params
 from runs.workflow_types import WORKFLOW_NAME
 
 RUN_FINISHED = "run {run_id} already finished ({status}); nothing to cancel"
-
-
-class RunError(NonRetryableError):
-    """A request about a run that cannot be honoured (the message says why)."""
-
-
-class OrchestratorUnavailable(RunError):
-    """Temporal could not be reached; the run row is kept ``pending`` and can be retried."""
 
 
 def run_create(

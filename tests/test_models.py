@@ -22,10 +22,10 @@ def insert_run(repo_id, **overrides):
     }  # fmt: skip
     values.update(overrides)
     raw(
-        "INSERT INTO runs (run_id, repository_id, repo_full_name, ref, commit_sha, base_branch,"
+        "INSERT INTO runs (run_id, repository_id, repo_full_name, ref, commit_sha, base_sha, base_branch,"
         " depth_level, target_framework, status, trigger, requested_by, head_branch, pr_url,"
         " error_type, error_message, created_at)"
-        " VALUES (%s, %s, 'acme/web', 'main', '', 'main', %s, %s, %s, %s, '', '', '', '', '', now())",
+        " VALUES (%s, %s, 'acme/web', 'main', '', '', 'main', %s, %s, %s, %s, '', '', '', '', '', now())",
         [uuid.uuid4(), repo_id, values["depth_level"], values["target_framework"],
          values["status"], values["trigger"]],
     )  # fmt: skip

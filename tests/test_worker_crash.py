@@ -14,7 +14,7 @@ from runs.services import run_create
 from tests.factories import RepositoryFactory
 from tests.gitrepo import git, make_git_repo
 from tests.samples import DEMO_WEB
-from tests.temporal_worker import wait_for, wait_terminal
+from tests.temporal_worker import wait_terminal
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +40,7 @@ def test_agent_process_dying_after_persisting_is_retried_without_a_second_llm_ca
     tmp_path, worker, monkeypatch, capfd
 ):
     marker = tmp_path / "crashed"
-    monkeypatch.setenv("AMTP_FAULT_CRASH_ONCE", f"generate_test_cases:{marker}")
+    monkeypatch.setenv("AMTP_FAULT_ONCE", f"generate_test_cases:crash:{marker}")
     repo = RepositoryFactory(full_name="acme/web", host="local",
                              local_path=make_git_repo(tmp_path / "web", DEMO_WEB))  # fmt: skip
     run = wait_terminal(run_create(repository=repo, depth_level="smoke"))
@@ -66,16 +66,19 @@ def test_worker_killed_mid_activity_then_restarted_completes_the_run(
     tmp_path, temporal_env, settings
 ):
     settings.AMTP_AGENT_ACTIVITY_TIMEOUT_S = 12  # how soon Temporal gives up on the dead worker
-    env = {**os.environ}
+    marker = tmp_path / "hanging"
+    # The first worker's agent process persists the test cases, then hangs until killed.
+    env = {**os.environ, "AMTP_FAULT_ONCE": f"generate_test_cases:hang:{marker}"}
     queue = settings.TEMPORAL_TASK_QUEUE
     repo = RepositoryFactory(full_name="acme/web", host="local",
                              local_path=make_git_repo(tmp_path / "web", DEMO_WEB))  # fmt: skip
     first = start_worker(tmp_path / "w1.log", queue, env)
     try:
         run = run_create(repository=repo, depth_level="smoke")
-        wait_for(
-            run, lambda r: r.stages.filter(name="generate_test_cases", status="running").exists()
-        )
+        deadline = time.monotonic() + 120
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), (tmp_path / "w1.log").read_text()[-3000:]
     finally:
         os.killpg(first.pid, signal.SIGKILL)  # the worker and its agent processes, no goodbye
         first.wait(10)
@@ -89,5 +92,6 @@ def test_worker_killed_mid_activity_then_restarted_completes_the_run(
     logs = (tmp_path / "w1.log").read_text() + (tmp_path / "w2.log").read_text()
     crawl = run.artifacts.get(kind="repo_crawler_output")
     assert llm_calls(logs, "repo_crawler") == crawl.meta["llm_calls"]  # finished before the kill
+    assert llm_calls(logs, "test_case_generator") == 1  # persisted before the kill: reused
     assert llm_calls(logs, "test_engineer") == 1
-    time.sleep(0.1)
+    assert run.stages.get(name="generate_test_cases").attempts == 2
