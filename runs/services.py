@@ -38,6 +38,8 @@ def run_create(
     if request_key:
         existing = Run.objects.filter(request_key=request_key).first()
         if existing is not None:
+            if existing.status == Run.Status.PENDING:
+                run_start(existing)  # the first request may have met an unreachable Temporal
             return existing
     run_id = uuid.uuid4()
     ref = ref or repository.default_branch

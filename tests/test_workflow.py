@@ -9,6 +9,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from amtp_site import valkey as valkey_mod
+from amtp_site.errors import OrchestratorUnavailable
 from approvals.models import Approval
 from approvals.services import approval_decide
 from runs.models import Artifact, Run
@@ -134,3 +135,18 @@ def strip_stack_traces(value):
     if isinstance(value, list):
         return [strip_stack_traces(v) for v in value]
     return value
+
+
+def test_an_unreachable_temporal_leaves_the_approval_pending(tmp_path, worker, settings):
+    repo = local_repo(tmp_path, "gated", DEMO_WEB, require_approval=True)
+    run = run_create(repository=repo, depth_level="smoke")
+    wait_for(run, lambda r: r.approvals.filter(decision="pending").exists())
+    approval = run.approvals.get()
+    address, settings.TEMPORAL_ADDRESS = settings.TEMPORAL_ADDRESS, "127.0.0.1:9"
+    with pytest.raises(OrchestratorUnavailable, match="still pending"):
+        approval_decide(approval=approval, decision="approved", decided_by="alice")
+    approval.refresh_from_db()
+    assert approval.decision == "pending" and approval.decided_by == ""
+    settings.TEMPORAL_ADDRESS = address
+    approval_decide(approval=approval, decision="approved", decided_by="alice")
+    assert wait_terminal(run).status == "passed"
