@@ -2,6 +2,9 @@ from django.contrib import admin
 from django.urls import path
 from django.views.generic import RedirectView
 
+from amtp_site.api import api
+from runs.launch import launch_run_view
+
 admin.site.site_header = "AMTP operations"
 admin.site.site_title = "AMTP"
 admin.site.index_title = "Runs, approvals and repositories"
@@ -9,4 +12,7 @@ admin.site.index_title = "Runs, approvals and repositories"
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("admin/", admin.site.urls),
+    path("api/", api.urls),
+    # Staff only (admin login and is_staff), and runs.add_run: see runs/launch.py.
+    path("launch/", admin.site.admin_view(launch_run_view), name="launch_run"),
 ]

@@ -269,3 +269,6 @@ class ActivityIdempotency(models.Model):
                 condition=Q(idem_key__regex=r"^[0-9a-f]{64}$"), name="activity_idempotency_key_hex"
             ),
         ]
+
+
+from runs.models_api import ApiToken, WebhookDelivery  # noqa: E402,F401  (operator-surface tables)

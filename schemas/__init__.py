@@ -1,7 +1,8 @@
 """The contract JSON Schemas and their validator.
 
 ``validate("repo_crawler/output", obj)`` checks ``obj`` against
-``schemas/repo_crawler/output.json`` with Draft 2020-12 and format checking (``uuid`` and
+``schemas/repo_crawler/output.json`` with the dialect its ``$schema`` names (Draft 2020-12 for
+the contracts, draft-07 for spec 004's context document) and format checking (``uuid`` and
 ``date-time`` really are checked) and raises one :class:`SchemaValidationError` listing every
 violation with its JSON path and the rule broken. Each validator is compiled once.
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
+from jsonschema.validators import validator_for
 
 from amtp_site.errors import SchemaValidationError
 
@@ -44,8 +46,10 @@ def schema_id(name: str) -> str:
 @cache
 def _validator(name: str) -> Draft202012Validator:
     schema = load(name)
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    # The dialect its "$schema" names (the contracts are 2020-12; spec 004's context is draft-07).
+    cls = validator_for(schema, default=Draft202012Validator)
+    cls.check_schema(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
 def _json_path(error: ValidationError) -> str:

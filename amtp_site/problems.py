@@ -1,0 +1,106 @@
+"""RFC 9457 problem details: the one shape of every error the API answers with.
+
+``{"type", "title", "status", "detail", "instance", "errors": [...]}`` as
+``application/problem+json``. ``errors`` names the offending fields (``field``, ``location``,
+``pointer``, ``detail``, ``type``) and is empty when no field is to blame.
+"""
+
+from __future__ import annotations
+
+import json
+from http import HTTPStatus
+from typing import Any
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import HttpRequest, HttpResponse
+from ninja import Field, Schema
+
+CONTENT_TYPE = "application/problem+json"
+TYPE_BASE = "https://amtp.zagtrader.internal/problems/"
+
+
+class FieldError(Schema):
+    field: str = Field(description="The field to blame, dotted for nested fields.")
+    location: str = Field(description="body, query, path or header")
+    pointer: str = Field(description="JSON Pointer into the request part, e.g. '#/ref'.")
+    detail: str
+    type: str
+
+
+class ProblemOut(Schema):
+    type: str = Field(examples=[TYPE_BASE + "validation-error"])
+    title: str
+    status: int
+    detail: str
+    instance: str
+    errors: list[FieldError] = []
+
+
+class Problem(Exception):
+    """Raise from a view (or map a domain error to it) to answer with a problem document."""
+
+    def __init__(
+        self,
+        status: int,
+        slug: str,
+        detail: str,
+        *,
+        errors: list[dict[str, str]] | None = None,
+        headers: dict[str, str] | None = None,
+        **extensions: Any,
+    ) -> None:
+        super().__init__(detail)
+        self.status, self.slug, self.detail = status, slug, detail
+        self.errors = errors or []
+        self.headers = headers or {}
+        self.extensions = extensions
+
+    def response(self, request: HttpRequest) -> HttpResponse:
+        return problem_response(
+            request, self.status, self.slug, self.detail, errors=self.errors,
+            headers=self.headers, **self.extensions,
+        )  # fmt: skip
+
+
+def field_error(
+    field: str, detail: str, *, location: str = "body", type: str = "invalid"
+) -> dict[str, str]:
+    pointer = "#/" + field.replace(".", "/") if field and field != location else "#"
+    return {"field": field or location, "location": location, "pointer": pointer, "detail": detail,
+            "type": type}  # fmt: skip
+
+
+def problem_response(
+    request: HttpRequest,
+    status: int,
+    slug: str,
+    detail: str,
+    *,
+    errors: list[dict[str, str]] | None = None,
+    headers: dict[str, str] | None = None,
+    **extensions: Any,
+) -> HttpResponse:
+    body = {
+        "type": TYPE_BASE + slug,
+        "title": HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+        "instance": request.get_full_path(),
+        "errors": errors or [],
+        **extensions,
+    }
+    response = HttpResponse(
+        json.dumps(body, cls=DjangoJSONEncoder), status=status, content_type=CONTENT_TYPE
+    )
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
+
+
+def is_problem(response: HttpResponse) -> bool:
+    return response.get("Content-Type", "").startswith(CONTENT_TYPE)
+
+
+def documented(*statuses: int) -> dict[int, type[ProblemOut]]:
+    """``response={...}`` entries for the problems an operation can answer with."""
+    return dict.fromkeys(statuses, ProblemOut)

@@ -1,0 +1,79 @@
+"""``/api/approvals``: the held runs, and deciding them (which signals the waiting workflow)."""
+
+import uuid
+from datetime import datetime
+from typing import Literal
+
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from ninja import Field, Query, Router, Schema
+from ninja.pagination import paginate
+from pydantic import ConfigDict
+
+from amtp_site.pagination import Page
+from amtp_site.problems import documented
+from approvals.models import Approval, Decision
+from approvals.services import approval_decide
+from runs.auth import scoped
+from runs.models_api import Scope
+
+router = Router(tags=["approvals"])
+
+
+class ApprovalOut(Schema):
+    approval_id: uuid.UUID
+    run_id: uuid.UUID
+    stage: str = Field(description="The stage that waits, e.g. create_pull_request.")
+    decision: str
+    approver: str = Field(description="Who must decide: 'branch-protection' or 'policy'.")
+    comment: str = Field(description="Why the run is held (GitHub's error body).")
+    decided_by: str
+    decided_at: datetime | None
+    decision_comment: str
+    created_at: datetime
+
+    @staticmethod
+    def resolve_stage(approval: Approval) -> str:
+        return approval.stage.name
+
+
+class ApprovalFilters(Schema):
+    decision: Decision | None = None
+    run_id: uuid.UUID | None = None
+
+
+class DecisionIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["approved", "rejected"]
+    comment: str = Field("", max_length=10_000, pattern=r"^[^\x00]*$")
+
+
+@router.get(
+    "",
+    response={200: list[ApprovalOut], **documented(401, 403, 422)},
+    auth=scoped(Scope.RUNS_READ),
+    url_name="approval_list",
+    summary="List approvals",
+)
+@paginate(Page)
+def list_approvals(request: HttpRequest, filters: Query[ApprovalFilters]):
+    """Newest first; ``?decision=pending`` lists the runs waiting for a human."""
+    approvals = Approval.objects.select_related("stage")
+    if filters.decision:
+        approvals = approvals.filter(decision=filters.decision)
+    if filters.run_id:
+        approvals = approvals.filter(run_id=filters.run_id)
+    return approvals
+
+
+@router.post(
+    "/{approval_id}/decision",
+    response={200: ApprovalOut, **documented(400, 401, 403, 404, 409, 413, 415, 422, 503)},
+    auth=scoped(Scope.APPROVALS_DECIDE), url_name="approval_decide", summary="Decide an approval",
+)  # fmt: skip
+def decide_approval(request: HttpRequest, approval_id: uuid.UUID, payload: DecisionIn):
+    """Approve (the workflow opens the PR) or reject (the run fails). Deciding twice is 409."""
+    approval = get_object_or_404(Approval.objects.select_related("stage"), pk=approval_id)
+    return approval_decide(approval=approval, decision=payload.decision,
+                           decided_by=request.auth.name, comment=payload.comment)  # fmt: skip

@@ -1,0 +1,254 @@
+"""Operator admin for runs, artifacts and repository settings.
+
+Runs and artifacts are read-only here: the workflow writes them, and a form save would write
+every column and could move a finished run backwards. What an operator may do to a run goes
+through the services every other surface uses: ``run_cancel`` (needs ``runs.change_run``) and
+``run_again`` (needs ``runs.add_run``, the launch permission, see ``runs.launch``).
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils.decorators import method_decorator
+from django.utils.html import format_html
+from django.views.decorators.http import require_POST
+
+from amtp_site.errors import AmtpError
+from approvals.admin import approval_rows
+from runs import admin_display as show
+from runs import admin_tokens  # noqa: F401  (registers the API token admin at autodiscovery)
+from runs.admin_artifacts import artifact_size
+from runs.admin_forms import RepositoryForm
+from runs.artifact_render import highlighted, pretty_json, pygments_css
+from runs.launch import LAUNCH_PERMISSION
+from runs.models import ArtifactKind, Repository, Run
+from runs.services import OrchestratorUnavailable, RunError, run_again, run_cancel
+
+MAX_BULK_RUNS = 50
+REFRESH_SECONDS = 5
+CANCEL_REQUESTED = "Cancellation of run {run_id} requested; the workflow marks it cancelled."
+RUN_AGAIN_STARTED = "Run {new_id} started with the inputs of run {run_id}."
+RUN_AGAIN_PENDING = "Run created with the inputs of run {run_id} but not started: {error}"
+TOO_MANY_SELECTED = f"Select at most {MAX_BULK_RUNS} runs for this action."
+FINISHED_SKIPPED = "{count} finished run(s) skipped: there is nothing to cancel."
+
+REPOSITORY_DEFAULTS = ("default_branch", "default_depth_level", "default_framework", "test_dir")
+REPOSITORY_LIMITS = ("max_concurrent_runs", "rate_limit_runs", "rate_limit_window_seconds")
+RUN_REQUEST = ("run_id", "repository", "ref", "commit_sha", "base_branch", "base_sha",
+               "depth_level", "target_framework", "trigger", "requested_by", "request_key")  # fmt: skip
+
+
+@admin.register(Repository)
+class RepositoryAdmin(admin.ModelAdmin):
+    form = RepositoryForm
+    list_display = ("full_name", "host", "default_branch", "default_depth_level",
+                    "default_framework", "webhook_enabled", "require_approval",
+                    "max_concurrent_runs", "launch")  # fmt: skip
+    list_filter = ("host", "webhook_enabled", "require_approval", "default_framework")
+    search_fields = ("full_name", "local_path")
+    fieldsets = [
+        (None, {"fields": ("full_name", "host", "local_path")}),
+        ("Run defaults", {"fields": REPOSITORY_DEFAULTS}),
+        ("Webhooks", {"fields": ("webhook_enabled", "webhook_branches")}),
+        ("Approval", {"fields": ("require_approval",)}),
+        ("Limits", {"fields": REPOSITORY_LIMITS}),
+    ]
+
+    @admin.display(description="")
+    def launch(self, repository):
+        url = reverse("launch_run") + f"?repository={repository.pk}"
+        return format_html('<a href="{}">Launch run</a>', url)
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    change_form_template = "admin/runs/run/change_form.html"
+    change_list_template = "admin/runs/run/change_list.html"
+    list_display = ("short_id", "status_badge", "repo_full_name", "ref", "depth_level",
+                    "target_framework", "trigger", "age", "duration", "pull_request")  # fmt: skip
+    list_filter = ("status", "repository", "target_framework", "trigger", "depth_level",
+                   "created_at")  # fmt: skip
+    search_fields = ("run_id", "repo_full_name", "ref", "requested_by")
+    date_hierarchy = "created_at"
+    # Counting 10,000+ rows for "(N total)" on every page is the slow query of a changelist.
+    show_full_result_count = False
+    list_per_page = 50
+    actions = ["cancel_selected", "run_again_selected"]
+    fieldsets = [
+        (None, {"fields": ("status_badge", "pull_request", "error_type", "error_message")}),
+        ("Request", {"fields": RUN_REQUEST}),
+        ("Timing", {"fields": ("created_at", "started_at", "finished_at", "duration")}),
+        ("Pull request", {"fields": ("head_branch", "pr_number", "pr_url")}),
+    ]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in Run._meta.fields] + ["status_badge", "duration", "pull_request"]
+
+    # --- permissions: the run page is read-only; "change" is what gates cancelling ------
+
+    def has_add_permission(self, request):
+        return False  # runs start from the launch form, the API or a webhook
+
+    def has_change_permission(self, request, obj=None):
+        return obj is None and super().has_change_permission(request)
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and (obj is None or obj.is_terminal)
+
+    def has_launch_permission(self, request):
+        return request.user.has_perm(LAUNCH_PERMISSION)
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # a bulk delete would take the audit trail with it
+        return actions
+
+    # --- columns -----------------------------------------------------------------------
+
+    @admin.display(description="run", ordering="run_id")
+    def short_id(self, run):
+        return str(run.run_id)[:8]
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, run):
+        return show.badge(run.status)
+
+    @admin.display(description="age", ordering="created_at")
+    def age(self, run):
+        return show.age(run.created_at)
+
+    @admin.display(description="duration")
+    def duration(self, run):
+        return show.elapsed(run.started_at, run.finished_at, not run.is_terminal)
+
+    @admin.display(description="PR", ordering="pr_number")
+    def pull_request(self, run):
+        return show.pull_request(run.pr_number, run.pr_url)
+
+    # --- the run page ------------------------------------------------------------------
+
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/cancel/", wrap(self.cancel_view), name="runs_run_cancel"),
+            path("<path:object_id>/run-again/", wrap(self.run_again_view), name="runs_run_again"),
+            *super().get_urls(),
+        ]
+
+    def changelist_view(self, request, extra_context=None):
+        extra = {"can_launch": self.has_launch_permission(request), **(extra_context or {})}
+        return super().changelist_view(request, extra)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        run = self.get_object(request, unquote(object_id))
+        extra = dict(extra_context or {})
+        if run is not None:
+            extra.update(self.run_page_context(request, run))
+        return super().change_view(request, object_id, form_url, extra)
+
+    def run_page_context(self, request, run: Run) -> dict:
+        artifacts = (run.artifacts.defer("content", "meta").annotate(size=artifact_size())
+                     .order_by("created_at"))  # fmt: skip
+        report = (run.artifacts.filter(kind=ArtifactKind.FAILURE_REPORT)
+                  .values_list("content", flat=True).first())  # fmt: skip
+        stages = list(run.stages.order_by("position"))
+        for stage in stages:
+            stage.badge = show.badge(stage.status)
+            stage.colour = show.STATUS_COLOURS.get(stage.status, show.STATUS_COLOURS["pending"])
+            stage.status_label = stage.status.replace("_", " ")
+            stage.elapsed = show.elapsed(stage.started_at, stage.finished_at,
+                                         stage.status in stage.OPEN)  # fmt: skip
+        return {
+            "run_badge": show.badge(run.status),
+            "run_elapsed": show.elapsed(run.started_at, run.finished_at, not run.is_terminal),
+            "run_pr": show.pull_request(run.pr_number, run.pr_url),
+            "stages": stages,
+            "artifacts": artifacts,
+            "approvals": approval_rows(request, run),
+            "failure_report": highlighted(pretty_json(report, 20_000)[0]) if report else None,
+            "pygments_css": pygments_css(),
+            "can_cancel": not run.is_terminal and self.has_change_permission(request),
+            "can_run_again": self.has_launch_permission(request),
+            "auto_refresh": not run.is_terminal,
+            "refresh_seconds": REFRESH_SECONDS,
+        }
+
+    def _run_or_404(self, request, object_id) -> Run:
+        run = self.get_object(request, unquote(object_id))
+        if run is None:
+            raise Http404("no such run")
+        return run
+
+    def _change_url(self, run: Run) -> str:
+        return reverse("admin:runs_run_change", args=[run.pk])
+
+    def _cancel(self, request, run: Run) -> bool:
+        try:
+            run_cancel(run=run)
+        except RunError as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return False
+        return True
+
+    def _run_again(self, request, run: Run) -> Run | None:
+        try:
+            new = run_again(run=run, requested_by=request.user.get_username(),
+                            trigger=Run.Trigger.FORM)  # fmt: skip
+        except OrchestratorUnavailable as exc:
+            self.message_user(request, RUN_AGAIN_PENDING.format(run_id=run.pk, error=exc),
+                              messages.WARNING)  # fmt: skip
+            return None
+        except AmtpError as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return None
+        self.message_user(request, RUN_AGAIN_STARTED.format(new_id=new.pk, run_id=run.pk))
+        return new
+
+    @method_decorator(require_POST)
+    def cancel_view(self, request, object_id):
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        run = self._run_or_404(request, object_id)
+        if self._cancel(request, run):
+            self.message_user(request, CANCEL_REQUESTED.format(run_id=run.pk))
+        return HttpResponseRedirect(self._change_url(run))
+
+    @method_decorator(require_POST)
+    def run_again_view(self, request, object_id):
+        if not self.has_launch_permission(request):
+            raise PermissionDenied
+        run = self._run_or_404(request, object_id)
+        new = self._run_again(request, run)
+        return HttpResponseRedirect(self._change_url(new or run))
+
+    # --- list actions ------------------------------------------------------------------
+
+    def _bounded(self, request, queryset) -> list[Run] | None:
+        runs = list(queryset[: MAX_BULK_RUNS + 1])
+        if len(runs) > MAX_BULK_RUNS:
+            self.message_user(request, TOO_MANY_SELECTED, messages.ERROR)
+            return None
+        return runs
+
+    @admin.action(description="Cancel selected runs", permissions=["change"])
+    def cancel_selected(self, request, queryset):
+        runs = self._bounded(request, queryset)
+        if runs is None:
+            return
+        finished = [run for run in runs if run.is_terminal]
+        if finished:
+            self.message_user(request, FINISHED_SKIPPED.format(count=len(finished)),
+                              messages.WARNING)  # fmt: skip
+        for run in runs:
+            if not run.is_terminal and self._cancel(request, run):
+                self.message_user(request, CANCEL_REQUESTED.format(run_id=run.pk))
+
+    @admin.action(description="Run again with the same inputs", permissions=["launch"])
+    def run_again_selected(self, request, queryset):
+        runs = self._bounded(request, queryset.select_related("repository"))
+        for run in runs or []:
+            self._run_again(request, run)

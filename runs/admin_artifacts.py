@@ -1,0 +1,123 @@
+"""The artifact viewer: highlighted, collapsible JSON beside its meta, and a raw download.
+
+Artifacts are immutable records of what an agent produced, so there is no edit form: the
+admin "change" page is the viewer. List queries never load ``content`` (it can be megabytes);
+the download streams PostgreSQL's own text of the JSONB column without parsing it in Python.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import F, Func, IntegerField, TextField
+from django.db.models.functions import Cast
+from django.http import Http404, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from runs.artifact_render import (
+    META_PREVIEW_CHARS,
+    PREVIEW_CHARS,
+    code_files,
+    highlighted,
+    json_preview,
+    pretty_json,
+    pygments_css,
+)
+from runs.models import Artifact, ArtifactKind
+
+VIEWER_TEMPLATE = "admin/runs/artifact/viewer.html"
+
+
+class OctetLength(Func):
+    function = "octet_length"
+    output_field = IntegerField()
+
+
+def artifact_size():
+    """Bytes of an artifact's JSON, computed by PostgreSQL so the content never leaves it."""
+    return OctetLength(Cast(F("content"), TextField()))
+
+
+def download_name(artifact: Artifact) -> str:
+    return f"{artifact.run_id}-{artifact.kind}.json"
+
+
+@admin.register(Artifact)
+class ArtifactAdmin(admin.ModelAdmin):
+    list_display = ("kind", "run_link", "repository", "schema_id", "created_at")
+    list_filter = ("kind",)
+    search_fields = ("run__run_id", "artifact_id", "run__repo_full_name")
+    list_select_related = ("run",)
+    show_full_result_count = False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("content", "meta")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # deleted with their run, never alone: a handoff would lose its input
+
+    @admin.display(description="run", ordering="run")
+    def run_link(self, artifact):
+        url = reverse("admin:runs_run_change", args=[artifact.run_id])
+        return format_html('<a href="{}">{}</a>', url, str(artifact.run_id)[:8])
+
+    @admin.display(description="repository", ordering="run__repo_full_name")
+    def repository(self, artifact):
+        return artifact.run.repo_full_name
+
+    def get_urls(self):
+        download = self.admin_site.admin_view(self.download_view)
+        return [
+            path("<path:object_id>/download/", download, name="runs_artifact_download"),
+            *super().get_urls(),
+        ]
+
+    def _artifact_or_404(self, request, object_id) -> Artifact:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        artifact = self.get_object(request, unquote(object_id))
+        if artifact is None:
+            raise Http404("no such artifact")
+        return artifact
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        artifact = self._artifact_or_404(request, object_id)
+        artifact.refresh_from_db(fields=["content", "meta"])
+        meta_text, meta_cut = pretty_json(artifact.meta, META_PREVIEW_CHARS)
+        files, file_count = [], 0
+        if artifact.kind == ArtifactKind.TEST_ENGINEER_OUTPUT:
+            files, file_count = code_files(artifact.content)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"{artifact.get_kind_display()} · run {str(artifact.run_id)[:8]}",
+            "artifact": artifact,
+            "run": artifact.run,
+            "preview": json_preview(artifact.content, PREVIEW_CHARS),
+            "preview_limit": PREVIEW_CHARS,
+            "meta_html": highlighted(meta_text),
+            "meta_truncated": meta_cut,
+            "files": files,
+            "file_count": file_count,
+            "pygments_css": pygments_css(),
+            "download_url": reverse("admin:runs_artifact_download", args=[artifact.pk]),
+            "download_name": download_name(artifact),
+        }
+        return TemplateResponse(request, VIEWER_TEMPLATE, context)
+
+    def download_view(self, request, object_id):
+        artifact = self._artifact_or_404(request, object_id)
+        text = (Artifact.objects.filter(pk=artifact.pk)
+                .values_list(Cast("content", TextField()), flat=True).get())  # fmt: skip
+        response = HttpResponse(text, content_type="application/json; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{download_name(artifact)}"'
+        return response

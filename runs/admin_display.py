@@ -1,0 +1,88 @@
+"""Small HTML pieces shared by the runs and approvals admin: badges, durations, links.
+
+Everything goes through ``format_html`` so values from runs (refs, error messages, URLs that
+came from a repository host) are escaped.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
+
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+# Background colours per status (run, stage and approval statuses share one palette).
+STATUS_COLOURS = {
+    "pending": "#6b7280",
+    "running": "#2563eb",
+    "awaiting_approval": "#b45309",
+    "passed": "#15803d",
+    "approved": "#15803d",
+    "failed": "#b91c1c",
+    "rejected": "#b91c1c",
+    "skipped": "#94a3b8",
+    "cancelled": "#4b5563",
+}
+LINKED_SCHEMES = ("http", "https")
+EMPTY = "—"
+
+
+def badge(status: str) -> SafeString:
+    colour = STATUS_COLOURS.get(status, "#6b7280")
+    # Inline style: the badge must look right on every admin page, including ones whose
+    # templates we do not override (changelists, recent actions).
+    return format_html(
+        '<span class="amtp-badge amtp-badge-{}" style="background:{};color:#fff;'
+        "padding:2px 8px;border-radius:10px;font-size:11px;font-weight:600;"
+        'white-space:nowrap">{}</span>',
+        status, colour, status.replace("_", " "),
+    )  # fmt: skip
+
+
+def human_duration(delta: timedelta | None) -> str:
+    if delta is None:
+        return EMPTY
+    seconds = max(int(delta.total_seconds()), 0)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h {minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h"
+
+
+def age(when: datetime | None, now: datetime | None = None) -> str:
+    if when is None:
+        return EMPTY
+    return f"{human_duration((now or timezone.now()) - when)} ago"
+
+
+def elapsed(started: datetime | None, finished: datetime | None, is_open: bool) -> str:
+    """Duration of something finished, or time so far (marked ``…``) of something running."""
+    if started and finished:
+        return human_duration(finished - started)
+    if started and is_open:
+        return f"{human_duration(timezone.now() - started)}…"
+    return EMPTY
+
+
+def external_link(url: str, text: str = "") -> SafeString | str:
+    """A link for http(s) URLs only; anything else (``file://`` pull requests of the local
+    host, or a hostile ``javascript:``) is shown as text."""
+    text = text or url
+    if url and urlsplit(url).scheme.lower() in LINKED_SCHEMES:
+        return format_html(
+            '<a href="{}" target="_blank" rel="noopener noreferrer">{}</a>', url, text
+        )
+    return format_html('<span title="{}">{}</span>', url, text) if url else EMPTY
+
+
+def pull_request(number: int | None, url: str) -> SafeString | str:
+    text = f"#{number}" if number else ""
+    return external_link(url, text) if url else text or EMPTY

@@ -1,0 +1,94 @@
+"""Tables of the operator surfaces: API tokens (``api_tokens``) and GitHub webhook deliveries
+(``webhook_deliveries``). Imported at the end of ``runs/models.py`` so Django sees them."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Scope(models.TextChoices):
+    RUNS_READ = "runs:read", "Read runs, artifacts and approvals"
+    RUNS_WRITE = "runs:write", "Start and cancel runs"
+    APPROVALS_DECIDE = "approvals:decide", "Approve or reject held runs"
+
+
+class ApiToken(models.Model):
+    """A bearer token. Only the SHA-256 of the secret is stored; the secret is shown once."""
+
+    Scope = Scope
+
+    name = models.CharField(max_length=100, help_text="What the token is for, e.g. 'CI deploy'.")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True,
+        related_name="api_tokens",
+        help_text="Whose token it is (optional; a token without a user is a service token).",
+    )  # fmt: skip
+    key_prefix = models.CharField(
+        max_length=16, db_index=True, editable=False,
+        help_text="The first characters of the secret, to recognise the token in logs and lists.",
+    )  # fmt: skip
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    scopes = models.JSONField(default=list, help_text="Any of: " + ", ".join(Scope.values))
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        db_table = "api_tokens"
+        verbose_name = "API token"
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(token_hash__regex=r"^[0-9a-f]{64}$"), name="api_tokens_hash_hex"
+            ),
+            models.CheckConstraint(
+                condition=Q(scopes__contained_by=Scope.values), name="api_tokens_scopes_known"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.key_prefix}…)"
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+
+class DeliveryOutcome(models.TextChoices):
+    PONG = "pong"
+    RUN_CREATED = "run_created"
+    IGNORED = "ignored"
+    ORCHESTRATOR_UNAVAILABLE = "orchestrator_unavailable"
+
+
+class WebhookDelivery(models.Model):
+    """One row per ``X-GitHub-Delivery``: a redelivery finds its row and creates nothing."""
+
+    Outcome = DeliveryOutcome
+
+    delivery_id = models.CharField(max_length=100, unique=True)
+    event = models.CharField(max_length=64)
+    repo_full_name = models.CharField(max_length=200, blank=True)
+    outcome = models.CharField(max_length=32, choices=Outcome.choices)
+    note = models.TextField(blank=True)
+    run = models.ForeignKey(
+        "runs.Run", on_delete=models.SET_NULL, null=True, blank=True, related_name="deliveries"
+    )
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "webhook_deliveries"
+        verbose_name_plural = "webhook deliveries"
+        ordering = ["-received_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(outcome__in=DeliveryOutcome.values),
+                name="webhook_deliveries_outcome_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} {self.delivery_id}: {self.outcome}"

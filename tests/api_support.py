@@ -1,0 +1,102 @@
+"""Fixtures and helpers of the API tests: tokens, clients, problem assertions, Temporal.
+
+Runs are started on the real Temporal dev server on a task queue of the test's own with no
+worker (the workflow exists and waits); ``api_env`` terminates them afterwards.
+Test modules bind the fixtures they use at module level (``api_env = api_support.api_env``).
+"""
+
+import json
+import uuid
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.contrib.auth.models import User
+from django.test import Client
+from temporalio.service import RPCError
+
+from runs import auth
+from runs.models import Run
+from runs.temporal import connect
+from tests.factories import RepositoryFactory
+
+ALL_SCOPES = ["runs:read", "runs:write", "approvals:decide"]
+PROBLEM = "application/problem+json"
+
+
+async def _workflows(run_ids, action):
+    client = await connect()
+    results = {}
+    for run_id in run_ids:
+        handle = client.get_workflow_handle(run_id)
+        try:
+            results[run_id] = await action(handle)
+        except RPCError:
+            results[run_id] = None
+    return results
+
+
+def describe(run_id):
+    return async_to_sync(_workflows)([str(run_id)], lambda h: h.describe())[str(run_id)]
+
+
+def signals_of(run_id):
+    async def signals(handle):
+        return [e.workflow_execution_signaled_event_attributes.signal_name
+                async for e in handle.fetch_history_events()
+                if e.HasField("workflow_execution_signaled_event_attributes")]  # fmt: skip
+
+    return async_to_sync(_workflows)([str(run_id)], signals)[str(run_id)]
+
+
+@pytest.fixture
+def api_env(settings, valkey):
+    """A task queue of this test's own and a clean Valkey database; workflows cleaned up."""
+    settings.TEMPORAL_TASK_QUEUE = f"test-api-{uuid.uuid4()}"
+    yield settings
+    run_ids = [str(pk) for pk in Run.objects.values_list("run_id", flat=True)]
+    async_to_sync(_workflows)(run_ids, lambda h: h.terminate("test finished"))
+
+
+@pytest.fixture
+def make_token():
+    def make(*scopes, **kwargs):
+        return auth.api_token_create(name="test", scopes=list(scopes) or ALL_SCOPES, **kwargs)[1]
+
+    return make
+
+
+def bearer(secret):
+    return Client(headers={"Authorization": f"Bearer {secret}"})
+
+
+@pytest.fixture
+def client(make_token):
+    return bearer(make_token())
+
+
+@pytest.fixture
+def repo():
+    return RepositoryFactory(full_name="acme/shop", default_branch="trunk",
+                             default_depth_level="core", default_framework="maestro")  # fmt: skip
+
+
+def post(client, path, body, **headers):
+    data = body if isinstance(body, (str, bytes)) else json.dumps(body)
+    return client.post(path, data, content_type=headers.pop("content_type", "application/json"),
+                       headers=headers)  # fmt: skip
+
+
+def assert_problem(response, status, slug=None):
+    assert response.status_code == status, response.content
+    assert response["Content-Type"] == PROBLEM
+    body = response.json()
+    assert {"type", "title", "status", "detail", "instance", "errors"} <= set(body)
+    assert body["status"] == status and body["instance"].startswith("/api/")
+    if slug:
+        assert body["type"].endswith("/" + slug)
+    return body
+
+
+@pytest.fixture
+def staff():
+    return User.objects.create_user("ops", password="pw", is_staff=True)

@@ -1,0 +1,137 @@
+"""The operator's path in a real browser: Debian's Chromium, driven by Playwright, against the
+live server and a real worker. Launch a run from the form, watch it pass, read an artifact;
+then approve a held run from the admin.
+
+Chromium comes from apt (``scripts/ensure_chromium.sh``), never from ``playwright install``,
+which downloads a browser build this project's machines cannot fetch.
+"""
+
+import os
+import shutil
+from contextlib import contextmanager
+
+import pytest
+from playwright.sync_api import Page, expect, sync_playwright
+
+from approvals.models import Approval
+from runs.models import Run
+from tests.factories import RepositoryFactory
+from tests.gitrepo import make_git_repo
+from tests.samples import DEMO_WEB
+
+# Without the background-networking flags Chromium keeps calling Google's services, which on
+# this closed network only floods it with failed connections.
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]  # fmt: skip
+RUN_TIMEOUT_MS = 120_000  # the whole pipeline through the worker, offline provider
+PAGE_TIMEOUT_MS = 15_000
+
+
+def chromium_path() -> str:
+    # A missing browser fails rather than skips: a skipped browser test hides a broken admin.
+    path = "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else shutil.which("chromium")
+    if not path:
+        pytest.fail("Chromium is not installed: run scripts/ensure_chromium.sh (as root).")
+    return path
+
+
+@pytest.fixture
+def operator(django_user_model):
+    django_user_model.objects.create_superuser("olga", "olga@example.test", "pw")
+    return "olga"
+
+
+def local_repo(tmp_path, name: str, **settings):
+    path = make_git_repo(tmp_path / name, DEMO_WEB)
+    return RepositoryFactory(full_name=f"acme/{name}", host="local", local_path=path,
+                             default_depth_level="smoke", **settings)  # fmt: skip
+
+
+@contextmanager
+def admin_page(live_server, username: str):
+    """A logged-in page. Open it only after the test's ORM work: the sync API keeps an event
+    loop on this thread, and Django refuses ORM calls from a thread with a running loop."""
+    with sync_playwright() as playwright:
+        with playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS,
+                                        headless=True) as browser:  # fmt: skip
+            with browser.new_context(base_url=live_server.url) as context:
+                context.set_default_timeout(PAGE_TIMEOUT_MS)
+                page = context.new_page()
+                page.goto("/admin/login/")
+                page.fill("#id_username", username)
+                page.fill("#id_password", "pw")
+                page.click("input[type=submit]")
+                expect(page.locator("#user-tools")).to_contain_text(username)
+                yield page
+
+
+def wait_until_passed(page: Page) -> None:
+    # The run page reloads itself while the run is open; the locator is re-queried each time.
+    badge = page.locator("#amtp-outcome .amtp-badge")
+    expect(badge).to_have_text("passed", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("[data-amtp-autorefresh]")).to_have_count(0)  # a finished run stays put
+
+
+def screenshot(page: Page, path) -> None:
+    page.screenshot(path=path, full_page=True)
+    assert path.exists() and path.stat().st_size > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_launch_from_the_form_watch_it_pass_and_read_an_artifact(
+    tmp_path, live_server, worker, operator
+):
+    repo = local_repo(tmp_path, "web")
+    with admin_page(live_server, operator) as page:
+        page.goto("/launch/")
+        page.select_option("#id_repository", label="acme/web")
+        # The page's script shows what an empty field becomes for the chosen repository.
+        expect(page.locator("#id_ref")).to_have_attribute("placeholder", "main")
+        expect(page.locator("#id_depth_level option[value='']")).to_have_text(
+            "Repository default (smoke)"
+        )
+        page.click("#launch-form input[type=submit]")
+        expect(page.locator(".messagelist")).to_contain_text("launched on acme/web@main")
+        wait_until_passed(page)
+        expect(page.locator("#amtp-timeline .amtp-badge-passed")).to_have_count(
+            page.locator("#amtp-timeline tbody tr").count()
+        )
+
+        page.locator("#amtp-artifacts").get_by_role("link", name="Test Engineer Output").click()
+        expect(page.locator(".amtp-file summary").first).to_contain_text(".spec.ts")
+        code = page.locator(".amtp-file pre.amtp-code").first
+        expect(code).to_contain_text("@playwright/test")
+        expect(code.locator("span").first).to_be_visible()  # Pygments highlighted it
+        expect(page.locator(".amtp-meta pre.amtp-code")).to_contain_text("v1.0.0")
+        screenshot(page, tmp_path / "artifact.png")
+
+    run = Run.objects.get(repository=repo)
+    assert (run.status, run.trigger, run.requested_by) == ("passed", "form", operator)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_approve_a_held_run_from_the_admin(tmp_path, live_server, worker, operator):
+    repo = local_repo(tmp_path, "gated", require_approval=True)
+    with admin_page(live_server, operator) as page:
+        page.goto(f"/launch/?repository={repo.pk}")
+        page.click("#launch-form input[type=submit]")
+        run_url = page.url
+        expect(page.locator("#amtp-approvals")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+
+        page.goto("/admin/")
+        page.get_by_role("link", name="Pending approvals (1)").click()
+        page.locator("#result_list tbody tr").first.locator("th a").click()
+        expect(page.locator("#amtp-decide")).to_be_visible()
+        page.fill("#amtp-decide textarea", "Looked at the tests: fine.")
+        page.click("#amtp-decide button[value=approved]")
+        expect(page.locator(".messagelist")).to_contain_text("approved by olga")
+
+        page.goto(run_url)
+        wait_until_passed(page)
+        expect(page.locator("#amtp-approvals")).to_contain_text("Looked at the tests: fine.")
+        screenshot(page, tmp_path / "approved.png")
+
+    approval = Approval.objects.get(run__repository=repo)
+    assert (approval.decision, approval.decided_by) == ("approved", operator)
+    assert Run.objects.get(repository=repo).status == "passed"

@@ -1,0 +1,225 @@
+"""GitHub webhooks: signatures over the raw body, one row per delivery, pushes start runs."""
+
+import json
+import uuid
+
+import pytest
+from temporalio.client import WorkflowExecutionStatus
+
+from runs import webhooks
+from runs.models import Run
+from runs.models_api import WebhookDelivery
+from tests import api_support
+from tests.api_support import assert_problem, describe
+from tests.factories import RepositoryFactory
+from tests.gitrepo import make_git_repo
+from tests.samples import DEMO_WEB
+from tests.temporal_worker import wait_terminal
+
+pytestmark = pytest.mark.django_db
+
+api_env = api_support.api_env  # shared fixture
+
+SECRET = "webhook-test-secret"
+SHA = "a" * 40
+
+
+@pytest.fixture(autouse=True)
+def secret(settings):
+    settings.GITHUB_WEBHOOK_SECRET = SECRET
+
+
+@pytest.fixture
+def repo():
+    return RepositoryFactory(full_name="acme/shop", webhook_enabled=True, default_branch="main")
+
+
+def push(branch="main", repo="acme/shop", **extra):
+    return {"ref": f"refs/heads/{branch}", "before": "b" * 40, "after": SHA,
+            "repository": {"full_name": repo}, "sender": {"login": "octocat"}, **extra}  # fmt: skip
+
+
+def deliver(client, payload, event="push", delivery=None, secret=SECRET, signature=None, **kw):
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery or str(uuid.uuid4())}
+    if signature is not False:
+        headers["X-Hub-Signature-256"] = signature or webhooks.signature_for(secret, body)
+    return client.post("/api/webhooks/github", body, content_type=kw.pop("content_type",
+                       "application/json"), headers=headers)  # fmt: skip
+
+
+def nothing_recorded():
+    return WebhookDelivery.objects.count() == 0 and Run.objects.count() == 0
+
+
+# --- signatures --------------------------------------------------------------------------------
+
+
+def test_githubs_published_test_vector():
+    signature = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+    assert webhooks.signature_for("It's a Secret to Everybody", b"Hello, World!") == signature
+    assert webhooks.signature_valid("It's a Secret to Everybody", b"Hello, World!", signature)
+    assert not webhooks.signature_valid("It's a Secret to Everybody", b"Hello, World?", signature)
+
+
+def test_the_test_vector_passes_the_endpoints_signature_check(client, settings):
+    settings.GITHUB_WEBHOOK_SECRET = "It's a Secret to Everybody"
+    signature = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+    response = deliver(client, b"Hello, World!", event="ping", signature=signature)
+    # Past the signature; refused only because "Hello, World!" is not a JSON payload.
+    assert assert_problem(response, 400, "bad-webhook")["detail"] == webhooks.BAD_PAYLOAD
+    assert nothing_recorded()
+
+
+@pytest.mark.parametrize("signature,detail", [
+    (False, webhooks.SIGNATURE_MISSING),
+    ("sha256=" + "0" * 64, webhooks.SIGNATURE_MISMATCH),
+    ("sha1=" + "0" * 40, webhooks.SIGNATURE_MISMATCH),
+    ("sha256=é", webhooks.SIGNATURE_MISMATCH),
+])  # fmt: skip
+def test_missing_or_wrong_signatures_are_refused_and_create_nothing(
+    client, repo, signature, detail
+):
+    response = deliver(client, push(), signature=signature)
+    assert assert_problem(response, 403, "bad-signature")["detail"] == detail
+    assert nothing_recorded()
+
+
+def test_a_tampered_body_is_refused(client, repo):
+    body = json.dumps(push()).encode()
+    signature = webhooks.signature_for(SECRET, body)
+    tampered = body.replace(b"main", b"prod")
+    assert_problem(deliver(client, tampered, signature=signature), 403, "bad-signature")
+    assert_problem(deliver(client, push(), secret="another secret"), 403)
+    assert nothing_recorded()
+
+
+def test_without_a_configured_secret_nothing_is_accepted(client, repo, settings):
+    settings.GITHUB_WEBHOOK_SECRET = ""
+    response = deliver(client, push())
+    assert assert_problem(response, 503, "webhook-secret-missing")["detail"] == webhooks.NO_SECRET
+    assert nothing_recorded()
+
+
+def test_oversized_payloads_are_413_before_anything_else(client, repo, settings):
+    settings.AMTP_WEBHOOK_MAX_BYTES = 2000
+    assert_problem(deliver(client, push(padding="x" * 3000)), 413, "payload-too-large")
+    settings.GITHUB_WEBHOOK_SECRET = ""  # size is checked first, even before the secret
+    assert_problem(deliver(client, push(padding="x" * 3000)), 413)
+    assert nothing_recorded()
+
+
+@pytest.mark.parametrize("header", ["X-GitHub-Event", "X-GitHub-Delivery"])
+def test_missing_delivery_headers_are_400(client, repo, header):
+    body = json.dumps(push()).encode()
+    headers = {"X-GitHub-Event": "push", "X-GitHub-Delivery": str(uuid.uuid4()),
+               "X-Hub-Signature-256": webhooks.signature_for(SECRET, body)}  # fmt: skip
+    del headers[header]
+    response = client.post("/api/webhooks/github", body, content_type="application/json",
+                           headers=headers)  # fmt: skip
+    assert assert_problem(response, 400)["errors"][0]["field"] == header
+    assert nothing_recorded()
+
+
+def test_a_malformed_push_is_400_naming_the_fields(client, repo):
+    response = deliver(client, {**push(), "after": "not-a-sha", "repository": "acme/shop"})
+    fields = {e["field"] for e in assert_problem(response, 400, "bad-webhook")["errors"]}
+    assert fields == {"after", "repository"}
+    assert_problem(deliver(client, [1, 2]), 400)
+    assert nothing_recorded()
+
+
+# --- deliveries --------------------------------------------------------------------------------
+
+
+def test_ping_is_answered_and_recorded(client):
+    response = deliver(client, {"zen": "Design for failure.", "hook_id": 1}, event="ping",
+                       delivery="d-ping")  # fmt: skip
+    assert response.status_code == 200 and response.json()["status"] == "pong"
+    assert WebhookDelivery.objects.get().outcome == "pong"
+
+
+def test_a_push_to_the_default_branch_starts_a_run(client, repo, api_env):
+    response = deliver(client, push(), delivery="d-1")
+    assert response.status_code == 201, response.content
+    run = Run.objects.get()
+    assert response.json()["run_id"] == str(run.run_id)
+    assert response["Location"] == f"/api/runs/{run.run_id}"
+    assert (run.trigger, run.ref, run.base_branch, run.request_key, run.requested_by) == (
+        "webhook", SHA, "main", "github-delivery:d-1", "github:octocat")  # fmt: skip
+    assert describe(run.run_id).status == WorkflowExecutionStatus.RUNNING
+    delivery = WebhookDelivery.objects.get()
+    assert (delivery.delivery_id, delivery.outcome, delivery.run) == ("d-1", "run_created", run)
+
+
+def test_a_redelivery_creates_nothing_new(client, repo, api_env):
+    first = deliver(client, push(), delivery="d-2").json()
+    again = deliver(client, push(), delivery="d-2")
+    assert again.status_code == 200
+    assert again.json()["status"] == "duplicate" and again.json()["run_id"] == first["run_id"]
+    assert Run.objects.count() == 1 and WebhookDelivery.objects.count() == 1
+
+
+def test_watched_branches_start_runs_and_others_are_ignored(client, api_env):
+    RepositoryFactory(full_name="acme/shop", webhook_enabled=True, webhook_branches=["release"])
+    ignored = deliver(client, push("main"))
+    assert ignored.status_code == 200 and ignored.json()["status"] == "ignored"
+    assert "does not start runs" in ignored.json()["note"]
+    assert deliver(client, push("release")).status_code == 201
+    assert Run.objects.get().base_branch == "release"
+
+
+@pytest.mark.parametrize("payload,event,note", [
+    (push(deleted=True, after="0" * 40), "push", "deleted"),
+    ({**push(), "ref": "refs/tags/v1.0"}, "push", "is not a branch"),
+    (push(repo="acme/unknown"), "push", "not registered"),
+    ({"action": "opened"}, "issues", "not handled"),
+])  # fmt: skip
+def test_events_that_start_nothing_are_acknowledged(client, repo, payload, event, note):
+    response = deliver(client, payload, event=event)
+    assert response.status_code == 200 and response.json()["status"] == "ignored"
+    assert note in response.json()["note"]
+    assert Run.objects.count() == 0 and WebhookDelivery.objects.get().outcome == "ignored"
+
+
+def test_repositories_with_webhooks_disabled_are_ignored(client):
+    RepositoryFactory(full_name="acme/shop", webhook_enabled=False)
+    response = deliver(client, push())
+    assert response.json()["note"] == webhooks.WEBHOOKS_DISABLED.format(repo="acme/shop")
+    assert Run.objects.count() == 0
+
+
+def test_form_encoded_deliveries_are_understood(client, repo, api_env):
+    from urllib.parse import urlencode
+
+    body = urlencode({"payload": json.dumps(push())}).encode()
+    response = deliver(client, body, content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 201 and Run.objects.get().ref == SHA
+
+
+def test_orchestrator_down_is_503_and_the_redelivery_starts_the_run(client, repo, api_env):
+    address, api_env.TEMPORAL_ADDRESS = api_env.TEMPORAL_ADDRESS, "127.0.0.1:1"
+    assert_problem(deliver(client, push(), delivery="d-3"), 503, "orchestrator-unavailable")
+    api_env.TEMPORAL_ADDRESS = address
+    run = Run.objects.get()
+    assert WebhookDelivery.objects.get().outcome == "orchestrator_unavailable"
+    assert describe(run.run_id) is None
+    again = deliver(client, push(), delivery="d-3")
+    assert again.json()["status"] == "duplicate" and again.json()["run_id"] == str(run.run_id)
+    assert describe(run.run_id).status == WorkflowExecutionStatus.RUNNING
+    assert Run.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_push_runs_the_whole_pipeline(tmp_path, worker, client):
+    path = make_git_repo(tmp_path / "web", DEMO_WEB)
+    RepositoryFactory(full_name="acme/web", host="local", local_path=path, webhook_enabled=True,
+                      default_depth_level="smoke")  # fmt: skip
+    from tests.gitrepo import git
+
+    head = git(path, "rev-parse", "HEAD")
+    response = deliver(client, {**push(repo="acme/web"), "after": head})
+    assert response.status_code == 201, response.content
+    run = wait_terminal(Run.objects.get())
+    assert run.status == "passed", (run.error_type, run.error_message)
+    assert run.trigger == "webhook" and run.commit_sha == head and run.pr_number == 1
