@@ -150,3 +150,14 @@ def test_an_unreachable_temporal_leaves_the_approval_pending(tmp_path, worker, s
     settings.TEMPORAL_ADDRESS = address
     approval_decide(approval=approval, decision="approved", decided_by="alice")
     assert wait_terminal(run).status == "passed"
+
+
+def test_nobody_deciding_in_time_fails_the_run_clearly(tmp_path, worker, settings):
+    settings.AMTP_APPROVAL_TIMEOUT_S = 2
+    repo = local_repo(tmp_path, "gated", DEMO_WEB, require_approval=True)
+    run = wait_terminal(run_create(repository=repo, depth_level="smoke"))
+    assert run.status == "failed" and run.error_type == "ApprovalTimedOut"
+    assert "start a new run" in run.error_message
+    approval = run.approvals.get()
+    assert approval.decision == "rejected" and approval.decided_by == "amtp (timeout)"
+    assert run.stages.get(name="create_pull_request").status == "failed"
