@@ -28,6 +28,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 test: lint
+	bash scripts/ensure_chromium.sh
 	AMTP_DEVSTACK_DIR=$(TEST_STACK) \
 		bash -c '$(PY) manage.py devstack up >/dev/null || exit 1; \
 		$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \

@@ -58,12 +58,15 @@ def admin_page(live_server, username: str):
             with browser.new_context(base_url=live_server.url) as context:
                 context.set_default_timeout(PAGE_TIMEOUT_MS)
                 page = context.new_page()
+                script_errors = []  # an uncaught error in a page's script fails the test
+                page.on("pageerror", lambda error: script_errors.append(error))
                 page.goto("/admin/login/")
                 page.fill("#id_username", username)
                 page.fill("#id_password", "pw")
                 page.click("input[type=submit]")
                 expect(page.locator("#user-tools")).to_contain_text(username)
                 yield page
+                assert not script_errors, script_errors
 
 
 def wait_until_passed(page: Page) -> None:
