@@ -21,7 +21,7 @@ from agents.providers.base import (
     mcp_tool_name,
     vendor_tool_name,
 )
-from agents.providers.vendor_errors import RETRYABLE_STATUSES, redact, retry_after_seconds
+from agents.providers.vendor_errors import from_status, redact
 from amtp_site.errors import LlmProviderError, LlmProviderRejected
 
 # The SDK's own retry policy treats these as transient too; everything else in 4xx is final.
@@ -105,14 +105,8 @@ class AnthropicProvider(Provider):
         status = exc.status_code
         kind = exc.type or "error"
         text = redact(exc.api_message or _body_text(exc.body), self._api_key)
-        details |= {"status": status, "error_type": kind, "request_id": exc.request_id}
-        retry_after = retry_after_seconds(exc.response.headers)
-        if retry_after is not None:
-            details["retry_after"] = retry_after
-        message = f"anthropic {status} {kind}: {text}"
-        if status >= 500 or status in RETRYABLE_STATUSES:  # 529 overloaded included
-            return LlmProviderError(message, **details)
-        return LlmProviderRejected(message, **details)
+        details["request_id"] = exc.request_id
+        return from_status(self.name, status, kind, text, exc.response.headers, details)
 
 
 def _to_vendor(message: dict[str, Any]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from agents.providers.base import (
     mcp_tool_name,
     vendor_tool_name,
 )
-from agents.providers.vendor_errors import RETRYABLE_STATUSES, redact, retry_after_seconds
+from agents.providers.vendor_errors import from_status, redact
 from amtp_site.errors import LlmProviderError, LlmProviderRejected
 
 INVALID_ARGUMENTS_KEY = "__invalid_json__"
@@ -162,16 +162,10 @@ class OpenAIProvider(Provider):
         status = exc.status_code
         kind = exc.type or exc.code or "error"
         text = redact(_vendor_message(exc.body), self._api_key)
-        details |= {"status": status, "error_type": kind, "request_id": exc.request_id}
+        details["request_id"] = exc.request_id
         if exc.code:
             details["error_code"] = exc.code
-        retry_after = retry_after_seconds(exc.response.headers)
-        if retry_after is not None:
-            details["retry_after"] = retry_after
-        message = f"openai {status} {kind}: {text}"
-        if status >= 500 or status in RETRYABLE_STATUSES:
-            return LlmProviderError(message, **details)
-        return LlmProviderRejected(message, **details)
+        return from_status(self.name, status, kind, text, exc.response.headers, details)
 
 
 def _to_vendor(message: dict[str, Any]) -> list[dict[str, Any]]:

@@ -42,3 +42,18 @@ def redact(text: str, api_key: str) -> str:
     if tail is None:
         return text
     return " ".join("[redacted]" if tail in word else word for word in text.split(" "))
+
+
+def from_status(vendor: str, status: int, kind: str, text: str, headers: Any, details: dict):
+    """A vendor's HTTP error answer as ``LlmProviderError`` (transient) or
+    ``LlmProviderRejected`` (final), with the status, type and back-off hint in ``details``."""
+    from amtp_site.errors import LlmProviderError, LlmProviderRejected
+
+    details = {**details, "status": status, "error_type": kind}
+    retry_after = retry_after_seconds(headers)
+    if retry_after is not None:
+        details["retry_after"] = retry_after
+    message = f"{vendor} {status} {kind}: {text}"
+    if status >= 500 or status in RETRYABLE_STATUSES:  # Anthropic's 529 overloaded included
+        return LlmProviderError(message, **details)
+    return LlmProviderRejected(message, **details)
