@@ -46,6 +46,8 @@ class CachedRepoReader:
         self.ttl = ttl
         self.max_read_bytes = max_read_bytes
         self.crawl_id = crawl_id
+        # Per commit: path → entry of what a deep crawl may read (immutable, so safe to memo).
+        self._readable: dict[str, dict[str, TreeEntry]] = {}
 
     def _hit(self) -> None:
         if self.crawl_id:
@@ -57,10 +59,11 @@ class CachedRepoReader:
         # A full SHA is immutable: no lookup. Anything else is resolved live, never cached.
         return ref if _SHA.match(ref) else self.host.resolve_ref(ref)
 
-    def full_tree(self, sha: str) -> list[TreeEntry]:
+    def full_tree(self, sha: str, *, count_hit: bool = True) -> list[TreeEntry]:
         cached = self.conn.get(tree_key(self.repo, sha))
         if cached is not None:
-            self._hit()
+            if count_hit:
+                self._hit()
             return [TreeEntry(*row) for row in json.loads(cached)]
         entries = self.host.tree(sha)
         rows = [[e.path, e.size, e.sha] for e in entries]
@@ -88,8 +91,10 @@ class CachedRepoReader:
         if is_binary_path(path):
             raise RepositoryAccessError(f"{path!r} is a binary file; only text files can be read")
         # Only what a deep crawl may list is readable: never .git, dependency or build folders.
-        readable = filter_tree(self.full_tree(sha), "deep")
-        entry = next((e for e in readable if e.path == path), None)
+        if sha not in self._readable:
+            tree = self.full_tree(sha, count_hit=False)  # a lookup, not a served response
+            self._readable[sha] = {e.path: e for e in filter_tree(tree, "deep")}
+        entry = self._readable[sha].get(path)
         if entry is None:
             raise RepositoryAccessError(
                 f"{path!r} is not a file in {self.repo} at {sha[:12]}; use a path listed by repo.tree"

@@ -12,7 +12,6 @@ from django.conf import settings
 
 import schemas
 from agents.case_generator import TestCaseGenerator
-from agents.crawler import crawl
 from agents.providers import make_provider
 from agents.runner import AgentContext, AgentResult, Budgets, run_agent
 from agents.test_engineer import TestEngineer
@@ -33,6 +32,8 @@ def upstream_ref(agent: str, artifact_id: str) -> dict[str, str]:
 
 
 def run_repo_crawler(payload: dict, *, commit_sha: str) -> AgentResult:
+    from agents.crawler import crawl  # imports the MCP SDK (~1 s): only the crawler needs it
+
     schemas.validate("repo_crawler/input", payload)
     provider = make_provider("repo_crawler")
     return asyncio.run(crawl(payload=payload, commit_sha=commit_sha, provider=provider,

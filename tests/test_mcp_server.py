@@ -68,16 +68,16 @@ def test_second_crawl_of_the_same_commit_hits_the_cache_and_a_new_commit_does_no
         ("repo.read_file", {"repo": "acme/web", "ref": "main", "path": "server.js"}),
     ]
     _, (_, first_tree), (_, first_file) = call_tools(calls, crawl_id="crawl-1")
-    assert crawl_cache_hits(valkey, "crawl-1") == 1  # read_file reuses the tree just listed
+    assert crawl_cache_hits(valkey, "crawl-1") == 0  # cold: nothing served from the cache
     _, (_, tree), (_, file) = call_tools(calls, crawl_id="crawl-2")
-    assert crawl_cache_hits(valkey, "crawl-2") == 3  # tree + tree lookup + file
+    assert crawl_cache_hits(valkey, "crawl-2") == 2  # the tree and the file
     assert (tree, file) == (first_tree, first_file)
 
     commit_files(repo, {"server.js": "// moved on\n"}, message="move the branch")
     _, (_, new_tree), (_, new_file) = call_tools(calls, crawl_id="crawl-3")
     assert new_tree["commit_sha"] != first_tree["commit_sha"]
     assert new_file["content"] == "// moved on\n"
-    assert crawl_cache_hits(valkey, "crawl-3") == 1
+    assert crawl_cache_hits(valkey, "crawl-3") == 0
 
 
 def test_a_session_pinned_to_one_repository_cannot_read_another(repo, tmp_path):
@@ -105,11 +105,11 @@ def test_github_host_second_crawl_makes_no_api_calls_and_a_new_commit_is_fresh(s
         _, (_, cold), (_, cold_file) = call_tools(calls, crawl_id="gh-1")
         assert gh.count("GET", r"/git/trees/") == 1  # one recursive tree call
         cold_calls = len(gh.ledger) - before
-        assert crawl_cache_hits(valkey, "gh-1") == 1 and cold_calls >= 2
+        assert crawl_cache_hits(valkey, "gh-1") == 0 and cold_calls >= 2
         before = len(gh.ledger)
         _, (_, warm), (_, warm_file) = call_tools(calls, crawl_id="gh-2")
         assert len(gh.ledger) == before, gh.ledger[before:]  # nothing reached GitHub
-        assert crawl_cache_hits(valkey, "gh-2") == 3
+        assert crawl_cache_hits(valkey, "gh-2") == 2
         assert (warm, warm_file) == (cold, cold_file)
         moved = gh.push("acme/api", "main", {"server.js": "// v2\n"})
         _, (_, new_tree), (_, new_file) = call_tools(

@@ -1,0 +1,368 @@
+"""Benchmark AMTP's orchestration against a bare Temporal workflow on the same server.
+
+AMTP: N full pipeline runs (offline provider) on a small local git repository, started with
+``run_create`` and executed by the real worker (``runs.worker.build_worker`` with the
+``RespawningProcessPool``: spawn, ``max_tasks_per_child=1``). Bare: a workflow of four no-op
+activities (scripts/bare_workflow.py) in the same kind of pool with the same Django initializer.
+Each is measured sequentially (wall time per run) and with N runs launched at once
+(throughput), after one unmeasured warm-up run.
+
+    .venv/bin/python scripts/bench_orchestration.py [--runs 5]
+
+Uses its own PostgreSQL database (amtp_bench_orch, recreated), Valkey DB 13 (flushed) and
+task queues, and starts the embedded devstack if it is not running. See docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from datetime import timedelta
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run as a plain script: make amtp_site, runs, tests importable
+
+DB_NAME = "amtp_bench_orch"
+VALKEY_DB = 13
+GOAL = 1.5
+
+
+def prepare_services() -> None:
+    """Start the devstack if needed and point this process and every child (pool processes,
+    the MCP server) at a database, Valkey DB and task queue of their own."""
+    import psycopg
+
+    from amtp_site import devstack
+
+    external = devstack.external_services()
+    devstack.up(tuple(s for s in devstack.SERVICES if s not in external))
+    urls = {**devstack.urls(), **{k: os.environ[k] for k in devstack.ENV_VARS.values()
+                                  if os.environ.get(k)}}  # fmt: skip
+    pg = urlsplit(urls["DATABASE_URL"])
+    with psycopg.connect(pg._replace(path="/postgres").geturl(), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')  # a clean slate
+        conn.execute(f'CREATE DATABASE "{DB_NAME}"')
+    os.environ.update(
+        DATABASE_URL=pg._replace(path=f"/{DB_NAME}").geturl(),
+        VALKEY_URL=urlsplit(urls["VALKEY_URL"])._replace(path=f"/{VALKEY_DB}").geturl(),
+        TEMPORAL_ADDRESS=urls["TEMPORAL_ADDRESS"],
+        TEMPORAL_TASK_QUEUE=f"bench-amtp-{uuid.uuid4().hex[:8]}",
+        AMTP_LLM_PROVIDER="offline",
+        DJANGO_SETTINGS_MODULE="amtp_site.settings",
+    )
+    os.environ.setdefault("AMTP_LOG_LEVEL", "WARNING")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+class WorkerThread:
+    """A Temporal worker on its own event loop in a thread, with a fresh RespawningProcessPool
+    (as tests/temporal_worker.py runs the real one)."""
+
+    def __init__(self, build) -> None:
+        self.build = build  # (client, pool, manager) -> Worker
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._main, daemon=True)
+
+    def _main(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as exc:  # re-raised by start()
+            self.error = exc
+            self._ready.set()
+
+    async def _serve(self) -> None:
+        from django.conf import settings
+
+        from runs.temporal import connect
+        from runs.worker import RespawningProcessPool
+
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        client = await connect()
+        pool = RespawningProcessPool(settings.AMTP_WORKER_PROCESSES)
+        with multiprocessing.Manager() as manager:
+            async with self.build(client, pool, manager):
+                self._ready.set()
+                await self._stop.wait()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> WorkerThread:
+        self.thread.start()
+        self._ready.wait(60)
+        if self.error:
+            raise self.error
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._loop and self._stop:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self.thread.join(60)
+
+
+def amtp_worker(client, pool, manager):
+    from django.conf import settings
+
+    from runs.worker import build_worker
+
+    return build_worker(client, task_queue=settings.TEMPORAL_TASK_QUEUE, pool=pool,
+                        manager=manager)  # fmt: skip
+
+
+def bare_worker(task_queue: str):
+    def build(client, pool, manager):
+        from bare_workflow import ACTIVITIES, BareWorkflow
+        from django.conf import settings
+        from temporalio.worker import SharedStateManager, Worker
+
+        return Worker(  # what build_worker configures, with the bare workflow and activities
+            client, task_queue=task_queue, workflows=[BareWorkflow], activities=ACTIVITIES,
+            activity_executor=pool,
+            shared_state_manager=SharedStateManager.create_from_multiprocessing(manager),
+            max_concurrent_activities=max(4, settings.AMTP_WORKER_PROCESSES * 4),
+            graceful_shutdown_timeout=timedelta(seconds=10),
+        )  # fmt: skip
+
+    return build
+
+
+async def _results(workflow_ids: list[str]) -> list:
+    from runs.temporal import connect
+
+    client = await connect()
+    return await asyncio.gather(*(client.get_workflow_handle(w).result() for w in workflow_ids))
+
+
+def launch_amtp(repositories: list, count: int) -> list:
+    """Start ``count`` runs the way every surface does (``run_create``); one repository each,
+    so per-repository concurrency limits and the PR lock do not serialise them."""
+    from runs.models import Run
+    from runs.services import run_create
+
+    return [str(run_create(repository=repositories[i % len(repositories)],
+                           trigger=Run.Trigger.CLI, requested_by="bench").run_id)
+            for i in range(count)]  # fmt: skip
+
+
+def launch_bare(task_queue: str, count: int) -> list:
+    from bare_workflow import WORKFLOW_NAME
+
+    from runs.temporal import connect
+
+    async def start() -> list[str]:
+        client = await connect()  # run_create connects per run too
+        ids = [f"bench-bare-{uuid.uuid4()}" for _ in range(count)]
+        for workflow_id in ids:
+            await client.start_workflow(WORKFLOW_NAME, workflow_id, id=workflow_id,
+                                        task_queue=task_queue)  # fmt: skip
+        return ids
+
+    return asyncio.run(start())
+
+
+def measure(launchers: dict, runs: int) -> dict[str, dict]:
+    """Sequential: one run at a time, start to result, alternating between the workflows so
+    background load on a shared machine hits both alike. Concurrent: ``runs`` launched at
+    once, first start to last result."""
+    out = {name: {"seq": [], "ids": [], "results": []} for name in launchers}
+    for _ in range(runs):
+        for name, launch in launchers.items():
+            m, started = out[name], time.perf_counter()
+            m["ids"] += launch(1)
+            m["results"] += asyncio.run(_results(m["ids"][-1:]))  # a failure raises, with cause
+            m["seq"].append(time.perf_counter() - started)
+    for name, launch in launchers.items():
+        m, started = out[name], time.perf_counter()
+        m["ids"] += launch(runs)
+        m["results"] += asyncio.run(_results(m["ids"][-runs:]))
+        m["elapsed"] = time.perf_counter() - started
+        m["per_min"] = runs * 60 / m["elapsed"]
+    return out
+
+
+async def _timelines(workflow_ids: list[str]) -> list[dict]:
+    """Per run, from Temporal's event history: seconds each activity ran (started ->
+    completed), seconds activities waited for a worker slot, seconds in workflow tasks."""
+    from temporalio.api.enums.v1 import EventType as E
+
+    from runs.temporal import connect
+
+    client = await connect()
+    rows = []
+    for workflow_id in workflow_ids:
+        history = await client.get_workflow_handle(workflow_id).fetch_history()
+        row: dict = {"activities": {}, "queued": 0.0, "workflow_tasks": 0.0}
+        scheduled, started, task = {}, {}, 0.0
+        times = [e.event_time.ToMicroseconds() / 1e6 for e in history.events]
+        for e, at in zip(history.events, times, strict=True):
+            if e.event_type == E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                scheduled[e.event_id] = (
+                    e.activity_task_scheduled_event_attributes.activity_type.name,
+                    at,
+                )
+            elif e.event_type == E.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+                sid = e.activity_task_started_event_attributes.scheduled_event_id
+                started[sid] = at
+                row["queued"] += at - scheduled[sid][1]
+            elif e.event_type == E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+                sid = e.activity_task_completed_event_attributes.scheduled_event_id
+                name = scheduled[sid][0]
+                row["activities"][name] = row["activities"].get(name, 0.0) + at - started[sid]
+            elif e.event_type == E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+                task = at
+            elif e.event_type == E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                row["workflow_tasks"] += at - task
+        row["workflow"] = times[-1] - times[0]
+        rows.append(row)
+    return rows
+
+
+def breakdown(m: dict, runs: int, pool_activities) -> dict:
+    """Means over the sequential runs: where a run's wall time goes."""
+    rows = asyncio.run(_timelines(m["ids"][:runs]))
+    names = list(rows[0]["activities"])
+    activity = {n: statistics.mean(r["activities"].get(n, 0.0) for r in rows) for n in names}
+    pool = {n: s for n, s in activity.items() if n in pool_activities}
+    out = {
+        "pool": pool,
+        "bookkeeping": sum(s for n, s in activity.items() if n not in pool),
+        "queued": statistics.mean(r["queued"] for r in rows),
+        "workflow_tasks": statistics.mean(r["workflow_tasks"] for r in rows),
+        "workflow": statistics.mean(r["workflow"] for r in rows),
+    }
+    out["outside"] = statistics.mean(m["seq"]) - out["workflow"]  # starting it, fetching result
+    return out
+
+
+def stage_seconds(run_ids: list[str]) -> tuple[dict[str, float], int]:
+    """Mean seconds per stage as the stages table records them (from inside the activity, so
+    process start-up and imports are not included), and retries over the given runs."""
+    from runs.models import Stage
+    from runs.workflows import STAGE_OF
+
+    activity_of = {stage: name for name, stage in STAGE_OF.items()}
+    per_stage: dict[str, list[float]] = {}
+    retries = 0
+    for stage in Stage.objects.filter(run_id__in=run_ids):
+        retries += max(stage.attempts - 1, 0)
+        if stage.started_at and stage.finished_at:
+            seconds = (stage.finished_at - stage.started_at).total_seconds()
+            per_stage.setdefault(activity_of[stage.name], []).append(seconds)
+    return {k: statistics.mean(v) for k, v in per_stage.items()}, retries
+
+
+def summary(label: str, m: dict, b: dict, stages: dict[str, float] | None = None) -> None:
+    seq = m["seq"]
+    print(f"  sequential  mean {statistics.mean(seq):6.2f} s   median "
+          f"{statistics.median(seq):6.2f} s   min {min(seq):.2f}  max {max(seq):.2f}  ({label})")  # fmt: skip
+    print(f"  concurrent  {len(seq)} runs in {m['elapsed']:.2f} s -> {m['per_min']:.1f} runs/min")
+    stages = stages or {}
+    pool = ", ".join(f"{n} {s:.2f}" + (f" (body {stages[n]:.2f})" if n in stages else "")
+                     for n, s in b["pool"].items())  # fmt: skip
+    print(f"  per run     workflow {b['workflow']:.2f} s: pool activities "
+          f"{sum(b['pool'].values()):.2f} s [{pool}], bookkeeping activities "
+          f"{b['bookkeeping']:.2f} s, task-queue latency {b['queued']:.2f} s, workflow tasks "
+          f"{b['workflow_tasks']:.2f} s; starting + fetching the result {b['outside']:.2f} s")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="N (default 5)")
+    args = parser.parse_args()
+    n = args.runs
+
+    prepare_services()
+    from amtp_site import valkey
+
+    valkey.client().flushdb()  # our own logical DB: no stale limits or locks
+    with tempfile.TemporaryDirectory(prefix="amtp-bench-orch-") as tmp:
+        measured = run_all(n, Path(tmp))
+    report(n, measured["amtp"], measured["bare"])
+
+
+def run_all(n: int, workdir: Path) -> dict[str, dict]:
+    from django.conf import settings
+
+    from runs.models import Repository
+    from tests.gitrepo import make_git_repo
+    from tests.samples import DEMO_WEB
+
+    repositories = [
+        Repository.objects.create(full_name=f"bench/web-{i}", host="local",
+                                  local_path=make_git_repo(workdir / f"web-{i}", DEMO_WEB))
+        for i in range(n)
+    ]  # fmt: skip
+    bare_queue = f"bench-bare-{uuid.uuid4().hex[:8]}"
+    print(
+        f"{n} runs each; worker pool: {settings.AMTP_WORKER_PROCESSES} processes (spawn, "
+        f"max_tasks_per_child=1); Temporal {settings.TEMPORAL_ADDRESS}; {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+
+    launchers = {
+        "amtp": lambda count: launch_amtp(repositories, count),
+        "bare": lambda count: launch_bare(bare_queue, count),
+    }
+    with WorkerThread(amtp_worker), WorkerThread(bare_worker(bare_queue)):
+        for launch in launchers.values():  # warm-up: worker start, sandbox imports
+            asyncio.run(_results(launch(1)))
+        return measure(launchers, n)
+
+
+def report(n: int, amtp: dict, bare: dict) -> None:
+    import bare_workflow
+
+    from runs import workflow_types as t
+    from runs.activities import AGENT_ACTIVITIES
+
+    assert set(amtp["results"]) == {"passed"}, amtp["results"]
+    agent_names = {a.__temporal_activity_definition.name for a in AGENT_ACTIVITIES}
+    stages, retries = stage_seconds(amtp["ids"][:n])
+    amtp_b = breakdown(amtp, n, agent_names)
+    bare_b = breakdown(bare, n, set(bare_workflow.ACTIVITY_NAMES))
+    print(f"\nAMTP pipeline (offline provider, DEMO_WEB, default depth, local host); "
+          f"retries: {retries}")  # fmt: skip
+    summary("run_create -> workflow result", amtp, amtp_b, stages)
+    print("\nbare workflow (4 no-op activities, same pool and initializer)")
+    summary("start_workflow -> workflow result", bare, bare_b)
+    # What a pool activity costs beyond its own body: spawn, imports, django.setup, unpickling.
+    amtp_fixed = statistics.mean(amtp_b["pool"][n_] - stages.get(n_, 0.0) for n_ in agent_names)
+    print(f"\npool activity cost beyond its body: AMTP {amtp_fixed:.2f} s, bare "
+          f"{statistics.mean(bare_b['pool'].values()):.2f} s (per activity; {t.CRAWL_REPO} body "
+          f"includes the MCP server process)")  # fmt: skip
+
+    per_run = statistics.mean(amtp["seq"]) / statistics.mean(bare["seq"])
+    per_run_median = statistics.median(amtp["seq"]) / statistics.median(bare["seq"])
+    throughput = bare["per_min"] / amtp["per_min"]  # >1: AMTP gets fewer runs through
+    # The agents' own work (stage bodies) is not orchestration: without it, what is left?
+    orchestration = (statistics.mean(amtp["seq"]) - sum(stages.values())) / statistics.mean(
+        bare["seq"]
+    )
+    print(f"\nAMTP / bare: per run {per_run:.2f}x (mean), {per_run_median:.2f}x (median); "
+          f"throughput cost {throughput:.2f}x ({amtp['per_min']:.1f} vs {bare['per_min']:.1f} "
+          f"runs/min); per run without the stage bodies {orchestration:.2f}x")  # fmt: skip
+    met = max(per_run, per_run_median, throughput) <= GOAL
+    print(f"load average at the end {os.getloadavg()[0]:.1f} (other work on this machine "
+          "slows both workflows; the ratio is the figure to compare)")  # fmt: skip
+    print(f"goal: AMTP's orchestration costs at most {GOAL}x the bare workflow -> "
+          f"{'met' if met else 'NOT met'}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
