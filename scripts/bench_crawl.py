@@ -382,8 +382,6 @@ def main() -> None:
             report(f"cold crawl with {label}", crawl(fake, valkey, "truncated"))
         valkey.flushdb()
         goal = cold["api"]["trees_recursive"] + cold["api"]["trees_one_level"] == 1
-        print("\ncache hits count every cached read, including the tree lookup each "
-              "repo.read_file makes, so a cold crawl has hits and a warm one exceeds 1.0")  # fmt: skip
         print(f"goal: 1 tree call per untruncated deep crawl -> "
               f"{'met' if goal else 'NOT met'} ({cold['api']['total'] - cold['api']['blobs']} "
               f"non-blob calls, {cold['api']['blobs']} blob reads); warm crawl: "
