@@ -21,7 +21,7 @@ from agents.providers.base import (
     mcp_tool_name,
     vendor_tool_name,
 )
-from agents.providers.vendor_errors import from_status, redact
+from agents.providers.vendor_errors import from_status, redact, transport_error
 from amtp_site.errors import LlmProviderError, LlmProviderRejected
 
 # The SDK's own retry policy treats these as transient too; everything else in 4xx is final.
@@ -92,16 +92,10 @@ class AnthropicProvider(Provider):
 
     def _translate(self, exc: anthropic.APIError) -> LlmProviderError | LlmProviderRejected:
         details: dict[str, Any] = {"vendor": self.name, "model": self.options.model}
-        if isinstance(exc, anthropic.APITimeoutError):
-            timeout = self.options.timeout_seconds
-            return LlmProviderError(f"anthropic: no answer within {timeout:g} s", **details)
-        if isinstance(exc, anthropic.APIConnectionError):
-            cause = type(exc.__cause__).__name__ if exc.__cause__ else "unknown cause"
-            return LlmProviderError(f"anthropic: connection failed ({cause})", **details)
-        if not isinstance(exc, anthropic.APIStatusError):
-            # A 2xx the SDK could not read (strict validation); a fresh attempt may do better.
-            text = redact(exc.message, self._api_key)
-            return LlmProviderError(f"anthropic: unreadable response: {text}", **details)
+        failed = transport_error(anthropic, exc, vendor=self.name, timeout=self.options.timeout_seconds,
+                                 api_key=self._api_key, details=details)  # fmt: skip
+        if failed is not None:
+            return failed
         status = exc.status_code
         kind = exc.type or "error"
         text = redact(exc.api_message or _body_text(exc.body), self._api_key)

@@ -32,7 +32,7 @@ from agents.providers.base import (
     mcp_tool_name,
     vendor_tool_name,
 )
-from agents.providers.vendor_errors import from_status, redact
+from agents.providers.vendor_errors import from_status, redact, transport_error
 from amtp_site.errors import LlmProviderError, LlmProviderRejected
 
 INVALID_ARGUMENTS_KEY = "__invalid_json__"
@@ -150,15 +150,10 @@ class OpenAIProvider(Provider):
 
     def _translate(self, exc: openai.APIError) -> LlmProviderError | LlmProviderRejected:
         details: dict[str, Any] = {"vendor": self.name, "model": self.options.model}
-        if isinstance(exc, openai.APITimeoutError):
-            timeout = self.options.timeout_seconds
-            return LlmProviderError(f"openai: no answer within {timeout:g} s", **details)
-        if isinstance(exc, openai.APIConnectionError):
-            cause = type(exc.__cause__).__name__ if exc.__cause__ else "unknown cause"
-            return LlmProviderError(f"openai: connection failed ({cause})", **details)
-        if not isinstance(exc, openai.APIStatusError):
-            text = redact(exc.message, self._api_key)
-            return LlmProviderError(f"openai: unreadable response: {text}", **details)
+        failed = transport_error(openai, exc, vendor=self.name, timeout=self.options.timeout_seconds,
+                                 api_key=self._api_key, details=details)  # fmt: skip
+        if failed is not None:
+            return failed
         status = exc.status_code
         kind = exc.type or exc.code or "error"
         text = redact(_vendor_message(exc.body), self._api_key)

@@ -57,3 +57,21 @@ def from_status(vendor: str, status: int, kind: str, text: str, headers: Any, de
     if status >= 500 or status in RETRYABLE_STATUSES:  # Anthropic's 529 overloaded included
         return LlmProviderError(message, **details)
     return LlmProviderRejected(message, **details)
+
+
+def transport_error(sdk: Any, exc: Exception, *, vendor: str, timeout: float, api_key: str,
+                    details: dict):  # fmt: skip
+    """Errors without an HTTP status (timeout, connection, unreadable 2xx), all transient;
+    None for a status error, which :func:`from_status` maps."""
+    from amtp_site.errors import LlmProviderError
+
+    if isinstance(exc, sdk.APITimeoutError):
+        return LlmProviderError(f"{vendor}: no answer within {timeout:g} s", **details)
+    if isinstance(exc, sdk.APIConnectionError):
+        cause = type(exc.__cause__).__name__ if exc.__cause__ else "unknown cause"
+        return LlmProviderError(f"{vendor}: connection failed ({cause})", **details)
+    if not isinstance(exc, sdk.APIStatusError):
+        # A 2xx the SDK could not read (strict validation); a fresh attempt may do better.
+        text = redact(exc.message, api_key)
+        return LlmProviderError(f"{vendor}: unreadable response: {text}", **details)
+    return None
