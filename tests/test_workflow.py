@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,14 @@ from tests.samples import DEMO_MOBILE, DEMO_WEB
 from tests.temporal_worker import wait_for, wait_terminal
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def slot_released(repo, timeout=15.0) -> bool:
+    """The slot is released in the workflow's `finally`, just after the run's terminal mark."""
+    deadline = time.monotonic() + timeout
+    while valkey_mod.concurrency_count(repo.full_name) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return valkey_mod.concurrency_count(repo.full_name) == 0
 
 
 def local_repo(tmp_path, name, files, **settings):
@@ -48,7 +57,7 @@ def test_happy_path_on_the_local_host(tmp_path, worker, framework, files):
     pids = [run.artifacts.get(kind=k).meta["pid"] for k in
             ("repo_crawler_output", "test_case_generator_output", "test_engineer_output")]  # fmt: skip
     assert len(set(pids)) == 3, "each agent must run in a fresh process"
-    assert valkey_mod.concurrency_count(repo.full_name) == 0
+    assert slot_released(repo)
 
 
 def test_policy_gate_approve_opens_the_pr(tmp_path, worker):
@@ -100,7 +109,7 @@ def test_cancel_mid_run_releases_everything_and_opens_no_pr(tmp_path, worker):
     assert run.stages.get(name="create_pull_request").status == "cancelled"
     assert run.approvals.get().decision == "rejected"
     assert not run.artifacts.filter(kind="pull_request").exists()
-    assert valkey_mod.concurrency_count(repo.full_name) == 0
+    assert slot_released(repo)
     assert valkey_mod.client().get(valkey_mod.pr_lock_key(repo.full_name)) is None
 
 
