@@ -9,7 +9,9 @@ details (Temporal matches the retry policy's non-retryable list by that type nam
 
 from __future__ import annotations
 
+import contextvars
 import functools
+import threading
 from datetime import timedelta
 
 from asgiref.sync import sync_to_async
@@ -54,25 +56,56 @@ def _typed(stage: str | None):
 # --- agent activities (process pool) ---------------------------------------------------
 
 
+def _heartbeating(fn):
+    """Heartbeat from a side thread while the agent works, so Temporal notices a dead worker
+    within the heartbeat timeout instead of the (long) start-to-close timeout."""
+
+    @functools.wraps(fn)
+    def inner(arg):
+        context = contextvars.copy_context()  # the activity context lives in contextvars
+        every = max(1.0, activity.info().heartbeat_timeout.total_seconds() / 4
+                    if activity.info().heartbeat_timeout else 15.0)  # fmt: skip
+        stop = threading.Event()
+
+        def beat():
+            while not stop.wait(every):
+                try:
+                    context.run(activity.heartbeat)
+                except Exception:  # the activity is finishing; nothing left to keep alive
+                    return
+
+        threading.Thread(target=beat, daemon=True, name="heartbeat").start()
+        try:
+            return fn(arg)
+        finally:
+            stop.set()
+
+    return inner
+
+
 @activity.defn(name=t.CRAWL_REPO)
+@_heartbeating
 @_typed(Stage.Name.CRAWL_REPO)
 def crawl_repo(run_id: str) -> str:
     return pipeline.crawl_repo(run_id)
 
 
 @activity.defn(name=t.GENERATE_TEST_CASES)
+@_heartbeating
 @_typed(Stage.Name.GENERATE_TEST_CASES)
 def generate_test_cases(run_id: str) -> str:
     return pipeline.generate_test_cases(run_id)
 
 
 @activity.defn(name=t.GENERATE_TEST_CODE)
+@_heartbeating
 @_typed(Stage.Name.GENERATE_TEST_CODE)
 def generate_test_code(run_id: str) -> str:
     return pipeline.generate_test_code(run_id)
 
 
 @activity.defn(name=t.CREATE_PULL_REQUEST)
+@_heartbeating
 @_typed(Stage.Name.CREATE_PULL_REQUEST)
 def create_pull_request(run_id: str) -> str:
     return pipeline.create_pull_request(run_id)

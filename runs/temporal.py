@@ -34,6 +34,7 @@ def workflow_params(run) -> WorkflowParams:
         require_approval=run.repository.require_approval,
         retry=retry_settings(),
         agent_timeout_s=settings.AMTP_AGENT_ACTIVITY_TIMEOUT_S,
+        heartbeat_timeout_s=settings.AMTP_HEARTBEAT_TIMEOUT_S,
         bookkeeping_timeout_s=settings.AMTP_BOOKKEEPING_TIMEOUT_S,
         approval_timeout_s=settings.AMTP_APPROVAL_TIMEOUT_S,
     )

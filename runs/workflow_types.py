@@ -42,6 +42,8 @@ class WorkflowParams:
     require_approval: bool = False
     retry: RetrySettings = field(default_factory=RetrySettings)
     agent_timeout_s: float = 900.0
+    # Agent processes heartbeat; a worker that dies is noticed after this, not agent_timeout_s.
+    heartbeat_timeout_s: float = 60.0
     bookkeeping_timeout_s: float = 60.0
     approval_timeout_s: float = 7 * 24 * 3600.0
 

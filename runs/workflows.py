@@ -111,6 +111,7 @@ class TestGenerationWorkflow:
         self._stage = STAGE_OF[name]
         return await workflow.execute_activity(
             name, run_id, start_to_close_timeout=timedelta(seconds=self.params.agent_timeout_s),
+            heartbeat_timeout=timedelta(seconds=self.params.heartbeat_timeout_s),
             retry_policy=self.retry,
         )  # fmt: skip
 

@@ -65,7 +65,10 @@ def start_worker(log_path: Path, queue: str, env: dict) -> subprocess.Popen:
 def test_worker_killed_mid_activity_then_restarted_completes_the_run(
     tmp_path, temporal_env, settings
 ):
-    settings.AMTP_AGENT_ACTIVITY_TIMEOUT_S = 12  # how soon Temporal gives up on the dead worker
+    # The dead worker's agent stops heartbeating: Temporal retries after the heartbeat timeout,
+    # long before the start-to-close timeout.
+    settings.AMTP_HEARTBEAT_TIMEOUT_S = 6
+    settings.AMTP_AGENT_ACTIVITY_TIMEOUT_S = 600
     marker = tmp_path / "hanging"
     # The first worker's agent process persists the test cases, then hangs until killed.
     env = {**os.environ, "AMTP_FAULT_ONCE": f"generate_test_cases:hang:{marker}"}
@@ -84,7 +87,7 @@ def test_worker_killed_mid_activity_then_restarted_completes_the_run(
         first.wait(10)
     second = start_worker(tmp_path / "w2.log", queue, env)
     try:
-        run = wait_terminal(run, timeout=180)
+        run = wait_terminal(run, timeout=90)
     finally:
         os.killpg(second.pid, signal.SIGTERM)
         second.wait(30)
