@@ -9,3 +9,24 @@ def django_setup() -> None:
     import django
 
     django.setup()
+
+
+def connection_env() -> dict[str, str]:
+    """The environment a child process (MCP server, agent process) needs to reach the same
+    database, Valkey and GitHub as this one, whatever this process's settings were built from
+    (e.g. the test database)."""
+    from urllib.parse import quote
+
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    auth = quote(db["USER"], safe="") + (
+        f":{quote(db['PASSWORD'], safe='')}" if db.get("PASSWORD") else ""
+    )
+    return {
+        "DATABASE_URL": f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "VALKEY_URL": settings.VALKEY_URL,
+        "GITHUB_API_URL": settings.GITHUB_API_URL,
+        "GITHUB_TOKEN": settings.GITHUB_TOKEN,
+        "GITHUB_SECONDS_BETWEEN_WRITES": str(settings.GITHUB_SECONDS_BETWEEN_WRITES),
+    }

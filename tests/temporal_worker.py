@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 
+from amtp_site.child import connection_env
 from runs.models import Run
 
 FAST_RETRY = {
@@ -19,16 +20,9 @@ FAST_RETRY = {
 }
 
 
-def child_env(settings) -> dict[str, str]:
+def child_env() -> dict[str, str]:
     """Spawned agent processes read settings from the environment: point them at the test DB."""
-    db = settings.DATABASES["default"]
-    return {
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "VALKEY_URL": settings.VALKEY_URL,
-        "GITHUB_API_URL": settings.GITHUB_API_URL,
-        "GITHUB_TOKEN": settings.GITHUB_TOKEN,
-        "AMTP_LLM_PROVIDER": "offline",
-    }
+    return {**connection_env(), "AMTP_LLM_PROVIDER": "offline"}
 
 
 class WorkerThread:
@@ -85,7 +79,7 @@ def temporal_env(settings, valkey, monkeypatch, transactional_db):
     settings.AMTP_AGENT_ACTIVITY_TIMEOUT_S = 120
     settings.AMTP_BOOKKEEPING_TIMEOUT_S = 30
     settings.AMTP_LLM_PROVIDER = "offline"
-    for key, value in child_env(settings).items():
+    for key, value in child_env().items():
         monkeypatch.setenv(key, value)
     return settings
 
