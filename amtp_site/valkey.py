@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 
 import redis
 from django.conf import settings
@@ -21,7 +22,13 @@ CONCURRENCY_TTL = 3600
 
 
 def client() -> redis.Redis:
-    return redis.Redis.from_url(settings.VALKEY_URL, socket_timeout=5, socket_connect_timeout=5)
+    return _client_for(settings.VALKEY_URL)
+
+
+@cache
+def _client_for(url: str) -> redis.Redis:
+    # One connection pool per URL and process, not one per call (the client is thread-safe).
+    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
 
 
 def pr_lock_key(repo: str) -> str:
