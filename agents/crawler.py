@@ -57,16 +57,27 @@ def _text(result) -> str:
 class RepoCrawler(Agent):
     name = "repo_crawler"
     tools = [
-        ToolSpec(TREE_TOOL, "List the repository's files (path and size) at the run's commit, "
-                 "filtered for the run's depth level.", {"type": "object", "properties": {},
-                                                         "additionalProperties": False}),
-        ToolSpec(READ_TOOL, "Read one text file listed by repo.tree.",
-                 {"type": "object", "properties": {"path": {"type": "string"}},
-                  "required": ["path"], "additionalProperties": False}),
-    ]  # fmt: skip
+        ToolSpec(
+            TREE_TOOL,
+            "List the repository's files (path and size) at the run's commit, "
+            "filtered for the run's depth level.",
+            {"type": "object", "properties": {}, "additionalProperties": False},
+        ),
+        ToolSpec(
+            READ_TOOL,
+            "Read one text file listed by repo.tree.",
+            {
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"],
+                "additionalProperties": False,
+            },
+        ),
+    ]
 
-    def __init__(self, client: Client, *, payload: dict, commit_sha: str, crawl_id: str,
-                 budgets: Budgets) -> None:  # fmt: skip
+    def __init__(
+        self, client: Client, *, payload: dict, commit_sha: str, crawl_id: str, budgets: Budgets
+    ) -> None:
         self.client = client
         self.payload = payload
         self.commit_sha = commit_sha
@@ -76,8 +87,9 @@ class RepoCrawler(Agent):
         self.file_tree: list[dict[str, Any]] = []
 
     async def _mcp(self, tool: str, **args) -> dict[str, Any]:
-        result = await self.client.call_tool(tool, {"repo": self.payload["repo_full_name"],
-                                                    "ref": self.commit_sha, **args})  # fmt: skip
+        result = await self.client.call_tool(
+            tool, {"repo": self.payload["repo_full_name"], "ref": self.commit_sha, **args}
+        )
         if result.is_error:
             raise RepositoryAccessError(_text(result))
         return result.structured_content or json.loads(_text(result))
@@ -97,20 +109,29 @@ class RepoCrawler(Agent):
                 if not isinstance(path, str) or not path:
                     return ToolResult(call.id, "repo.read_file needs a 'path' string", True)
                 if self.bytes_read >= self.budgets.max_bytes_read:
-                    return ToolResult(call.id, f"Read budget of {self.budgets.max_bytes_read} "
-                                      "bytes exhausted: answer now with what you have.", True)  # fmt: skip
+                    return ToolResult(
+                        call.id,
+                        f"Read budget of {self.budgets.max_bytes_read} "
+                        "bytes exhausted: answer now with what you have.",
+                        True,
+                    )
                 read = await self._mcp(READ_TOOL, path=path)
                 self.bytes_read += len(read["content"].encode())
                 return ToolResult(call.id, wrap_data(READ_TOOL, read["content"], path=path))
         except RepositoryAccessError as exc:
             return ToolResult(call.id, exc.message, is_error=True)
-        return ToolResult(call.id, f"unknown tool {call.name!r}; only repo.tree and "
-                          "repo.read_file exist", is_error=True)  # fmt: skip
+        return ToolResult(
+            call.id,
+            f"unknown tool {call.name!r}; only repo.tree and repo.read_file exist",
+            is_error=True,
+        )
 
     def assemble(self, answer: Any, ctx: AgentContext) -> Any:
         if not isinstance(answer, dict):
-            raise SchemaValidationError(self.output_schema, [{
-                "path": "$", "rule": "type", "message": "the answer must be a JSON object"}])  # fmt: skip
+            raise SchemaValidationError(
+                self.output_schema,
+                [{"path": "$", "rule": "type", "message": "the answer must be a JSON object"}],
+            )
         output = {
             "run_id": self.payload["run_id"],
             "repo_full_name": self.payload["repo_full_name"],
@@ -125,23 +146,27 @@ class RepoCrawler(Agent):
         listed = {e["path"] for e in output["file_tree"]}
         missing = [
             f"$.entry_points[{i}].path: {ep['path']!r} is not in the file tree"
-            for i, ep in enumerate(output["entry_points"]) if ep["path"] not in listed
-        ]  # fmt: skip
+            for i, ep in enumerate(output["entry_points"])
+            if ep["path"] not in listed
+        ]
         if missing:
             raise ContractViolation("entry points must be files listed by repo.tree", missing)
 
 
-async def crawl(*, payload: dict, commit_sha: str, provider: Provider, budgets: Budgets,
-                repairs: int) -> AgentResult:  # fmt: skip
+async def crawl(
+    *, payload: dict, commit_sha: str, provider: Provider, budgets: Budgets, repairs: int
+) -> AgentResult:
     """Run the crawler for a validated ``repo_crawler/input`` at a resolved commit."""
     crawl_id = f"{payload['run_id']}:{uuid.uuid4()}"
     params = mcp_server_params(crawl_id=crawl_id, repo=payload["repo_full_name"])
     async with Client(params, read_timeout_seconds=120) as client:
-        agent = RepoCrawler(client, payload=payload, commit_sha=commit_sha, crawl_id=crawl_id,
-                            budgets=budgets)  # fmt: skip
+        agent = RepoCrawler(
+            client, payload=payload, commit_sha=commit_sha, crawl_id=crawl_id, budgets=budgets
+        )
         await agent.prepare()
         ctx = AgentContext(run_id=payload["run_id"])
-        result = await run_agent(agent, payload=payload, ctx=ctx, provider=provider,
-                                 budgets=budgets, repairs=repairs)  # fmt: skip
+        result = await run_agent(
+            agent, payload=payload, ctx=ctx, provider=provider, budgets=budgets, repairs=repairs
+        )
     result.meta.update(commit_sha=commit_sha, bytes_read=agent.bytes_read)
     return result

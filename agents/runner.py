@@ -165,8 +165,13 @@ async def run_agent(
                 estimated_tokens=estimate,
                 budget=budgets.max_input_tokens,
             )
-        log.info("LLM call %d for %s (run %s, provider %s)", calls + 1, agent.name, ctx.run_id,
-                 provider.name)  # fmt: skip
+        log.info(
+            "LLM call %d for %s (run %s, provider %s)",
+            calls + 1,
+            agent.name,
+            ctx.run_id,
+            provider.name,
+        )
         completion: Completion = await asyncio.to_thread(
             provider.complete, system=system, messages=messages, tools=agent.tools
         )
@@ -183,8 +188,13 @@ async def run_agent(
             results = []
             for call in completion.tool_calls:
                 if tool_calls > budgets.max_tool_calls:
-                    results.append(ToolResult(call.id, "Tool-call budget exhausted: answer now "
-                                              "with what you have.", is_error=True))  # fmt: skip
+                    results.append(
+                        ToolResult(
+                            call.id,
+                            "Tool-call budget exhausted: answer now with what you have.",
+                            is_error=True,
+                        )
+                    )
                 else:
                     results.append(await agent.call_tool(call, ctx))
             messages.append(

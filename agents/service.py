@@ -27,8 +27,11 @@ def budgets() -> Budgets:
 
 
 def upstream_ref(agent: str, artifact_id: str) -> dict[str, str]:
-    return {"agent": agent, "artifact_id": artifact_id,
-            "schema_id": schemas.schema_id(f"{agent}/output")}  # fmt: skip
+    return {
+        "agent": agent,
+        "artifact_id": artifact_id,
+        "schema_id": schemas.schema_id(f"{agent}/output"),
+    }
 
 
 def run_repo_crawler(payload: dict, *, commit_sha: str) -> AgentResult:
@@ -36,8 +39,15 @@ def run_repo_crawler(payload: dict, *, commit_sha: str) -> AgentResult:
 
     schemas.validate("repo_crawler/input", payload)
     provider = make_provider("repo_crawler")
-    return asyncio.run(crawl(payload=payload, commit_sha=commit_sha, provider=provider,
-                             budgets=budgets(), repairs=settings.AMTP_REPAIR_TURNS))  # fmt: skip
+    return asyncio.run(
+        crawl(
+            payload=payload,
+            commit_sha=commit_sha,
+            provider=provider,
+            budgets=budgets(),
+            repairs=settings.AMTP_REPAIR_TURNS,
+        )
+    )
 
 
 def run_test_case_generator(payload: dict, *, upstream_artifact_id: str) -> AgentResult:
@@ -45,26 +55,43 @@ def run_test_case_generator(payload: dict, *, upstream_artifact_id: str) -> Agen
     schemas.validate(agent.input_schema, payload)
     provider = make_provider(agent.name, output_schema=schemas.load(agent.output_schema))
     ctx = AgentContext(run_id=payload["run_id"], extra={"depth_level": payload["depth_level"]})
-    return asyncio.run(run_agent(
-        agent, payload=payload, ctx=ctx, provider=provider,
-        upstream=upstream_ref("repo_crawler", upstream_artifact_id),
-        budgets=budgets(), repairs=settings.AMTP_REPAIR_TURNS,
-    ))  # fmt: skip
+    return asyncio.run(
+        run_agent(
+            agent,
+            payload=payload,
+            ctx=ctx,
+            provider=provider,
+            upstream=upstream_ref("repo_crawler", upstream_artifact_id),
+            budgets=budgets(),
+            repairs=settings.AMTP_REPAIR_TURNS,
+        )
+    )
 
 
-def run_test_engineer(payload: dict, *, upstream_artifact_id: str, base_branch: str,
-                      head_branch: str, test_dir: str) -> AgentResult:  # fmt: skip
+def run_test_engineer(
+    payload: dict, *, upstream_artifact_id: str, base_branch: str, head_branch: str, test_dir: str
+) -> AgentResult:
     agent = TestEngineer()
     schemas.validate(agent.input_schema, payload)
     provider = make_provider(agent.name, output_schema=schemas.load(agent.output_schema))
     ctx = AgentContext(
         run_id=payload["run_id"],
         prompt_params={"test_dir": test_dir},
-        extra={"framework": payload["target_framework"], "test_dir": test_dir,
-               "base_branch": base_branch, "head_branch": head_branch},
-    )  # fmt: skip
-    return asyncio.run(run_agent(
-        agent, payload=payload, ctx=ctx, provider=provider,
-        upstream=upstream_ref("test_case_generator", upstream_artifact_id),
-        budgets=budgets(), repairs=settings.AMTP_REPAIR_TURNS,
-    ))  # fmt: skip
+        extra={
+            "framework": payload["target_framework"],
+            "test_dir": test_dir,
+            "base_branch": base_branch,
+            "head_branch": head_branch,
+        },
+    )
+    return asyncio.run(
+        run_agent(
+            agent,
+            payload=payload,
+            ctx=ctx,
+            provider=provider,
+            upstream=upstream_ref("test_case_generator", upstream_artifact_id),
+            budgets=budgets(),
+            repairs=settings.AMTP_REPAIR_TURNS,
+        )
+    )

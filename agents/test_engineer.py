@@ -20,8 +20,11 @@ class TestEngineer(Agent):
 
     def assemble(self, answer: Any, ctx: AgentContext) -> Any:
         if isinstance(answer, dict):
-            answer = {**answer, "base_branch": ctx.extra["base_branch"],
-                      "head_branch": ctx.extra["head_branch"]}  # fmt: skip
+            answer = {
+                **answer,
+                "base_branch": ctx.extra["base_branch"],
+                "head_branch": ctx.extra["head_branch"],
+            }
         return answer
 
     def check(self, output: dict[str, Any], ctx: AgentContext) -> None:

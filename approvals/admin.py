@@ -33,12 +33,14 @@ INVALID_DECISION = "The decision was not recorded: {errors}"
 
 
 class DecisionForm(forms.Form):
-    decision = forms.ChoiceField(choices=[(Decision.APPROVED, "Approve"),
-                                          (Decision.REJECTED, "Reject")])  # fmt: skip
+    decision = forms.ChoiceField(
+        choices=[(Decision.APPROVED, "Approve"), (Decision.REJECTED, "Reject")]
+    )
     comment = forms.CharField(
-        required=False, max_length=MAX_COMMENT_CHARS,
+        required=False,
+        max_length=MAX_COMMENT_CHARS,
         widget=forms.Textarea(attrs={"rows": 2, "cols": 60, "placeholder": "Comment"}),
-    )  # fmt: skip
+    )
 
     def clean(self):
         cleaned = super().clean()
@@ -98,14 +100,32 @@ class DecisionFilter(admin.SimpleListFilter):
 @admin.register(Approval)
 class ApprovalAdmin(admin.ModelAdmin):
     change_form_template = "admin/approvals/approval/change_form.html"
-    list_display = ("short_id", "decision_badge", "run_link", "repository", "approver",
-                    "held_because", "created_at", "decided_by", "decided_at")  # fmt: skip
+    list_display = (
+        "short_id",
+        "decision_badge",
+        "run_link",
+        "repository",
+        "approver",
+        "held_because",
+        "created_at",
+        "decided_by",
+        "decided_at",
+    )
     list_filter = (DecisionFilter, "approver")
     search_fields = ("approval_id", "run__run_id", "run__repo_full_name", "decided_by")
     list_select_related = ("run",)
     show_full_result_count = False
-    fields = ("decision_badge", "run_link", "stage", "approver", "comment", "created_at",
-              "decided_by", "decided_at", "decision_comment")  # fmt: skip
+    fields = (
+        "decision_badge",
+        "run_link",
+        "stage",
+        "approver",
+        "comment",
+        "created_at",
+        "decided_by",
+        "decided_at",
+        "decision_comment",
+    )
 
     def get_readonly_fields(self, request, obj=None):
         return [f.name for f in Approval._meta.fields] + ["decision_badge", "run_link"]
@@ -175,20 +195,23 @@ class ApprovalAdmin(admin.ModelAdmin):
     def _decide(self, request, approval: Approval, decision: str, comment: str) -> None:
         user = request.user.get_username()
         try:
-            approval_decide(approval=approval, decision=decision, decided_by=user,
-                            comment=comment.strip())  # fmt: skip
+            approval_decide(
+                approval=approval, decision=decision, decided_by=user, comment=comment.strip()
+            )
         except ApprovalAlreadyDecided as exc:
             self.message_user(request, str(exc), messages.ERROR)
         except OrchestratorUnavailable as exc:  # the service put the approval back to pending
             self.message_user(request, exc.message, messages.ERROR)
         else:
-            self.message_user(request, DECIDED.format(approval_id=approval.pk,
-                                                      decision=decision, user=user))  # fmt: skip
+            self.message_user(
+                request, DECIDED.format(approval_id=approval.pk, decision=decision, user=user)
+            )
 
     def _next_url(self, request, approval: Approval) -> str:
         """Back where the decision was made (the run page or the approval page)."""
         target = request.POST.get("next", "")
-        if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
-                                           require_https=request.is_secure()):  # fmt: skip
+        if url_has_allowed_host_and_scheme(
+            target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        ):
             return target
         return reverse("admin:approvals_approval_change", args=[approval.pk])

@@ -70,10 +70,16 @@ def list_approvals(request: HttpRequest, filters: Query[ApprovalFilters]):
 @router.post(
     "/{approval_id}/decision",
     response={200: ApprovalOut, **documented(400, 401, 403, 404, 409, 413, 415, 422, 503)},
-    auth=scoped(Scope.APPROVALS_DECIDE), url_name="approval_decide", summary="Decide an approval",
-)  # fmt: skip
+    auth=scoped(Scope.APPROVALS_DECIDE),
+    url_name="approval_decide",
+    summary="Decide an approval",
+)
 def decide_approval(request: HttpRequest, approval_id: uuid.UUID, payload: DecisionIn):
     """Approve (the workflow opens the PR) or reject (the run fails). Deciding twice is 409."""
     approval = get_object_or_404(Approval.objects.select_related("stage"), pk=approval_id)
-    return approval_decide(approval=approval, decision=payload.decision,
-                           decided_by=request.auth.name, comment=payload.comment)  # fmt: skip
+    return approval_decide(
+        approval=approval,
+        decision=payload.decision,
+        decided_by=request.auth.name,
+        comment=payload.comment,
+    )

@@ -26,14 +26,20 @@ def approval_decide(
     if decision not in (Decision.APPROVED, Decision.REJECTED):
         raise ValueError(BAD_DECISION.format(decision=decision))
     updated = Approval.objects.filter(pk=approval.pk, decision=Decision.PENDING).update(
-        decision=decision, decided_by=decided_by[:150], decided_at=Now(),
+        decision=decision,
+        decided_by=decided_by[:150],
+        decided_at=Now(),
         decision_comment=comment,
-    )  # fmt: skip
+    )
     approval.refresh_from_db()
     if not updated:
-        raise ApprovalAlreadyDecided(ALREADY_DECIDED.format(
-            approval_id=approval.approval_id, decision=approval.decision,
-            by=approval.decided_by or "someone"))  # fmt: skip
+        raise ApprovalAlreadyDecided(
+            ALREADY_DECIDED.format(
+                approval_id=approval.approval_id,
+                decision=approval.decision,
+                by=approval.decided_by or "someone",
+            )
+        )
 
     async def signal():
         client = await connect()

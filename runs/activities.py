@@ -39,10 +39,12 @@ def _typed(stage: str | None):
                     lifecycle.stage_error(arg, stage, type(exc).__name__, exc.message)
                 retry_after = exc.details.get("retry_after")
                 raise ApplicationError(
-                    exc.message, exc.to_dict(), type=type(exc).__name__,
+                    exc.message,
+                    exc.to_dict(),
+                    type=type(exc).__name__,
                     non_retryable=not exc.retryable,
                     next_retry_delay=timedelta(seconds=retry_after) if retry_after else None,
-                ) from exc  # fmt: skip
+                ) from exc
             except Exception as exc:
                 if stage:
                     lifecycle.stage_error(arg, stage, type(exc).__name__, str(exc))
@@ -63,8 +65,12 @@ def _heartbeating(fn):
     @functools.wraps(fn)
     def inner(arg):
         context = contextvars.copy_context()  # the activity context lives in contextvars
-        every = max(1.0, activity.info().heartbeat_timeout.total_seconds() / 4
-                    if activity.info().heartbeat_timeout else 15.0)  # fmt: skip
+        every = max(
+            1.0,
+            activity.info().heartbeat_timeout.total_seconds() / 4
+            if activity.info().heartbeat_timeout
+            else 15.0,
+        )
         stop = threading.Event()
 
         def beat():
@@ -120,8 +126,12 @@ AGENT_ACTIVITIES = [crawl_repo, generate_test_cases, generate_test_code, create_
 def _acquire_slot(run_id: str) -> None:
     run = Run.objects.select_related("repository").get(pk=run_id)
     repo = run.repository
-    window = valkey.rate_limit_check(run.repo_full_name, run_id, limit=repo.rate_limit_runs,
-                                     window_seconds=repo.rate_limit_window_seconds)  # fmt: skip
+    window = valkey.rate_limit_check(
+        run.repo_full_name,
+        run_id,
+        limit=repo.rate_limit_runs,
+        window_seconds=repo.rate_limit_window_seconds,
+    )
     if not window.allowed:
         raise RateLimitExceeded(
             f"{run.repo_full_name} already started {window.count} runs in the last "

@@ -38,16 +38,35 @@ FINISHED_SKIPPED = "{count} finished run(s) skipped: there is nothing to cancel.
 
 REPOSITORY_DEFAULTS = ("default_branch", "default_depth_level", "default_framework", "test_dir")
 REPOSITORY_LIMITS = ("max_concurrent_runs", "rate_limit_runs", "rate_limit_window_seconds")
-RUN_REQUEST = ("run_id", "repository", "ref", "commit_sha", "base_branch", "base_sha",
-               "depth_level", "target_framework", "trigger", "requested_by", "request_key")  # fmt: skip
+RUN_REQUEST = (
+    "run_id",
+    "repository",
+    "ref",
+    "commit_sha",
+    "base_branch",
+    "base_sha",
+    "depth_level",
+    "target_framework",
+    "trigger",
+    "requested_by",
+    "request_key",
+)
 
 
 @admin.register(Repository)
 class RepositoryAdmin(admin.ModelAdmin):
     form = RepositoryForm
-    list_display = ("full_name", "host", "default_branch", "default_depth_level",
-                    "default_framework", "webhook_enabled", "require_approval",
-                    "max_concurrent_runs", "launch")  # fmt: skip
+    list_display = (
+        "full_name",
+        "host",
+        "default_branch",
+        "default_depth_level",
+        "default_framework",
+        "webhook_enabled",
+        "require_approval",
+        "max_concurrent_runs",
+        "launch",
+    )
     list_filter = ("host", "webhook_enabled", "require_approval", "default_framework")
     search_fields = ("full_name", "local_path")
     fieldsets = [
@@ -68,10 +87,26 @@ class RepositoryAdmin(admin.ModelAdmin):
 class RunAdmin(admin.ModelAdmin):
     change_form_template = "admin/runs/run/change_form.html"
     change_list_template = "admin/runs/run/change_list.html"
-    list_display = ("short_id", "status_badge", "repo_full_name", "ref", "depth_level",
-                    "target_framework", "trigger", "age", "duration", "pull_request")  # fmt: skip
-    list_filter = ("status", "repository", "target_framework", "trigger", "depth_level",
-                   "created_at")  # fmt: skip
+    list_display = (
+        "short_id",
+        "status_badge",
+        "repo_full_name",
+        "ref",
+        "depth_level",
+        "target_framework",
+        "trigger",
+        "age",
+        "duration",
+        "pull_request",
+    )
+    list_filter = (
+        "status",
+        "repository",
+        "target_framework",
+        "trigger",
+        "depth_level",
+        "created_at",
+    )
     search_fields = ("run_id", "repo_full_name", "ref", "requested_by")
     date_hierarchy = "created_at"
     # Counting 10,000+ rows for "(N total)" on every page is the slow query of a changelist.
@@ -151,17 +186,24 @@ class RunAdmin(admin.ModelAdmin):
         return super().change_view(request, object_id, form_url, extra)
 
     def run_page_context(self, request, run: Run) -> dict:
-        artifacts = (run.artifacts.defer("content", "meta").annotate(size=artifact_size())
-                     .order_by("created_at"))  # fmt: skip
-        report = (run.artifacts.filter(kind=ArtifactKind.FAILURE_REPORT)
-                  .values_list("content", flat=True).first())  # fmt: skip
+        artifacts = (
+            run.artifacts.defer("content", "meta")
+            .annotate(size=artifact_size())
+            .order_by("created_at")
+        )
+        report = (
+            run.artifacts.filter(kind=ArtifactKind.FAILURE_REPORT)
+            .values_list("content", flat=True)
+            .first()
+        )
         stages = list(run.stages.order_by("position"))
         for stage in stages:
             stage.badge = show.badge(stage.status)
             stage.colour = show.STATUS_COLOURS.get(stage.status, show.STATUS_COLOURS["pending"])
             stage.status_label = stage.status.replace("_", " ")
-            stage.elapsed = show.elapsed(stage.started_at, stage.finished_at,
-                                         stage.status in stage.OPEN)  # fmt: skip
+            stage.elapsed = show.elapsed(
+                stage.started_at, stage.finished_at, stage.status in stage.OPEN
+            )
         return {
             "run_badge": show.badge(run.status),
             "run_elapsed": show.elapsed(run.started_at, run.finished_at, not run.is_terminal),
@@ -196,11 +238,13 @@ class RunAdmin(admin.ModelAdmin):
 
     def _run_again(self, request, run: Run) -> Run | None:
         try:
-            new = run_again(run=run, requested_by=request.user.get_username(),
-                            trigger=Run.Trigger.FORM)  # fmt: skip
+            new = run_again(
+                run=run, requested_by=request.user.get_username(), trigger=Run.Trigger.FORM
+            )
         except OrchestratorUnavailable as exc:
-            self.message_user(request, RUN_AGAIN_PENDING.format(run_id=run.pk, error=exc),
-                              messages.WARNING)  # fmt: skip
+            self.message_user(
+                request, RUN_AGAIN_PENDING.format(run_id=run.pk, error=exc), messages.WARNING
+            )
             return None
         except AmtpError as exc:
             self.message_user(request, str(exc), messages.ERROR)
@@ -241,8 +285,9 @@ class RunAdmin(admin.ModelAdmin):
             return
         finished = [run for run in runs if run.is_terminal]
         if finished:
-            self.message_user(request, FINISHED_SKIPPED.format(count=len(finished)),
-                              messages.WARNING)  # fmt: skip
+            self.message_user(
+                request, FINISHED_SKIPPED.format(count=len(finished)), messages.WARNING
+            )
         for run in runs:
             if not run.is_terminal and self._cancel(request, run):
                 self.message_user(request, CANCEL_REQUESTED.format(run_id=run.pk))

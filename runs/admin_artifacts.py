@@ -116,8 +116,11 @@ class ArtifactAdmin(admin.ModelAdmin):
 
     def download_view(self, request, object_id):
         artifact = self._artifact_or_404(request, object_id)
-        text = (Artifact.objects.filter(pk=artifact.pk)
-                .values_list(Cast("content", TextField()), flat=True).get())  # fmt: skip
+        text = (
+            Artifact.objects.filter(pk=artifact.pk)
+            .values_list(Cast("content", TextField()), flat=True)
+            .get()
+        )
         response = HttpResponse(text, content_type="application/json; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{download_name(artifact)}"'
         return response

@@ -37,8 +37,10 @@ def badge(status: str) -> SafeString:
         '<span class="amtp-badge amtp-badge-{}" style="background:{};color:#fff;'
         "padding:2px 8px;border-radius:10px;font-size:11px;font-weight:600;"
         'white-space:nowrap">{}</span>',
-        status, colour, status.replace("_", " "),
-    )  # fmt: skip
+        status,
+        colour,
+        status.replace("_", " "),
+    )
 
 
 def human_duration(delta: timedelta | None) -> str:

@@ -41,8 +41,16 @@ class ApiTokenForm(forms.ModelForm):
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
     form = ApiTokenForm
-    list_display = ("name", "key_prefix", "user", "scope_list", "state", "created_at",
-                    "last_used_at", "expires_at")  # fmt: skip
+    list_display = (
+        "name",
+        "key_prefix",
+        "user",
+        "scope_list",
+        "state",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+    )
     list_filter = ("revoked_at",)
     search_fields = ("name", "key_prefix", "user__username")
     actions = ["revoke_selected"]
@@ -50,8 +58,16 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         if obj is None:
             return ()
-        return ("name", "user", "scope_list", "key_prefix", "created_at", "last_used_at",
-                "expires_at", "revoked_at")  # fmt: skip
+        return (
+            "name",
+            "user",
+            "scope_list",
+            "key_prefix",
+            "created_at",
+            "last_used_at",
+            "expires_at",
+            "revoked_at",
+        )
 
     def get_fields(self, request, obj=None):
         return self.get_readonly_fields(request, obj) if obj else ApiTokenForm.Meta.fields
@@ -72,16 +88,22 @@ class ApiTokenAdmin(admin.ModelAdmin):
         if change:
             return  # tokens are immutable; revoke instead
         token, secret = api_token_create(
-            name=obj.name, scopes=form.cleaned_data["scopes"], user=obj.user,
+            name=obj.name,
+            scopes=form.cleaned_data["scopes"],
+            user=obj.user,
             expires_at=obj.expires_at,
-        )  # fmt: skip
+        )
         obj.__dict__.update({k: v for k, v in token.__dict__.items() if k != "_state"})
         obj._state.adding = False
         obj._new_secret = secret
 
     def response_add(self, request, obj, post_url_continue=None):
-        context = {**self.admin_site.each_context(request), "title": "API token created",
-                   "token": obj, "secret": obj._new_secret}  # fmt: skip
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "API token created",
+            "token": obj,
+            "secret": obj._new_secret,
+        }
         response = HttpResponse(SHOWN_ONCE.render(context, request))
         response["Cache-Control"] = "no-store"
         return response

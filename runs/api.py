@@ -59,9 +59,12 @@ class RunIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
     repo_full_name: str = Field(
-        min_length=3, max_length=200, pattern=r"^[^/\x00-\x20\x7f]+/[^/\x00-\x20\x7f]+$",
-        description="A registered repository, owner/name.", examples=["acme/shop"],
-    )  # fmt: skip
+        min_length=3,
+        max_length=200,
+        pattern=r"^[^/\x00-\x20\x7f]+/[^/\x00-\x20\x7f]+$",
+        description="A registered repository, owner/name.",
+        examples=["acme/shop"],
+    )
     ref: str | None = Field(
         None,
         min_length=1,
@@ -168,8 +171,9 @@ class RunDetailOut(RunOut):
 
 class RunFilters(Schema):
     status: RunStatus | None = None
-    repository: str | None = Field(None, max_length=200, pattern=NO_CONTROL,
-                                   description="owner/name")  # fmt: skip
+    repository: str | None = Field(
+        None, max_length=200, pattern=NO_CONTROL, description="owner/name"
+    )
     framework: Framework | None = None
     trigger: Trigger | None = None
     created_after: datetime | None = None
@@ -248,23 +252,36 @@ def _replay(run: Run, payload: RunIn, key: str) -> Run:
 def _check_window(repository: Repository) -> None:
     """429 when the repository's run window is full; only looks, never takes a slot."""
     try:
-        window = window_peek(repository.full_name, limit=repository.rate_limit_runs,
-                             window_seconds=repository.rate_limit_window_seconds)  # fmt: skip
+        window = window_peek(
+            repository.full_name,
+            limit=repository.rate_limit_runs,
+            window_seconds=repository.rate_limit_window_seconds,
+        )
     except redis.RedisError as exc:  # the workflow checks the window again; do not fail here
         logger.warning("rate-limit peek for %s failed: %s", repository.full_name, exc)
         return
     if not window.allowed:
         detail = RATE_LIMITED.format(
-            repo=repository.full_name, count=window.count, limit=repository.rate_limit_runs,
-            window=repository.rate_limit_window_seconds, retry_after=window.retry_after,
-        )  # fmt: skip
-        raise Problem(429, "rate-limited", detail, headers={"Retry-After": str(window.retry_after)},
-                      retry_after=window.retry_after)  # fmt: skip
+            repo=repository.full_name,
+            count=window.count,
+            limit=repository.rate_limit_runs,
+            window=repository.rate_limit_window_seconds,
+            retry_after=window.retry_after,
+        )
+        raise Problem(
+            429,
+            "rate-limited",
+            detail,
+            headers={"Retry-After": str(window.retry_after)},
+            retry_after=window.retry_after,
+        )
 
 
 def _schema_problem(exc: SchemaValidationError) -> Problem:
-    errors = [field_error(v["path"].removeprefix("$.").removeprefix("$"), v["message"],
-                          type=v["rule"]) for v in exc.violations]  # fmt: skip
+    errors = [
+        field_error(v["path"].removeprefix("$.").removeprefix("$"), v["message"], type=v["rule"])
+        for v in exc.violations
+    ]
     return Problem(422, "validation-error", exc.message, errors=errors)
 
 
@@ -273,10 +290,15 @@ def _schema_problem(exc: SchemaValidationError) -> Problem:
 
 @router.post(
     "",
-    response={200: RunDetailOut, 201: RunDetailOut,
-              **documented(400, 401, 403, 413, 415, 422, 429, 503)},
-    auth=scoped(Scope.RUNS_WRITE), url_name="run_create", summary="Start a run",
-)  # fmt: skip
+    response={
+        200: RunDetailOut,
+        201: RunDetailOut,
+        **documented(400, 401, 403, 413, 415, 422, 429, 503),
+    },
+    auth=scoped(Scope.RUNS_WRITE),
+    url_name="run_create",
+    summary="Start a run",
+)
 def create_run(
     request: HttpRequest,
     response: HttpResponse,
@@ -286,7 +308,7 @@ def create_run(
         alias="Idempotency-Key",
         pattern=IDEMPOTENCY_KEY_PATTERN,
         description="Retrying with the same key returns the same run instead of a new one.",
-    ),  # fmt: skip
+    ),
 ):
     """Start a run (201, ``Location``). Omitted fields default from the repository's settings.
 
@@ -303,12 +325,15 @@ def create_run(
         _check_window(repository)
         try:
             run = run_create(
-                repository=repository, ref=payload.ref or "",
+                repository=repository,
+                ref=payload.ref or "",
                 depth_level=payload.depth_level or "",
                 target_framework=payload.target_framework or "",
-                base_branch=payload.base_branch or "", trigger=Run.Trigger.API,
-                requested_by=principal.name, request_key=request_key,
-            )  # fmt: skip
+                base_branch=payload.base_branch or "",
+                trigger=Run.Trigger.API,
+                requested_by=principal.name,
+                request_key=request_key,
+            )
         except SchemaValidationError as exc:
             raise _schema_problem(exc) from exc
         status = 201
@@ -316,16 +341,26 @@ def create_run(
     return Status(status, run)
 
 
-@router.get("", response={200: list[RunOut], **documented(401, 403, 422)},
-            auth=scoped(Scope.RUNS_READ), url_name="run_list", summary="List runs")  # fmt: skip
+@router.get(
+    "",
+    response={200: list[RunOut], **documented(401, 403, 422)},
+    auth=scoped(Scope.RUNS_READ),
+    url_name="run_list",
+    summary="List runs",
+)
 @paginate(Page)
 def list_runs(request: HttpRequest, filters: Query[RunFilters]):
     """Newest first; filter by status, repository, framework, trigger and creation time."""
     return filters.apply(Run.objects.all())
 
 
-@router.get("/{run_id}", response={200: RunDetailOut, **documented(401, 403, 404, 422)},
-            auth=scoped(Scope.RUNS_READ), url_name="run_detail", summary="A run")  # fmt: skip
+@router.get(
+    "/{run_id}",
+    response={200: RunDetailOut, **documented(401, 403, 404, 422)},
+    auth=scoped(Scope.RUNS_READ),
+    url_name="run_detail",
+    summary="A run",
+)
 def get_run(request: HttpRequest, run_id: uuid.UUID):
     """The run with its stages, artifact summaries, approvals and pull request."""
     return get_object_or_404(Run, pk=run_id)
@@ -334,8 +369,10 @@ def get_run(request: HttpRequest, run_id: uuid.UUID):
 @router.get(
     "/{run_id}/artifacts/{kind}",
     response={200: ArtifactOut, **documented(401, 403, 404, 422)},
-    auth=scoped(Scope.RUNS_READ), url_name="run_artifact", summary="An artifact of a run",
-)  # fmt: skip
+    auth=scoped(Scope.RUNS_READ),
+    url_name="run_artifact",
+    summary="An artifact of a run",
+)
 def get_artifact(request: HttpRequest, run_id: uuid.UUID, kind: ArtifactKind):
     """The artifact's validated content (verbatim) and its meta."""
     run = get_object_or_404(Run, pk=run_id)
@@ -345,8 +382,10 @@ def get_artifact(request: HttpRequest, run_id: uuid.UUID, kind: ArtifactKind):
 @router.post(
     "/{run_id}/cancel",
     response={202: RunDetailOut, **documented(401, 403, 404, 409, 422, 503)},
-    auth=scoped(Scope.RUNS_WRITE), url_name="run_cancel", summary="Cancel a run",
-)  # fmt: skip
+    auth=scoped(Scope.RUNS_WRITE),
+    url_name="run_cancel",
+    summary="Cancel a run",
+)
 def cancel_run(request: HttpRequest, run_id: uuid.UUID):
     """Ask the workflow to cancel (202); the run and its open stages become ``cancelled``."""
     run = get_object_or_404(Run, pk=run_id)
@@ -355,17 +394,28 @@ def cancel_run(request: HttpRequest, run_id: uuid.UUID):
     return Status(202, run)
 
 
-_CONTEXT_SCHEMA = {k: v for k, v in schemas.load("context/workflow_context").items()
-                   if k not in ("$schema", "examples")}  # fmt: skip
+_CONTEXT_SCHEMA = {
+    k: v
+    for k, v in schemas.load("context/workflow_context").items()
+    if k not in ("$schema", "examples")
+}
 
 
 @router.get(
     "/{run_id}/context",
     response={200: dict[str, Any], **documented(401, 403, 404, 422)},
-    auth=scoped(Scope.RUNS_READ), url_name="run_context", summary="The run as a context document",
-    openapi_extra={"responses": {"200": {"description": "OK", "content": {
-        "application/json": {"schema": _CONTEXT_SCHEMA}}}}},
-)  # fmt: skip
+    auth=scoped(Scope.RUNS_READ),
+    url_name="run_context",
+    summary="The run as a context document",
+    openapi_extra={
+        "responses": {
+            "200": {
+                "description": "OK",
+                "content": {"application/json": {"schema": _CONTEXT_SCHEMA}},
+            }
+        }
+    },
+)
 def get_context(request: HttpRequest, run_id: uuid.UUID):
     """The run in the multi-agent context format (spec 004), validated against its schema."""
     return run_context(get_object_or_404(Run, pk=run_id))

@@ -34,11 +34,21 @@ FILES_PREVIEW_CHARS = 200_000  # all generated files of one artifact together
 MAX_SECTIONS = 100  # top-level keys (or generated files) listed one by one; the rest counted
 
 LEXERS = {
-    ".ts": TypeScriptLexer, ".tsx": TypeScriptLexer, ".js": JavascriptLexer,
-    ".mjs": JavascriptLexer, ".yaml": YamlLexer, ".yml": YamlLexer, ".json": JsonLexer,
-}  # fmt: skip
-LANGUAGES = {TypeScriptLexer: "TypeScript", JavascriptLexer: "JavaScript", YamlLexer: "YAML",
-             JsonLexer: "JSON", TextLexer: "text"}  # fmt: skip
+    ".ts": TypeScriptLexer,
+    ".tsx": TypeScriptLexer,
+    ".js": JavascriptLexer,
+    ".mjs": JavascriptLexer,
+    ".yaml": YamlLexer,
+    ".yml": YamlLexer,
+    ".json": JsonLexer,
+}
+LANGUAGES = {
+    TypeScriptLexer: "TypeScript",
+    JavascriptLexer: "JavaScript",
+    YamlLexer: "YAML",
+    JsonLexer: "JSON",
+    TextLexer: "text",
+}
 
 # Whitespace and punctuation tokens are uncoloured in our style; dropping their spans keeps
 # the page about a third smaller. The text inside is already escaped by Pygments.
@@ -114,8 +124,9 @@ def _pretty(value: Any, level: int) -> Iterator[str]:
         yield pad + "]"
     elif isinstance(value, str) and len(value) > MAX_STRING_CHARS:
         more = len(value) - MAX_STRING_CHARS
-        yield json.dumps(value[:MAX_STRING_CHARS] + f"… [{more:,} more characters]",
-                         ensure_ascii=False)  # fmt: skip
+        yield json.dumps(
+            value[:MAX_STRING_CHARS] + f"… [{more:,} more characters]", ensure_ascii=False
+        )
     else:
         yield json.dumps(value, ensure_ascii=False)
 
@@ -175,6 +186,7 @@ def code_files(content: Any) -> tuple[list[CodeFile], int]:
         cut = len(text) > limit
         html = highlighted(text[:limit], lexer) if limit > 0 else None
         remaining -= min(len(text), limit)
-        shown.append(CodeFile(path, LANGUAGES[lexer], text.count("\n") + 1,
-                              len(text.encode()), html, cut))  # fmt: skip
+        shown.append(
+            CodeFile(path, LANGUAGES[lexer], text.count("\n") + 1, len(text.encode()), html, cut)
+        )
     return shown, len(files)

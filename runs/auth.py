@@ -63,9 +63,13 @@ def api_token_create(
         raise ValueError(NO_SCOPES)
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
-        name=name, user=user, scopes=sorted(set(scopes)), expires_at=expires_at,
-        key_prefix=secret[:PREFIX_LENGTH], token_hash=hash_secret(secret),
-    )  # fmt: skip
+        name=name,
+        user=user,
+        scopes=sorted(set(scopes)),
+        expires_at=expires_at,
+        key_prefix=secret[:PREFIX_LENGTH],
+        token_hash=hash_secret(secret),
+    )
     return token, secret
 
 
@@ -109,8 +113,12 @@ class Principal:
     @classmethod
     def for_token(cls, token: ApiToken) -> Principal:
         owner = token.user.get_username() if token.user else "service"
-        return cls(f"token:{token.pk}", f"{owner} (API token {token.key_prefix}…)",
-                   frozenset(token.scopes), "token")  # fmt: skip
+        return cls(
+            f"token:{token.pk}",
+            f"{owner} (API token {token.key_prefix}…)",
+            frozenset(token.scopes),
+            "token",
+        )
 
     @classmethod
     def for_user(cls, user) -> Principal:

@@ -31,8 +31,11 @@ STAGE_OF_ARTIFACT = {
     ArtifactKind.TEST_ENGINEER_OUTPUT: Stage.Name.GENERATE_TEST_CODE,
     ArtifactKind.PULL_REQUEST: Stage.Name.CREATE_PULL_REQUEST,
 }
-TERMINAL_PHASE = {RunStatus.PASSED: "complete", RunStatus.FAILED: "failed",
-                  RunStatus.CANCELLED: "cancelled"}  # fmt: skip
+TERMINAL_PHASE = {
+    RunStatus.PASSED: "complete",
+    RunStatus.FAILED: "failed",
+    RunStatus.CANCELLED: "cancelled",
+}
 PRIORITY = "medium"
 
 APPROVE_ACTION = "approve or reject the held pull request (approval {id}, {approver}): {why}"
@@ -87,8 +90,11 @@ def _pending_actions(run: Run, stages: list[Stage], approvals: list) -> list[str
         return [RECOVER_ACTION.format(base=run.base_branch)]
     if run.is_terminal:
         return []
-    actions = [APPROVE_ACTION.format(id=a.approval_id, approver=a.approver, why=a.comment[:200])
-               for a in approvals if a.decision == Decision.PENDING]  # fmt: skip
+    actions = [
+        APPROVE_ACTION.format(id=a.approval_id, approver=a.approver, why=a.comment[:200])
+        for a in approvals
+        if a.decision == Decision.PENDING
+    ]
     actions += [
         STAGE_ACTION.format(stage=s.name, agent=AGENT_OF_STAGE[s.name])
         for s in stages
@@ -113,11 +119,15 @@ def _constraints(run: Run) -> list[str]:
 
 def _error_log(run: Run, stages: list[Stage]) -> list[dict]:
     log = [
-        {"timestamp": _iso(s.finished_at or s.started_at or run.created_at),
-         "agent": AGENT_OF_STAGE[s.name], "error": f"{s.error_type}: {s.error_message}"[:2000],
-         "resolved": s.status == StageStatus.PASSED}
-        for s in stages if s.error_type
-    ]  # fmt: skip
+        {
+            "timestamp": _iso(s.finished_at or s.started_at or run.created_at),
+            "agent": AGENT_OF_STAGE[s.name],
+            "error": f"{s.error_type}: {s.error_message}"[:2000],
+            "resolved": s.status == StageStatus.PASSED,
+        }
+        for s in stages
+        if s.error_type
+    ]
     if run.error_type and not any(s.error_type == run.error_type for s in stages):
         log.append(
             {
@@ -149,7 +159,7 @@ def run_context(run: Run) -> dict:
     artifacts = {a.kind: a for a in run.artifacts.order_by("created_at")}
     current = _current_stage(run, stages) if stages else None
     current_name = current.name if current else Stage.Name.CRAWL_REPO
-    following = Stage.ORDER[Stage.ORDER.index(current_name) + 1:]  # fmt: skip
+    following = Stage.ORDER[Stage.ORDER.index(current_name) + 1 :]
     next_agent = AGENT_OF_STAGE[following[0]] if following and not run.is_terminal else None
     phase = TERMINAL_PHASE.get(run.status, current_name)
     files = _files(run, artifacts)

@@ -12,16 +12,25 @@ DEMOS = {
     "web": ("demo/web", DEMO_WEB, Framework.PLAYWRIGHT),
     "mobile": ("demo/mobile", DEMO_MOBILE, Framework.MAESTRO),
 }
-_GIT_ENV = {"GIT_AUTHOR_NAME": "AMTP demo", "GIT_AUTHOR_EMAIL": "demo@amtp.local",
-            "GIT_COMMITTER_NAME": "AMTP demo", "GIT_COMMITTER_EMAIL": "demo@amtp.local",
-            "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "AMTP demo",
+    "GIT_AUTHOR_EMAIL": "demo@amtp.local",
+    "GIT_COMMITTER_NAME": "AMTP demo",
+    "GIT_COMMITTER_EMAIL": "demo@amtp.local",
+    "HOME": "/nonexistent",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 
 def _git(path: Path, *args: str) -> None:
     import os
 
-    subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True,
-                   env={**os.environ, **_GIT_ENV})  # fmt: skip
+    subprocess.run(
+        ["git", "-C", str(path), *args],
+        check=True,
+        capture_output=True,
+        env={**os.environ, **_GIT_ENV},
+    )
 
 
 def create_git_repository(path: Path, files: dict[str, str]) -> None:
@@ -43,7 +52,12 @@ def ensure_demo_repositories(folder: Path) -> dict[str, Repository]:
             create_git_repository(path, files)
         found[key], _ = Repository.objects.update_or_create(
             full_name=full_name,
-            defaults={"host": Host.LOCAL, "local_path": str(path), "default_branch": "main",
-                      "default_framework": framework, "default_depth_level": "core"},
-        )  # fmt: skip
+            defaults={
+                "host": Host.LOCAL,
+                "local_path": str(path),
+                "default_branch": "main",
+                "default_framework": framework,
+                "default_depth_level": "core",
+            },
+        )
     return found

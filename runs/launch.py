@@ -34,8 +34,9 @@ REPOSITORY_DEFAULT = ("", "Repository default")
 
 
 def _ref_field(help_text: str) -> forms.CharField:
-    return forms.CharField(required=False, max_length=MAX_REF_LENGTH, help_text=help_text,
-                           strip=True)  # fmt: skip
+    return forms.CharField(
+        required=False, max_length=MAX_REF_LENGTH, help_text=help_text, strip=True
+    )
 
 
 class LaunchRunForm(forms.Form):
@@ -65,8 +66,10 @@ class LaunchRunForm(forms.Form):
 
     def run_inputs(self) -> dict:
         data = self.cleaned_data
-        return {k: data[k] for k in ("repository", "ref", "depth_level", "target_framework",
-                                     "base_branch")}  # fmt: skip
+        return {
+            k: data[k]
+            for k in ("repository", "ref", "depth_level", "target_framework", "base_branch")
+        }
 
 
 def repository_defaults() -> dict[str, dict[str, str]]:
@@ -109,8 +112,12 @@ def _launch(request, form: LaunchRunForm) -> HttpResponseRedirect | None:
     """Redirect to the new run, or None with the service's refusal added to the form."""
     key = f"launch-form:{request.user.pk}:{form.cleaned_data['submission']}"
     try:
-        run = run_create(**form.run_inputs(), trigger=Run.Trigger.FORM,
-                         requested_by=request.user.get_username(), request_key=key)  # fmt: skip
+        run = run_create(
+            **form.run_inputs(),
+            trigger=Run.Trigger.FORM,
+            requested_by=request.user.get_username(),
+            request_key=key,
+        )
     except OrchestratorUnavailable as exc:
         # The run row exists (pending): show it rather than invite a second submission.
         messages.warning(request, NOT_STARTED.format(error=exc))

@@ -47,7 +47,7 @@ def stage_begin(run_id: str, name: str) -> bool:
     return bool(
         Stage.objects.filter(
             run_id=run_id, name=name, status__in=OPEN_STAGE, run__status__in=OPEN_RUN
-        ).update(  # fmt: skip
+        ).update(
             status=StageStatus.RUNNING,
             attempts=F("attempts") + 1,
             started_at=Coalesce(F("started_at"), Now()),

@@ -145,9 +145,12 @@ class Run(models.Model):
     trigger = models.CharField(max_length=16, choices=Trigger.choices, default=Trigger.API)
     requested_by = models.CharField(max_length=200, blank=True)
     request_key = models.CharField(
-        max_length=200, null=True, blank=True, unique=True,
+        max_length=200,
+        null=True,
+        blank=True,
+        unique=True,
         help_text="Idempotency-Key of the request (or webhook delivery) that created the run.",
-    )  # fmt: skip
+    )
     head_branch = models.CharField(max_length=255, blank=True)
     pr_number = models.PositiveIntegerField(null=True, blank=True)
     pr_url = models.CharField(max_length=500, blank=True)

@@ -21,14 +21,19 @@ class ApiToken(models.Model):
 
     name = models.CharField(max_length=100, help_text="What the token is for, e.g. 'CI deploy'.")
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True,
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
         related_name="api_tokens",
         help_text="Whose token it is (optional; a token without a user is a service token).",
-    )  # fmt: skip
+    )
     key_prefix = models.CharField(
-        max_length=16, db_index=True, editable=False,
+        max_length=16,
+        db_index=True,
+        editable=False,
         help_text="The first characters of the secret, to recognise the token in logs and lists.",
-    )  # fmt: skip
+    )
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
     scopes = models.JSONField(default=list, help_text="Any of: " + ", ".join(Scope.values))
     created_at = models.DateTimeField(auto_now_add=True)

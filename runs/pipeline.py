@@ -51,10 +51,16 @@ def _persist(run: Run, kind: str, schema: str, result: AgentResult, key: str, ac
         },
     )
     ActivityIdempotency.objects.bulk_create(
-        [ActivityIdempotency(idem_key=key, run=run, activity_name=activity,
-                             result={"artifact_id": str(artifact.artifact_id)})],
+        [
+            ActivityIdempotency(
+                idem_key=key,
+                run=run,
+                activity_name=activity,
+                result={"artifact_id": str(artifact.artifact_id)},
+            )
+        ],
         ignore_conflicts=True,
-    )  # fmt: skip
+    )
     return str(artifact.artifact_id)
 
 
@@ -98,9 +104,15 @@ def crawl_repo(run_id: str) -> str:
     kind = ArtifactKind.REPO_CRAWLER_OUTPUT
     if (found := _reuse(key, run, kind)) is not None:
         return _finish(run, Stage.Name.CRAWL_REPO, found)
-    payload = schemas.validate("repo_crawler/input", {
-        "run_id": run_id, "repo_full_name": run.repo_full_name, "ref": run.ref,
-        "depth_level": run.depth_level})  # fmt: skip
+    payload = schemas.validate(
+        "repo_crawler/input",
+        {
+            "run_id": run_id,
+            "repo_full_name": run.repo_full_name,
+            "ref": run.ref,
+            "depth_level": run.depth_level,
+        },
+    )
     result = run_repo_crawler(payload, commit_sha=run.commit_sha)
     artifact_id = _persist(run, kind, "repo_crawler/output", result, key, "CrawlRepo")
     return _finish(run, Stage.Name.CRAWL_REPO, artifact_id)
@@ -111,8 +123,11 @@ def generate_test_cases(run_id: str) -> str:
 
     run = _begin(run_id, Stage.Name.GENERATE_TEST_CASES)
     upstream = Artifact.objects.get(run=run, kind=ArtifactKind.REPO_CRAWLER_OUTPUT)
-    key = idempotency_key(run_id, "GenerateTestCases",
-                          {"upstream": str(upstream.artifact_id), "depth_level": run.depth_level})  # fmt: skip
+    key = idempotency_key(
+        run_id,
+        "GenerateTestCases",
+        {"upstream": str(upstream.artifact_id), "depth_level": run.depth_level},
+    )
     kind = ArtifactKind.TEST_CASE_GENERATOR_OUTPUT
     if (found := _reuse(key, run, kind)) is not None:
         return _finish(run, Stage.Name.GENERATE_TEST_CASES, found)
@@ -129,8 +144,11 @@ def generate_test_code(run_id: str) -> str:
 
     run = _begin(run_id, Stage.Name.GENERATE_TEST_CODE)
     upstream = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_CASE_GENERATOR_OUTPUT)
-    key = idempotency_key(run_id, "GenerateTestCode", {
-        "upstream": str(upstream.artifact_id), "target_framework": run.target_framework})  # fmt: skip
+    key = idempotency_key(
+        run_id,
+        "GenerateTestCode",
+        {"upstream": str(upstream.artifact_id), "target_framework": run.target_framework},
+    )
     kind = ArtifactKind.TEST_ENGINEER_OUTPUT
     if (found := _reuse(key, run, kind)) is not None:
         return _finish(run, Stage.Name.GENERATE_TEST_CODE, found)
@@ -141,9 +159,12 @@ def generate_test_code(run_id: str) -> str:
         "coverage_notes": upstream.content["coverage_notes"],
     }
     result = run_test_engineer(
-        payload, upstream_artifact_id=str(upstream.artifact_id), base_branch=run.base_branch,
-        head_branch=head_branch_for(run), test_dir=run.repository.test_dir,
-    )  # fmt: skip
+        payload,
+        upstream_artifact_id=str(upstream.artifact_id),
+        base_branch=run.base_branch,
+        head_branch=head_branch_for(run),
+        test_dir=run.repository.test_dir,
+    )
     artifact_id = _persist(run, kind, "test_engineer/output", result, key, "GenerateTestCode")
     return _finish(run, Stage.Name.GENERATE_TEST_CODE, artifact_id)
 
@@ -158,8 +179,14 @@ def create_pull_request(run_id: str) -> str:
         run=run, files=code["files"], title=code["pr_title"], body=code["pr_body"]
     )
     ActivityIdempotency.objects.bulk_create(
-        [ActivityIdempotency(idem_key=key, run=run, activity_name="CreatePullRequest",
-                             result={"artifact_id": str(artifact.artifact_id)})],
+        [
+            ActivityIdempotency(
+                idem_key=key,
+                run=run,
+                activity_name="CreatePullRequest",
+                result={"artifact_id": str(artifact.artifact_id)},
+            )
+        ],
         ignore_conflicts=True,
-    )  # fmt: skip
+    )
     return _finish(run, Stage.Name.CREATE_PULL_REQUEST, str(artifact.artifact_id))

@@ -44,17 +44,29 @@ def run_create(
     run_id = uuid.uuid4()
     ref = ref or repository.default_branch
     depth_level = depth_level or repository.default_depth_level
-    schemas.validate("repo_crawler/input", {"run_id": str(run_id), "repo_full_name": repository.full_name,
-                                            "ref": ref, "depth_level": depth_level})  # fmt: skip
+    schemas.validate(
+        "repo_crawler/input",
+        {
+            "run_id": str(run_id),
+            "repo_full_name": repository.full_name,
+            "ref": ref,
+            "depth_level": depth_level,
+        },
+    )
     try:
         with transaction.atomic():
             run = Run.objects.create(
-                run_id=run_id, repository=repository, repo_full_name=repository.full_name,
-                ref=ref, depth_level=depth_level,
+                run_id=run_id,
+                repository=repository,
+                repo_full_name=repository.full_name,
+                ref=ref,
+                depth_level=depth_level,
                 target_framework=target_framework or repository.default_framework,
-                base_branch=base_branch or repository.default_branch, trigger=trigger,
-                requested_by=requested_by[:200], request_key=request_key or None,
-            )  # fmt: skip
+                base_branch=base_branch or repository.default_branch,
+                trigger=trigger,
+                requested_by=requested_by[:200],
+                request_key=request_key or None,
+            )
             lifecycle.create_stages(run)
     except IntegrityError:
         if request_key:  # a concurrent duplicate request won the race
@@ -68,10 +80,12 @@ def run_start(run: Run) -> None:
     async def start():
         client = await connect()
         await client.start_workflow(
-            WORKFLOW_NAME, workflow_params(run), id=str(run.run_id),
+            WORKFLOW_NAME,
+            workflow_params(run),
+            id=str(run.run_id),
             task_queue=settings.TEMPORAL_TASK_QUEUE,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-        )  # fmt: skip
+        )
 
     try:
         async_to_sync(start)()
@@ -106,7 +120,11 @@ def run_cancel(*, run: Run) -> None:
 def run_again(*, run: Run, requested_by: str = "", trigger: str = Run.Trigger.FORM) -> Run:
     """A new run with the same inputs (recovery after StaleBaseBranch, or a re-check)."""
     return run_create(
-        repository=run.repository, ref=run.ref, depth_level=run.depth_level,
-        target_framework=run.target_framework, base_branch=run.base_branch, trigger=trigger,
+        repository=run.repository,
+        ref=run.ref,
+        depth_level=run.depth_level,
+        target_framework=run.target_framework,
+        base_branch=run.base_branch,
+        trigger=trigger,
         requested_by=requested_by,
-    )  # fmt: skip
+    )

@@ -137,9 +137,13 @@ def webhook_delivery_receive(*, delivery_id: str, event: str, payload: dict) -> 
     plan = _plan(event, payload)
     delivery, created = WebhookDelivery.objects.select_related("run__repository").get_or_create(
         delivery_id=delivery_id,
-        defaults={"event": event, "repo_full_name": plan.repo_name, "outcome": plan.outcome,
-                  "note": plan.note},
-    )  # fmt: skip
+        defaults={
+            "event": event,
+            "repo_full_name": plan.repo_name,
+            "outcome": plan.outcome,
+            "note": plan.note,
+        },
+    )
     if not created:
         return 200, _retry_start(delivery)
     answer = {"status": str(plan.outcome), "delivery": delivery_id, "note": plan.note}
@@ -149,10 +153,13 @@ def webhook_delivery_receive(*, delivery_id: str, event: str, payload: dict) -> 
     request_key = f"github-delivery:{delivery_id}"
     try:
         run = run_create(
-            repository=plan.repository, ref=plan.push.after, base_branch=plan.branch,
-            trigger=Run.Trigger.WEBHOOK, requested_by=f"github:{sender}" if sender else "github",
+            repository=plan.repository,
+            ref=plan.push.after,
+            base_branch=plan.branch,
+            trigger=Run.Trigger.WEBHOOK,
+            requested_by=f"github:{sender}" if sender else "github",
             request_key=request_key,
-        )  # fmt: skip
+        )
     except OrchestratorUnavailable:
         delivery.outcome = DeliveryOutcome.ORCHESTRATOR_UNAVAILABLE
         delivery.run = Run.objects.filter(request_key=request_key).first()
@@ -217,8 +224,9 @@ def _payload(request: HttpRequest, body: bytes) -> dict:
 @router.post(
     "/github",
     response={200: WebhookOut, 201: WebhookOut, **documented(400, 403, 413, 503)},
-    url_name="github_webhook", summary="GitHub webhook receiver",
-)  # fmt: skip
+    url_name="github_webhook",
+    summary="GitHub webhook receiver",
+)
 def github_webhook(request: HttpRequest, response: HttpResponse):
     """Signed GitHub deliveries: ``ping`` is answered, a ``push`` to a watched branch of a
     registered repository starts a run (201), everything else is acknowledged and ignored."""
@@ -239,8 +247,10 @@ def github_webhook(request: HttpRequest, response: HttpResponse):
             delivery_id=delivery_id, event=event, payload=payload
         )
     except PayloadInvalid as exc:
-        errors = [field_error(".".join(map(str, e["loc"])), e["msg"], type=e["type"])
-                  for e in exc.errors()]  # fmt: skip
+        errors = [
+            field_error(".".join(map(str, e["loc"])), e["msg"], type=e["type"])
+            for e in exc.errors()
+        ]
         raise Problem(
             400, "bad-webhook", BAD_PUSH.format(count=len(errors)), errors=errors
         ) from exc

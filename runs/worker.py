@@ -85,9 +85,12 @@ class RespawningProcessPool(concurrent.futures.Executor):
             outer.cancel()
         elif isinstance(inner.exception(), BrokenProcessPool):
             self._broken = True
-            outer.set_exception(AgentProcessDied(
-                "the agent process died (killed or crashed) before finishing; "
-                "Temporal retries the activity in a fresh process"))  # fmt: skip
+            outer.set_exception(
+                AgentProcessDied(
+                    "the agent process died (killed or crashed) before finishing; "
+                    "Temporal retries the activity in a fresh process"
+                )
+            )
         elif inner.exception() is not None:
             outer.set_exception(inner.exception())
         else:
@@ -119,8 +122,12 @@ async def run_worker(*, task_queue: str, processes: int) -> None:
     pool = RespawningProcessPool(processes)
     with multiprocessing.Manager() as manager:
         worker = build_worker(client, task_queue=task_queue, pool=pool, manager=manager)
-        log.info("worker polling %s on %s (%d agent processes)", task_queue,
-                 settings.TEMPORAL_ADDRESS, processes)  # fmt: skip
+        log.info(
+            "worker polling %s on %s (%d agent processes)",
+            task_queue,
+            settings.TEMPORAL_ADDRESS,
+            processes,
+        )
         async with worker:
             await stop.wait()
             log.info("shutting down the worker")

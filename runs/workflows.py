@@ -66,8 +66,14 @@ class TestGenerationWorkflow:
             for name in (t.CRAWL_REPO, t.GENERATE_TEST_CASES, t.GENERATE_TEST_CODE):
                 await self._agent(name, run_id)
             if params.require_approval:
-                await self._hold(t.ApprovalRequest(run_id, "policy", "The repository requires "
-                                 "a human approval before AMTP opens a pull request."))  # fmt: skip
+                await self._hold(
+                    t.ApprovalRequest(
+                        run_id,
+                        "policy",
+                        "The repository requires "
+                        "a human approval before AMTP opens a pull request.",
+                    )
+                )
             while True:
                 try:
                     await self._agent(t.CREATE_PULL_REQUEST, run_id)
@@ -86,42 +92,54 @@ class TestGenerationWorkflow:
         except ActivityError as err:
             cause = _cause(err)
             failure = t.Failure(
-                run_id, self._stage, cause.type if cause else type(err).__name__,
+                run_id,
+                self._stage,
+                cause.type if cause else type(err).__name__,
                 cause.message if cause else str(err),
                 (cause.details or [{}])[0] if cause and cause.details else {},
-            )  # fmt: skip
+            )
             await self._book(t.MARK_FAILED, failure)
-            raise ApplicationError(f"{failure.error_type}: {failure.message}",
-                                   type=failure.error_type, non_retryable=True) from err  # fmt: skip
+            raise ApplicationError(
+                f"{failure.error_type}: {failure.message}",
+                type=failure.error_type,
+                non_retryable=True,
+            ) from err
         except _Rejected as rejected:
             await self._book(t.MARK_FAILED, rejected.failure)
-            raise ApplicationError(rejected.failure.message, type=rejected.failure.error_type,
-                                   non_retryable=True) from None  # fmt: skip
+            raise ApplicationError(
+                rejected.failure.message, type=rejected.failure.error_type, non_retryable=True
+            ) from None
         finally:
             if slot:
                 await self._book(t.RELEASE_SLOT, run_id)
 
     async def _book(self, name: str, arg) -> None:
         await workflow.execute_activity(
-            name, arg, start_to_close_timeout=timedelta(seconds=self.params.bookkeeping_timeout_s),
+            name,
+            arg,
+            start_to_close_timeout=timedelta(seconds=self.params.bookkeeping_timeout_s),
             retry_policy=self.retry,
-        )  # fmt: skip
+        )
 
     async def _agent(self, name: str, run_id: str) -> str:
         self._stage = STAGE_OF[name]
         return await workflow.execute_activity(
-            name, run_id, start_to_close_timeout=timedelta(seconds=self.params.agent_timeout_s),
+            name,
+            run_id,
+            start_to_close_timeout=timedelta(seconds=self.params.agent_timeout_s),
             heartbeat_timeout=timedelta(seconds=self.params.heartbeat_timeout_s),
             retry_policy=self.retry,
-        )  # fmt: skip
+        )
 
     async def _hold(self, request: t.ApprovalRequest) -> None:
         """Write the approvals row, wait for the decision signal (or the timeout)."""
         self._decision = None
         approval_id = await workflow.execute_activity(
-            t.REQUEST_APPROVAL, request, retry_policy=self.retry,
+            t.REQUEST_APPROVAL,
+            request,
+            retry_policy=self.retry,
             start_to_close_timeout=timedelta(seconds=self.params.bookkeeping_timeout_s),
-        )  # fmt: skip
+        )
         try:
             await workflow.wait_condition(
                 lambda: self._decision is not None and self._decision.approval_id == approval_id,
@@ -129,17 +147,25 @@ class TestGenerationWorkflow:
             )
         except TimeoutError:
             await self._book(t.EXPIRE_APPROVAL, approval_id)
-            raise _Rejected(t.Failure(
-                request.run_id, "create_pull_request", "ApprovalTimedOut",
-                f"nobody decided the {request.approver} approval within "
-                f"{self.params.approval_timeout_s:.0f} s; start a new run",
-            )) from None  # fmt: skip
+            raise _Rejected(
+                t.Failure(
+                    request.run_id,
+                    "create_pull_request",
+                    "ApprovalTimedOut",
+                    f"nobody decided the {request.approver} approval within "
+                    f"{self.params.approval_timeout_s:.0f} s; start a new run",
+                )
+            ) from None
         if self._decision.decision != "approved":
             by = self._decision.decided_by or "an approver"
-            raise _Rejected(t.Failure(
-                request.run_id, "create_pull_request", "ApprovalRejected",
-                f"rejected by {by}: {self._decision.comment or '(no comment)'}",
-            ))  # fmt: skip
+            raise _Rejected(
+                t.Failure(
+                    request.run_id,
+                    "create_pull_request",
+                    "ApprovalRejected",
+                    f"rejected by {by}: {self._decision.comment or '(no comment)'}",
+                )
+            )
 
 
 class _Rejected(Exception):

@@ -38,10 +38,41 @@ DB_NAME = "amtp_bench_crawl"
 VALKEY_DB = 14
 GITHUB_MAX_ENTRIES, GITHUB_MAX_BYTES = 100_000, 7 * 1024 * 1024  # github.com's own cut-offs
 UNLIMITED = 10**12
-AREAS = ["auth", "billing", "cart", "checkout", "dashboard", "orders", "profile", "search",
-         "settings", "admin", "catalog", "inventory", "reports", "messages", "teams"]  # fmt: skip
-WIDGETS = ["Button", "Modal", "Table", "Card", "Form", "List", "Header", "Footer", "Sidebar",
-           "Avatar", "Badge", "Chart", "Tabs", "Toast", "Tooltip", "Menu"]  # fmt: skip
+AREAS = [
+    "auth",
+    "billing",
+    "cart",
+    "checkout",
+    "dashboard",
+    "orders",
+    "profile",
+    "search",
+    "settings",
+    "admin",
+    "catalog",
+    "inventory",
+    "reports",
+    "messages",
+    "teams",
+]
+WIDGETS = [
+    "Button",
+    "Modal",
+    "Table",
+    "Card",
+    "Form",
+    "List",
+    "Header",
+    "Footer",
+    "Sidebar",
+    "Avatar",
+    "Badge",
+    "Chart",
+    "Tabs",
+    "Toast",
+    "Tooltip",
+    "Menu",
+]
 
 
 # --- the repository -----------------------------------------------------------------------
@@ -78,10 +109,13 @@ def generate_files(n: int, seed: int = 7) -> dict[str, str | bytes]:
 
     def app(i: int) -> str:  # routes, pages, components (with their CSS), hooks
         area, widget = rng.choice(AREAS), rng.choice(WIDGETS)
-        return [f"src/routes/{area}/{area}{i}.routes.ts", f"src/pages/{area}/{widget}Page{i}.tsx",
-                f"src/components/{area}/{widget}/{widget}{i}.tsx",
-                f"src/components/{area}/{widget}/{widget}{i}.module.css",
-                f"src/hooks/use{widget}{i}.ts"][i % 5]  # fmt: skip
+        return [
+            f"src/routes/{area}/{area}{i}.routes.ts",
+            f"src/pages/{area}/{widget}Page{i}.tsx",
+            f"src/components/{area}/{widget}/{widget}{i}.tsx",
+            f"src/components/{area}/{widget}/{widget}{i}.module.css",
+            f"src/hooks/use{widget}{i}.ts",
+        ][i % 5]
 
     def package(i: int) -> str:
         # Folders cluster as in real code: three areas per package, a few levels under each.
@@ -103,10 +137,15 @@ def generate_files(n: int, seed: int = 7) -> dict[str, str | bytes]:
         return f"docs/{rng.choice(AREAS)}/guide{i}.md"
 
     def dropped(i: int) -> str:  # build output, caches, lockfiles, minified bundles, binaries
-        return [f"dist/assets/chunk{i}.js", f".next/cache/c{i}.json", f"coverage/lcov{i}.info",
-                f"public/images/photo{i}.png", f"src/assets/fonts/font{i}.woff2",
-                f"packages/pkg-{i % 120:03d}/dist/index{i}.js",
-                f"packages/pkg-{i % 120:03d}/vendor{i}.min.js.map"][i % 7]  # fmt: skip
+        return [
+            f"dist/assets/chunk{i}.js",
+            f".next/cache/c{i}.json",
+            f"coverage/lcov{i}.info",
+            f"public/images/photo{i}.png",
+            f"src/assets/fonts/font{i}.woff2",
+            f"packages/pkg-{i % 120:03d}/dist/index{i}.js",
+            f"packages/pkg-{i % 120:03d}/vendor{i}.min.js.map",
+        ][i % 7]
 
     mix = [(app, 0.10), (node_module, 0.20), (tests, 0.06), (docs, 0.03), (dropped, 0.06)]
     plan = [(make, int(n * share)) for make, share in mix]
@@ -121,8 +160,15 @@ def generate_files(n: int, seed: int = 7) -> dict[str, str | bytes]:
 def pick_reads(files: dict, count: int, seed: int = 7) -> list[str]:
     """What a crawler reads: manifests and entry points, then routes and pages, then sources."""
     rng = random.Random(seed)
-    first = ["package.json", "README.md", "tsconfig.json", "vite.config.ts", "src/main.tsx",
-             "src/App.tsx", "src/routes/index.ts"]  # fmt: skip
+    first = [
+        "package.json",
+        "README.md",
+        "tsconfig.json",
+        "vite.config.ts",
+        "src/main.tsx",
+        "src/App.tsx",
+        "src/routes/index.ts",
+    ]
     routes = sorted(p for p in files if p.startswith(("src/routes/", "src/pages/")))
     sources = sorted(p for p in files if p.startswith("packages/") and p.endswith(".ts"))
     more = max(count - len(first), 0)
@@ -147,18 +193,28 @@ def _fake_main(conn, n_files: int, n_reads: int) -> None:
         listing = repo.listing(repo.tree_of(sha), True)
         # Would github.com itself cut this repository's recursive listing? (its real limits)
         auth = {"Authorization": f"token {gh.token}"}
-        _, real, _ = gh.handle("GET", f"/repos/{REPO}/git/trees/{sha}", {"recursive": "1"},
-                               b"", auth)  # fmt: skip
+        _, real, _ = gh.handle(
+            "GET", f"/repos/{REPO}/git/trees/{sha}", {"recursive": "1"}, b"", auth
+        )
         gh.max_recursive_entries = gh.max_recursive_bytes = UNLIMITED
         # tree SHA -> is it inside a folder every crawl drops (node_modules, dist, ...)?
-        skipped = {row["sha"]: any(d in SKIPPED_DIRS for d in row["path"].split("/"))
-                   for row in listing if row["type"] == "tree"}  # fmt: skip
+        skipped = {
+            row["sha"]: any(d in SKIPPED_DIRS for d in row["path"].split("/"))
+            for row in listing
+            if row["type"] == "tree"
+        }
         info = {
-            "url": gh.url, "token": gh.token, "sha": sha, "reads": reads, "files": len(files),
-            "entries": len(listing), "deep_files": sum(1 for p in files if min_depth_level(p)),
-            "github_truncates": real["truncated"], "github_keeps": len(real["tree"]),
+            "url": gh.url,
+            "token": gh.token,
+            "sha": sha,
+            "reads": reads,
+            "files": len(files),
+            "entries": len(listing),
+            "deep_files": sum(1 for p in files if min_depth_level(p)),
+            "github_truncates": real["truncated"],
+            "github_keeps": len(real["tree"]),
             "seconds": time.perf_counter() - started,
-        }  # fmt: skip
+        }
         del files
         conn.send(info)
         while True:
@@ -175,8 +231,15 @@ def _fake_main(conn, n_files: int, n_reads: int) -> None:
 
 
 def _summarise(calls, skipped: dict[str, bool]) -> dict[str, int]:
-    out = {"total": len(calls), "trees_recursive": 0, "trees_one_level": 0,
-           "trees_in_dropped_dirs": 0, "blobs": 0, "other": 0, "errors": 0}  # fmt: skip
+    out = {
+        "total": len(calls),
+        "trees_recursive": 0,
+        "trees_one_level": 0,
+        "trees_in_dropped_dirs": 0,
+        "blobs": 0,
+        "other": 0,
+        "errors": 0,
+    }
     for call in calls:
         out["errors"] += call.status >= 400
         tree = re.search(r"/git/trees/([0-9a-f]{40})$", call.path)
@@ -219,8 +282,10 @@ def prepare_services() -> None:
 
     external = devstack.external_services()
     devstack.up(tuple(s for s in devstack.SERVICES if s not in external))
-    urls = {**devstack.urls(), **{k: os.environ[k] for k in devstack.ENV_VARS.values()
-                                  if os.environ.get(k)}}  # fmt: skip
+    urls = {
+        **devstack.urls(),
+        **{k: os.environ[k] for k in devstack.ENV_VARS.values() if os.environ.get(k)},
+    }
     pg = urlsplit(urls["DATABASE_URL"])
     with psycopg.connect(pg._replace(path="/postgres").geturl(), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')  # a clean slate
@@ -280,8 +345,9 @@ async def _session(sha: str, reads: list[str], crawl_id: str) -> dict:
     t0 = time.perf_counter()
     out: dict = {"errors": []}
     # The same server parameters the Repo Crawler uses; 100k-entry answers need a long timeout.
-    async with Client(mcp_server_params(crawl_id=crawl_id, repo=REPO),
-                      read_timeout_seconds=600) as client:  # fmt: skip
+    async with Client(
+        mcp_server_params(crawl_id=crawl_id, repo=REPO), read_timeout_seconds=600
+    ) as client:
         t1 = time.perf_counter()
         out["startup_s"] = t1 - t0
         calls = [(TREE_TOOL, {"depth_level": "deep"})] + [(READ_TOOL, {"path": p}) for p in reads]
@@ -320,19 +386,29 @@ def crawl(fake: FakeProcess, valkey, label: str) -> dict:
 def report(label: str, r: dict) -> None:
     api = r["api"]
     print(f"\n{label}")
-    print(f"  wall time          {r['wall_s']:7.2f} s  (server start {r['startup_s']:.2f} s, "
-          f"repo.tree {r.get('tree_s', 0):.2f} s, {r['tool_calls'] - 1} reads "
-          f"{r['reads_s']:.2f} s, shutdown {r['shutdown_s']:.2f} s)")  # fmt: skip
-    print(f"  deep tree entries  {r.get('entries', 0):7d}  ({r.get('tree_mb', 0):.1f} MiB of JSON text, "
-          "sent as structured content too)")  # fmt: skip
-    print(f"  GitHub API calls   {api['total']:7d}  (recursive trees {api['trees_recursive']}, "
-          f"one-level trees {api['trees_one_level']}, blobs {api['blobs']}, other {api['other']}"
-          f"; trees inside dropped folders {api['trees_in_dropped_dirs']}; "
-          f"errors {api['errors']})")  # fmt: skip
-    print(f"  peak memory        MCP server {r['server_peak_mb']:.0f} MiB, "
-          f"client {r['client_peak_mb']:.0f} MiB")  # fmt: skip
-    print(f"  cache hits         {r['hits']} / {r['tool_calls']} tool calls = "
-          f"{r['hits'] / r['tool_calls']:.2f}")  # fmt: skip
+    print(
+        f"  wall time          {r['wall_s']:7.2f} s  (server start {r['startup_s']:.2f} s, "
+        f"repo.tree {r.get('tree_s', 0):.2f} s, {r['tool_calls'] - 1} reads "
+        f"{r['reads_s']:.2f} s, shutdown {r['shutdown_s']:.2f} s)"
+    )
+    print(
+        f"  deep tree entries  {r.get('entries', 0):7d}  ({r.get('tree_mb', 0):.1f} MiB of JSON text, "
+        "sent as structured content too)"
+    )
+    print(
+        f"  GitHub API calls   {api['total']:7d}  (recursive trees {api['trees_recursive']}, "
+        f"one-level trees {api['trees_one_level']}, blobs {api['blobs']}, other {api['other']}"
+        f"; trees inside dropped folders {api['trees_in_dropped_dirs']}; "
+        f"errors {api['errors']})"
+    )
+    print(
+        f"  peak memory        MCP server {r['server_peak_mb']:.0f} MiB, "
+        f"client {r['client_peak_mb']:.0f} MiB"
+    )
+    print(
+        f"  cache hits         {r['hits']} / {r['tool_calls']} tool calls = "
+        f"{r['hits'] / r['tool_calls']:.2f}"
+    )
     for error in r["errors"]:
         print(f"  TOOL ERROR: {error}")
 
@@ -341,8 +417,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--reads", type=int, default=20)
-    parser.add_argument("--truncate-at", type=int, default=20_000,
-                        help="max_recursive_entries of the fake for the truncated crawl")  # fmt: skip
+    parser.add_argument(
+        "--truncate-at",
+        type=int,
+        default=20_000,
+        help="max_recursive_entries of the fake for the truncated crawl",
+    )
     args = parser.parse_args()
 
     prepare_services()
@@ -360,12 +440,16 @@ def main() -> None:
         valkey = valkey_mod.client()
         valkey.flushdb()  # our own logical DB: a cold cache
         print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-        print(f"repository {REPO}: {info['files']} files, {info['entries']} tree entries "
-              f"(blobs and folders), {info['deep_files']} visible to a deep crawl; built in "
-              f"{info['seconds']:.1f} s")  # fmt: skip
-        print(f"github.com's limits (100,000 entries / 7 MB) would truncate its recursive "
-              f"listing: {'yes' if info['github_truncates'] else 'no'} (first "
-              f"{info['github_keeps']} entries kept); lifted for the cold and warm runs")  # fmt: skip
+        print(
+            f"repository {REPO}: {info['files']} files, {info['entries']} tree entries "
+            f"(blobs and folders), {info['deep_files']} visible to a deep crawl; built in "
+            f"{info['seconds']:.1f} s"
+        )
+        print(
+            f"github.com's limits (100,000 entries / 7 MB) would truncate its recursive "
+            f"listing: {'yes' if info['github_truncates'] else 'no'} (first "
+            f"{info['github_keeps']} entries kept); lifted for the cold and warm runs"
+        )
         cold = crawl(fake, valkey, "cold")
         report("cold crawl (empty cache)", cold)
         warm = crawl(fake, valkey, "warm")
@@ -382,10 +466,12 @@ def main() -> None:
             report(f"cold crawl with {label}", crawl(fake, valkey, "truncated"))
         valkey.flushdb()
         goal = cold["api"]["trees_recursive"] + cold["api"]["trees_one_level"] == 1
-        print(f"goal: 1 tree call per untruncated deep crawl -> "
-              f"{'met' if goal else 'NOT met'} ({cold['api']['total'] - cold['api']['blobs']} "
-              f"non-blob calls, {cold['api']['blobs']} blob reads); warm crawl: "
-              f"{warm['api']['total']} calls; load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+        print(
+            f"goal: 1 tree call per untruncated deep crawl -> "
+            f"{'met' if goal else 'NOT met'} ({cold['api']['total'] - cold['api']['blobs']} "
+            f"non-blob calls, {cold['api']['blobs']} blob reads); warm crawl: "
+            f"{warm['api']['total']} calls; load average {os.getloadavg()[0]:.1f}"
+        )
     finally:
         fake.stop()
 

@@ -46,8 +46,10 @@ def prepare_services() -> None:
 
     external = devstack.external_services()
     devstack.up(tuple(s for s in devstack.SERVICES if s not in external))
-    urls = {**devstack.urls(), **{k: os.environ[k] for k in devstack.ENV_VARS.values()
-                                  if os.environ.get(k)}}  # fmt: skip
+    urls = {
+        **devstack.urls(),
+        **{k: os.environ[k] for k in devstack.ENV_VARS.values() if os.environ.get(k)},
+    }
     pg = urlsplit(urls["DATABASE_URL"])
     with psycopg.connect(pg._replace(path="/postgres").geturl(), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')  # a clean slate
@@ -121,8 +123,7 @@ def amtp_worker(client, pool, manager):
 
     from runs.worker import build_worker
 
-    return build_worker(client, task_queue=settings.TEMPORAL_TASK_QUEUE, pool=pool,
-                        manager=manager)  # fmt: skip
+    return build_worker(client, task_queue=settings.TEMPORAL_TASK_QUEUE, pool=pool, manager=manager)
 
 
 def bare_worker(task_queue: str):
@@ -132,12 +133,15 @@ def bare_worker(task_queue: str):
         from temporalio.worker import SharedStateManager, Worker
 
         return Worker(  # what build_worker configures, with the bare workflow and activities
-            client, task_queue=task_queue, workflows=[BareWorkflow], activities=ACTIVITIES,
+            client,
+            task_queue=task_queue,
+            workflows=[BareWorkflow],
+            activities=ACTIVITIES,
             activity_executor=pool,
             shared_state_manager=SharedStateManager.create_from_multiprocessing(manager),
             max_concurrent_activities=max(4, settings.AMTP_WORKER_PROCESSES * 4),
             graceful_shutdown_timeout=timedelta(seconds=10),
-        )  # fmt: skip
+        )
 
     return build
 
@@ -155,9 +159,16 @@ def launch_amtp(repositories: list, count: int) -> list:
     from runs.models import Run
     from runs.services import run_create
 
-    return [str(run_create(repository=repositories[i % len(repositories)],
-                           trigger=Run.Trigger.CLI, requested_by="bench").run_id)
-            for i in range(count)]  # fmt: skip
+    return [
+        str(
+            run_create(
+                repository=repositories[i % len(repositories)],
+                trigger=Run.Trigger.CLI,
+                requested_by="bench",
+            ).run_id
+        )
+        for i in range(count)
+    ]
 
 
 def launch_bare(task_queue: str, count: int) -> list:
@@ -169,8 +180,9 @@ def launch_bare(task_queue: str, count: int) -> list:
         client = await connect()  # run_create connects per run too
         ids = [f"bench-bare-{uuid.uuid4()}" for _ in range(count)]
         for workflow_id in ids:
-            await client.start_workflow(WORKFLOW_NAME, workflow_id, id=workflow_id,
-                                        task_queue=task_queue)  # fmt: skip
+            await client.start_workflow(
+                WORKFLOW_NAME, workflow_id, id=workflow_id, task_queue=task_queue
+            )
         return ids
 
     return asyncio.run(start())
@@ -269,16 +281,22 @@ def stage_seconds(run_ids: list[str]) -> tuple[dict[str, float], int]:
 
 def summary(label: str, m: dict, b: dict, stages: dict[str, float] | None = None) -> None:
     seq = m["seq"]
-    print(f"  sequential  mean {statistics.mean(seq):6.2f} s   median "
-          f"{statistics.median(seq):6.2f} s   min {min(seq):.2f}  max {max(seq):.2f}  ({label})")  # fmt: skip
+    print(
+        f"  sequential  mean {statistics.mean(seq):6.2f} s   median "
+        f"{statistics.median(seq):6.2f} s   min {min(seq):.2f}  max {max(seq):.2f}  ({label})"
+    )
     print(f"  concurrent  {len(seq)} runs in {m['elapsed']:.2f} s -> {m['per_min']:.1f} runs/min")
     stages = stages or {}
-    pool = ", ".join(f"{n} {s:.2f}" + (f" (body {stages[n]:.2f})" if n in stages else "")
-                     for n, s in b["pool"].items())  # fmt: skip
-    print(f"  per run     workflow {b['workflow']:.2f} s: pool activities "
-          f"{sum(b['pool'].values()):.2f} s [{pool}], bookkeeping activities "
-          f"{b['bookkeeping']:.2f} s, task-queue latency {b['queued']:.2f} s, workflow tasks "
-          f"{b['workflow_tasks']:.2f} s; starting + fetching the result {b['outside']:.2f} s")  # fmt: skip
+    pool = ", ".join(
+        f"{n} {s:.2f}" + (f" (body {stages[n]:.2f})" if n in stages else "")
+        for n, s in b["pool"].items()
+    )
+    print(
+        f"  per run     workflow {b['workflow']:.2f} s: pool activities "
+        f"{sum(b['pool'].values()):.2f} s [{pool}], bookkeeping activities "
+        f"{b['bookkeeping']:.2f} s, task-queue latency {b['queued']:.2f} s, workflow tasks "
+        f"{b['workflow_tasks']:.2f} s; starting + fetching the result {b['outside']:.2f} s"
+    )
 
 
 def main() -> None:
@@ -304,10 +322,13 @@ def run_all(n: int, workdir: Path) -> dict[str, dict]:
     from tests.samples import DEMO_WEB
 
     repositories = [
-        Repository.objects.create(full_name=f"bench/web-{i}", host="local",
-                                  local_path=make_git_repo(workdir / f"web-{i}", DEMO_WEB))
+        Repository.objects.create(
+            full_name=f"bench/web-{i}",
+            host="local",
+            local_path=make_git_repo(workdir / f"web-{i}", DEMO_WEB),
+        )
         for i in range(n)
-    ]  # fmt: skip
+    ]
     bare_queue = f"bench-bare-{uuid.uuid4().hex[:8]}"
     print(
         f"{n} runs each; worker pool: {settings.AMTP_WORKER_PROCESSES} processes (spawn, "
@@ -336,16 +357,20 @@ def report(n: int, amtp: dict, bare: dict) -> None:
     stages, retries = stage_seconds(amtp["ids"][:n])
     amtp_b = breakdown(amtp, n, agent_names)
     bare_b = breakdown(bare, n, set(bare_workflow.ACTIVITY_NAMES))
-    print(f"\nAMTP pipeline (offline provider, DEMO_WEB, default depth, local host); "
-          f"retries: {retries}")  # fmt: skip
+    print(
+        f"\nAMTP pipeline (offline provider, DEMO_WEB, default depth, local host); "
+        f"retries: {retries}"
+    )
     summary("run_create -> workflow result", amtp, amtp_b, stages)
     print("\nbare workflow (4 no-op activities, same pool and initializer)")
     summary("start_workflow -> workflow result", bare, bare_b)
     # What a pool activity costs beyond its own body: spawn, imports, django.setup, unpickling.
     amtp_fixed = statistics.mean(amtp_b["pool"][n_] - stages.get(n_, 0.0) for n_ in agent_names)
-    print(f"\npool activity cost beyond its body: AMTP {amtp_fixed:.2f} s, bare "
-          f"{statistics.mean(bare_b['pool'].values()):.2f} s (per activity; {t.CRAWL_REPO} body "
-          f"includes the MCP server process)")  # fmt: skip
+    print(
+        f"\npool activity cost beyond its body: AMTP {amtp_fixed:.2f} s, bare "
+        f"{statistics.mean(bare_b['pool'].values()):.2f} s (per activity; {t.CRAWL_REPO} body "
+        f"includes the MCP server process)"
+    )
 
     per_run = statistics.mean(amtp["seq"]) / statistics.mean(bare["seq"])
     per_run_median = statistics.median(amtp["seq"]) / statistics.median(bare["seq"])
@@ -354,14 +379,20 @@ def report(n: int, amtp: dict, bare: dict) -> None:
     orchestration = (statistics.mean(amtp["seq"]) - sum(stages.values())) / statistics.mean(
         bare["seq"]
     )
-    print(f"\nAMTP / bare: per run {per_run:.2f}x (mean), {per_run_median:.2f}x (median); "
-          f"throughput cost {throughput:.2f}x ({amtp['per_min']:.1f} vs {bare['per_min']:.1f} "
-          f"runs/min); per run without the stage bodies {orchestration:.2f}x")  # fmt: skip
+    print(
+        f"\nAMTP / bare: per run {per_run:.2f}x (mean), {per_run_median:.2f}x (median); "
+        f"throughput cost {throughput:.2f}x ({amtp['per_min']:.1f} vs {bare['per_min']:.1f} "
+        f"runs/min); per run without the stage bodies {orchestration:.2f}x"
+    )
     met = max(per_run, per_run_median, throughput) <= GOAL
-    print(f"load average at the end {os.getloadavg()[0]:.1f} (other work on this machine "
-          "slows both workflows; the ratio is the figure to compare)")  # fmt: skip
-    print(f"goal: AMTP's orchestration costs at most {GOAL}x the bare workflow -> "
-          f"{'met' if met else 'NOT met'}")  # fmt: skip
+    print(
+        f"load average at the end {os.getloadavg()[0]:.1f} (other work on this machine "
+        "slows both workflows; the ratio is the figure to compare)"
+    )
+    print(
+        f"goal: AMTP's orchestration costs at most {GOAL}x the bare workflow -> "
+        f"{'met' if met else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

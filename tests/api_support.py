@@ -41,9 +41,11 @@ def describe(run_id):
 
 def signals_of(run_id):
     async def signals(handle):
-        return [e.workflow_execution_signaled_event_attributes.signal_name
-                async for e in handle.fetch_history_events()
-                if e.HasField("workflow_execution_signaled_event_attributes")]  # fmt: skip
+        return [
+            e.workflow_execution_signaled_event_attributes.signal_name
+            async for e in handle.fetch_history_events()
+            if e.HasField("workflow_execution_signaled_event_attributes")
+        ]
 
     return async_to_sync(_workflows)([str(run_id)], signals)[str(run_id)]
 
@@ -76,14 +78,19 @@ def client(make_token):
 
 @pytest.fixture
 def repo():
-    return RepositoryFactory(full_name="acme/shop", default_branch="trunk",
-                             default_depth_level="core", default_framework="maestro")  # fmt: skip
+    return RepositoryFactory(
+        full_name="acme/shop",
+        default_branch="trunk",
+        default_depth_level="core",
+        default_framework="maestro",
+    )
 
 
 def post(client, path, body, **headers):
     data = body if isinstance(body, (str, bytes)) else json.dumps(body)
-    return client.post(path, data, content_type=headers.pop("content_type", "application/json"),
-                       headers=headers)  # fmt: skip
+    return client.post(
+        path, data, content_type=headers.pop("content_type", "application/json"), headers=headers
+    )
 
 
 def assert_problem(response, status, slug=None):

@@ -29,10 +29,18 @@ def pipeline(tmp_path, stack, framework, depth="standard"):
     )
     cases_in = {**crawler.output, "depth_level": depth}
     cases = run_test_case_generator(cases_in, upstream_artifact_id=str(uuid.uuid4()))
-    code_in = {"run_id": run_id, "target_framework": framework, **{
-        k: cases.output[k] for k in ("test_cases", "coverage_notes")}}  # fmt: skip
-    code = run_test_engineer(code_in, upstream_artifact_id=str(uuid.uuid4()), base_branch="main",
-                             head_branch=f"amtp/run-{run_id}", test_dir="e2e/amtp")  # fmt: skip
+    code_in = {
+        "run_id": run_id,
+        "target_framework": framework,
+        **{k: cases.output[k] for k in ("test_cases", "coverage_notes")},
+    }
+    code = run_test_engineer(
+        code_in,
+        upstream_artifact_id=str(uuid.uuid4()),
+        base_branch="main",
+        head_branch=f"amtp/run-{run_id}",
+        test_dir="e2e/amtp",
+    )
     return crawler, cases, code
 
 

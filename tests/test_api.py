@@ -24,9 +24,13 @@ from tests.factories import ApprovalFactory, ArtifactFactory, RepositoryFactory,
 
 pytestmark = pytest.mark.django_db
 
-api_env, make_token, client, repo, staff = (api_support.api_env, api_support.make_token,
-                                            api_support.client, api_support.repo,
-                                            api_support.staff)  # fmt: skip
+api_env, make_token, client, repo, staff = (
+    api_support.api_env,
+    api_support.make_token,
+    api_support.client,
+    api_support.repo,
+    api_support.staff,
+)
 
 
 # --- authentication ------------------------------------------------------------------------
@@ -111,7 +115,11 @@ def test_create_run_defaults_from_the_repository_and_starts_the_workflow(client,
     run = Run.objects.get()
     assert response["Location"] == f"/api/runs/{run.run_id}" == body["url"]
     assert (body["ref"], body["base_branch"], body["depth_level"], body["target_framework"]) == (
-        "trunk", "trunk", "core", "maestro")  # fmt: skip
+        "trunk",
+        "trunk",
+        "core",
+        "maestro",
+    )
     assert body["trigger"] == "api" and body["status"] == "pending"
     assert "API token amtp_" in body["requested_by"]
     assert [s["name"] for s in body["stages"]] == [
@@ -126,8 +134,13 @@ def test_create_run_defaults_from_the_repository_and_starts_the_workflow(client,
 
 
 def test_create_run_with_every_field(client, repo, api_env):
-    body = {"repo_full_name": "acme/shop", "ref": "feature/x", "depth_level": "deep",
-            "target_framework": "playwright", "base_branch": "release"}  # fmt: skip
+    body = {
+        "repo_full_name": "acme/shop",
+        "ref": "feature/x",
+        "depth_level": "deep",
+        "target_framework": "playwright",
+        "base_branch": "release",
+    }
     created = post(client, "/api/runs", body).json()
     assert {k: created[k] for k in body} == body
 
@@ -218,8 +231,12 @@ def test_hostile_run_bodies_are_problems_and_change_nothing(
 
 
 def test_wrong_content_type_is_415(client, repo):
-    response = post(client, "/api/runs", "repo_full_name=acme/shop",
-                    content_type="application/x-www-form-urlencoded")  # fmt: skip
+    response = post(
+        client,
+        "/api/runs",
+        "repo_full_name=acme/shop",
+        content_type="application/x-www-form-urlencoded",
+    )
     body = assert_problem(response, 415, "unsupported-media-type")
     assert "application/x-www-form-urlencoded" in body["detail"] and Run.objects.count() == 0
 
@@ -232,8 +249,9 @@ def test_oversized_body_is_413(client, repo, settings):
 
 
 def test_bad_idempotency_key_is_422_naming_the_header(client, repo):
-    response = post(client, "/api/runs", {"repo_full_name": "acme/shop"},
-                    Idempotency_Key="with space")  # fmt: skip
+    response = post(
+        client, "/api/runs", {"repo_full_name": "acme/shop"}, Idempotency_Key="with space"
+    )
     body = assert_problem(response, 422)
     assert body["errors"][0]["location"] == "header" and Run.objects.count() == 0
 
@@ -249,21 +267,34 @@ def test_list_runs_is_paginated_and_filtered(client):
     assert page["count"] == 4 and len(page["items"]) == 2
     assert page["items"][0]["run_id"] == str(runs[-1].run_id)  # newest first
     assert client.get("/api/runs", {"limit": 2, "offset": 2}).json()["items"][1]["run_id"] == str(
-        old.run_id)  # fmt: skip
+        old.run_id
+    )
 
     def ids(**filters):
         return {item["run_id"] for item in client.get("/api/runs", filters).json()["items"]}
 
-    assert ids(status="passed") == ids(framework="maestro") == ids(trigger="webhook") == {
-        str(old.run_id)}  # fmt: skip
+    assert (
+        ids(status="passed")
+        == ids(framework="maestro")
+        == ids(trigger="webhook")
+        == {str(old.run_id)}
+    )
     assert ids(repository=runs[0].repo_full_name) == {str(runs[0].run_id)}
     day_ago = (timezone.now() - timedelta(days=1)).isoformat()
     assert ids(created_before=day_ago) == {str(old.run_id)}
     assert len(ids(created_after=day_ago)) == 3
 
 
-@pytest.mark.parametrize("query", [{"status": "done"}, {"limit": 0}, {"limit": 10_000},
-                                   {"offset": -1}, {"created_after": "yesterday"}])  # fmt: skip
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"status": "done"},
+        {"limit": 0},
+        {"limit": 10_000},
+        {"offset": -1},
+        {"created_after": "yesterday"},
+    ],
+)
 def test_bad_list_filters_are_422_naming_the_parameter(client, query):
     body = assert_problem(client.get("/api/runs", query), 422, "validation-error")
     assert (
@@ -272,13 +303,17 @@ def test_bad_list_filters_are_422_naming_the_parameter(client, query):
 
 
 def test_run_detail_has_stages_artifacts_approvals_and_pr(client):
-    run = RunFactory(status="passed", pr_number=7, pr_url="https://github.test/acme/pr/7",
-                     head_branch="amtp/x")  # fmt: skip
+    run = RunFactory(
+        status="passed", pr_number=7, pr_url="https://github.test/acme/pr/7", head_branch="amtp/x"
+    )
     artifact = ArtifactFactory(run=run, content={"hello": "wörld"})
     approval = ApprovalFactory(run=run)
     body = client.get(f"/api/runs/{run.run_id}").json()
-    assert body["pull_request"] == {"number": 7, "url": "https://github.test/acme/pr/7",
-                                    "head_branch": "amtp/x"}  # fmt: skip
+    assert body["pull_request"] == {
+        "number": 7,
+        "url": "https://github.test/acme/pr/7",
+        "head_branch": "amtp/x",
+    }
     summary = body["artifacts"][0]
     assert summary["artifact_id"] == str(artifact.artifact_id) and "content" not in summary
     assert summary["size"] == len(json.dumps({"hello": "wörld"}, ensure_ascii=False).encode())
@@ -297,8 +332,9 @@ def test_artifact_content_and_meta(client):
     assert_problem(client.get(f"/api/runs/{artifact.run_id}/artifacts/secrets"), 422)
 
 
-@pytest.mark.parametrize("path", ["/api/runs/{}", "/api/runs/{}/context",
-                                  "/api/runs/{}/artifacts/pull_request"])  # fmt: skip
+@pytest.mark.parametrize(
+    "path", ["/api/runs/{}", "/api/runs/{}/context", "/api/runs/{}/artifacts/pull_request"]
+)
 def test_unknown_run_is_404_and_a_bad_uuid_is_422(client, path):
     assert_problem(client.get(path.format(uuid.uuid4())), 404, "not-found")
     body = assert_problem(client.get(path.format("not-a-uuid")), 422)
@@ -328,7 +364,8 @@ def test_a_crash_is_a_500_problem_without_internals(client, monkeypatch):
 def test_openapi_document_and_docs_are_served():
     document = Client().get("/api/openapi.json").json()
     assert {"/api/runs", "/api/runs/{run_id}/context", "/api/webhooks/github"} <= set(
-        document["paths"])  # fmt: skip
+        document["paths"]
+    )
     assert Client().get("/api/docs").status_code == 200
 
 
@@ -339,8 +376,10 @@ def test_cancel_a_started_run_and_cancelling_a_finished_one_is_409(client, repo,
     run_id = post(client, "/api/runs", {"repo_full_name": "acme/shop"}).json()["run_id"]
     response = client.post(f"/api/runs/{run_id}/cancel")
     assert response.status_code == 202, response.content
-    assert describe(run_id).status in (WorkflowExecutionStatus.RUNNING,
-                                       WorkflowExecutionStatus.CANCELED)  # fmt: skip
+    assert describe(run_id).status in (
+        WorkflowExecutionStatus.RUNNING,
+        WorkflowExecutionStatus.CANCELED,
+    )
     done = RunFactory(status="passed")
     body = assert_problem(client.post(f"/api/runs/{done.run_id}/cancel"), 409, "run-conflict")
     assert body["detail"] == RUN_FINISHED.format(run_id=done.run_id, status="passed")

@@ -20,9 +20,13 @@ from tests.factories import ApprovalFactory
 
 pytestmark = pytest.mark.django_db
 
-api_env, make_token, client, repo, staff = (api_support.api_env, api_support.make_token,
-                                            api_support.client, api_support.repo,
-                                            api_support.staff)  # fmt: skip
+api_env, make_token, client, repo, staff = (
+    api_support.api_env,
+    api_support.make_token,
+    api_support.client,
+    api_support.repo,
+    api_support.staff,
+)
 
 
 # --- approvals -------------------------------------------------------------------------------
@@ -59,7 +63,8 @@ def test_decide_approval_signals_the_workflow_and_twice_is_409(client, held_run)
         post(client, url, {"decision": "rejected"}), 409, "approval-already-decided"
     )
     assert again["detail"] == ALREADY_DECIDED.format(
-        approval_id=held_run.approval_id, decision="approved", by=held_run.decided_by)  # fmt: skip
+        approval_id=held_run.approval_id, decision="approved", by=held_run.decided_by
+    )
 
 
 @pytest.mark.parametrize(
@@ -98,8 +103,9 @@ def test_deciding_needs_the_scope_or_the_permission(make_token, staff):
 
 
 def test_unknown_approval_is_404(client):
-    assert_problem(post(client, f"/api/approvals/{uuid.uuid4()}/decision",
-                        {"decision": "approved"}), 404)  # fmt: skip
+    assert_problem(
+        post(client, f"/api/approvals/{uuid.uuid4()}/decision", {"decision": "approved"}), 404
+    )
 
 
 # --- admin: tokens -----------------------------------------------------------------------------

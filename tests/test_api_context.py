@@ -34,7 +34,10 @@ def test_context_of_a_fresh_run(client):
     spec_validator().validate(document)
     assert document["workflow_id"] == str(run.run_id) and document["version"] == "1.0"
     assert (document["current_agent"], document["next_agent"], document["phase"]) == (
-        "repo-crawler", "test-case-generator", "crawl_repo")  # fmt: skip
+        "repo-crawler",
+        "test-case-generator",
+        "crawl_repo",
+    )
     assert "run stage crawl_repo (repo-crawler)" in document["pending_actions"]
     assert any("e2e/amtp/" in c for c in document["constraints"])
 
@@ -53,12 +56,16 @@ def test_context_of_a_held_run_and_of_a_passed_run(client):
     document = client.get(f"/api/runs/{run.run_id}/context").json()
     spec_validator().validate(document)
     assert (document["current_agent"], document["next_agent"], document["phase"]) == (
-        "create-pull-request", None, "create_pull_request")  # fmt: skip
+        "create-pull-request",
+        None,
+        "create_pull_request",
+    )
     assert str(approval.approval_id) in document["pending_actions"][0]
     assert document["files_modified"] == ["e2e/amtp/login.spec.ts"]
     assert document["checkpoints"][0]["id"] == str(code.artifact_id)
-    Approval.objects.filter(pk=approval.pk).update(decision="approved", decided_by="alice",
-                                                   decided_at=timezone.now())  # fmt: skip
+    Approval.objects.filter(pk=approval.pk).update(
+        decision="approved", decided_by="alice", decided_at=timezone.now()
+    )
     Run.objects.filter(pk=run.pk).update(status="passed", pr_url="https://x.test/pr/1")
     run.stages.update(status="passed")
     document = client.get(f"/api/runs/{run.run_id}/context").json()

@@ -32,8 +32,12 @@ EXAMPLES_PER_OPERATION = 25
 PROBLEM = "application/problem+json"
 PARAMETERLESS = {"POST /api/webhooks/github"}
 # No 5xx, and every answer is documented: its status, media type and body schema.
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
-          response_schema_conformance]  # fmt: skip
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
 
 
 @pytest.fixture
@@ -62,10 +66,13 @@ def test_no_operation_answers_with_a_server_error(make_token, seeded, mode):
 
         @given(case=cases)
         @hypothesis_settings(
-            max_examples=EXAMPLES_PER_OPERATION, derandomize=True, deadline=None,
-            database=None, phases=[Phase.explicit, Phase.generate],
+            max_examples=EXAMPLES_PER_OPERATION,
+            derandomize=True,
+            deadline=None,
+            database=None,
+            phases=[Phase.explicit, Phase.generate],
             suppress_health_check=list(HealthCheck),
-        )  # fmt: skip
+        )
         def check(case):
             response = case.call_and_validate(headers=headers, checks=CHECKS)
             if response.status_code >= 400:

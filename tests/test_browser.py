@@ -21,9 +21,16 @@ from tests.samples import DEMO_WEB
 
 # Without the background-networking flags Chromium keeps calling Google's services, which on
 # this closed network only floods it with failed connections.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 RUN_TIMEOUT_MS = 120_000  # the whole pipeline through the worker, offline provider
 PAGE_TIMEOUT_MS = 15_000
 
@@ -44,8 +51,13 @@ def operator(django_user_model):
 
 def local_repo(tmp_path, name: str, **settings):
     path = make_git_repo(tmp_path / name, DEMO_WEB)
-    return RepositoryFactory(full_name=f"acme/{name}", host="local", local_path=path,
-                             default_depth_level="smoke", **settings)  # fmt: skip
+    return RepositoryFactory(
+        full_name=f"acme/{name}",
+        host="local",
+        local_path=path,
+        default_depth_level="smoke",
+        **settings,
+    )
 
 
 @contextmanager
@@ -53,8 +65,9 @@ def admin_page(live_server, username: str):
     """A logged-in page. Open it only after the test's ORM work: the sync API keeps an event
     loop on this thread, and Django refuses ORM calls from a thread with a running loop."""
     with sync_playwright() as playwright:
-        with playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS,
-                                        headless=True) as browser:  # fmt: skip
+        with playwright.chromium.launch(
+            executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True
+        ) as browser:
             with browser.new_context(base_url=live_server.url) as context:
                 context.set_default_timeout(PAGE_TIMEOUT_MS)
                 page = context.new_page()

@@ -16,8 +16,16 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_launch_run_local_registers_and_waits_for_success(tmp_path, worker):
     path = make_git_repo(tmp_path / "web", DEMO_WEB)
     out = StringIO()
-    call_command("launch_run", "acme/cli", "--local", str(path), "--depth-level", "smoke",
-                 "--wait", stdout=out)  # fmt: skip
+    call_command(
+        "launch_run",
+        "acme/cli",
+        "--local",
+        str(path),
+        "--depth-level",
+        "smoke",
+        "--wait",
+        stdout=out,
+    )
     text = out.getvalue()
     assert "registered acme/cli" in text
     for stage in ("crawl_repo", "generate_test_cases", "generate_test_code", "create_pull_request"):
@@ -30,8 +38,16 @@ def test_launch_run_local_registers_and_waits_for_success(tmp_path, worker):
 def test_launch_run_wait_fails_with_the_error_when_the_run_fails(tmp_path, worker):
     path = make_git_repo(tmp_path / "web", DEMO_WEB)
     with pytest.raises(CommandError, match="failed: RepositoryAccessError.*no-such-ref"):
-        call_command("launch_run", "acme/cli", "--local", str(path), "--ref", "no-such-ref",
-                     "--wait", stdout=StringIO())  # fmt: skip
+        call_command(
+            "launch_run",
+            "acme/cli",
+            "--local",
+            str(path),
+            "--ref",
+            "no-such-ref",
+            "--wait",
+            stdout=StringIO(),
+        )
 
 
 def test_launch_run_refuses_unknown_repositories_and_bad_paths(tmp_path):

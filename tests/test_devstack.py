@@ -17,9 +17,13 @@ def manage(stack_dir, *args):
     }
     env["AMTP_DEVSTACK_DIR"] = str(stack_dir)
     return subprocess.run(
-        [sys.executable, "manage.py", "devstack", *args], cwd=ROOT, env=env,
-        capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
+        [sys.executable, "manage.py", "devstack", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def alive(pid):

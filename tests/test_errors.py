@@ -5,9 +5,12 @@ from django.conf import settings
 from amtp_site import errors
 
 SPEC_NON_RETRYABLE = {
-    "StaleBaseBranch", "BranchProtectionViolation", "SchemaValidationError", "GitHubForbidden",
+    "StaleBaseBranch",
+    "BranchProtectionViolation",
+    "SchemaValidationError",
+    "GitHubForbidden",
     "RateLimitExceeded",
-}  # fmt: skip
+}
 
 
 def test_spec_classes_have_the_spec_retryability():

@@ -274,9 +274,21 @@ def test_missing_base_branch(host: LocalGitHost) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["../x", "/etc/passwd", ".git/config", "a/../../b", "e2e/./x", "a//b", ".GIT/hooks/pre-commit",
-     "sub/.git/config", "C:/x", "a\\b", "new\nline", ""],
-)  # fmt: skip
+    [
+        "../x",
+        "/etc/passwd",
+        ".git/config",
+        "a/../../b",
+        "e2e/./x",
+        "a//b",
+        ".GIT/hooks/pre-commit",
+        "sub/.git/config",
+        "C:/x",
+        "a\\b",
+        "new\nline",
+        "",
+    ],
+)
 def test_hostile_paths_are_refused(host: LocalGitHost, repo: str, path: str) -> None:
     assert path_problem(path)
     with pytest.raises(ContractViolation):

@@ -29,9 +29,11 @@ def repo(tmp_path, valkey):
 
 def test_tools_are_named_exactly_and_tree_is_filtered(repo):
     tools, (err, smoke), (err2, deep) = call_tools(
-        [("repo.tree", {"repo": "acme/web", "ref": "main", "depth_level": "smoke"}),
-         ("repo.tree", {"repo": "acme/web", "ref": "main", "depth_level": "deep"})]
-    )  # fmt: skip
+        [
+            ("repo.tree", {"repo": "acme/web", "ref": "main", "depth_level": "smoke"}),
+            ("repo.tree", {"repo": "acme/web", "ref": "main", "depth_level": "deep"}),
+        ]
+    )
     assert tools == ["repo.read_file", "repo.tree"]
     assert not err and not err2
     smoke_paths = {e["path"] for e in smoke["entries"]}
@@ -44,14 +46,19 @@ def test_tools_are_named_exactly_and_tree_is_filtered(repo):
 
 def test_bad_arguments_come_back_as_tool_errors_that_say_what_is_wrong(repo):
     _, *results = call_tools(
-        [("repo.tree", {"repo": "acme/nope", "ref": "main"}),
-         ("repo.tree", {"repo": "acme/web", "ref": "no-such-branch"}),
-         ("repo.tree", {"repo": "acme/web", "ref": "main", "depth_level": "everything"}),
-         ("repo.read_file", {"repo": "acme/web", "ref": "main", "path": "../../etc/passwd"}),
-         ("repo.read_file", {"repo": "acme/web", "ref": "main", "path": "node_modules/express/index.js"}),
-         ("repo.read_file", {"repo": "acme/web", "ref": "main", "path": "big.txt"}),
-         ("repo.read_file", {"repo": "acme/web", "ref": "main", "path": "logo.png"})]
-    )  # fmt: skip
+        [
+            ("repo.tree", {"repo": "acme/nope", "ref": "main"}),
+            ("repo.tree", {"repo": "acme/web", "ref": "no-such-branch"}),
+            ("repo.tree", {"repo": "acme/web", "ref": "main", "depth_level": "everything"}),
+            ("repo.read_file", {"repo": "acme/web", "ref": "main", "path": "../../etc/passwd"}),
+            (
+                "repo.read_file",
+                {"repo": "acme/web", "ref": "main", "path": "node_modules/express/index.js"},
+            ),
+            ("repo.read_file", {"repo": "acme/web", "ref": "main", "path": "big.txt"}),
+            ("repo.read_file", {"repo": "acme/web", "ref": "main", "path": "logo.png"}),
+        ]
+    )
     assert all(is_error for is_error, _ in results)
     messages = [text for _, text in results]
     assert "unknown repository 'acme/nope'" in messages[0]
@@ -113,7 +120,9 @@ def test_github_host_second_crawl_makes_no_api_calls_and_a_new_commit_is_fresh(s
         assert (warm, warm_file) == (cold, cold_file)
         moved = gh.push("acme/api", "main", {"server.js": "// v2\n"})
         _, (_, new_tree), (_, new_file) = call_tools(
-            [("repo.tree", {"repo": "acme/api", "ref": "main", "depth_level": "deep"}),
-             ("repo.read_file", {"repo": "acme/api", "ref": "main", "path": "server.js"})]
-        )  # fmt: skip
+            [
+                ("repo.tree", {"repo": "acme/api", "ref": "main", "depth_level": "deep"}),
+                ("repo.read_file", {"repo": "acme/api", "ref": "main", "path": "server.js"}),
+            ]
+        )
         assert new_tree["commit_sha"] == moved and new_file["content"] == "// v2\n"

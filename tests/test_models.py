@@ -17,18 +17,26 @@ def raw(sql, params):
 
 def insert_run(repo_id, **overrides):
     values = {
-        "status": "pending", "trigger": "api", "depth_level": "smoke",
+        "status": "pending",
+        "trigger": "api",
+        "depth_level": "smoke",
         "target_framework": "playwright",
-    }  # fmt: skip
+    }
     values.update(overrides)
     raw(
         "INSERT INTO runs (run_id, repository_id, repo_full_name, ref, commit_sha, base_sha, base_branch,"
         " depth_level, target_framework, status, trigger, requested_by, head_branch, pr_url,"
         " error_type, error_message, created_at)"
         " VALUES (%s, %s, 'acme/web', 'main', '', '', 'main', %s, %s, %s, %s, '', '', '', '', '', now())",
-        [uuid.uuid4(), repo_id, values["depth_level"], values["target_framework"],
-         values["status"], values["trigger"]],
-    )  # fmt: skip
+        [
+            uuid.uuid4(),
+            repo_id,
+            values["depth_level"],
+            values["target_framework"],
+            values["status"],
+            values["trigger"],
+        ],
+    )
 
 
 def test_raw_sql_run_with_valid_values_is_accepted():
@@ -38,9 +46,14 @@ def test_raw_sql_run_with_valid_values_is_accepted():
 
 @pytest.mark.parametrize(
     "field,value",
-    [("status", "done"), ("status", "PASSED"), ("trigger", "cron"), ("depth_level", "shallow"),
-     ("target_framework", "cypress")],
-)  # fmt: skip
+    [
+        ("status", "done"),
+        ("status", "PASSED"),
+        ("trigger", "cron"),
+        ("depth_level", "shallow"),
+        ("target_framework", "cypress"),
+    ],
+)
 def test_raw_sql_run_with_bad_value_is_refused(field, value):
     run = RunFactory()
     with pytest.raises(IntegrityError, match="runs_.*_valid"):

@@ -65,9 +65,12 @@ def test_base_moved_since_the_crawl_is_stale(run):
     with pytest.raises(StaleBaseBranch) as caught:
         pull_request_create(run=run, files=FILES, title="t", body="b")
     assert caught.value.to_dict() == {
-        "error": "StaleBaseBranch", "message": caught.value.message, "base_branch": "main",
-        "observed_head": moved, "expected_parent": run.commit_sha,
-    }  # fmt: skip
+        "error": "StaleBaseBranch",
+        "message": caught.value.message,
+        "base_branch": "main",
+        "observed_head": moved,
+        "expected_parent": run.commit_sha,
+    }
     assert head_branch_for(run) not in branches(run)
 
 

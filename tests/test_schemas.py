@@ -97,9 +97,13 @@ def test_pr_title_max_length_and_extra_keys():
 
 def test_required_keys_enums_and_repo_pattern_on_inputs():
     found, _ = violations_of(
-        "repo_crawler/input", {"run_id": valid("repo_crawler/input")["run_id"],
-                               "repo_full_name": "acme", "depth_level": "shallow"}
-    )  # fmt: skip
+        "repo_crawler/input",
+        {
+            "run_id": valid("repo_crawler/input")["run_id"],
+            "repo_full_name": "acme",
+            "depth_level": "shallow",
+        },
+    )
     assert found == {("$", "required"), ("$.repo_full_name", "pattern"), ("$.depth_level", "enum")}
 
 

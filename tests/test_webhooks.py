@@ -35,8 +35,14 @@ def repo():
 
 
 def push(branch="main", repo="acme/shop", **extra):
-    return {"ref": f"refs/heads/{branch}", "before": "b" * 40, "after": SHA,
-            "repository": {"full_name": repo}, "sender": {"login": "octocat"}, **extra}  # fmt: skip
+    return {
+        "ref": f"refs/heads/{branch}",
+        "before": "b" * 40,
+        "after": SHA,
+        "repository": {"full_name": repo},
+        "sender": {"login": "octocat"},
+        **extra,
+    }
 
 
 def deliver(client, payload, event="push", delivery=None, secret=SECRET, signature=None, **kw):
@@ -44,8 +50,12 @@ def deliver(client, payload, event="push", delivery=None, secret=SECRET, signatu
     headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery or str(uuid.uuid4())}
     if signature is not False:
         headers["X-Hub-Signature-256"] = signature or webhooks.signature_for(secret, body)
-    return client.post("/api/webhooks/github", body, content_type=kw.pop("content_type",
-                       "application/json"), headers=headers)  # fmt: skip
+    return client.post(
+        "/api/webhooks/github",
+        body,
+        content_type=kw.pop("content_type", "application/json"),
+        headers=headers,
+    )
 
 
 def nothing_recorded():
@@ -71,12 +81,15 @@ def test_the_test_vector_passes_the_endpoints_signature_check(client, settings):
     assert nothing_recorded()
 
 
-@pytest.mark.parametrize("signature,detail", [
-    (False, webhooks.SIGNATURE_MISSING),
-    ("sha256=" + "0" * 64, webhooks.SIGNATURE_MISMATCH),
-    ("sha1=" + "0" * 40, webhooks.SIGNATURE_MISMATCH),
-    ("sha256=é", webhooks.SIGNATURE_MISMATCH),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "signature,detail",
+    [
+        (False, webhooks.SIGNATURE_MISSING),
+        ("sha256=" + "0" * 64, webhooks.SIGNATURE_MISMATCH),
+        ("sha1=" + "0" * 40, webhooks.SIGNATURE_MISMATCH),
+        ("sha256=é", webhooks.SIGNATURE_MISMATCH),
+    ],
+)
 def test_missing_or_wrong_signatures_are_refused_and_create_nothing(
     client, repo, signature, detail
 ):
@@ -112,11 +125,15 @@ def test_oversized_payloads_are_413_before_anything_else(client, repo, settings)
 @pytest.mark.parametrize("header", ["X-GitHub-Event", "X-GitHub-Delivery"])
 def test_missing_delivery_headers_are_400(client, repo, header):
     body = json.dumps(push()).encode()
-    headers = {"X-GitHub-Event": "push", "X-GitHub-Delivery": str(uuid.uuid4()),
-               "X-Hub-Signature-256": webhooks.signature_for(SECRET, body)}  # fmt: skip
+    headers = {
+        "X-GitHub-Event": "push",
+        "X-GitHub-Delivery": str(uuid.uuid4()),
+        "X-Hub-Signature-256": webhooks.signature_for(SECRET, body),
+    }
     del headers[header]
-    response = client.post("/api/webhooks/github", body, content_type="application/json",
-                           headers=headers)  # fmt: skip
+    response = client.post(
+        "/api/webhooks/github", body, content_type="application/json", headers=headers
+    )
     assert assert_problem(response, 400)["errors"][0]["field"] == header
     assert nothing_recorded()
 
@@ -133,8 +150,9 @@ def test_a_malformed_push_is_400_naming_the_fields(client, repo):
 
 
 def test_ping_is_answered_and_recorded(client):
-    response = deliver(client, {"zen": "Design for failure.", "hook_id": 1}, event="ping",
-                       delivery="d-ping")  # fmt: skip
+    response = deliver(
+        client, {"zen": "Design for failure.", "hook_id": 1}, event="ping", delivery="d-ping"
+    )
     assert response.status_code == 200 and response.json()["status"] == "pong"
     assert WebhookDelivery.objects.get().outcome == "pong"
 
@@ -146,7 +164,12 @@ def test_a_push_to_the_default_branch_starts_a_run(client, repo, api_env):
     assert response.json()["run_id"] == str(run.run_id)
     assert response["Location"] == f"/api/runs/{run.run_id}"
     assert (run.trigger, run.ref, run.base_branch, run.request_key, run.requested_by) == (
-        "webhook", SHA, "main", "github-delivery:d-1", "github:octocat")  # fmt: skip
+        "webhook",
+        SHA,
+        "main",
+        "github-delivery:d-1",
+        "github:octocat",
+    )
     assert describe(run.run_id).status == WorkflowExecutionStatus.RUNNING
     delivery = WebhookDelivery.objects.get()
     assert (delivery.delivery_id, delivery.outcome, delivery.run) == ("d-1", "run_created", run)
@@ -169,12 +192,15 @@ def test_watched_branches_start_runs_and_others_are_ignored(client, api_env):
     assert Run.objects.get().base_branch == "release"
 
 
-@pytest.mark.parametrize("payload,event,note", [
-    (push(deleted=True, after="0" * 40), "push", "deleted"),
-    ({**push(), "ref": "refs/tags/v1.0"}, "push", "is not a branch"),
-    (push(repo="acme/unknown"), "push", "not registered"),
-    ({"action": "opened"}, "issues", "not handled"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "payload,event,note",
+    [
+        (push(deleted=True, after="0" * 40), "push", "deleted"),
+        ({**push(), "ref": "refs/tags/v1.0"}, "push", "is not a branch"),
+        (push(repo="acme/unknown"), "push", "not registered"),
+        ({"action": "opened"}, "issues", "not handled"),
+    ],
+)
 def test_events_that_start_nothing_are_acknowledged(client, repo, payload, event, note):
     response = deliver(client, payload, event=event)
     assert response.status_code == 200 and response.json()["status"] == "ignored"
@@ -213,8 +239,13 @@ def test_orchestrator_down_is_503_and_the_redelivery_starts_the_run(client, repo
 @pytest.mark.django_db(transaction=True)
 def test_a_push_runs_the_whole_pipeline(tmp_path, worker, client):
     path = make_git_repo(tmp_path / "web", DEMO_WEB)
-    RepositoryFactory(full_name="acme/web", host="local", local_path=path, webhook_enabled=True,
-                      default_depth_level="smoke")  # fmt: skip
+    RepositoryFactory(
+        full_name="acme/web",
+        host="local",
+        local_path=path,
+        webhook_enabled=True,
+        default_depth_level="smoke",
+    )
     from tests.gitrepo import git
 
     head = git(path, "rev-parse", "HEAD")

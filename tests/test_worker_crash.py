@@ -41,8 +41,9 @@ def test_agent_process_dying_after_persisting_is_retried_without_a_second_llm_ca
 ):
     marker = tmp_path / "crashed"
     monkeypatch.setenv("AMTP_FAULT_ONCE", f"generate_test_cases:crash:{marker}")
-    repo = RepositoryFactory(full_name="acme/web", host="local",
-                             local_path=make_git_repo(tmp_path / "web", DEMO_WEB))  # fmt: skip
+    repo = RepositoryFactory(
+        full_name="acme/web", host="local", local_path=make_git_repo(tmp_path / "web", DEMO_WEB)
+    )
     run = wait_terminal(run_create(repository=repo, depth_level="smoke"))
     assert marker.exists(), "the fault was not injected"
     assert_exactly_one_of_everything(run, repo)
@@ -58,8 +59,12 @@ def start_worker(log_path: Path, queue: str, env: dict) -> subprocess.Popen:
     out = open(log_path, "w")
     return subprocess.Popen(
         [sys.executable, "manage.py", "run_worker", "--task-queue", queue, "--processes", "1"],
-        cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def test_worker_killed_mid_activity_then_restarted_completes_the_run(
@@ -73,8 +78,9 @@ def test_worker_killed_mid_activity_then_restarted_completes_the_run(
     # The first worker's agent process persists the test cases, then hangs until killed.
     env = {**os.environ, "AMTP_FAULT_ONCE": f"generate_test_cases:hang:{marker}"}
     queue = settings.TEMPORAL_TASK_QUEUE
-    repo = RepositoryFactory(full_name="acme/web", host="local",
-                             local_path=make_git_repo(tmp_path / "web", DEMO_WEB))  # fmt: skip
+    repo = RepositoryFactory(
+        full_name="acme/web", host="local", local_path=make_git_repo(tmp_path / "web", DEMO_WEB)
+    )
     first = start_worker(tmp_path / "w1.log", queue, env)
     try:
         run = run_create(repository=repo, depth_level="smoke")

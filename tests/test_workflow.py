@@ -47,15 +47,21 @@ def test_happy_path_on_the_local_host(tmp_path, worker, framework, files):
     assert run.status == "passed", (run.error_type, run.error_message)
     assert [s.status for s in run.stages.order_by("position")] == ["passed"] * 4
     kinds = set(run.artifacts.values_list("kind", flat=True))
-    assert kinds == {"repo_crawler_output", "test_case_generator_output", "test_engineer_output",
-                     "pull_request"}  # fmt: skip
+    assert kinds == {
+        "repo_crawler_output",
+        "test_case_generator_output",
+        "test_engineer_output",
+        "pull_request",
+    }
     code = run.artifacts.get(kind="test_engineer_output").content
     head = head_branch_for(run)
     assert run.head_branch == head and run.pr_number == 1
     listed = git(repo.local_path, "ls-tree", "-r", "--name-only", head).split()
     assert {f["path"] for f in code["files"]} <= set(listed)
-    pids = [run.artifacts.get(kind=k).meta["pid"] for k in
-            ("repo_crawler_output", "test_case_generator_output", "test_engineer_output")]  # fmt: skip
+    pids = [
+        run.artifacts.get(kind=k).meta["pid"]
+        for k in ("repo_crawler_output", "test_case_generator_output", "test_engineer_output")
+    ]
     assert len(set(pids)) == 3, "each agent must run in a fresh process"
     assert slot_released(repo)
 
@@ -76,8 +82,9 @@ def test_policy_gate_reject_fails_the_run_with_the_comment(tmp_path, worker):
     repo = local_repo(tmp_path, "gated", DEMO_WEB, require_approval=True)
     run = run_create(repository=repo, depth_level="smoke")
     wait_for(run, lambda r: r.approvals.filter(decision="pending").exists())
-    approval_decide(approval=run.approvals.get(), decision="rejected", decided_by="bob",
-                    comment="not this week")  # fmt: skip
+    approval_decide(
+        approval=run.approvals.get(), decision="rejected", decided_by="bob", comment="not this week"
+    )
     run = wait_terminal(run)
     assert run.status == "failed" and run.error_type == "ApprovalRejected"
     assert "not this week" in run.error_message and "bob" in run.error_message
@@ -94,8 +101,12 @@ def test_stale_base_fails_with_the_spec_failure_report(tmp_path, worker):
     assert run.status == "failed" and run.error_type == "StaleBaseBranch"
     assert run.stages.get(name="create_pull_request").status == "failed"
     report = run.artifacts.get(kind="failure_report").content
-    assert report == {"error": "StaleBaseBranch", "base_branch": "main", "observed_head": moved,
-                      "expected_parent": run.commit_sha}  # fmt: skip
+    assert report == {
+        "error": "StaleBaseBranch",
+        "base_branch": "main",
+        "observed_head": moved,
+        "expected_parent": run.commit_sha,
+    }
 
 
 def test_cancel_mid_run_releases_everything_and_opens_no_pr(tmp_path, worker):

@@ -18,8 +18,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def github(temporal_env, monkeypatch):
     with FakeGitHub() as gh:
         gh.create_repo("acme/web", DEMO_WEB)
-        for key, value in {"GITHUB_API_URL": gh.url, "GITHUB_TOKEN": gh.token,
-                           "GITHUB_SECONDS_BETWEEN_WRITES": "0"}.items():  # fmt: skip
+        for key, value in {
+            "GITHUB_API_URL": gh.url,
+            "GITHUB_TOKEN": gh.token,
+            "GITHUB_SECONDS_BETWEEN_WRITES": "0",
+        }.items():
             monkeypatch.setenv(key, value)  # for the spawned agent processes
             setattr(temporal_env, key, type(getattr(temporal_env, key))(value))
         yield gh
@@ -60,8 +63,12 @@ def test_branch_protection_rejected_fails_the_run(github, worker):
     repo = RepositoryFactory(full_name="acme/web", host="github")
     run = run_create(repository=repo, depth_level="smoke")
     wait_for(run, lambda r: r.approvals.filter(decision="pending").exists())
-    approval_decide(approval=run.approvals.get(), decision="rejected", decided_by="bob",
-                    comment="ask the admins first")  # fmt: skip
+    approval_decide(
+        approval=run.approvals.get(),
+        decision="rejected",
+        decided_by="bob",
+        comment="ask the admins first",
+    )
     run = wait_terminal(run)
     assert run.status == "failed" and "ask the admins first" in run.error_message
     assert github.pulls("acme/web") == []

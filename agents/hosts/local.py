@@ -47,11 +47,21 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 _SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 # Inherited variables that would point git at another repository, index or object store.
 _REDIRECTING_ENV = (
-    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES",
-    "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_PREFIX", "GIT_QUARANTINE_PATH",
-    "GIT_REPLACE_REF_BASE", "GIT_LITERAL_PATHSPECS", "GIT_GLOB_PATHSPECS",
-)  # fmt: skip
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_COMMON_DIR",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    "GIT_PREFIX",
+    "GIT_QUARANTINE_PATH",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_LITERAL_PATHSPECS",
+    "GIT_GLOB_PATHSPECS",
+)
 
 
 def path_problem(path: str) -> str | None:
@@ -137,9 +147,13 @@ class LocalGitHost(RepositoryHost):
         cmd = ["git", *_SAFE_CONFIG, f"--git-dir={git_dir}", *args]
         try:
             proc = subprocess.run(
-                cmd, cwd=git_dir, env=_git_env(env), input=stdin, capture_output=True,
+                cmd,
+                cwd=git_dir,
+                env=_git_env(env),
+                input=stdin,
+                capture_output=True,
                 timeout=GIT_TIMEOUT_SECONDS,
-            )  # fmt: skip
+            )
         except subprocess.TimeoutExpired:
             return False, b"", f"timed out after {GIT_TIMEOUT_SECONDS}s"
         return proc.returncode == 0, proc.stdout, proc.stderr.decode(errors="replace").strip()

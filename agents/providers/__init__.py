@@ -38,11 +38,19 @@ def make_provider(agent: str, *, output_schema: dict | None = None) -> Provider:
     if name == "anthropic":
         from agents.providers.anthropic import AnthropicProvider
 
-        return AnthropicProvider(options, agent=agent, api_key=settings.ANTHROPIC_API_KEY,
-                                 base_url=settings.ANTHROPIC_BASE_URL or None)  # fmt: skip
+        return AnthropicProvider(
+            options,
+            agent=agent,
+            api_key=settings.ANTHROPIC_API_KEY,
+            base_url=settings.ANTHROPIC_BASE_URL or None,
+        )
     if name == "openai":
         from agents.providers.openai import OpenAIProvider
 
-        return OpenAIProvider(options, agent=agent, api_key=settings.OPENAI_API_KEY or "not-needed",
-                              base_url=settings.OPENAI_BASE_URL or None)  # fmt: skip
+        return OpenAIProvider(
+            options,
+            agent=agent,
+            api_key=settings.OPENAI_API_KEY or "not-needed",
+            base_url=settings.OPENAI_BASE_URL or None,
+        )
     raise ValueError(f"AMTP_LLM_PROVIDER={name!r}: choose anthropic, openai or offline")

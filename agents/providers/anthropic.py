@@ -92,8 +92,14 @@ class AnthropicProvider(Provider):
 
     def _translate(self, exc: anthropic.APIError) -> LlmProviderError | LlmProviderRejected:
         details: dict[str, Any] = {"vendor": self.name, "model": self.options.model}
-        failed = transport_error(anthropic, exc, vendor=self.name, timeout=self.options.timeout_seconds,
-                                 api_key=self._api_key, details=details)  # fmt: skip
+        failed = transport_error(
+            anthropic,
+            exc,
+            vendor=self.name,
+            timeout=self.options.timeout_seconds,
+            api_key=self._api_key,
+            details=details,
+        )
         if failed is not None:
             return failed
         status = exc.status_code

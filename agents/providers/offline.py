@@ -18,7 +18,10 @@ from agents.offline.stack import detect, plan_reads
 from agents.providers.base import Completion, Provider, ToolCall, ToolSpec
 
 MODEL = "amtp-rules-v1"
-_DATA = re.compile(r'<repository_data tool="([^"]+)"(?: path=("(?:[^"\\]|\\.)*"))?>\n(.*)\n</repository_data>\Z', re.S)  # fmt: skip
+_DATA = re.compile(
+    r'<repository_data tool="([^"]+)"(?: path=("(?:[^"\\]|\\.)*"))?>\n(.*)\n</repository_data>\Z',
+    re.S,
+)
 _TEST_DIR = re.compile(r"Write every file under `([^`]+)/`")
 _APP_ID = re.compile(r"The app \(([^)\s]+)\) is installed")
 
@@ -96,8 +99,9 @@ class OfflineProvider(Provider):
             for pre in case.get("preconditions", []):
                 found = _APP_ID.search(pre)
                 app_id = app_id or (found.group(1) if found else None)
-        files = generate_files(payload, test_dir=test_dir.group(1) if test_dir else "e2e/amtp",
-                               app_id=app_id)  # fmt: skip
+        files = generate_files(
+            payload, test_dir=test_dir.group(1) if test_dir else "e2e/amtp", app_id=app_id
+        )
         ids = ", ".join(c["id"] for c in payload["test_cases"])
         framework = payload["target_framework"]
         return {

@@ -59,8 +59,9 @@ def from_status(vendor: str, status: int, kind: str, text: str, headers: Any, de
     return LlmProviderRejected(message, **details)
 
 
-def transport_error(sdk: Any, exc: Exception, *, vendor: str, timeout: float, api_key: str,
-                    details: dict):  # fmt: skip
+def transport_error(
+    sdk: Any, exc: Exception, *, vendor: str, timeout: float, api_key: str, details: dict
+):
     """Errors without an HTTP status (timeout, connection, unreadable 2xx), all transient;
     None for a status error, which :func:`from_status` maps."""
     from amtp_site.errors import LlmProviderError

@@ -244,14 +244,22 @@ class FakeAnthropic(_FakeServer):
         " tools temperature top_p top_k".split()
     )
     ERROR_TYPES = {
-        400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
-        403: "permission_error", 404: "not_found_error", 413: "request_too_large",
-        429: "rate_limit_error", 504: "timeout_error", 529: "overloaded_error",
-    }  # fmt: skip
+        400: "invalid_request_error",
+        401: "authentication_error",
+        402: "billing_error",
+        403: "permission_error",
+        404: "not_found_error",
+        413: "request_too_large",
+        429: "rate_limit_error",
+        504: "timeout_error",
+        529: "overloaded_error",
+    }
     MESSAGES = {
-        401: "invalid x-api-key", 404: "Not found", 529: "Overloaded",
+        401: "invalid x-api-key",
+        404: "Not found",
+        529: "Overloaded",
         429: "Number of request tokens has exceeded your per-minute rate limit.",
-    }  # fmt: skip
+    }
 
     def error_body(self, err: HttpError, request_id: str) -> dict[str, Any]:
         default = "api_error" if err.status >= 500 else "invalid_request_error"
@@ -278,19 +286,28 @@ class FakeAnthropic(_FakeServer):
         else:
             content = [{"type": "text", "text": reply.text}] if reply.text else []
             content += [
-                {"type": "tool_use", "id": c.id or _new_id("toolu_01", 22), "name": c.name,
-                 "input": c.input}
+                {
+                    "type": "tool_use",
+                    "id": c.id or _new_id("toolu_01", 22),
+                    "name": c.name,
+                    "input": c.input,
+                }
                 for c in reply.calls
-            ]  # fmt: skip
+            ]
             stop_reason = "tool_use"
         prompt = [request.get(key) for key in ("system", "messages", "tools")]
         usage = {"input_tokens": _tokens(prompt), "output_tokens": _tokens(content)}
         usage |= {"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
         return {
-            "id": _new_id("msg_01", 22), "type": "message", "role": "assistant",
-            "model": request.get("model"), "content": content, "stop_reason": stop_reason,
-            "stop_sequence": None, "usage": usage | {"service_tier": "standard"},
-        }  # fmt: skip
+            "id": _new_id("msg_01", 22),
+            "type": "message",
+            "role": "assistant",
+            "model": request.get("model"),
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": usage | {"service_tier": "standard"},
+        }
 
 
 def _anthropic_problem(body: dict[str, Any], allowed: frozenset[str]) -> str | None:
@@ -382,10 +399,13 @@ class FakeOpenAI(_FakeServer):
         else:
             message["content"] = reply.text  # null when the model only calls tools
             message["tool_calls"] = [
-                {"id": c.id or _new_id("call_", 24), "type": "function",
-                 "function": {"name": c.name, "arguments": json.dumps(c.input)}}
+                {
+                    "id": c.id or _new_id("call_", 24),
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": json.dumps(c.input)},
+                }
                 for c in reply.calls
-            ]  # fmt: skip
+            ]
             finish_reason, output = "tool_calls", message
         prompt = _tokens([request.get("messages"), request.get("tools")])
         usage = {"prompt_tokens": prompt, "completion_tokens": _tokens(output)}
@@ -394,10 +414,15 @@ class FakeOpenAI(_FakeServer):
         usage["completion_tokens_details"] = {"reasoning_tokens": 0, "audio_tokens": 0}
         choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}
         return {
-            "id": _new_id("chatcmpl-", 29), "object": "chat.completion",
-            "created": int(time.time()), "model": request.get("model"), "choices": [choice],
-            "usage": usage, "service_tier": "default", "system_fingerprint": "fp_fake",
-        }  # fmt: skip
+            "id": _new_id("chatcmpl-", 29),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model"),
+            "choices": [choice],
+            "usage": usage,
+            "service_tier": "default",
+            "system_fingerprint": "fp_fake",
+        }
 
 
 def _openai_problem(body: dict[str, Any], allowed: frozenset[str]) -> HttpError | None:

@@ -24,8 +24,12 @@ class Command(BaseCommand):
         parser.add_argument("--depth-level", default="", choices=["", *DepthLevel.values])
         parser.add_argument("--framework", default="", choices=["", *Framework.values])
         parser.add_argument("--base-branch", default="")
-        parser.add_argument("--local", default="", metavar="PATH",
-                            help="a local git repository (registered as host 'local' if new)")  # fmt: skip
+        parser.add_argument(
+            "--local",
+            default="",
+            metavar="PATH",
+            help="a local git repository (registered as host 'local' if new)",
+        )
         parser.add_argument("--wait", action="store_true")
         parser.add_argument("--timeout", type=float, default=3600, help="seconds to --wait")
 
@@ -35,13 +39,20 @@ class Command(BaseCommand):
         repository = self._repository(repo, local)
         try:
             run = run_create(
-                repository=repository, ref=ref, depth_level=depth_level, target_framework=framework,
-                base_branch=base_branch, trigger=Run.Trigger.CLI, requested_by="cli",
-            )  # fmt: skip
+                repository=repository,
+                ref=ref,
+                depth_level=depth_level,
+                target_framework=framework,
+                base_branch=base_branch,
+                trigger=Run.Trigger.CLI,
+                requested_by="cli",
+            )
         except AmtpError as exc:
             raise CommandError(exc.message) from exc
-        self.stdout.write(f"run {run.run_id} started: {repository.full_name}@{run.ref} "
-                          f"({run.depth_level}, {run.target_framework})")  # fmt: skip
+        self.stdout.write(
+            f"run {run.run_id} started: {repository.full_name}@{run.ref} "
+            f"({run.depth_level}, {run.target_framework})"
+        )
         self.stdout.write(f"  admin: http://127.0.0.1:8000/admin/runs/run/{run.run_id}/change/")
         if wait:
             self._wait(run, timeout)
@@ -55,8 +66,11 @@ class Command(BaseCommand):
             if not (path / ".git").exists() and not (path / "HEAD").exists():
                 raise CommandError(f"--local {local}: not a git repository")
             if repository is None:
-                head = subprocess.run(["git", "-C", str(path), "symbolic-ref", "--short", "HEAD"],
-                                      capture_output=True, text=True)  # fmt: skip
+                head = subprocess.run(
+                    ["git", "-C", str(path), "symbolic-ref", "--short", "HEAD"],
+                    capture_output=True,
+                    text=True,
+                )
                 branch = head.stdout.strip()
                 repository = Repository.objects.create(
                     full_name=full_name,
@@ -66,8 +80,10 @@ class Command(BaseCommand):
                 )
                 self.stdout.write(f"registered {full_name} -> {path}")
             elif repository.host != Host.LOCAL or Path(repository.local_path) != path:
-                raise CommandError(f"{full_name} is already registered with host {repository.host} "
-                                   f"at {repository.local_path or 'GitHub'}")  # fmt: skip
+                raise CommandError(
+                    f"{full_name} is already registered with host {repository.host} "
+                    f"at {repository.local_path or 'GitHub'}"
+                )
         if repository is None:
             raise CommandError(
                 f"unknown repository {full_name}: register it in admin or pass --local PATH"
@@ -80,8 +96,11 @@ class Command(BaseCommand):
         while time.monotonic() < deadline:
             run.refresh_from_db()
             for stage in run.stages.order_by("position"):
-                state = f"{stage.status}" + (f" ({stage.error_type}: {stage.error_message[:200]})"
-                                             if stage.error_type else "")  # fmt: skip
+                state = f"{stage.status}" + (
+                    f" ({stage.error_type}: {stage.error_message[:200]})"
+                    if stage.error_type
+                    else ""
+                )
                 if seen.get(stage.name) != state:
                     seen[stage.name] = state
                     self.stdout.write(f"  {stage.name:<22} {state}")

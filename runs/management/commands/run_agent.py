@@ -46,11 +46,15 @@ class Command(BaseCommand):
                 result = service.run_test_case_generator(payload, upstream_artifact_id=upstream)
             else:
                 result = service.run_test_engineer(
-                    payload, upstream_artifact_id=upstream, base_branch=base_branch,
-                    head_branch=f"amtp/run-{payload.get('run_id')}", test_dir=test_dir,
-                )  # fmt: skip
+                    payload,
+                    upstream_artifact_id=upstream,
+                    base_branch=base_branch,
+                    head_branch=f"amtp/run-{payload.get('run_id')}",
+                    test_dir=test_dir,
+                )
         except AmtpError as exc:
             self.stderr.write(json.dumps(exc.to_dict(), indent=2, default=str))
             sys.exit(1)
-        self.stdout.write(json.dumps({"output": result.output, "meta": result.meta}, indent=2,
-                                     ensure_ascii=False))  # fmt: skip
+        self.stdout.write(
+            json.dumps({"output": result.output, "meta": result.meta}, indent=2, ensure_ascii=False)
+        )

@@ -34,8 +34,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-demo-run", action="store_true")
-        parser.add_argument("--stop-devstack", action="store_true",
-                            help="stop the embedded services on exit (make run started them)")  # fmt: skip
+        parser.add_argument(
+            "--stop-devstack",
+            action="store_true",
+            help="stop the embedded services on exit (make run started them)",
+        )
 
     def handle(self, *args, port, no_demo_run, stop_devstack, **options):
         # The services must be up before this process loaded its settings (`make run` does
@@ -59,14 +62,18 @@ class Command(BaseCommand):
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
         base = f"http://127.0.0.1:{port}"
-        self.stdout.write(f"\nAMTP is up: admin {base}/admin/  API docs {base}/api/docs  "
-                          f"Temporal UI {self._temporal_ui()}")  # fmt: skip
+        self.stdout.write(
+            f"\nAMTP is up: admin {base}/admin/  API docs {base}/api/docs  "
+            f"Temporal UI {self._temporal_ui()}"
+        )
         if not no_demo_run:
             run = run_create(
                 repository=repos["web"], trigger=Run.Trigger.CLI, requested_by="make run"
             )
-            self.stdout.write(f"demo run {run.run_id} on {run.repo_full_name}: "
-                              f"{base}/admin/runs/run/{run.run_id}/change/")  # fmt: skip
+            self.stdout.write(
+                f"demo run {run.run_id} on {run.repo_full_name}: "
+                f"{base}/admin/runs/run/{run.run_id}/change/"
+            )
             threading.Thread(target=self._report, args=(run, stop), daemon=True).start()
         self.stdout.write("Press Ctrl-C to stop everything.\n")
         try:
@@ -82,8 +89,10 @@ class Command(BaseCommand):
     def _say_provider(self) -> None:
         provider = settings.AMTP_LLM_PROVIDER
         if provider == "offline":
-            self.stdout.write("LLM provider: offline (rule-based, no network). Set ANTHROPIC_API_KEY "
-                              "or OPENAI_BASE_URL to use a real model.")  # fmt: skip
+            self.stdout.write(
+                "LLM provider: offline (rule-based, no network). Set ANTHROPIC_API_KEY "
+                "or OPENAI_BASE_URL to use a real model."
+            )
         else:
             self.stdout.write(f"LLM provider: {provider}")
 
@@ -106,9 +115,12 @@ class Command(BaseCommand):
                 break
             time.sleep(1)
         if run.status == Run.Status.PASSED:
-            self.stdout.write(self.style.SUCCESS(
-                f"demo run passed: head branch {run.head_branch} in {run.repository.local_path} "
-                f"(git -C {run.repository.local_path} log {run.head_branch})"))  # fmt: skip
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"demo run passed: head branch {run.head_branch} in {run.repository.local_path} "
+                    f"(git -C {run.repository.local_path} log {run.head_branch})"
+                )
+            )
         elif run.is_terminal:
             self.stderr.write(f"demo run {run.status}: {run.error_type} {run.error_message}")
 

@@ -13,8 +13,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--task-queue", default=settings.TEMPORAL_TASK_QUEUE)
-        parser.add_argument("--processes", type=int, default=settings.AMTP_WORKER_PROCESSES,
-                            help="Agent processes running at once (each task gets a new one).")  # fmt: skip
+        parser.add_argument(
+            "--processes",
+            type=int,
+            default=settings.AMTP_WORKER_PROCESSES,
+            help="Agent processes running at once (each task gets a new one).",
+        )
 
     def handle(self, *args, task_queue, processes, **options):
         asyncio.run(run_worker(task_queue=task_queue, processes=processes))
