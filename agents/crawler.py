@@ -17,13 +17,13 @@ from typing import Any
 
 from mcp import Client, StdioServerParameters
 
-from agents.mcp_server import READ_TOOL, TREE_TOOL
 from agents.providers.base import Provider, ToolCall, ToolResult, ToolSpec
-from agents.repo_reader import crawl_cache_hits
 from agents.runner import Agent, AgentContext, AgentResult, Budgets, run_agent
 from amtp_site import valkey
 from amtp_site.child import connection_env
 from amtp_site.errors import ContractViolation, RepositoryAccessError, SchemaValidationError
+from repositories.mcp_server import READ_TOOL, TREE_TOOL
+from repositories.reader import crawl_cache_hits
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA_OPEN = '<repository_data tool="{tool}"{attrs}>\n'

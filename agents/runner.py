@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import schemas
-from agents.canonical import canonical_text
 from agents.providers.base import Completion, Provider, ToolCall, ToolResult, ToolSpec
 from agents.sanitizer import SANITIZER_VERSION, sanitize_llm_output
+from amtp_site.canonical import canonical_text
 from amtp_site.errors import (
     BudgetExceeded,
     ContractViolation,

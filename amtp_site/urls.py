@@ -3,7 +3,7 @@ from django.urls import path
 from django.views.generic import RedirectView
 
 from amtp_site.api import api
-from runs.launch import launch_run_view
+from runs.admin.launch import launch_run_view
 
 admin.site.site_header = "AMTP operations"
 admin.site.site_title = "AMTP"

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_POST
 from amtp_site.errors import ApprovalAlreadyDecided, OrchestratorUnavailable
 from approvals.models import Approval, Decision
 from approvals.services import approval_decide
-from runs import admin_display as show
+from runs.admin import display as show
 
 DECIDE_PERMISSION = "approvals.decide_approval"
 MAX_COMMENT_CHARS = 2000

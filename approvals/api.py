@@ -1,7 +1,6 @@
 """``/api/approvals``: the held runs, and deciding them (which signals the waiting workflow)."""
 
 import uuid
-from datetime import datetime
 from typing import Literal
 
 from django.http import HttpRequest
@@ -14,27 +13,11 @@ from amtp_site.pagination import Page
 from amtp_site.problems import documented
 from approvals.models import Approval, Decision
 from approvals.services import approval_decide
+from runs.api import ApprovalOut
 from runs.auth import scoped
 from runs.models_api import Scope
 
 router = Router(tags=["approvals"])
-
-
-class ApprovalOut(Schema):
-    approval_id: uuid.UUID
-    run_id: uuid.UUID
-    stage: str = Field(description="The stage that waits, e.g. create_pull_request.")
-    decision: str
-    approver: str = Field(description="Who must decide: 'branch-protection' or 'policy'.")
-    comment: str = Field(description="Why the run is held (GitHub's error body).")
-    decided_by: str
-    decided_at: datetime | None
-    decision_comment: str
-    created_at: datetime
-
-    @staticmethod
-    def resolve_stage(approval: Approval) -> str:
-        return approval.stage.name
 
 
 class ApprovalFilters(Schema):

@@ -53,3 +53,7 @@ class Approval(models.Model):
 
     def __str__(self) -> str:
         return f"{self.approver} for {self.run_id}: {self.decision}"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.decision == Decision.PENDING

@@ -1,14 +1,18 @@
-"""Deciding an approval: the row is updated first, then the waiting workflow is signalled."""
+"""Every write to ``approvals``: request (the workflow holds a run), decide (a person, through
+admin or the API: the row first, then the signal), expire (nobody decided in time) and close
+(the run failed or was cancelled)."""
 
 from __future__ import annotations
 
 from asgiref.sync import async_to_sync
+from django.db import transaction
 from django.db.models.functions import Now
 
 from amtp_site.errors import ApprovalAlreadyDecided, OrchestratorUnavailable
+from amtp_site.temporal import connect
 from approvals.models import Approval, Decision
-from runs.temporal import connect
-from runs.workflow_types import APPROVAL_SIGNAL, ApprovalDecision
+from runs import lifecycle
+from runs.temporal.types import APPROVAL_SIGNAL, ApprovalDecision, ApprovalRequest
 
 ALREADY_DECIDED = (
     "approval {approval_id} was already {decision} by {by}; it cannot be decided twice"
@@ -17,6 +21,7 @@ SIGNAL_FAILED = (
     "could not signal run {run_id} ({error}); the approval is still pending, decide again when "
     "Temporal is reachable"
 )
+EXPIRED = "nobody decided before the approval timeout"
 BAD_DECISION = "decision must be 'approved' or 'rejected', not {decision!r}"
 
 
@@ -60,3 +65,31 @@ def approval_decide(
             SIGNAL_FAILED.format(run_id=approval.run_id, error=exc)
         ) from exc
     return approval
+
+
+@transaction.atomic
+def approval_request(request: ApprovalRequest) -> str:
+    """One pending approval per run (partial unique index); the stage waits for it."""
+    stage = lifecycle.stage_await_approval(request.run_id)
+    approval = Approval.objects.filter(run_id=request.run_id, decision=Decision.PENDING).first()
+    if approval is None:
+        approval = Approval.objects.create(
+            run_id=request.run_id, stage=stage, approver=request.approver, comment=request.comment
+        )
+    return str(approval.approval_id)
+
+
+def approval_expire(approval_id: str) -> None:
+    Approval.objects.filter(pk=approval_id, decision=Decision.PENDING).update(
+        decision=Decision.REJECTED,
+        decided_by="amtp (timeout)",
+        decided_at=Now(),
+        decision_comment=EXPIRED,
+    )
+
+
+def approvals_close(*, run_id: str, why: str, **_signal) -> None:
+    """The run failed or was cancelled: its pending approval can no longer release anything."""
+    Approval.objects.filter(run_id=run_id, decision=Decision.PENDING).update(
+        decision=Decision.REJECTED, decided_by="amtp", decided_at=Now(), decision_comment=why
+    )

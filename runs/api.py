@@ -22,13 +22,13 @@ from amtp_site.errors import SchemaValidationError
 from amtp_site.pagination import Page
 from amtp_site.problems import Problem, documented, field_error
 from amtp_site.valkey_peek import window_peek
-from approvals.api import ApprovalOut
-from runs.admin_artifacts import artifact_size
+from repositories.models import DepthLevel, Framework, Repository
+from repositories.refnames import ref_problem
+from runs.admin.artifacts import artifact_size
 from runs.auth import scoped
 from runs.context import run_context
-from runs.models import ArtifactKind, DepthLevel, Framework, Repository, Run, RunStatus, Trigger
+from runs.models import ArtifactKind, Run, RunStatus, Trigger
 from runs.models_api import Scope
-from runs.refnames import ref_problem
 from runs.services import run_cancel, run_create, run_start
 
 logger = logging.getLogger(__name__)
@@ -89,6 +89,23 @@ class RunIn(Schema):
         if problem:
             raise ValueError(problem)
         return value
+
+
+class ApprovalOut(Schema):
+    approval_id: uuid.UUID
+    run_id: uuid.UUID
+    stage: str = Field(description="The stage that waits, e.g. create_pull_request.")
+    decision: str
+    approver: str = Field(description="Who must decide: 'branch-protection' or 'policy'.")
+    comment: str = Field(description="Why the run is held (GitHub's error body).")
+    decided_by: str
+    decided_at: datetime | None
+    decision_comment: str
+    created_at: datetime
+
+    @staticmethod
+    def resolve_stage(approval) -> str:
+        return approval.stage.name
 
 
 class StageOut(Schema):

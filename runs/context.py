@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from django.utils import timezone
 
 import schemas
-from approvals.models import Decision
 from runs.models import ArtifactKind, Run, RunStatus, Stage, StageStatus
 
 SCHEMA = "context/workflow_context"
@@ -74,7 +73,7 @@ def _decisions(run: Run, approvals: list) -> list[str]:
         f"pull request base branch '{run.base_branch}', source ref '{run.ref}'",
     ]
     for approval in approvals:
-        if approval.decision != Decision.PENDING:
+        if not approval.is_pending:
             note = f": {approval.decision_comment}" if approval.decision_comment else ""
             decisions.append(
                 f"{approval.approver} approval {approval.decision} by "
@@ -93,7 +92,7 @@ def _pending_actions(run: Run, stages: list[Stage], approvals: list) -> list[str
     actions = [
         APPROVE_ACTION.format(id=a.approval_id, approver=a.approver, why=a.comment[:200])
         for a in approvals
-        if a.decision == Decision.PENDING
+        if a.is_pending
     ]
     actions += [
         STAGE_ACTION.format(stage=s.name, agent=AGENT_OF_STAGE[s.name])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from repositories.models import Framework, Host, Repository
 from runs.demo_content import DEMO_MOBILE, DEMO_WEB
-from runs.models import Framework, Host, Repository
 
 DEMOS = {
     "web": ("demo/web", DEMO_WEB, Framework.PLAYWRIGHT),

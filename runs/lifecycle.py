@@ -11,9 +11,9 @@ from django.db.models import F
 from django.db.models.functions import Coalesce, Now
 
 import schemas
-from approvals.models import Approval, Decision
 from runs.models import Artifact, ArtifactKind, Run, RunStatus, Stage, StageStatus
-from runs.workflow_types import ApprovalRequest, Failure
+from runs.signals import run_closed
+from runs.temporal.types import Failure
 
 OPEN_RUN = [RunStatus.PENDING, RunStatus.RUNNING]
 OPEN_STAGE = [StageStatus.PENDING, StageStatus.RUNNING, StageStatus.AWAITING_APPROVAL]
@@ -76,12 +76,6 @@ def _close_open_stages(run_id: str, status: str) -> None:
     )
 
 
-def _reject_pending_approvals(run_id: str, why: str) -> None:
-    Approval.objects.filter(run_id=run_id, decision=Decision.PENDING).update(
-        decision=Decision.REJECTED, decided_by="amtp", decided_at=Now(), decision_comment=why
-    )
-
-
 @transaction.atomic
 def mark_failed(failure: Failure) -> bool:
     changed = Run.objects.filter(pk=failure.run_id, status__in=OPEN_RUN).update(
@@ -100,7 +94,7 @@ def mark_failed(failure: Failure) -> bool:
             error_message=failure.message[:10_000],
         )
     _close_open_stages(failure.run_id, StageStatus.SKIPPED)
-    _reject_pending_approvals(failure.run_id, f"run failed: {failure.error_type}")
+    run_closed.send(sender=Run, run_id=failure.run_id, why=f"run failed: {failure.error_type}")
     if failure.error_type == "StaleBaseBranch":
         content = {
             k: failure.details[k] for k in ("base_branch", "observed_head", "expected_parent")
@@ -125,29 +119,14 @@ def mark_cancelled(run_id: str) -> bool:
         status=RunStatus.CANCELLED, finished_at=Now()
     )
     _close_open_stages(run_id, StageStatus.CANCELLED)
-    _reject_pending_approvals(run_id, "run cancelled")
+    run_closed.send(sender=Run, run_id=run_id, why="run cancelled")
     return bool(changed)
 
 
-@transaction.atomic
-def request_approval(request: ApprovalRequest) -> str:
-    """One pending approvals row per run (partial unique index); stage → awaiting_approval."""
+def stage_await_approval(run_id: str) -> Stage:
+    """CreatePullRequest → awaiting_approval (locked row, for the approval written with it)."""
     stage = Stage.objects.select_for_update().get(
-        run_id=request.run_id, name=Stage.Name.CREATE_PULL_REQUEST
+        run_id=run_id, name=Stage.Name.CREATE_PULL_REQUEST
     )
     Stage.objects.filter(pk=stage.pk).update(status=StageStatus.AWAITING_APPROVAL)
-    approval = Approval.objects.filter(run_id=request.run_id, decision=Decision.PENDING).first()
-    if approval is None:
-        approval = Approval.objects.create(
-            run_id=request.run_id, stage=stage, approver=request.approver, comment=request.comment
-        )
-    return str(approval.approval_id)
-
-
-def expire_approval(approval_id: str) -> None:
-    Approval.objects.filter(pk=approval_id, decision=Decision.PENDING).update(
-        decision=Decision.REJECTED,
-        decided_by="amtp (timeout)",
-        decided_at=Now(),
-        decision_comment="nobody decided before the approval timeout",
-    )
+    return stage

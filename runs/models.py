@@ -1,6 +1,7 @@
-"""The spec's tables (``runs``, ``stages``, ``artifacts``) and ours (``repositories``,
-``activity_idempotency``). Every status/kind set is a PostgreSQL CHECK constraint, so a bad
-value is refused even through raw SQL."""
+"""The spec's tables (``runs``, ``stages``, ``artifacts``) and ours (``activity_idempotency``).
+
+Every status/kind set is a PostgreSQL CHECK constraint, so a bad value is refused even through
+raw SQL."""
 
 from __future__ import annotations
 
@@ -9,22 +10,8 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
-
-class DepthLevel(models.TextChoices):
-    SMOKE = "smoke"
-    CORE = "core"
-    STANDARD = "standard"
-    DEEP = "deep"
-
-
-class Framework(models.TextChoices):
-    PLAYWRIGHT = "playwright"
-    MAESTRO = "maestro"
-
-
-class Host(models.TextChoices):
-    GITHUB = "github"
-    LOCAL = "local"
+from amtp_site.constraints import one_of
+from repositories.models import DepthLevel, Framework, Repository
 
 
 class RunStatus(models.TextChoices):
@@ -65,62 +52,6 @@ class ArtifactKind(models.TextChoices):
     TEST_ENGINEER_OUTPUT = "test_engineer_output"
     FAILURE_REPORT = "failure_report"
     PULL_REQUEST = "pull_request"
-
-
-def _in(field: str, choices: type[models.TextChoices], name: str) -> models.CheckConstraint:
-    return models.CheckConstraint(condition=Q(**{f"{field}__in": choices.values}), name=name)
-
-
-class Repository(models.Model):
-    """Per-repository settings (ours): host, defaults, webhook triggers, approval, limits."""
-
-    full_name = models.CharField(max_length=200, unique=True, help_text="owner/name")
-    host = models.CharField(max_length=16, choices=Host.choices, default=Host.GITHUB)
-    local_path = models.CharField(
-        max_length=1000, blank=True, help_text="Path of the git repository (host 'local')."
-    )
-    default_branch = models.CharField(max_length=255, default="main")
-    default_depth_level = models.CharField(
-        max_length=16, choices=DepthLevel.choices, default=DepthLevel.STANDARD
-    )
-    default_framework = models.CharField(
-        max_length=16, choices=Framework.choices, default=Framework.PLAYWRIGHT
-    )
-    test_dir = models.CharField(
-        max_length=200, default="e2e/amtp", help_text="Generated files may only go here."
-    )
-    webhook_enabled = models.BooleanField(default=False, help_text="Push events start runs.")
-    webhook_branches = models.JSONField(
-        default=list, blank=True, help_text="Branches whose pushes start a run (empty: default)."
-    )
-    require_approval = models.BooleanField(
-        default=False, help_text="Hold every run for a human approval before the PR is opened."
-    )
-    max_concurrent_runs = models.PositiveIntegerField(default=2)
-    rate_limit_runs = models.PositiveIntegerField(default=30, help_text="Runs per window.")
-    rate_limit_window_seconds = models.PositiveIntegerField(default=3600)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        db_table = "repositories"
-        verbose_name_plural = "repositories"
-        ordering = ["full_name"]
-        constraints = [
-            _in("host", Host, "repositories_host_valid"),
-            _in("default_depth_level", DepthLevel, "repositories_depth_valid"),
-            _in("default_framework", Framework, "repositories_framework_valid"),
-            models.CheckConstraint(
-                condition=Q(full_name__regex=r"^[^/]+/[^/]+$"), name="repositories_full_name_valid"
-            ),
-            models.CheckConstraint(
-                condition=~Q(host="local") | ~Q(local_path=""),
-                name="repositories_local_needs_path",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return self.full_name
 
 
 class Run(models.Model):
@@ -164,10 +95,10 @@ class Run(models.Model):
         db_table = "runs"
         ordering = ["-created_at"]
         constraints = [
-            _in("status", RunStatus, "runs_status_valid"),
-            _in("trigger", Trigger, "runs_trigger_valid"),
-            _in("depth_level", DepthLevel, "runs_depth_valid"),
-            _in("target_framework", Framework, "runs_framework_valid"),
+            one_of("status", RunStatus, "runs_status_valid"),
+            one_of("trigger", Trigger, "runs_trigger_valid"),
+            one_of("depth_level", DepthLevel, "runs_depth_valid"),
+            one_of("target_framework", Framework, "runs_framework_valid"),
         ]
         indexes = [
             models.Index(fields=["status", "-created_at"], name="runs_status_created"),
@@ -217,8 +148,8 @@ class Stage(models.Model):
         db_table = "stages"
         ordering = ["run", "position"]
         constraints = [
-            _in("status", StageStatus, "stages_status_valid"),
-            _in("name", StageName, "stages_name_valid"),
+            one_of("status", StageStatus, "stages_status_valid"),
+            one_of("name", StageName, "stages_name_valid"),
             models.UniqueConstraint(fields=["run", "name"], name="stages_one_per_run_and_name"),
         ]
 
@@ -247,7 +178,7 @@ class Artifact(models.Model):
         db_table = "artifacts"
         ordering = ["run", "created_at"]
         constraints = [
-            _in("kind", ArtifactKind, "artifacts_kind_valid"),
+            one_of("kind", ArtifactKind, "artifacts_kind_valid"),
             models.UniqueConstraint(fields=["run", "kind"], name="artifacts_one_per_run_and_kind"),
         ]
 

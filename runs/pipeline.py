@@ -16,10 +16,10 @@ from pathlib import Path
 from django.db import transaction
 
 import schemas
-from agents.canonical import idempotency_key
-from agents.hosts import host_for
 from agents.runner import AgentResult
+from amtp_site.canonical import idempotency_key
 from amtp_site.errors import RunNotActive
+from repositories.hosts import host_for
 from runs import lifecycle
 from runs.models import ActivityIdempotency, Artifact, ArtifactKind, Run, Stage
 from runs.pull_requests import head_branch_for, pull_request_create

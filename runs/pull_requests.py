@@ -10,8 +10,8 @@ from __future__ import annotations
 from django.db import transaction
 
 import schemas
-from agents.hosts import host_for
 from amtp_site import valkey
+from repositories.hosts import host_for
 from runs.models import Artifact, ArtifactKind, Run
 
 PR_SCHEMA = "artifacts/pull_request"

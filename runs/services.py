@@ -12,10 +12,12 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 import schemas
 from amtp_site.errors import OrchestratorUnavailable, RunError
+from amtp_site.temporal import connect
+from repositories.models import Repository
 from runs import lifecycle
-from runs.models import Repository, Run
-from runs.temporal import connect, workflow_params
-from runs.workflow_types import WORKFLOW_NAME
+from runs.models import Run
+from runs.temporal.client import workflow_params
+from runs.temporal.types import WORKFLOW_NAME
 
 RUN_FINISHED = "run {run_id} already finished ({status}); nothing to cancel"
 

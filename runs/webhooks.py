@@ -23,7 +23,8 @@ from pydantic import BaseModel, Field
 from pydantic import ValidationError as PayloadInvalid
 
 from amtp_site.problems import Problem, documented, field_error
-from runs.models import Repository, Run
+from repositories.models import Repository
+from runs.models import Run
 from runs.models_api import DeliveryOutcome, WebhookDelivery
 from runs.services import OrchestratorUnavailable, run_create, run_start
 

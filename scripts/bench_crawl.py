@@ -181,7 +181,7 @@ def pick_reads(files: dict, count: int, seed: int = 7) -> list[str]:
 
 
 def _fake_main(conn, n_files: int, n_reads: int) -> None:
-    from agents.hosts.depth import SKIPPED_DIRS, min_depth_level
+    from repositories.depth import SKIPPED_DIRS, min_depth_level
     from tests.fakes.github_api import FakeGitHub
 
     started = time.perf_counter()
@@ -340,7 +340,7 @@ async def _session(sha: str, reads: list[str], crawl_id: str) -> dict:
     from mcp import Client
 
     from agents.crawler import mcp_server_params
-    from agents.mcp_server import READ_TOOL, TREE_TOOL
+    from repositories.mcp_server import READ_TOOL, TREE_TOOL
 
     t0 = time.perf_counter()
     out: dict = {"errors": []}
@@ -369,7 +369,7 @@ async def _session(sha: str, reads: list[str], crawl_id: str) -> dict:
 
 
 def crawl(fake: FakeProcess, valkey, label: str) -> dict:
-    from agents.repo_reader import crawl_cache_hits
+    from repositories.reader import crawl_cache_hits
 
     crawl_id = f"bench-{label}-{uuid.uuid4().hex[:8]}"
     mark = fake.ask("mark")
@@ -429,7 +429,7 @@ def main() -> None:
     from django.conf import settings
 
     from amtp_site import valkey as valkey_mod
-    from runs.models import Repository
+    from repositories.models import Repository
 
     fake = FakeProcess(args.files, args.reads)
     info = fake.info

@@ -1,7 +1,7 @@
 """Benchmark AMTP's orchestration against a bare Temporal workflow on the same server.
 
 AMTP: N full pipeline runs (offline provider) on a small local git repository, started with
-``run_create`` and executed by the real worker (``runs.worker.build_worker`` with the
+``run_create`` and executed by the real worker (``runs.temporal.worker.build_worker`` with the
 ``RespawningProcessPool``: spawn, ``max_tasks_per_child=1``). Bare: a workflow of four no-op
 activities (scripts/bare_workflow.py) in the same kind of pool with the same Django initializer.
 Each is measured sequentially (wall time per run) and with N runs launched at once
@@ -93,8 +93,8 @@ class WorkerThread:
     async def _serve(self) -> None:
         from django.conf import settings
 
-        from runs.temporal import connect
-        from runs.worker import RespawningProcessPool
+        from amtp_site.temporal import connect
+        from runs.temporal.worker import RespawningProcessPool
 
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
         client = await connect()
@@ -121,7 +121,7 @@ class WorkerThread:
 def amtp_worker(client, pool, manager):
     from django.conf import settings
 
-    from runs.worker import build_worker
+    from runs.temporal.worker import build_worker
 
     return build_worker(client, task_queue=settings.TEMPORAL_TASK_QUEUE, pool=pool, manager=manager)
 
@@ -147,7 +147,7 @@ def bare_worker(task_queue: str):
 
 
 async def _results(workflow_ids: list[str]) -> list:
-    from runs.temporal import connect
+    from amtp_site.temporal import connect
 
     client = await connect()
     return await asyncio.gather(*(client.get_workflow_handle(w).result() for w in workflow_ids))
@@ -174,7 +174,7 @@ def launch_amtp(repositories: list, count: int) -> list:
 def launch_bare(task_queue: str, count: int) -> list:
     from bare_workflow import WORKFLOW_NAME
 
-    from runs.temporal import connect
+    from amtp_site.temporal import connect
 
     async def start() -> list[str]:
         client = await connect()  # run_create connects per run too
@@ -213,7 +213,7 @@ async def _timelines(workflow_ids: list[str]) -> list[dict]:
     completed), seconds activities waited for a worker slot, seconds in workflow tasks."""
     from temporalio.api.enums.v1 import EventType as E
 
-    from runs.temporal import connect
+    from amtp_site.temporal import connect
 
     client = await connect()
     rows = []
@@ -266,7 +266,7 @@ def stage_seconds(run_ids: list[str]) -> tuple[dict[str, float], int]:
     """Mean seconds per stage as the stages table records them (from inside the activity, so
     process start-up and imports are not included), and retries over the given runs."""
     from runs.models import Stage
-    from runs.workflows import STAGE_OF
+    from runs.temporal.workflow import STAGE_OF
 
     activity_of = {stage: name for name, stage in STAGE_OF.items()}
     per_stage: dict[str, list[float]] = {}
@@ -317,7 +317,7 @@ def main() -> None:
 def run_all(n: int, workdir: Path) -> dict[str, dict]:
     from django.conf import settings
 
-    from runs.models import Repository
+    from repositories.models import Repository
     from tests.gitrepo import make_git_repo
     from tests.samples import DEMO_WEB
 
@@ -349,8 +349,8 @@ def run_all(n: int, workdir: Path) -> dict[str, dict]:
 def report(n: int, amtp: dict, bare: dict) -> None:
     import bare_workflow
 
-    from runs import workflow_types as t
-    from runs.activities import AGENT_ACTIVITIES
+    from runs.temporal import types as t
+    from runs.temporal.activities import AGENT_ACTIVITIES
 
     assert set(amtp["results"]) == {"passed"}, amtp["results"]
     agent_names = {a.__temporal_activity_definition.name for a in AGENT_ACTIVITIES}

@@ -14,9 +14,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 from temporalio.service import RPCError
 
+from amtp_site.temporal import connect
 from runs import auth
 from runs.models import Run
-from runs.temporal import connect
 from tests.factories import RepositoryFactory
 
 ALL_SCOPES = ["runs:read", "runs:write", "approvals:decide"]

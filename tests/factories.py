@@ -1,7 +1,8 @@
 import factory
 
 from approvals.models import Approval
-from runs.models import Artifact, Repository, Run, Stage
+from repositories.models import Repository
+from runs.models import Artifact, Run, Stage
 
 
 class RepositoryFactory(factory.django.DjangoModelFactory):

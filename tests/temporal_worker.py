@@ -43,8 +43,8 @@ class WorkerThread:
             self._ready.set()
 
     async def _serve(self) -> None:
-        from runs.temporal import connect
-        from runs.worker import RespawningProcessPool, build_worker
+        from amtp_site.temporal import connect
+        from runs.temporal.worker import RespawningProcessPool, build_worker
 
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()

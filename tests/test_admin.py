@@ -10,9 +10,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from approvals.models import Approval
-from runs import admin as runs_admin
-from runs import admin_forms
-from runs.models import Artifact, Repository, Run, Stage
+from repositories import forms as admin_forms
+from repositories.models import Repository
+from runs.admin import runs as runs_admin
+from runs.models import Artifact, Run, Stage
 from runs.services import RUN_FINISHED
 from tests.admin_helpers import (
     APPROVALS,
@@ -334,7 +335,7 @@ def _repository_form(**overrides) -> dict:
 
 
 def test_repository_settings_are_validated(admin_client, tmp_path):
-    add = reverse("admin:runs_repository_add")
+    add = reverse("admin:repositories_repository_add")
     plain = tmp_path / "not-a-repo"
     plain.mkdir()
 

@@ -5,7 +5,6 @@ import uuid
 
 import pytest
 
-from agents.canonical import canonical_text
 from agents.case_generator import TestCaseGenerator
 from agents.crawler import crawl
 from agents.providers.anthropic import AnthropicProvider
@@ -14,6 +13,7 @@ from agents.providers.openai import OpenAIProvider
 from agents.runner import AgentContext, Budgets, run_agent
 from agents.service import upstream_ref
 from agents.test_engineer import TestEngineer
+from amtp_site.canonical import canonical_text
 from amtp_site.errors import (
     BudgetExceeded,
     ContractViolation,

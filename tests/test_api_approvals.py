@@ -114,7 +114,7 @@ def test_unknown_approval_is_404(client):
 def test_admin_shows_a_new_secret_once_and_revokes(rf, monkeypatch):
     from django.contrib import admin
 
-    from runs.admin_tokens import REVOKED, ApiTokenAdmin, ApiTokenForm
+    from runs.admin.tokens import REVOKED, ApiTokenAdmin, ApiTokenForm
 
     model_admin = ApiTokenAdmin(ApiToken, admin.site)
     request = rf.post("/admin/runs/apitoken/add/")

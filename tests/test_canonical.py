@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from agents.canonical import canonical_json, canonical_text, idempotency_key
+from amtp_site.canonical import canonical_json, canonical_text, idempotency_key
 
 
 def test_keys_sorted_no_whitespace_utf8():

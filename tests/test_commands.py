@@ -6,7 +6,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from runs.models import Repository, Run
+from repositories.models import Repository
+from runs.models import Run
 from tests.gitrepo import make_git_repo
 from tests.samples import DEMO_WEB
 

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from agents.hosts import depth
-from agents.hosts.base import TreeEntry
-from agents.hosts.depth import (
+from repositories.depth import (
     DEPTH_LEVELS,
     filter_tree,
     is_binary_path,
     looks_binary,
     min_depth_level,
 )
-from agents.hosts.local import LocalGitHost
+from repositories import depth
+from repositories.hosts.base import TreeEntry
+from repositories.hosts.local import LocalGitHost
 from tests.gitrepo import make_git_repo
 
 # path -> the shallowest level that shows it (None: never shown)

@@ -14,8 +14,6 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from agents.hosts.base import TreeEntry
-from agents.hosts.github import GitHubHost
 from amtp_site.errors import (
     BranchProtectionViolation,
     ContractViolation,
@@ -26,6 +24,8 @@ from amtp_site.errors import (
     RepositoryAccessError,
     StaleBaseBranch,
 )
+from repositories.hosts.base import TreeEntry
+from repositories.hosts.github import GitHubHost
 from tests.fakes.github_api import FakeGitHub, git_sha
 from tests.gitrepo import git, make_git_repo
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.hosts.local import LocalGitHost, path_problem
 from amtp_site.errors import ContractViolation, RepositoryAccessError, StaleBaseBranch
+from repositories.hosts.local import LocalGitHost, path_problem
 from tests.gitrepo import bare_clone, commit_files, git, make_git_repo
 
 BASE_FILES = {
@@ -227,7 +227,7 @@ def test_concurrent_openers_get_one_branch_and_one_number(host: LocalGitHost, re
 
 OPEN_IN_CHILD = """
 import sys
-from agents.hosts.local import LocalGitHost
+from repositories.hosts.local import LocalGitHost
 host = LocalGitHost("acme/shop", sys.argv[1])
 base = host.resolve_ref("main")
 pr = host.open_pull_request(base_branch="main", expected_base_sha=base, head_branch=sys.argv[2],

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agents.repo_reader import crawl_cache_hits
+from repositories.reader import crawl_cache_hits
 from tests.factories import RepositoryFactory
 from tests.gitrepo import commit_files, make_git_repo
 from tests.mcp_client import call_tools

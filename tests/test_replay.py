@@ -12,7 +12,7 @@ from asgiref.sync import async_to_sync
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from runs.workflows import TestGenerationWorkflow
+from runs.temporal.workflow import TestGenerationWorkflow
 
 HISTORIES = sorted((Path(__file__).resolve().parent / "fixtures" / "histories").glob("*.json"))
 

@@ -11,12 +11,12 @@ from asgiref.sync import async_to_sync
 
 from amtp_site import valkey as valkey_mod
 from amtp_site.errors import OrchestratorUnavailable
+from amtp_site.temporal import connect
 from approvals.models import Approval
 from approvals.services import approval_decide
 from runs.models import Artifact, Run
 from runs.pull_requests import head_branch_for
 from runs.services import run_cancel, run_create
-from runs.temporal import connect
 from tests.factories import RepositoryFactory
 from tests.gitrepo import commit_files, git, make_git_repo
 from tests.samples import DEMO_MOBILE, DEMO_WEB

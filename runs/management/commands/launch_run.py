@@ -7,7 +7,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from amtp_site.errors import AmtpError
-from runs.models import DepthLevel, Framework, Host, Repository, Run
+from repositories.models import DepthLevel, Framework, Host, Repository
+from runs.models import Run
 from runs.services import run_create
 
 POLL_SECONDS = 0.5

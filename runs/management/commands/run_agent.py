@@ -11,9 +11,9 @@ import uuid
 from django.core.management.base import BaseCommand, CommandError
 
 from agents import service
-from agents.canonical import canonical_json
-from agents.hosts import host_for_repo
+from amtp_site.canonical import canonical_json
 from amtp_site.errors import AmtpError
+from repositories.hosts import host_for_repo
 
 AGENTS = ("repo_crawler", "test_case_generator", "test_engineer")
 

@@ -5,7 +5,7 @@ import asyncio
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from runs.worker import run_worker
+from runs.temporal.worker import run_worker
 
 
 class Command(BaseCommand):

@@ -7,10 +7,10 @@ import re
 
 from django import forms
 
-from agents.hosts.local import LocalGitHost, path_problem
 from amtp_site.errors import RepositoryAccessError
-from runs.models import Host, Repository
-from runs.refnames import ref_problem
+from repositories.hosts.local import LocalGitHost, path_problem
+from repositories.models import Host, Repository
+from repositories.refnames import ref_problem
 
 FULL_NAME_INVALID = "use the form owner/name (letters, digits, '.', '-' and '_' only)"
 LOCAL_PATH_REQUIRED = "a repository on the 'local' host needs the path of its git repository"

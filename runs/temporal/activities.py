@@ -22,8 +22,8 @@ from temporalio.exceptions import ApplicationError
 from amtp_site import valkey
 from amtp_site.errors import AmtpError, RateLimitExceeded, RepoConcurrencyLimited
 from runs import lifecycle, pipeline
-from runs import workflow_types as t
 from runs.models import Run, Stage
+from runs.temporal import types as t
 
 
 def _typed(stage: str | None):
@@ -152,7 +152,8 @@ def _release_slot(run_id: str) -> None:
     valkey.concurrency_decr(run.repo_full_name, run_id)
 
 
-def _book(name: str, fn, arg_type: type = str):
+def bookkeeping_activity(name: str, fn, arg_type: type = str):
+    """A sync service function as an activity run in the worker's event loop (via a thread)."""
     typed = _typed(None)(fn)
 
     def in_thread(arg):
@@ -171,12 +172,12 @@ def _book(name: str, fn, arg_type: type = str):
 
 
 BOOKKEEPING_ACTIVITIES = [
-    _book(t.MARK_RUNNING, lifecycle.mark_running),
-    _book(t.ACQUIRE_SLOT, _acquire_slot),
-    _book(t.RELEASE_SLOT, _release_slot),
-    _book(t.REQUEST_APPROVAL, lifecycle.request_approval, t.ApprovalRequest),
-    _book(t.EXPIRE_APPROVAL, lifecycle.expire_approval),
-    _book(t.MARK_PASSED, lifecycle.mark_passed),
-    _book(t.MARK_FAILED, lifecycle.mark_failed, t.Failure),
-    _book(t.MARK_CANCELLED, lifecycle.mark_cancelled),
+    bookkeeping_activity(t.MARK_RUNNING, lifecycle.mark_running),
+    bookkeeping_activity(t.ACQUIRE_SLOT, _acquire_slot),
+    bookkeeping_activity(t.RELEASE_SLOT, _release_slot),
+    bookkeeping_activity(t.MARK_PASSED, lifecycle.mark_passed),
+    bookkeeping_activity(t.MARK_FAILED, lifecycle.mark_failed, t.Failure),
+    bookkeeping_activity(t.MARK_CANCELLED, lifecycle.mark_cancelled),
 ]
+
+ACTIVITIES = [*AGENT_ACTIVITIES, *BOOKKEEPING_ACTIVITIES]

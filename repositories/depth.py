@@ -54,7 +54,7 @@ import codecs
 import re
 from collections.abc import Collection
 
-from agents.hosts.base import TreeEntry
+from repositories.hosts.base import TreeEntry
 
 DEPTH_LEVELS = ("smoke", "core", "standard", "deep")
 CORE_MAX_DEPTH = 7

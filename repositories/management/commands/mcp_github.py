@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from agents.mcp_server import build_server
+from repositories.mcp_server import build_server
 
 
 class Command(BaseCommand):

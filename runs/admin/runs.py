@@ -1,9 +1,9 @@
-"""Operator admin for runs, artifacts and repository settings.
+"""Operator admin for runs.
 
 Runs and artifacts are read-only here: the workflow writes them, and a form save would write
 every column and could move a finished run backwards. What an operator may do to a run goes
 through the services every other surface uses: ``run_cancel`` (needs ``runs.change_run``) and
-``run_again`` (needs ``runs.add_run``, the launch permission, see ``runs.launch``).
+``run_again`` (needs ``runs.add_run``, the launch permission, see ``runs.admin.launch``).
 """
 
 from __future__ import annotations
@@ -14,18 +14,14 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.decorators import method_decorator
-from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from amtp_site.errors import AmtpError
-from approvals.admin import approval_rows
-from runs import admin_display as show
-from runs import admin_tokens  # noqa: F401  (registers the API token admin at autodiscovery)
-from runs.admin_artifacts import artifact_size
-from runs.admin_forms import RepositoryForm
-from runs.artifact_render import highlighted, pretty_json, pygments_css
-from runs.launch import LAUNCH_PERMISSION
-from runs.models import ArtifactKind, Repository, Run
+from runs.admin import display as show
+from runs.admin.artifacts import artifact_size
+from runs.admin.launch import LAUNCH_PERMISSION
+from runs.admin.render import highlighted, pretty_json, pygments_css
+from runs.models import ArtifactKind, Run
 from runs.services import OrchestratorUnavailable, RunError, run_again, run_cancel
 
 MAX_BULK_RUNS = 50
@@ -36,8 +32,6 @@ RUN_AGAIN_PENDING = "Run created with the inputs of run {run_id} but not started
 TOO_MANY_SELECTED = f"Select at most {MAX_BULK_RUNS} runs for this action."
 FINISHED_SKIPPED = "{count} finished run(s) skipped: there is nothing to cancel."
 
-REPOSITORY_DEFAULTS = ("default_branch", "default_depth_level", "default_framework", "test_dir")
-REPOSITORY_LIMITS = ("max_concurrent_runs", "rate_limit_runs", "rate_limit_window_seconds")
 RUN_REQUEST = (
     "run_id",
     "repository",
@@ -51,36 +45,6 @@ RUN_REQUEST = (
     "requested_by",
     "request_key",
 )
-
-
-@admin.register(Repository)
-class RepositoryAdmin(admin.ModelAdmin):
-    form = RepositoryForm
-    list_display = (
-        "full_name",
-        "host",
-        "default_branch",
-        "default_depth_level",
-        "default_framework",
-        "webhook_enabled",
-        "require_approval",
-        "max_concurrent_runs",
-        "launch",
-    )
-    list_filter = ("host", "webhook_enabled", "require_approval", "default_framework")
-    search_fields = ("full_name", "local_path")
-    fieldsets = [
-        (None, {"fields": ("full_name", "host", "local_path")}),
-        ("Run defaults", {"fields": REPOSITORY_DEFAULTS}),
-        ("Webhooks", {"fields": ("webhook_enabled", "webhook_branches")}),
-        ("Approval", {"fields": ("require_approval",)}),
-        ("Limits", {"fields": REPOSITORY_LIMITS}),
-    ]
-
-    @admin.display(description="")
-    def launch(self, repository):
-        url = reverse("launch_run") + f"?repository={repository.pk}"
-        return format_html('<a href="{}">Launch run</a>', url)
 
 
 @admin.register(Run)
@@ -210,7 +174,6 @@ class RunAdmin(admin.ModelAdmin):
             "run_pr": show.pull_request(run.pr_number, run.pr_url),
             "stages": stages,
             "artifacts": artifacts,
-            "approvals": approval_rows(request, run),
             "failure_report": highlighted(pretty_json(report, 20_000)[0]) if report else None,
             "pygments_css": pygments_css(),
             "can_cancel": not run.is_terminal and self.has_change_permission(request),

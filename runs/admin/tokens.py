@@ -1,7 +1,7 @@
 """Admin for API tokens: create (the secret is shown once, on the page after saving), list,
 revoke. A token never changes after creation; revocation is the only edit.
 
-Import this module from ``runs/admin.py`` so the registration happens at admin autodiscovery.
+Imported by ``runs/admin/__init__.py`` so the registration happens at admin autodiscovery.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agents.hosts.base import PullRequestResult, RepositoryHost, TreeEntry
 from amtp_site.errors import RepositoryAccessError
+from repositories.hosts.base import PullRequestResult, RepositoryHost, TreeEntry
 
 __all__ = ["PullRequestResult", "RepositoryHost", "TreeEntry", "host_for", "host_for_repo"]
 
@@ -13,10 +13,10 @@ def host_for(repository) -> RepositoryHost:
     from django.conf import settings
 
     if repository.host == "local":
-        from agents.hosts.local import LocalGitHost
+        from repositories.hosts.local import LocalGitHost
 
         return LocalGitHost(repository.full_name, repository.local_path)
-    from agents.hosts.github import GitHubHost
+    from repositories.hosts.github import GitHubHost
 
     return GitHubHost(
         repository.full_name,
@@ -29,7 +29,7 @@ def host_for(repository) -> RepositoryHost:
 
 
 def host_for_repo(full_name: str) -> RepositoryHost:
-    from runs.models import Repository
+    from repositories.models import Repository
 
     repository = Repository.objects.filter(full_name=full_name).first()
     if repository is None:

@@ -1,20 +1,10 @@
-"""The Temporal client factory and the workflow parameters, both from settings."""
+"""The workflow parameters and retry settings, from settings."""
 
 from __future__ import annotations
 
 from django.conf import settings
-from temporalio.client import Client
 
-from runs.workflow_types import RetrySettings, WorkflowParams
-
-
-async def connect() -> Client:
-    return await Client.connect(
-        settings.TEMPORAL_ADDRESS,
-        namespace=settings.TEMPORAL_NAMESPACE,
-        api_key=settings.TEMPORAL_API_KEY or None,
-        tls=settings.TEMPORAL_TLS,
-    )
+from runs.temporal.types import RetrySettings, WorkflowParams
 
 
 def retry_settings() -> RetrySettings:

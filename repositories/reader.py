@@ -12,9 +12,9 @@ import json
 import re
 from dataclasses import asdict
 
-from agents.hosts.base import RepositoryHost, TreeEntry
-from agents.hosts.depth import DEPTH_LEVELS, filter_tree, is_binary_path, looks_binary
 from amtp_site.errors import RepositoryAccessError
+from repositories.depth import DEPTH_LEVELS, filter_tree, is_binary_path, looks_binary
+from repositories.hosts.base import RepositoryHost, TreeEntry
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 HITS_TTL = 7 * 24 * 3600

@@ -29,8 +29,8 @@ from functools import cached_property
 from pathlib import Path
 from urllib.parse import quote
 
-from agents.hosts.base import PullRequestResult, RepositoryHost, TreeEntry
 from amtp_site.errors import ContractViolation, RepositoryAccessError, StaleBaseBranch
+from repositories.hosts.base import PullRequestResult, RepositoryHost, TreeEntry
 
 AUTHOR_NAME = "AMTP"
 AUTHOR_EMAIL = "amtp@localhost"

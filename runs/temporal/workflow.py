@@ -14,7 +14,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from runs import workflow_types as t
+    from runs.temporal import types as t
 
 STAGE_OF = {
     t.CRAWL_REPO: "crawl_repo",

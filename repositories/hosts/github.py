@@ -22,7 +22,6 @@ from typing import Any
 import requests
 from github import Auth, Github, GithubException, GithubIntegration, InputGitTreeElement
 
-from agents.hosts.base import PullRequestResult, RepositoryHost, TreeEntry
 from amtp_site.errors import (
     AmtpError,
     BranchProtectionViolation,
@@ -34,6 +33,7 @@ from amtp_site.errors import (
     RepositoryAccessError,
     StaleBaseBranch,
 )
+from repositories.hosts.base import PullRequestResult, RepositoryHost, TreeEntry
 
 DEFAULT_API_URL = "https://api.github.com"
 REGULAR_FILE_MODES = ("100644", "100755")  # symlinks (120000) and submodules (160000) are skipped

@@ -1,7 +1,7 @@
 """``amtp-github-mcp``: the MCP server the Repo Crawler reads repositories through.
 
 Two tools, named exactly ``repo.tree`` and ``repo.read_file``, over the repository-host
-interface, cached in Valkey (:mod:`agents.repo_reader`). Run it with
+interface, cached in Valkey (:mod:`repositories.reader`). Run it with
 ``python manage.py mcp_github`` (stdio); any MCP client can use it. Bad arguments come back as
 MCP tool errors (``isError``) whose text says what was wrong.
 """
@@ -15,10 +15,10 @@ from django.conf import settings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from agents.hosts import host_for_repo
-from agents.repo_reader import CachedRepoReader
 from amtp_site import valkey
 from amtp_site.errors import AmtpError
+from repositories.hosts import host_for_repo
+from repositories.reader import CachedRepoReader
 
 SERVER_NAME = "amtp-github-mcp"
 TREE_TOOL = "repo.tree"

@@ -22,8 +22,9 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from amtp_site.errors import AmtpError
-from runs.models import DepthLevel, Framework, Repository, Run
-from runs.refnames import MAX_REF_LENGTH, ref_problem
+from repositories.models import DepthLevel, Framework, Repository
+from repositories.refnames import MAX_REF_LENGTH, ref_problem
+from runs.models import Run
 from runs.services import OrchestratorUnavailable, run_create
 
 LAUNCH_PERMISSION = "runs.add_run"

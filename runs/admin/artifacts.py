@@ -17,7 +17,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from runs.artifact_render import (
+from runs.admin.render import (
     META_PREVIEW_CHARS,
     PREVIEW_CHARS,
     code_files,

@@ -21,14 +21,15 @@ import threading
 from concurrent.futures.process import BrokenProcessPool
 from datetime import timedelta
 
+from django.apps import apps
 from django.conf import settings
+from django.utils.module_loading import import_string
 from temporalio.worker import SharedStateManager, Worker
 
 from amtp_site.child import django_setup
 from amtp_site.errors import AgentProcessDied
-from runs.activities import AGENT_ACTIVITIES, BOOKKEEPING_ACTIVITIES
-from runs.temporal import connect
-from runs.workflows import TestGenerationWorkflow
+from amtp_site.temporal import connect
+from runs.temporal.workflow import TestGenerationWorkflow
 
 log = logging.getLogger(__name__)
 
@@ -100,12 +101,23 @@ class RespawningProcessPool(concurrent.futures.Executor):
         self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
+def app_activities() -> list:
+    """Every installed app's activities (``AppConfig.temporal_activities``, a dotted path to a
+    list), so apps above ``runs`` contribute theirs without ``runs`` importing them."""
+    found = []
+    for config in apps.get_app_configs():
+        path = getattr(config, "temporal_activities", None)
+        if path:
+            found.extend(import_string(path))
+    return found
+
+
 def build_worker(client, *, task_queue: str, pool: concurrent.futures.Executor, manager) -> Worker:
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[TestGenerationWorkflow],
-        activities=[*AGENT_ACTIVITIES, *BOOKKEEPING_ACTIVITIES],
+        activities=app_activities(),
         activity_executor=pool,
         shared_state_manager=SharedStateManager.create_from_multiprocessing(manager),
         max_concurrent_activities=max(4, settings.AMTP_WORKER_PROCESSES * 4),

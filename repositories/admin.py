@@ -1,0 +1,43 @@
+"""Repository settings in admin: the form checks what the run will check, before saving."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
+
+from repositories.forms import RepositoryForm
+from repositories.models import Repository
+
+REPOSITORY_DEFAULTS = ("default_branch", "default_depth_level", "default_framework", "test_dir")
+REPOSITORY_LIMITS = ("max_concurrent_runs", "rate_limit_runs", "rate_limit_window_seconds")
+
+
+@admin.register(Repository)
+class RepositoryAdmin(admin.ModelAdmin):
+    form = RepositoryForm
+    list_display = (
+        "full_name",
+        "host",
+        "default_branch",
+        "default_depth_level",
+        "default_framework",
+        "webhook_enabled",
+        "require_approval",
+        "max_concurrent_runs",
+        "launch",
+    )
+    list_filter = ("host", "webhook_enabled", "require_approval", "default_framework")
+    search_fields = ("full_name", "local_path")
+    fieldsets = [
+        (None, {"fields": ("full_name", "host", "local_path")}),
+        ("Run defaults", {"fields": REPOSITORY_DEFAULTS}),
+        ("Webhooks", {"fields": ("webhook_enabled", "webhook_branches")}),
+        ("Approval", {"fields": ("require_approval",)}),
+        ("Limits", {"fields": REPOSITORY_LIMITS}),
+    ]
+
+    @admin.display(description="")
+    def launch(self, repository):
+        url = reverse("launch_run") + f"?repository={repository.pk}"
+        return format_html('<a href="{}">Launch run</a>', url)

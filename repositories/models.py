@@ -1,0 +1,80 @@
+"""The ``repositories`` table (ours): per-repository settings every run starts from.
+
+The model moved here from the ``runs`` app with its table and data (state-only migration).
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from amtp_site.constraints import one_of
+
+
+class DepthLevel(models.TextChoices):
+    SMOKE = "smoke"
+    CORE = "core"
+    STANDARD = "standard"
+    DEEP = "deep"
+
+
+class Framework(models.TextChoices):
+    PLAYWRIGHT = "playwright"
+    MAESTRO = "maestro"
+
+
+class Host(models.TextChoices):
+    GITHUB = "github"
+    LOCAL = "local"
+
+
+class Repository(models.Model):
+    """Per-repository settings (ours): host, defaults, webhook triggers, approval, limits."""
+
+    full_name = models.CharField(max_length=200, unique=True, help_text="owner/name")
+    host = models.CharField(max_length=16, choices=Host.choices, default=Host.GITHUB)
+    local_path = models.CharField(
+        max_length=1000, blank=True, help_text="Path of the git repository (host 'local')."
+    )
+    default_branch = models.CharField(max_length=255, default="main")
+    default_depth_level = models.CharField(
+        max_length=16, choices=DepthLevel.choices, default=DepthLevel.STANDARD
+    )
+    default_framework = models.CharField(
+        max_length=16, choices=Framework.choices, default=Framework.PLAYWRIGHT
+    )
+    test_dir = models.CharField(
+        max_length=200, default="e2e/amtp", help_text="Generated files may only go here."
+    )
+    webhook_enabled = models.BooleanField(default=False, help_text="Push events start runs.")
+    webhook_branches = models.JSONField(
+        default=list, blank=True, help_text="Branches whose pushes start a run (empty: default)."
+    )
+    require_approval = models.BooleanField(
+        default=False, help_text="Hold every run for a human approval before the PR is opened."
+    )
+    max_concurrent_runs = models.PositiveIntegerField(default=2)
+    rate_limit_runs = models.PositiveIntegerField(default=30, help_text="Runs per window.")
+    rate_limit_window_seconds = models.PositiveIntegerField(default=3600)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "repositories"
+        verbose_name_plural = "repositories"
+        ordering = ["full_name"]
+        constraints = [
+            one_of("host", Host, "repositories_host_valid"),
+            one_of("default_depth_level", DepthLevel, "repositories_depth_valid"),
+            one_of("default_framework", Framework, "repositories_framework_valid"),
+            models.CheckConstraint(
+                condition=Q(full_name__regex=r"^[^/]+/[^/]+$"), name="repositories_full_name_valid"
+            ),
+            models.CheckConstraint(
+                condition=~Q(host="local") | ~Q(local_path=""),
+                name="repositories_local_needs_path",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.full_name

@@ -1,0 +1,7 @@
+"""Signals the apps above ``runs`` listen to, so that ``runs`` never imports them."""
+
+from django.dispatch import Signal
+
+# Sent inside the transaction that moves a run to failed or cancelled, with ``run_id`` and
+# ``why``: the approvals app rejects the run's pending approval in the same transaction.
+run_closed = Signal()
