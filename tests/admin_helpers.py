@@ -8,7 +8,12 @@ from django.contrib.messages import get_messages
 from django.test import Client
 from django.urls import reverse
 
-VIEW = ("runs.view_run", "runs.view_artifact", "repositories.view_repository", "approvals.view_approval")
+VIEW = (
+    "runs.view_run",
+    "runs.view_artifact",
+    "repositories.view_repository",
+    "approvals.view_approval",
+)
 XSS = '<script>alert("pwned")</script>'
 
 
