@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from repositories import depth
 from repositories.depth import (
     DEPTH_LEVELS,
     filter_tree,
@@ -14,7 +15,6 @@ from repositories.depth import (
     looks_binary,
     min_depth_level,
 )
-from repositories import depth
 from repositories.hosts.base import TreeEntry
 from repositories.hosts.local import LocalGitHost
 from tests.gitrepo import make_git_repo
