@@ -40,6 +40,7 @@ UPSTREAM = {
     "test_engineer": "test_case_generator",
 }
 
+TOOL_BUDGET_EXHAUSTED = "Tool-call budget exhausted: answer now with what you have."
 REPAIR_MESSAGE = (
     "Your answer broke its contract. Every problem found:\n{problems}\n"
     "Reply with the corrected JSON object only, nothing else."
@@ -136,6 +137,16 @@ def _problems(exc: SchemaValidationError | ContractViolation) -> list[str]:
     return exc.problems
 
 
+@dataclass
+class Tally:
+    """What one invocation has spent so far; reported in the artifact's meta."""
+
+    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    llm_calls: int = 0
+    tool_calls: int = 0
+    attempts: int = 0  # answers given (tool-call turns are not answers)
+
+
 async def run_agent(
     agent: Agent,
     *,
@@ -151,73 +162,20 @@ async def run_agent(
         {"role": "user", "content": first_message(agent, payload, ctx, upstream)}
     ]
     deadline = time.monotonic() + budgets.max_seconds
-    usage = {"input_tokens": 0, "output_tokens": 0}
-    calls = tool_calls = attempts = 0
+    tally = Tally()
     while True:
-        if time.monotonic() > deadline:
-            raise BudgetExceeded(f"{agent.name} ran past its {budgets.max_seconds:.0f} s budget")
-        estimate = estimate_tokens(system, messages)
-        if estimate > budgets.max_input_tokens:
-            raise BudgetExceeded(
-                f"{agent.name}: the next call needs about {estimate} input tokens, over the "
-                f"budget of {budgets.max_input_tokens}; use a shallower depth level or raise "
-                "AMTP_MAX_INPUT_TOKENS",
-                estimated_tokens=estimate,
-                budget=budgets.max_input_tokens,
-            )
-        log.info(
-            "LLM call %d for %s (run %s, provider %s)",
-            calls + 1,
-            agent.name,
-            ctx.run_id,
-            provider.name,
-        )
-        completion: Completion = await asyncio.to_thread(
-            provider.complete, system=system, messages=messages, tools=agent.tools
-        )
-        calls += 1
-        usage["input_tokens"] += completion.input_tokens
-        usage["output_tokens"] += completion.output_tokens
+        check_budgets(agent, system, messages, budgets, deadline)
+        completion = await call_model(agent, ctx, provider, system, messages, tally)
         if completion.tool_calls:
-            tool_calls += len(completion.tool_calls)
-            if tool_calls > budgets.max_tool_calls + len(agent.tools):
-                raise BudgetExceeded(
-                    f"{agent.name} made {tool_calls} tool calls, over the budget of "
-                    f"{budgets.max_tool_calls} (and kept calling after being told to answer)"
-                )
-            results = []
-            for call in completion.tool_calls:
-                if tool_calls > budgets.max_tool_calls:
-                    results.append(
-                        ToolResult(
-                            call.id,
-                            "Tool-call budget exhausted: answer now with what you have.",
-                            is_error=True,
-                        )
-                    )
-                else:
-                    results.append(await agent.call_tool(call, ctx))
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": completion.text,
-                    "tool_calls": completion.tool_calls,
-                }
-            )
-            messages.append({"role": "tool", "results": results})
+            messages += await answer_tool_calls(agent, ctx, completion, budgets, tally)
             continue
-        attempts += 1
-        answer = parse_answer(completion.text)
+        tally.attempts += 1
         try:
-            output = agent.assemble(answer, ctx)
-            schemas.validate(agent.output_schema, output)
-            agent.check(output, ctx)
+            output = accept(agent, ctx, completion.text)
         except (SchemaValidationError, ContractViolation) as exc:
-            if attempts > repairs:
+            if tally.attempts > repairs:
                 raise
-            problems = "\n".join(f"- {p}" for p in _problems(exc))
-            messages.append({"role": "assistant", "content": completion.text, "tool_calls": []})
-            messages.append({"role": "user", "content": REPAIR_MESSAGE.format(problems=problems)})
+            messages += repair_turn(completion.text, exc)
             continue
         meta = {
             "agent": agent.name,
@@ -227,10 +185,93 @@ async def run_agent(
             "rule_generated": provider.rule_generated,
             "prompt_sha256": prompt_hash,
             "prompt_version": prompt_version,
-            "usage": usage,
-            "llm_calls": calls,
-            "tool_calls": tool_calls,
-            "attempts": attempts,
+            "usage": tally.usage,
+            "llm_calls": tally.llm_calls,
+            "tool_calls": tally.tool_calls,
+            "attempts": tally.attempts,
             "pid": os.getpid(),
         }
         return AgentResult(output=output, meta=meta)
+
+
+def check_budgets(
+    agent: Agent, system: str, messages: list[dict[str, Any]], budgets: Budgets, deadline: float
+) -> None:
+    """Before each call: wall time left, and the next call's input under its token budget."""
+    if time.monotonic() > deadline:
+        raise BudgetExceeded(f"{agent.name} ran past its {budgets.max_seconds:.0f} s budget")
+    estimate = estimate_tokens(system, messages)
+    if estimate > budgets.max_input_tokens:
+        raise BudgetExceeded(
+            f"{agent.name}: the next call needs about {estimate} input tokens, over the "
+            f"budget of {budgets.max_input_tokens}; use a shallower depth level or raise "
+            "AMTP_MAX_INPUT_TOKENS",
+            estimated_tokens=estimate,
+            budget=budgets.max_input_tokens,
+        )
+
+
+async def call_model(
+    agent: Agent,
+    ctx: AgentContext,
+    provider: Provider,
+    system: str,
+    messages: list[dict[str, Any]],
+    tally: Tally,
+) -> Completion:
+    log.info(
+        "LLM call %d for %s (run %s, provider %s)",
+        tally.llm_calls + 1,
+        agent.name,
+        ctx.run_id,
+        provider.name,
+    )
+    # The SDKs are synchronous; a thread keeps the event loop (the MCP session) alive.
+    completion: Completion = await asyncio.to_thread(
+        provider.complete, system=system, messages=messages, tools=agent.tools
+    )
+    tally.llm_calls += 1
+    tally.usage["input_tokens"] += completion.input_tokens
+    tally.usage["output_tokens"] += completion.output_tokens
+    return completion
+
+
+async def answer_tool_calls(
+    agent: Agent, ctx: AgentContext, completion: Completion, budgets: Budgets, tally: Tally
+) -> list[dict[str, Any]]:
+    """The assistant's tool-call turn and the tool turn answering it. Past the budget every
+    call is answered "answer now"; a model that keeps calling after that fails the agent."""
+    tally.tool_calls += len(completion.tool_calls)
+    if tally.tool_calls > budgets.max_tool_calls + len(agent.tools):
+        raise BudgetExceeded(
+            f"{agent.name} made {tally.tool_calls} tool calls, over the budget of "
+            f"{budgets.max_tool_calls} (and kept calling after being told to answer)"
+        )
+    results = []
+    for call in completion.tool_calls:
+        if tally.tool_calls > budgets.max_tool_calls:
+            results.append(ToolResult(call.id, TOOL_BUDGET_EXHAUSTED, is_error=True))
+        else:
+            results.append(await agent.call_tool(call, ctx))
+    return [
+        {"role": "assistant", "content": completion.text, "tool_calls": completion.tool_calls},
+        {"role": "tool", "results": results},
+    ]
+
+
+def accept(agent: Agent, ctx: AgentContext, text: str) -> dict[str, Any]:
+    """The answer as the agent's output, or the error saying why not."""
+    answer = parse_answer(text)
+    output = agent.assemble(answer, ctx)
+    schemas.validate(agent.output_schema, output)
+    agent.check(output, ctx)
+    return output
+
+
+def repair_turn(text: str, exc: SchemaValidationError | ContractViolation) -> list[dict[str, Any]]:
+    """The rejected answer and a user turn listing every problem with it."""
+    problems = "\n".join(f"- {p}" for p in _problems(exc))
+    return [
+        {"role": "assistant", "content": text, "tool_calls": []},
+        {"role": "user", "content": REPAIR_MESSAGE.format(problems=problems)},
+    ]

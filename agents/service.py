@@ -13,7 +13,7 @@ from django.conf import settings
 import schemas
 from agents.case_generator import TestCaseGenerator
 from agents.providers import make_provider
-from agents.runner import AgentContext, AgentResult, Budgets, run_agent
+from agents.runner import UPSTREAM, Agent, AgentContext, AgentResult, Budgets, run_agent
 from agents.test_engineer import TestEngineer
 
 
@@ -53,19 +53,8 @@ def run_repo_crawler(payload: dict, *, commit_sha: str) -> AgentResult:
 def run_test_case_generator(payload: dict, *, upstream_artifact_id: str) -> AgentResult:
     agent = TestCaseGenerator()
     schemas.validate(agent.input_schema, payload)
-    provider = make_provider(agent.name, output_schema=schemas.load(agent.output_schema))
     ctx = AgentContext(run_id=payload["run_id"], extra={"depth_level": payload["depth_level"]})
-    return asyncio.run(
-        run_agent(
-            agent,
-            payload=payload,
-            ctx=ctx,
-            provider=provider,
-            upstream=upstream_ref("repo_crawler", upstream_artifact_id),
-            budgets=budgets(),
-            repairs=settings.AMTP_REPAIR_TURNS,
-        )
-    )
+    return _run_after_upstream(agent, payload, ctx, upstream_artifact_id)
 
 
 def run_test_engineer(
@@ -73,7 +62,6 @@ def run_test_engineer(
 ) -> AgentResult:
     agent = TestEngineer()
     schemas.validate(agent.input_schema, payload)
-    provider = make_provider(agent.name, output_schema=schemas.load(agent.output_schema))
     ctx = AgentContext(
         run_id=payload["run_id"],
         prompt_params={"test_dir": test_dir},
@@ -84,13 +72,21 @@ def run_test_engineer(
             "head_branch": head_branch,
         },
     )
+    return _run_after_upstream(agent, payload, ctx, upstream_artifact_id)
+
+
+def _run_after_upstream(
+    agent: Agent, payload: dict, ctx: AgentContext, upstream_artifact_id: str
+) -> AgentResult:
+    """An agent that takes the previous agent's artifact, handed over in an envelope."""
+    provider = make_provider(agent.name, output_schema=schemas.load(agent.output_schema))
     return asyncio.run(
         run_agent(
             agent,
             payload=payload,
             ctx=ctx,
             provider=provider,
-            upstream=upstream_ref("test_case_generator", upstream_artifact_id),
+            upstream=upstream_ref(UPSTREAM[agent.name], upstream_artifact_id),
             budgets=budgets(),
             repairs=settings.AMTP_REPAIR_TURNS,
         )

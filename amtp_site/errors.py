@@ -32,6 +32,10 @@ class NonRetryableError(AmtpError):
     retryable = False
 
 
+class ConfigurationError(NonRetryableError):
+    """A setting is missing or wrong; no retry can fix it. The message says what to set."""
+
+
 # --- LLM output -------------------------------------------------------------------------
 
 

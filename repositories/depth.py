@@ -44,8 +44,9 @@ LICENSE/CHANGELOG-like names. Assets: a folder in ``ASSET_DIRS`` (assets, static
 images, fonts, ``*.xcassets`` ...) or ``.svg/.csv/.tsv``.
 
 Reading: hosts and the MCP server read at most ``MAX_READ_BYTES`` of a file, and
-``looks_binary`` catches binaries that slipped past the extension check. The same table lives in
-``docs/depth-levels.md``; keep the two in step.
+``looks_binary`` catches binaries that slipped past the extension check. The name lists live in
+``repositories/depth_names.py``. The same table lives in ``docs/depth-levels.md``; keep the two
+in step.
 """
 
 from __future__ import annotations
@@ -54,6 +55,30 @@ import codecs
 import re
 from collections.abc import Collection
 
+from repositories.depth_names import (
+    ASSET_DIR_SUFFIXES,
+    ASSET_DIRS,
+    ASSET_EXTENSIONS,
+    BINARY_EXTENSIONS,
+    CODE_EXTENSIONS,
+    CONFIG_EXTENSIONS,
+    CONFIG_STEMS,
+    DOC_DIRS,
+    DOC_EXTENSIONS,
+    DOC_STEMS,
+    ENTRY_STEMS,
+    GENERATED_SUFFIXES,
+    LOCKFILES,
+    ROOT_MANIFESTS,
+    ROUTE_DIRS,
+    ROUTE_FILE_STEMS,
+    ROUTE_FILE_SUFFIXES,
+    SKIPPED_DIR_SUFFIXES,
+    SKIPPED_DIRS,
+    SKIPPED_FILES,
+    TEMPLATE_EXTENSIONS,
+    TEST_DIRS,
+)
 from repositories.hosts.base import TreeEntry
 
 DEPTH_LEVELS = ("smoke", "core", "standard", "deep")
@@ -62,382 +87,6 @@ STANDARD_MAX_DEPTH = 10
 MAX_READ_BYTES = 256 * 1024
 BINARY_SNIFF_BYTES = 8 * 1024  # git's own heuristic looks at the same prefix for NUL bytes
 
-SKIPPED_DIRS = frozenset(
-    {
-        # version control and editors
-        ".git",
-        ".hg",
-        ".svn",
-        ".idea",
-        ".vscode",
-        # dependencies
-        "node_modules",
-        "bower_components",
-        "jspm_packages",
-        "vendor",
-        ".venv",
-        "venv",
-        "site-packages",
-        ".yarn",
-        ".pnpm-store",
-        "pods",
-        "carthage",
-        ".bundle",
-        "elm-stuff",
-        ".dart_tool",
-        ".pub-cache",
-        ".terraform",
-        # build output
-        "dist",
-        "build",
-        "_build",
-        ".next",
-        ".nuxt",
-        ".svelte-kit",
-        ".output",
-        ".vercel",
-        ".turbo",
-        ".expo",
-        ".expo-shared",
-        "target",
-        ".gradle",
-        ".cxx",
-        "deriveddata",
-        "storybook-static",
-        # caches and reports
-        "__pycache__",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        ".tox",
-        ".nox",
-        ".cache",
-        ".parcel-cache",
-        "coverage",
-        ".nyc_output",
-        "htmlcov",
-        "playwright-report",
-        "test-results",
-    }
-)
-SKIPPED_DIR_SUFFIXES = (".egg-info",)
-SKIPPED_FILES = frozenset({".ds_store", "thumbs.db", "desktop.ini"})
-
-LOCKFILES = frozenset(
-    {
-        "package-lock.json",
-        "npm-shrinkwrap.json",
-        "yarn.lock",
-        "pnpm-lock.yaml",
-        "bun.lock",
-        "bun.lockb",
-        "poetry.lock",
-        "pipfile.lock",
-        "pdm.lock",
-        "uv.lock",
-        "gemfile.lock",
-        "podfile.lock",
-        "composer.lock",
-        "cargo.lock",
-        "go.sum",
-        "mix.lock",
-        "pubspec.lock",
-        "packages.lock.json",
-        "gradle.lockfile",
-        "flake.lock",
-        "package.resolved",
-    }
-)
-GENERATED_SUFFIXES = (".min.js", ".min.css", ".map")
-
-BINARY_EXTENSIONS = frozenset(
-    {
-        # images
-        "png",
-        "jpg",
-        "jpeg",
-        "gif",
-        "bmp",
-        "ico",
-        "icns",
-        "webp",
-        "tif",
-        "tiff",
-        "psd",
-        "heic",
-        "heif",
-        "avif",
-        "raw",
-        "xcf",
-        "sketch",
-        "fig",
-        # fonts
-        "ttf",
-        "otf",
-        "woff",
-        "woff2",
-        "eot",
-        # archives and packages
-        "zip",
-        "tar",
-        "gz",
-        "tgz",
-        "bz2",
-        "xz",
-        "zst",
-        "7z",
-        "rar",
-        "jar",
-        "war",
-        "ear",
-        "aar",
-        "apk",
-        "aab",
-        "ipa",
-        "dmg",
-        "iso",
-        "deb",
-        "rpm",
-        "whl",
-        "egg",
-        "nupkg",
-        "lockb",
-        # media
-        "mp3",
-        "mp4",
-        "m4a",
-        "m4v",
-        "aac",
-        "wav",
-        "ogg",
-        "oga",
-        "flac",
-        "mov",
-        "avi",
-        "mkv",
-        "webm",
-        "wmv",
-        # compiled objects and executables
-        "o",
-        "obj",
-        "a",
-        "lib",
-        "so",
-        "dylib",
-        "dll",
-        "exe",
-        "bin",
-        "class",
-        "pyc",
-        "pyo",
-        "pyd",
-        "wasm",
-        "node",
-        "dex",
-        "elf",
-        # documents and data
-        "pdf",
-        "doc",
-        "docx",
-        "xls",
-        "xlsx",
-        "ppt",
-        "pptx",
-        "odt",
-        "ods",
-        "sqlite",
-        "sqlite3",
-        "db",
-        "pkl",
-        "npy",
-        "npz",
-        "h5",
-        "parquet",
-        "onnx",
-        "pt",
-        "pth",
-        "ckpt",
-        "safetensors",
-        # keys and stores
-        "keystore",
-        "jks",
-        "p12",
-        "pfx",
-        "der",
-    }
-)
-
-ROOT_MANIFESTS = frozenset(
-    {
-        # JavaScript / TypeScript
-        "package.json",
-        "tsconfig.json",
-        "deno.json",
-        "deno.jsonc",
-        "angular.json",
-        "pnpm-workspace.yaml",
-        "turbo.json",
-        "nx.json",
-        # Python
-        "requirements.txt",
-        "pyproject.toml",
-        "setup.py",
-        "setup.cfg",
-        "pipfile",
-        "manage.py",
-        # mobile
-        "app.json",
-        "app.config.js",
-        "app.config.ts",
-        "eas.json",
-        "build.gradle",
-        "build.gradle.kts",
-        "settings.gradle",
-        "settings.gradle.kts",
-        "podfile",
-        "pubspec.yaml",
-        "package.swift",
-        # other ecosystems
-        "gemfile",
-        "go.mod",
-        "cargo.toml",
-        "composer.json",
-        "pom.xml",
-        "mix.exs",
-        # how the app is started (the Playwright webServer needs this)
-        "dockerfile",
-        "docker-compose.yml",
-        "docker-compose.yaml",
-        "compose.yml",
-        "compose.yaml",
-        "procfile",
-        "makefile",
-        "vercel.json",
-        "netlify.toml",
-        # what the project is
-        "readme",
-        "readme.md",
-        "readme.rst",
-        "readme.txt",
-    }
-)
-CONFIG_STEMS = frozenset(
-    {
-        "next.config",
-        "vite.config",
-        "nuxt.config",
-        "svelte.config",
-        "astro.config",
-        "remix.config",
-        "vue.config",
-        "webpack.config",
-        "gatsby-config",
-        "metro.config",
-        "react-native.config",
-        "playwright.config",
-        "cypress.config",
-    }
-)
-CONFIG_EXTENSIONS = frozenset({"js", "cjs", "mjs", "ts", "cts", "mts", "json"})
-
-CODE_EXTENSIONS = frozenset(
-    {
-        "py",
-        "js",
-        "jsx",
-        "ts",
-        "tsx",
-        "mjs",
-        "cjs",
-        "mts",
-        "cts",
-        "vue",
-        "svelte",
-        "astro",
-        "go",
-        "rb",
-        "php",
-        "dart",
-        "kt",
-        "java",
-        "swift",
-        "rs",
-        "ex",
-        "exs",
-        "cs",
-        "mdx",
-    }
-)
-TEMPLATE_EXTENSIONS = frozenset({"html", "htm", "jinja", "jinja2", "j2", "erb", "hbs", "ejs"})
-ENTRY_STEMS = frozenset(
-    {
-        "index",
-        "main",
-        "app",
-        "server",
-        "layout",
-        "page",
-        "_app",
-        "_layout",
-        "wsgi",
-        "asgi",
-        "urls",
-        "routes",
-        "router",
-        "__main__",
-        "manage",
-    }
-)
-ROUTE_DIRS = frozenset(
-    {
-        "app",
-        "pages",
-        "routes",
-        "route",
-        "api",
-        "views",
-        "screens",
-        "navigation",
-        "navigators",
-        "controllers",
-        "handlers",
-        "endpoints",
-        "router",
-        "routers",
-        "blueprints",
-    }
-)
-ROUTE_FILE_STEMS = frozenset(
-    {"urls", "views", "routes", "router", "routing", "navigation", "navigator", "api"}
-)
-ROUTE_FILE_SUFFIXES = (".routes", "-routing.module", ".routing", "-routing", ".router")
-
-TEST_DIRS = frozenset(
-    {
-        "test",
-        "tests",
-        "__tests__",
-        "__mocks__",
-        "__snapshots__",
-        "spec",
-        "specs",
-        "e2e",
-        "cypress",
-        "playwright",
-        ".maestro",
-        "maestro",
-        "testing",
-        "androidtest",
-    }
-)
-DOC_DIRS = frozenset({"docs", "doc", "documentation"})
-DOC_EXTENSIONS = frozenset({"md", "rst", "adoc", "asciidoc"})
-DOC_STEMS = frozenset(
-    {"license", "licence", "copying", "changelog", "changes", "authors", "notice", "contributing"}
-)
-ASSET_DIRS = frozenset({"assets", "static", "public", "images", "img", "fonts", "icons", "media"})
-ASSET_DIR_SUFFIXES = (".xcassets", ".imageset")
-ASSET_EXTENSIONS = frozenset({"svg", "csv", "tsv"})
 _JVM_TEST_NAME = re.compile(r"[a-z0-9]Tests?\.[a-z]+$")
 
 

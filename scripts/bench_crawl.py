@@ -181,7 +181,8 @@ def pick_reads(files: dict, count: int, seed: int = 7) -> list[str]:
 
 
 def _fake_main(conn, n_files: int, n_reads: int) -> None:
-    from repositories.depth import SKIPPED_DIRS, min_depth_level
+    from repositories.depth import min_depth_level
+    from repositories.depth_names import SKIPPED_DIRS
     from tests.fakes.github_api import FakeGitHub
 
     started = time.perf_counter()

@@ -23,6 +23,7 @@ def test_spec_classes_have_the_spec_retryability():
 def test_non_retryable_list_is_derived_and_used_by_the_retry_policy():
     derived = set(errors.non_retryable_error_types())
     assert SPEC_NON_RETRYABLE <= derived
+    assert "ConfigurationError" in derived  # a setting to fix: retrying cannot help
     assert "MalformedLlmOutput" not in derived and "RepoPrLockContended" not in derived
     assert set(settings.AMTP_RETRY_POLICY["non_retryable_error_types"]) == derived
 

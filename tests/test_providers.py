@@ -9,12 +9,15 @@ import anthropic
 import openai
 import pytest
 
+import agents.providers as providers_module
 import agents.providers.anthropic as anthropic_module
 import agents.providers.openai as openai_module
+import agents.providers.vendor as vendor_module
+from agents.providers import make_provider
 from agents.providers.anthropic import AnthropicProvider
 from agents.providers.base import SEED, ProviderOptions, ToolCall, ToolResult, ToolSpec
 from agents.providers.openai import INVALID_ARGUMENTS_KEY, OpenAIProvider
-from amtp_site.errors import LlmProviderError, LlmProviderRejected
+from amtp_site.errors import ConfigurationError, LlmProviderError, LlmProviderRejected
 from tests.fakes.llm_api import (
     FakeAnthropic,
     FakeOpenAI,
@@ -375,11 +378,16 @@ def test_a_new_sdk_client_per_provider_instance(claude, gpt):
         assert not [value for value in vars(module).values() if isinstance(value, client_class)]
 
 
-def test_missing_keys(gpt):
-    with pytest.raises(LlmProviderRejected, match="no API key"):
+def test_missing_keys_are_configuration_errors_naming_the_setting(gpt):
+    with pytest.raises(ConfigurationError) as caught:
         AnthropicProvider(options(), agent="repo_crawler", api_key="")
-    with pytest.raises(LlmProviderRejected, match="no API key"):
+    assert caught.value.message == anthropic_module.MISSING_KEY
+    assert "ANTHROPIC_API_KEY" in caught.value.message
+    with pytest.raises(ConfigurationError) as caught:
         OpenAIProvider(options(), agent="repo_crawler", api_key="")
+    assert caught.value.message == openai_module.MISSING_KEY
+    assert "OPENAI_API_KEY" in caught.value.message and "OPENAI_BASE_URL" in caught.value.message
+    assert not caught.value.retryable
     # A local server needs no key; the SDK still wants one, so a placeholder is sent.
     gpt.script([ANSWER])
     local = OpenAIProvider(options(), agent="repo_crawler", api_key="", base_url=gpt.url + "/v1")
@@ -387,3 +395,55 @@ def test_missing_keys(gpt):
     assert (
         gpt.requests[0].headers["authorization"] == f"Bearer {openai_module.LOCAL_PLACEHOLDER_KEY}"
     )
+
+
+@pytest.mark.parametrize("provider_class", [AnthropicProvider, OpenAIProvider])
+@pytest.mark.parametrize("url", ["localhost:11434/v1", "ftp://example.com", "http//x"])
+def test_a_base_url_that_cannot_work_is_a_configuration_error(provider_class, url):
+    with pytest.raises(ConfigurationError) as caught:
+        provider_class(options(), agent="repo_crawler", api_key=KEY, base_url=url)
+    setting = f"{provider_class.settings_prefix}_BASE_URL"
+    assert caught.value.message == vendor_module.BAD_BASE_URL.format(
+        setting=setting, url=url, example=provider_class.example_base_url
+    )
+    assert caught.value.message.startswith(f"{setting}={url!r} is not an http(s) URL")
+
+
+# -- configuration -----------------------------------------------------------------------------
+def test_an_unknown_provider_says_which_ones_exist(settings):
+    settings.AMTP_LLM_PROVIDER = "foo"
+    with pytest.raises(ConfigurationError) as caught:
+        make_provider("repo_crawler")
+    assert caught.value.message == (
+        "AMTP_LLM_PROVIDER='foo' is not a provider; set it to one of anthropic, openai, offline"
+    )
+    assert not caught.value.retryable
+
+
+@pytest.mark.parametrize(
+    "provider, message",
+    [("anthropic", anthropic_module.MISSING_KEY), ("openai", openai_module.MISSING_KEY)],
+)
+def test_a_chosen_provider_without_its_key_says_what_to_set(settings, provider, message):
+    settings.AMTP_LLM_PROVIDER = provider
+    settings.ANTHROPIC_API_KEY = settings.OPENAI_API_KEY = ""
+    settings.ANTHROPIC_BASE_URL = settings.OPENAI_BASE_URL = ""
+    with pytest.raises(ConfigurationError) as caught:
+        make_provider("test_case_generator")
+    assert caught.value.message == message
+
+
+def test_openai_with_a_base_url_needs_no_key(settings, gpt):
+    settings.AMTP_LLM_PROVIDER = "openai"
+    settings.OPENAI_API_KEY = ""
+    settings.OPENAI_BASE_URL = gpt.url + "/v1"
+    assert isinstance(make_provider("test_case_generator"), OpenAIProvider)
+
+
+@pytest.mark.parametrize("timeout", [0.0, -5.0])
+def test_a_timeout_that_cannot_work_is_a_configuration_error(settings, timeout):
+    settings.AMTP_LLM_PROVIDER = "offline"
+    settings.AMTP_LLM_TIMEOUT_S = timeout
+    with pytest.raises(ConfigurationError) as caught:
+        make_provider("repo_crawler")
+    assert caught.value.message == providers_module.BAD_TIMEOUT.format(value=timeout)

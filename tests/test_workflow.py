@@ -181,3 +181,16 @@ def test_nobody_deciding_in_time_fails_the_run_clearly(tmp_path, worker, setting
     approval = run.approvals.get()
     assert approval.decision == "rejected" and approval.decided_by == "amtp (timeout)"
     assert run.stages.get(name="create_pull_request").status == "failed"
+
+
+def test_an_unknown_provider_fails_the_first_stage_once(tmp_path, worker, monkeypatch):
+    monkeypatch.setenv("AMTP_LLM_PROVIDER", "foo")  # read by the spawned agent processes
+    repo = local_repo(tmp_path, "misconfigured", DEMO_WEB)
+    run = wait_terminal(run_create(repository=repo, depth_level="smoke"))
+    assert run.status == "failed" and run.error_type == "ConfigurationError"
+    assert run.error_message == (
+        "AMTP_LLM_PROVIDER='foo' is not a provider; set it to one of anthropic, openai, offline"
+    )
+    stage = run.stages.get(name="crawl_repo")
+    assert stage.status == "failed" and stage.attempts == 1  # not retried: a setting to fix
+    assert slot_released(repo)

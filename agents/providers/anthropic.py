@@ -1,9 +1,6 @@
 """Claude through the official ``anthropic`` SDK (Messages API).
 
-One SDK client per provider instance, and the runner makes one provider per agent invocation,
-so no connection pool, header or conversation state outlives a session (spec 001). The SDK's
-own retries are off: Temporal owns retries, and a hidden SDK retry would blur the activity's
-timing and attempt count.
+Client setup and error translation are shared with the OpenAI provider (``vendor.py``).
 """
 
 from __future__ import annotations
@@ -12,54 +9,25 @@ from typing import Any
 
 import anthropic
 
-from agents.providers.base import (
-    Completion,
-    Provider,
-    ProviderOptions,
-    ToolCall,
-    ToolSpec,
-    mcp_tool_name,
-    vendor_tool_name,
+from agents.providers.base import Completion, ToolCall, ToolSpec, mcp_tool_name, vendor_tool_name
+from agents.providers.vendor import VendorProvider, body_text
+
+MISSING_KEY = (
+    "ANTHROPIC_API_KEY is not set; set it to use AMTP_LLM_PROVIDER=anthropic, "
+    "or set AMTP_LLM_PROVIDER to openai or offline"
 )
-from agents.providers.vendor_errors import from_status, redact, transport_error
-from amtp_site.errors import LlmProviderError, LlmProviderRejected
-
-# The SDK's own retry policy treats these as transient too; everything else in 4xx is final.
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(VendorProvider):
     name = "anthropic"
+    sdk = anthropic
+    client_class = anthropic.Anthropic
+    settings_prefix = "ANTHROPIC"
+    example_base_url = "https://api.anthropic.com"
+    missing_key = MISSING_KEY
 
-    def __init__(
-        self,
-        options: ProviderOptions,
-        *,
-        agent: str,
-        api_key: str,
-        base_url: str | None = None,
-    ) -> None:
-        super().__init__(options, agent=agent)
-        if not api_key:
-            raise LlmProviderRejected("anthropic: no API key configured", vendor=self.name)
-        self._api_key = api_key  # kept only to scrub it from error messages
-        self._client = anthropic.Anthropic(
-            api_key=api_key,
-            base_url=base_url,
-            max_retries=0,
-            timeout=options.timeout_seconds,
-        )
-
-    def complete(
-        self, *, system: str, messages: list[dict[str, Any]], tools: list[ToolSpec]
-    ) -> Completion:
-        request = self.build_request(system=system, messages=messages, tools=tools)
-        try:
-            message = self._client.messages.create(**request)
-        except anthropic.APIError as exc:
-            # `from None`: the SDK exception carries the request (auth header included) and a
-            # body dump; Temporal serialises causes, so only our scrubbed summary travels on.
-            raise self._translate(exc) from None
-        return _completion(message, tools)
+    def _send(self, request: dict[str, Any]) -> Any:
+        return self._client.messages.create(**request)
 
     def build_request(
         self, *, system: str, messages: list[dict[str, Any]], tools: list[ToolSpec]
@@ -90,23 +58,31 @@ class AnthropicProvider(Provider):
                 request["output_config"] = {"format": output_format}
         return request
 
-    def _translate(self, exc: anthropic.APIError) -> LlmProviderError | LlmProviderRejected:
-        details: dict[str, Any] = {"vendor": self.name, "model": self.options.model}
-        failed = transport_error(
-            anthropic,
-            exc,
-            vendor=self.name,
-            timeout=self.options.timeout_seconds,
-            api_key=self._api_key,
-            details=details,
+    def _status_error(self, exc: anthropic.APIStatusError) -> tuple[str, str, dict[str, Any]]:
+        return exc.type or "error", exc.api_message or body_text(exc.body), {}
+
+    def _completion(self, message: Any, tools: list[ToolSpec]) -> Completion:
+        texts, calls = [], []
+        for block in message.content:
+            if block.type == "text":
+                texts.append(block.text)
+            elif block.type == "tool_use":
+                arguments = block.input if isinstance(block.input, dict) else {}
+                calls.append(ToolCall(block.id, mcp_tool_name(block.name, tools), arguments))
+        usage = message.usage
+        # Budgets count every prompt token, cached or not.
+        input_tokens = (
+            (usage.input_tokens or 0)
+            + (usage.cache_creation_input_tokens or 0)
+            + (usage.cache_read_input_tokens or 0)
         )
-        if failed is not None:
-            return failed
-        status = exc.status_code
-        kind = exc.type or "error"
-        text = redact(exc.api_message or _body_text(exc.body), self._api_key)
-        details["request_id"] = exc.request_id
-        return from_status(self.name, status, kind, text, exc.response.headers, details)
+        return Completion(
+            text="".join(texts),
+            tool_calls=calls,
+            input_tokens=input_tokens,
+            output_tokens=usage.output_tokens or 0,
+            stop_reason=message.stop_reason or "",
+        )
 
 
 def _to_vendor(message: dict[str, Any]) -> dict[str, Any]:
@@ -157,32 +133,3 @@ def _output_format(schema: dict[str, Any]) -> dict[str, Any] | None:
         return {"type": "json_schema", "schema": anthropic.transform_schema(schema)}
     except (ValueError, TypeError):
         return None
-
-
-def _completion(message: Any, tools: list[ToolSpec]) -> Completion:
-    texts, calls = [], []
-    for block in message.content:
-        if block.type == "text":
-            texts.append(block.text)
-        elif block.type == "tool_use":
-            arguments = block.input if isinstance(block.input, dict) else {}
-            calls.append(ToolCall(block.id, mcp_tool_name(block.name, tools), arguments))
-    usage = message.usage
-    # Budgets count every prompt token, cached or not.
-    input_tokens = (
-        (usage.input_tokens or 0)
-        + (usage.cache_creation_input_tokens or 0)
-        + (usage.cache_read_input_tokens or 0)
-    )
-    return Completion(
-        text="".join(texts),
-        tool_calls=calls,
-        input_tokens=input_tokens,
-        output_tokens=usage.output_tokens or 0,
-        stop_reason=message.stop_reason or "",
-    )
-
-
-def _body_text(body: object) -> str:
-    # A non-JSON body (a proxy's HTML page, say) is kept short.
-    return body[:300] if isinstance(body, str) and body else "no error message"

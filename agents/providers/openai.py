@@ -1,9 +1,8 @@
 """OpenAI-compatible chat completions through the official ``openai`` SDK.
 
 ``base_url`` points it at hosted OpenAI (None) or at a local server speaking the same API
-(Ollama ``http://localhost:11434/v1``, vLLM, LM Studio). One SDK client per provider instance
-and no SDK retries, for the same reasons as the Anthropic provider: a fresh session per agent
-invocation (spec 001) and Temporal as the only retry policy.
+(Ollama ``http://localhost:11434/v1``, vLLM, LM Studio). Client setup and error translation
+are shared with the Anthropic provider (``vendor.py``).
 
 Malformed tool-call arguments: models (local ones especially) sometimes emit arguments that
 are not a JSON object. That is the model's mistake, not the vendor's, so it is not an
@@ -25,26 +24,35 @@ from agents.providers.base import (
     SEED,
     TOP_P,
     Completion,
-    Provider,
     ProviderOptions,
     ToolCall,
     ToolSpec,
     mcp_tool_name,
     vendor_tool_name,
 )
-from agents.providers.vendor_errors import from_status, redact, transport_error
-from amtp_site.errors import LlmProviderError, LlmProviderRejected
+from agents.providers.vendor import VendorProvider, body_text
+from amtp_site.errors import LlmProviderError
 
 INVALID_ARGUMENTS_KEY = "__invalid_json__"
 # Local servers ignore the key, but the SDK refuses to start without one (and would otherwise
 # fall back to OPENAI_API_KEY from the environment).
-LOCAL_PLACEHOLDER_KEY = "unused-local-key"
+LOCAL_PLACEHOLDER_KEY = "not-needed"
+MISSING_KEY = (
+    "OPENAI_API_KEY is not set; set it to use hosted OpenAI, or set OPENAI_BASE_URL to an "
+    "OpenAI-compatible server (e.g. http://localhost:11434/v1 for Ollama), "
+    "or set AMTP_LLM_PROVIDER to anthropic or offline"
+)
 # The neutral stop reasons are Anthropic's words; the runner reads one vocabulary.
 _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 
 
-class OpenAIProvider(Provider):
+class OpenAIProvider(VendorProvider):
     name = "openai"
+    sdk = openai
+    client_class = openai.OpenAI
+    settings_prefix = "OPENAI"
+    example_base_url = "http://localhost:11434/v1"
+    missing_key = MISSING_KEY
 
     def __init__(
         self,
@@ -55,32 +63,17 @@ class OpenAIProvider(Provider):
         base_url: str | None = None,
         structured_outputs: bool = True,
     ) -> None:
-        super().__init__(options, agent=agent)
-        if not api_key:
-            if base_url is None:
-                raise LlmProviderRejected("openai: no API key configured", vendor=self.name)
-            api_key = LOCAL_PLACEHOLDER_KEY
-        self._api_key = api_key  # kept only to scrub it from error messages
+        super().__init__(options, agent=agent, api_key=api_key, base_url=base_url)
         self._hosted = base_url is None or urlsplit(base_url).hostname == "api.openai.com"
         self.structured_outputs = structured_outputs
-        self._client = openai.OpenAI(
-            api_key=api_key,
-            base_url=base_url,
-            max_retries=0,
-            timeout=options.timeout_seconds,
-        )
 
-    def complete(
-        self, *, system: str, messages: list[dict[str, Any]], tools: list[ToolSpec]
-    ) -> Completion:
-        request = self.build_request(system=system, messages=messages, tools=tools)
-        try:
-            response = self._client.chat.completions.create(**request)
-        except openai.APIError as exc:
-            # `from None`: the SDK exception carries the request (auth header included) and a
-            # body dump; Temporal serialises causes, so only our scrubbed summary travels on.
-            raise self._translate(exc) from None
-        return self._completion(response, tools)
+    def _client_key(self, api_key: str, base_url: str | None) -> str:
+        if not api_key and base_url is not None:
+            return LOCAL_PLACEHOLDER_KEY
+        return super()._client_key(api_key, base_url)
+
+    def _send(self, request: dict[str, Any]) -> Any:
+        return self._client.chat.completions.create(**request)
 
     def build_request(
         self, *, system: str, messages: list[dict[str, Any]], tools: list[ToolSpec]
@@ -148,25 +141,9 @@ class OpenAIProvider(Provider):
             stop_reason=_STOP_REASONS.get(finish, finish),
         )
 
-    def _translate(self, exc: openai.APIError) -> LlmProviderError | LlmProviderRejected:
-        details: dict[str, Any] = {"vendor": self.name, "model": self.options.model}
-        failed = transport_error(
-            openai,
-            exc,
-            vendor=self.name,
-            timeout=self.options.timeout_seconds,
-            api_key=self._api_key,
-            details=details,
-        )
-        if failed is not None:
-            return failed
-        status = exc.status_code
-        kind = exc.type or exc.code or "error"
-        text = redact(_vendor_message(exc.body), self._api_key)
-        details["request_id"] = exc.request_id
-        if exc.code:
-            details["error_code"] = exc.code
-        return from_status(self.name, status, kind, text, exc.response.headers, details)
+    def _status_error(self, exc: openai.APIStatusError) -> tuple[str, str, dict[str, Any]]:
+        extra = {"error_code": exc.code} if exc.code else {}
+        return exc.type or exc.code or "error", _vendor_message(exc.body), extra
 
 
 def _to_vendor(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -236,4 +213,4 @@ def _vendor_message(body: object) -> str:
     # The SDK hands over the `error` object of the body; a non-JSON body is kept short.
     if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:
         return body["message"]
-    return body[:300] if isinstance(body, str) and body else "no error message"
+    return body_text(body)
