@@ -20,10 +20,16 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from temporalio.service import RPCError
 
-from amtp_site.errors import ApprovalAlreadyDecided
+from amtp_site.errors import (
+    ApprovalAlreadyDecided,
+    ApprovalDecisionInvalid,
+    IdempotencyKeyReused,
+    OrchestratorUnavailable,
+    RateLimitExceeded,
+    RunError,
+)
 from amtp_site.problems import CONTENT_TYPE, Problem, field_error, is_problem, problem_response
 from runs.auth import UNAUTHENTICATED, CsrfFailed, ScopeMissing
-from runs.services import OrchestratorUnavailable, RunError
 
 logger = logging.getLogger(__name__)
 
@@ -154,6 +160,28 @@ def _internal(request, exc: Exception) -> HttpResponse:
     return problem_response(request, 500, "internal-error", INTERNAL_ERROR)
 
 
+def _rate_limited(request, exc: RateLimitExceeded) -> HttpResponse:
+    retry_after = exc.details["retry_after"]
+    return problem_response(
+        request,
+        429,
+        "rate-limited",
+        exc.message,
+        headers={"Retry-After": str(retry_after)},
+        retry_after=retry_after,
+    )
+
+
+def _idempotency_key_reused(request, exc: IdempotencyKeyReused) -> HttpResponse:
+    error = field_error("Idempotency-Key", exc.message, location="header")
+    return problem_response(request, 422, "idempotency-key-reused", exc.message, errors=[error])
+
+
+def _decision_invalid(request, exc: ApprovalDecisionInvalid) -> HttpResponse:
+    error = field_error(exc.field, exc.message)
+    return problem_response(request, 422, "validation-error", exc.message, errors=[error])
+
+
 def _simple(status: int, slug: str, detail: str | None = None):
     def handler(request, exc) -> HttpResponse:
         return problem_response(request, status, slug, detail or str(exc))
@@ -174,8 +202,11 @@ def install_problem_handlers(api: NinjaAPI) -> None:
         RequestDataTooBig: _too_large,
         RunError: _simple(409, "run-conflict"),
         OrchestratorUnavailable: _simple(503, "orchestrator-unavailable"),
+        IdempotencyKeyReused: _idempotency_key_reused,
+        RateLimitExceeded: _rate_limited,
         RPCError: _simple(503, "orchestrator-unavailable", ORCHESTRATOR_DOWN),
         ApprovalAlreadyDecided: _simple(409, "approval-already-decided"),
+        ApprovalDecisionInvalid: _decision_invalid,
         Exception: _internal,
     }
     for exc_class, handler in handlers.items():

@@ -148,12 +148,25 @@ class OrchestratorUnavailable(RunError):
     """Temporal could not be reached; the run row is kept ``pending`` and can be retried."""
 
 
+class IdempotencyKeyReused(RunError):
+    """A request key that already created a run was sent again with different inputs."""
+
+
 class RunNotActive(NonRetryableError):
     """The run finished (e.g. was cancelled) while this activity waited to run."""
 
 
 class ApprovalAlreadyDecided(NonRetryableError):
     """An approval can be decided once."""
+
+
+class ApprovalDecisionInvalid(NonRetryableError):
+    """A decision the rules refuse (unknown decision, a reject without a comment, a comment
+    over the limit); ``field`` names the input to blame. Nothing was written."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message, field=field)
+        self.field = field
 
 
 def _subclasses(cls: type) -> list[type]:

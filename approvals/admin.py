@@ -20,33 +20,39 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
-from amtp_site.errors import ApprovalAlreadyDecided, OrchestratorUnavailable
+from amtp_site.errors import (
+    ApprovalAlreadyDecided,
+    ApprovalDecisionInvalid,
+    OrchestratorUnavailable,
+)
 from approvals.models import Approval, Decision
-from approvals.services import approval_decide
+from approvals.services import MAX_COMMENT_CHARS, approval_decide
+from runs import selectors
 from runs.admin import display as show
 
 DECIDE_PERMISSION = "approvals.decide_approval"
-MAX_COMMENT_CHARS = 2000
 DECIDED = "Approval {approval_id} {decision} by {user}."
-REJECT_NEEDS_COMMENT = "Say why you reject the run: the comment goes into the run's failure."
 INVALID_DECISION = "The decision was not recorded: {errors}"
 
 
 class DecisionForm(forms.Form):
+    """The buttons and the comment box; the rules (a reject needs a comment, the comment's
+    limit) are approval_decide's, so the admin and the API refuse the same decisions."""
+
     decision = forms.ChoiceField(
         choices=[(Decision.APPROVED, "Approve"), (Decision.REJECTED, "Reject")]
     )
     comment = forms.CharField(
         required=False,
-        max_length=MAX_COMMENT_CHARS,
-        widget=forms.Textarea(attrs={"rows": 2, "cols": 60, "placeholder": "Comment"}),
+        widget=forms.Textarea(
+            attrs={
+                "rows": 2,
+                "cols": 60,
+                "placeholder": "Comment",
+                "maxlength": MAX_COMMENT_CHARS,  # a hint to the browser; the service decides
+            }
+        ),
     )
-
-    def clean(self):
-        cleaned = super().clean()
-        if cleaned.get("decision") == Decision.REJECTED and not cleaned.get("comment", "").strip():
-            raise forms.ValidationError(REJECT_NEEDS_COMMENT)
-        return cleaned
 
 
 def can_decide(request) -> bool:
@@ -69,7 +75,7 @@ def approval_rows(request, run) -> list[dict]:
             if allowed and approval.decision == Decision.PENDING
             else None,
         }
-        for approval in run.approvals.select_related("stage").order_by("created_at")
+        for approval in selectors.run_approvals(run)
     ]
 
 
@@ -198,6 +204,9 @@ class ApprovalAdmin(admin.ModelAdmin):
             approval_decide(
                 approval=approval, decision=decision, decided_by=user, comment=comment.strip()
             )
+        except ApprovalDecisionInvalid as exc:
+            message = INVALID_DECISION.format(errors=exc.message)
+            self.message_user(request, message, messages.ERROR)
         except ApprovalAlreadyDecided as exc:
             self.message_user(request, str(exc), messages.ERROR)
         except OrchestratorUnavailable as exc:  # the service put the approval back to pending

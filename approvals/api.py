@@ -12,8 +12,8 @@ from pydantic import ConfigDict
 from amtp_site.pagination import Page
 from amtp_site.problems import documented
 from approvals.models import Approval, Decision
-from approvals.services import approval_decide
-from runs.api import ApprovalOut
+from approvals.services import MAX_COMMENT_CHARS, approval_decide
+from runs.api_schemas import ApprovalOut
 from runs.auth import scoped
 from runs.models_api import Scope
 
@@ -29,7 +29,13 @@ class DecisionIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
     decision: Literal["approved", "rejected"]
-    comment: str = Field("", max_length=10_000, pattern=r"^[^\x00]*$")
+    comment: str = Field(
+        "",
+        pattern=r"^[^\x00]*$",
+        description=f"Why; required to reject. At most {MAX_COMMENT_CHARS} characters.",
+        # Documented here, enforced by approval_decide (the admin form meets the same rule).
+        json_schema_extra={"maxLength": MAX_COMMENT_CHARS},
+    )
 
 
 @router.get(

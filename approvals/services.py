@@ -8,7 +8,11 @@ from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.db.models.functions import Now
 
-from amtp_site.errors import ApprovalAlreadyDecided, OrchestratorUnavailable
+from amtp_site.errors import (
+    ApprovalAlreadyDecided,
+    ApprovalDecisionInvalid,
+    OrchestratorUnavailable,
+)
 from amtp_site.temporal import connect
 from approvals.models import Approval, Decision
 from runs import lifecycle
@@ -23,13 +27,31 @@ SIGNAL_FAILED = (
 )
 EXPIRED = "nobody decided before the approval timeout"
 BAD_DECISION = "decision must be 'approved' or 'rejected', not {decision!r}"
+MAX_COMMENT_CHARS = 2000
+REJECT_NEEDS_COMMENT = "Say why you reject the run: the comment goes into the run's failure."
+COMMENT_TOO_LONG = "the comment has {length} characters; at most {limit} are allowed"
+
+
+def _check(decision: str, comment: str) -> None:
+    """The rules of a decision, the same for every surface (admin, API)."""
+    if decision not in (Decision.APPROVED, Decision.REJECTED):
+        raise ApprovalDecisionInvalid(BAD_DECISION.format(decision=decision), "decision")
+    if decision == Decision.REJECTED and not comment.strip():
+        raise ApprovalDecisionInvalid(REJECT_NEEDS_COMMENT, "comment")
+    if len(comment) > MAX_COMMENT_CHARS:
+        message = COMMENT_TOO_LONG.format(length=len(comment), limit=MAX_COMMENT_CHARS)
+        raise ApprovalDecisionInvalid(message, "comment")
 
 
 def approval_decide(
     *, approval: Approval, decision: str, decided_by: str, comment: str = ""
 ) -> Approval:
-    if decision not in (Decision.APPROVED, Decision.REJECTED):
-        raise ValueError(BAD_DECISION.format(decision=decision))
+    """Record the decision (once: compare-and-swap from pending), then signal the workflow.
+
+    A reject needs a comment (it becomes the run's failure) and a comment has at most
+    ``MAX_COMMENT_CHARS`` characters; a refused decision writes nothing.
+    """
+    _check(decision, comment)
     updated = Approval.objects.filter(pk=approval.pk, decision=Decision.PENDING).update(
         decision=decision,
         decided_by=decided_by[:150],

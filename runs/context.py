@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from django.utils import timezone
 
 import schemas
+from runs import selectors
 from runs.models import ArtifactKind, Run, RunStatus, Stage, StageStatus
 
 SCHEMA = "context/workflow_context"
@@ -153,9 +154,9 @@ def _summary(run: Run, phase: str, files: list[str]) -> str:
 
 def run_context(run: Run) -> dict:
     """The context document of ``run``; raises SchemaValidationError if it would be invalid."""
-    stages = list(run.stages.order_by("position"))
-    approvals = list(run.approvals.order_by("created_at"))
-    artifacts = {a.kind: a for a in run.artifacts.order_by("created_at")}
+    stages = selectors.run_stages(run)
+    approvals = list(selectors.run_approvals(run))
+    artifacts = {a.kind: a for a in selectors.run_artifacts(run, content=True)}
     current = _current_stage(run, stages) if stages else None
     current_name = current.name if current else Stage.Name.CRAWL_REPO
     following = Stage.ORDER[Stage.ORDER.index(current_name) + 1 :]

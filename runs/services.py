@@ -11,15 +11,18 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 import schemas
-from amtp_site.errors import OrchestratorUnavailable, RunError
+from amtp_site.errors import IdempotencyKeyReused, OrchestratorUnavailable, RunError
 from amtp_site.temporal import connect
 from repositories.models import Repository
-from runs import lifecycle
+from runs import lifecycle, slots
 from runs.models import Run
 from runs.temporal.client import workflow_params
 from runs.temporal.types import WORKFLOW_NAME
 
 RUN_FINISHED = "run {run_id} already finished ({status}); nothing to cancel"
+IDEMPOTENCY_KEY_REUSED = (
+    "Idempotency-Key {key!r} was used for a different request (run {run_id}); use a new key"
+)
 
 
 def run_create(
@@ -32,17 +35,57 @@ def run_create(
     trigger: str = Run.Trigger.API,
     requested_by: str = "",
     request_key: str | None = None,
+    request_scope: str = "",
+    peek_rate_limit: bool = False,
 ) -> Run:
     """Validate, insert the run ``pending`` with its stages, start the workflow (id = run id).
 
-    A repeated ``request_key`` returns the run it created the first time.
+    ``request_key`` (unique within ``request_scope``, e.g. one API caller or GitHub's delivery
+    ids) makes the request idempotent: a repeat returns the run the first one created, starting
+    it if it is still pending (the first request may have met an unreachable Temporal), and a
+    repeat with other inputs raises IdempotencyKeyReused. ``run.created`` tells which it was.
+    ``peek_rate_limit`` refuses a new run whose repository window is full (the API's 429); the
+    workflow takes the slot, never this.
     """
-    if request_key:
-        existing = Run.objects.filter(request_key=request_key).first()
-        if existing is not None:
-            if existing.status == Run.Status.PENDING:
-                run_start(existing)  # the first request may have met an unreachable Temporal
-            return existing
+    asked = {
+        "ref": ref,
+        "depth_level": depth_level,
+        "target_framework": target_framework,
+        "base_branch": base_branch,
+    }
+    key = f"{request_scope}:{request_key}" if request_key and request_scope else request_key
+    existing = Run.objects.filter(request_key=key).first() if key else None
+    if existing is not None:
+        return _replay(existing, repository, asked, request_key)
+    if peek_rate_limit:
+        slots.window_check(repository)
+    try:
+        run = _insert(
+            repository,
+            trigger=trigger,
+            requested_by=requested_by[:200],
+            request_key=key or None,
+            **asked,
+        )
+    except IntegrityError:
+        if key:  # a concurrent duplicate request won the race
+            return _replay(Run.objects.get(request_key=key), repository, asked, request_key)
+        raise
+    run_start(run)
+    run.created = True
+    return run
+
+
+def _insert(
+    repository: Repository,
+    *,
+    ref: str,
+    depth_level: str,
+    target_framework: str,
+    base_branch: str,
+    **fields,
+) -> Run:
+    """Fill in the repository's defaults, validate, insert the run with its stages."""
     run_id = uuid.uuid4()
     ref = ref or repository.default_branch
     depth_level = depth_level or repository.default_depth_level
@@ -55,35 +98,44 @@ def run_create(
             "depth_level": depth_level,
         },
     )
-    try:
-        with transaction.atomic():
-            run = Run.objects.create(
-                run_id=run_id,
-                repository=repository,
-                repo_full_name=repository.full_name,
-                ref=ref,
-                depth_level=depth_level,
-                target_framework=target_framework or repository.default_framework,
-                base_branch=base_branch or repository.default_branch,
-                trigger=trigger,
-                requested_by=requested_by[:200],
-                request_key=request_key or None,
-            )
-            lifecycle.create_stages(run)
-    except IntegrityError:
-        if request_key:  # a concurrent duplicate request won the race
-            return Run.objects.get(request_key=request_key)
-        raise
-    run_start(run)
+    with transaction.atomic():
+        run = Run.objects.create(
+            run_id=run_id,
+            repository=repository,
+            repo_full_name=repository.full_name,
+            ref=ref,
+            depth_level=depth_level,
+            target_framework=target_framework or repository.default_framework,
+            base_branch=base_branch or repository.default_branch,
+            **fields,
+        )
+        lifecycle.create_stages(run)
+    return run
+
+
+def _replay(run: Run, repository: Repository, asked: dict, request_key: str) -> Run:
+    """The run an earlier request with the same key created, if it asked for the same
+    (inputs left empty take the repository's defaults, so they match any)."""
+    differs = any(value and str(getattr(run, name)) != str(value) for name, value in asked.items())
+    if differs or run.repository_id != repository.pk:
+        raise IdempotencyKeyReused(
+            IDEMPOTENCY_KEY_REUSED.format(key=request_key, run_id=run.run_id),
+            run_id=str(run.run_id),
+        )
+    if run.status == Run.Status.PENDING:
+        run_start(run)  # starting twice is still one workflow
+    run.created = False
     return run
 
 
 def run_start(run: Run) -> None:
+    params = workflow_params(run)  # reads the repository: not from the async function below
+
     async def start():
         client = await connect()
         await client.start_workflow(
             WORKFLOW_NAME,
-            workflow_params(run),
+            params,
             id=str(run.run_id),
             task_queue=settings.TEMPORAL_TASK_QUEUE,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
@@ -96,7 +148,8 @@ def run_start(run: Run) -> None:
     except RuntimeError as exc:
         raise OrchestratorUnavailable(
             f"could not start run {run.run_id} on Temporal at {settings.TEMPORAL_ADDRESS}: {exc}; "
-            "the run stays pending"
+            "the run stays pending",
+            run_id=str(run.run_id),
         ) from exc
 
 

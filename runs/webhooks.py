@@ -22,11 +22,12 @@ from ninja import Router, Schema, Status
 from pydantic import BaseModel, Field
 from pydantic import ValidationError as PayloadInvalid
 
+from amtp_site.errors import OrchestratorUnavailable
 from amtp_site.problems import Problem, documented, field_error
 from repositories.models import Repository
 from runs.models import Run
 from runs.models_api import DeliveryOutcome, WebhookDelivery
-from runs.services import OrchestratorUnavailable, run_create, run_start
+from runs.services import run_create
 
 router = Router(tags=["webhooks"])
 
@@ -53,6 +54,7 @@ NOT_A_BRANCH = "{ref} is not a branch"
 BRANCH_NOT_WATCHED = "branch {branch} does not start runs for {repo} (watched: {watched})"
 DUPLICATE = "delivery {delivery} was already received"
 PONG = "pong"
+REQUEST_SCOPE = "github-delivery"  # a run's request_key is github-delivery:<X-GitHub-Delivery>
 
 
 class WebhookOut(Schema):
@@ -151,7 +153,6 @@ def webhook_delivery_receive(*, delivery_id: str, event: str, payload: dict) -> 
     if plan.repository is None:
         return 200, answer
     sender = (plan.push.sender or {}).get("login", "")
-    request_key = f"github-delivery:{delivery_id}"
     try:
         run = run_create(
             repository=plan.repository,
@@ -159,11 +160,12 @@ def webhook_delivery_receive(*, delivery_id: str, event: str, payload: dict) -> 
             base_branch=plan.branch,
             trigger=Run.Trigger.WEBHOOK,
             requested_by=f"github:{sender}" if sender else "github",
-            request_key=request_key,
+            request_key=delivery_id,
+            request_scope=REQUEST_SCOPE,
         )
-    except OrchestratorUnavailable:
+    except OrchestratorUnavailable as exc:  # the run row exists (pending): keep it for later
         delivery.outcome = DeliveryOutcome.ORCHESTRATOR_UNAVAILABLE
-        delivery.run = Run.objects.filter(request_key=request_key).first()
+        delivery.run_id = exc.details.get("run_id")
         delivery.save(update_fields=["outcome", "run"])
         raise
     delivery.run = run
@@ -172,10 +174,14 @@ def webhook_delivery_receive(*, delivery_id: str, event: str, payload: dict) -> 
 
 
 def _retry_start(delivery: WebhookDelivery) -> dict:
-    """A redelivery after the orchestrator was down starts the pending run; else nothing."""
+    """A redelivery after the orchestrator was down starts the pending run (``run_create``
+    replays the delivery's request key); any other redelivery does nothing."""
     if delivery.outcome == DeliveryOutcome.ORCHESTRATOR_UNAVAILABLE and delivery.run:
-        if delivery.run.status == Run.Status.PENDING:
-            run_start(delivery.run)
+        run_create(
+            repository=delivery.run.repository,
+            request_key=delivery.delivery_id,
+            request_scope=REQUEST_SCOPE,
+        )
         delivery.outcome = DeliveryOutcome.RUN_CREATED
         delivery.save(update_fields=["outcome"])
     return {

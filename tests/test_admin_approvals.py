@@ -6,7 +6,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from approvals import admin as approvals_admin
-from approvals.services import ALREADY_DECIDED
+from approvals.services import ALREADY_DECIDED, REJECT_NEEDS_COMMENT
 from tests.admin_helpers import (
     APPROVALS,
     VIEW,
@@ -63,7 +63,9 @@ def test_rejecting_needs_a_comment():
     response = csrf_post(client, change_url(approval), decide, data)
     assert response.status_code == 302
     assert response["Location"] == change_url(approval), "no redirect off the site"
-    assert approvals_admin.REJECT_NEEDS_COMMENT in flashed(response)[0]
+    assert flashed(response) == [
+        approvals_admin.INVALID_DECISION.format(errors=REJECT_NEEDS_COMMENT)
+    ]
     approval.refresh_from_db()
     assert approval.decision == "pending"
 

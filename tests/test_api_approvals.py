@@ -60,7 +60,9 @@ def test_decide_approval_signals_the_workflow_and_twice_is_409(client, held_run)
     assert "API token" in held_run.decided_by
     assert signals_of(held_run.run_id) == ["approval_decided"]
     again = assert_problem(
-        post(client, url, {"decision": "rejected"}), 409, "approval-already-decided"
+        post(client, url, {"decision": "rejected", "comment": "too late"}),
+        409,
+        "approval-already-decided",
     )
     assert again["detail"] == ALREADY_DECIDED.format(
         approval_id=held_run.approval_id, decision="approved", by=held_run.decided_by

@@ -228,12 +228,25 @@ def test_orchestrator_down_is_503_and_the_redelivery_starts_the_run(client, repo
     assert_problem(deliver(client, push(), delivery="d-3"), 503, "orchestrator-unavailable")
     api_env.TEMPORAL_ADDRESS = address
     run = Run.objects.get()
-    assert WebhookDelivery.objects.get().outcome == "orchestrator_unavailable"
+    delivery = WebhookDelivery.objects.get()
+    assert (delivery.outcome, delivery.run) == ("orchestrator_unavailable", run)
     assert describe(run.run_id) is None
     again = deliver(client, push(), delivery="d-3")
     assert again.json()["status"] == "duplicate" and again.json()["run_id"] == str(run.run_id)
     assert describe(run.run_id).status == WorkflowExecutionStatus.RUNNING
-    assert Run.objects.count() == 1
+    assert Run.objects.count() == 1 and WebhookDelivery.objects.get().outcome == "run_created"
+
+
+def test_a_redelivery_while_the_orchestrator_is_still_down_is_503_again(client, repo, api_env):
+    address, api_env.TEMPORAL_ADDRESS = api_env.TEMPORAL_ADDRESS, "127.0.0.1:1"
+    assert_problem(deliver(client, push(), delivery="d-4"), 503, "orchestrator-unavailable")
+    assert_problem(deliver(client, push(), delivery="d-4"), 503, "orchestrator-unavailable")
+    api_env.TEMPORAL_ADDRESS = address
+    run = Run.objects.get()
+    assert WebhookDelivery.objects.get().outcome == "orchestrator_unavailable"
+    assert deliver(client, push(), delivery="d-4").json()["run_id"] == str(run.run_id)
+    assert describe(run.run_id).status == WorkflowExecutionStatus.RUNNING
+    assert Run.objects.count() == 1 and WebhookDelivery.objects.get().outcome == "run_created"
 
 
 @pytest.mark.django_db(transaction=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.db.models import F, Func, IntegerField, TextField
+from django.db.models import TextField
 from django.db.models.functions import Cast
 from django.http import Http404, HttpResponse
 from django.template.response import TemplateResponse
@@ -29,16 +29,6 @@ from runs.admin.render import (
 from runs.models import Artifact, ArtifactKind
 
 VIEWER_TEMPLATE = "admin/runs/artifact/viewer.html"
-
-
-class OctetLength(Func):
-    function = "octet_length"
-    output_field = IntegerField()
-
-
-def artifact_size():
-    """Bytes of an artifact's JSON, computed by PostgreSQL so the content never leaves it."""
-    return OctetLength(Cast(F("content"), TextField()))
 
 
 def download_name(artifact: Artifact) -> str:

@@ -16,13 +16,13 @@ from django.urls import path, reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_POST
 
-from amtp_site.errors import AmtpError
+from amtp_site.errors import AmtpError, OrchestratorUnavailable, RunError
+from runs import selectors
 from runs.admin import display as show
-from runs.admin.artifacts import artifact_size
 from runs.admin.launch import LAUNCH_PERMISSION
 from runs.admin.render import highlighted, pretty_json, pygments_css
-from runs.models import ArtifactKind, Run
-from runs.services import OrchestratorUnavailable, RunError, run_again, run_cancel
+from runs.models import Run
+from runs.services import run_again, run_cancel
 
 MAX_BULK_RUNS = 50
 REFRESH_SECONDS = 5
@@ -150,17 +150,8 @@ class RunAdmin(admin.ModelAdmin):
         return super().change_view(request, object_id, form_url, extra)
 
     def run_page_context(self, request, run: Run) -> dict:
-        artifacts = (
-            run.artifacts.defer("content", "meta")
-            .annotate(size=artifact_size())
-            .order_by("created_at")
-        )
-        report = (
-            run.artifacts.filter(kind=ArtifactKind.FAILURE_REPORT)
-            .values_list("content", flat=True)
-            .first()
-        )
-        stages = list(run.stages.order_by("position"))
+        report = selectors.failure_report(run)
+        stages = selectors.run_stages(run)
         for stage in stages:
             stage.badge = show.badge(stage.status)
             stage.colour = show.STATUS_COLOURS.get(stage.status, show.STATUS_COLOURS["pending"])
@@ -173,7 +164,7 @@ class RunAdmin(admin.ModelAdmin):
             "run_elapsed": show.elapsed(run.started_at, run.finished_at, not run.is_terminal),
             "run_pr": show.pull_request(run.pr_number, run.pr_url),
             "stages": stages,
-            "artifacts": artifacts,
+            "artifacts": selectors.run_artifacts(run),
             "failure_report": highlighted(pretty_json(report, 20_000)[0]) if report else None,
             "pygments_css": pygments_css(),
             "can_cancel": not run.is_terminal and self.has_change_permission(request),

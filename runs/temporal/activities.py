@@ -19,10 +19,9 @@ from django.db import connections
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from amtp_site import valkey
-from amtp_site.errors import AmtpError, RateLimitExceeded, RepoConcurrencyLimited
-from runs import lifecycle, pipeline
-from runs.models import Run, Stage
+from amtp_site.errors import AmtpError
+from runs import lifecycle, pipeline, slots
+from runs.models import Stage
 from runs.temporal import types as t
 
 
@@ -123,35 +122,6 @@ AGENT_ACTIVITIES = [crawl_repo, generate_test_cases, generate_test_code, create_
 # --- bookkeeping activities (event loop) -----------------------------------------------
 
 
-def _acquire_slot(run_id: str) -> None:
-    run = Run.objects.select_related("repository").get(pk=run_id)
-    repo = run.repository
-    window = valkey.rate_limit_check(
-        run.repo_full_name,
-        run_id,
-        limit=repo.rate_limit_runs,
-        window_seconds=repo.rate_limit_window_seconds,
-    )
-    if not window.allowed:
-        raise RateLimitExceeded(
-            f"{run.repo_full_name} already started {window.count} runs in the last "
-            f"{repo.rate_limit_window_seconds} s (limit {repo.rate_limit_runs}); "
-            f"try again in {window.retry_after} s",
-            retry_after=window.retry_after,
-        )
-    running = valkey.concurrency_incr(run.repo_full_name, run_id)
-    if running > repo.max_concurrent_runs:
-        valkey.concurrency_decr(run.repo_full_name, run_id)
-        raise RepoConcurrencyLimited(
-            f"{run.repo_full_name} already has {repo.max_concurrent_runs} runs in progress; waiting"
-        )
-
-
-def _release_slot(run_id: str) -> None:
-    run = Run.objects.get(pk=run_id)
-    valkey.concurrency_decr(run.repo_full_name, run_id)
-
-
 def bookkeeping_activity(name: str, fn, arg_type: type = str):
     """A sync service function as an activity run in the worker's event loop (via a thread)."""
     typed = _typed(None)(fn)
@@ -173,8 +143,8 @@ def bookkeeping_activity(name: str, fn, arg_type: type = str):
 
 BOOKKEEPING_ACTIVITIES = [
     bookkeeping_activity(t.MARK_RUNNING, lifecycle.mark_running),
-    bookkeeping_activity(t.ACQUIRE_SLOT, _acquire_slot),
-    bookkeeping_activity(t.RELEASE_SLOT, _release_slot),
+    bookkeeping_activity(t.ACQUIRE_SLOT, slots.slot_acquire),
+    bookkeeping_activity(t.RELEASE_SLOT, slots.slot_release),
     bookkeeping_activity(t.MARK_PASSED, lifecycle.mark_passed),
     bookkeeping_activity(t.MARK_FAILED, lifecycle.mark_failed, t.Failure),
     bookkeeping_activity(t.MARK_CANCELLED, lifecycle.mark_cancelled),

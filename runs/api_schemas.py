@@ -1,0 +1,199 @@
+"""The request and response bodies of ``/api/runs`` (``ApprovalOut`` is the approvals API's too)."""
+
+import re
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from django.urls import reverse
+from ninja import Field, Schema
+from pydantic import ConfigDict, field_validator
+
+from repositories.models import DepthLevel, Framework
+from repositories.refnames import ref_problem
+from runs import selectors
+from runs.models import Run, RunStatus, Trigger
+
+DATE_OUT_OF_RANGE = "date out of range"
+NOT_ISO_DATE = "use an ISO 8601 date-time, e.g. 2025-01-15T10:30:00Z"
+ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+
+# Printable, no whitespace or git-special characters (git check-ref-format, simplified).
+REF_PATTERN = r"^[^\x00-\x20\x7f~^:?*\[\\]+$"
+NO_CONTROL = r"^[^\x00-\x1f\x7f]*$"
+IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,150}$"
+
+
+class RunIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    repo_full_name: str = Field(
+        min_length=3,
+        max_length=200,
+        pattern=r"^[^/\x00-\x20\x7f]+/[^/\x00-\x20\x7f]+$",
+        description="A registered repository, owner/name.",
+        examples=["acme/shop"],
+    )
+    ref: str | None = Field(
+        None,
+        min_length=1,
+        max_length=255,
+        pattern=REF_PATTERN,
+        description="Branch or commit SHA (default: the default branch).",
+    )
+    depth_level: DepthLevel | None = Field(None, description="Default: the repository's.")
+    target_framework: Framework | None = Field(None, description="Default: the repository's.")
+    base_branch: str | None = Field(
+        None,
+        min_length=1,
+        max_length=255,
+        pattern=REF_PATTERN,
+        description="PR base (default: the default branch).",
+    )
+
+    @field_validator("ref", "base_branch")
+    @classmethod
+    def _git_ref(cls, value: str | None) -> str | None:
+        problem = ref_problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
+class ApprovalOut(Schema):
+    approval_id: uuid.UUID
+    run_id: uuid.UUID
+    stage: str = Field(description="The stage that waits, e.g. create_pull_request.")
+    decision: str
+    approver: str = Field(description="Who must decide: 'branch-protection' or 'policy'.")
+    comment: str = Field(description="Why the run is held (GitHub's error body).")
+    decided_by: str
+    decided_at: datetime | None
+    decision_comment: str
+    created_at: datetime
+
+    @staticmethod
+    def resolve_stage(approval) -> str:
+        return approval.stage.name
+
+
+class StageOut(Schema):
+    name: str
+    status: str
+    attempts: int
+    started_at: datetime | None
+    finished_at: datetime | None
+    error_type: str
+    error_message: str
+
+
+class ArtifactSummaryOut(Schema):
+    artifact_id: uuid.UUID
+    kind: str
+    schema_id: str
+    size: int = Field(description="Bytes of the JSON content.")
+    created_at: datetime
+
+
+class ArtifactOut(ArtifactSummaryOut):
+    content: Any
+    meta: dict[str, Any]
+
+
+class PullRequestOut(Schema):
+    number: int | None
+    url: str
+    head_branch: str
+
+
+class RunOut(Schema):
+    run_id: uuid.UUID
+    repo_full_name: str
+    ref: str
+    commit_sha: str
+    base_branch: str
+    base_sha: str
+    depth_level: str
+    target_framework: str
+    status: str
+    trigger: str
+    requested_by: str
+    pull_request: PullRequestOut | None
+    error_type: str
+    error_message: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    url: str
+
+    @staticmethod
+    def resolve_pull_request(run: Run) -> dict | None:
+        if not run.pr_url:
+            return None
+        return {"number": run.pr_number, "url": run.pr_url, "head_branch": run.head_branch}
+
+    @staticmethod
+    def resolve_url(run: Run) -> str:
+        return run_url(run)
+
+
+class RunDetailOut(RunOut):
+    stages: list[StageOut]
+    artifacts: list[ArtifactSummaryOut]
+    approvals: list[ApprovalOut]
+
+    @staticmethod
+    def resolve_stages(run: Run) -> list:
+        return selectors.run_stages(run)
+
+    @staticmethod
+    def resolve_artifacts(run: Run) -> list:
+        return list(selectors.run_artifacts(run))
+
+    @staticmethod
+    def resolve_approvals(run: Run) -> list:
+        return list(selectors.run_approvals(run))
+
+
+class RunFilters(Schema):
+    status: RunStatus | None = None
+    repository: str | None = Field(
+        None, max_length=200, pattern=NO_CONTROL, description="owner/name"
+    )
+    framework: Framework | None = None
+    trigger: Trigger | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+    @field_validator("created_after", "created_before", mode="before")
+    @classmethod
+    def _iso(cls, value):
+        if isinstance(value, str) and not ISO_DATE.match(value):
+            raise ValueError(NOT_ISO_DATE)  # pydantic would read "1700000000" as a timestamp
+        return value
+
+    @field_validator("created_after", "created_before")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        """Naive means UTC; aware is converted to UTC (PostgreSQL bounds the offset)."""
+        if value is None:
+            return None
+        try:
+            return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        except OverflowError as exc:
+            raise ValueError(DATE_OUT_OF_RANGE) from exc
+
+    def apply(self, runs):
+        lookups = {
+            "status": self.status,
+            "repo_full_name": self.repository,
+            "target_framework": self.framework,
+            "trigger": self.trigger,
+            "created_at__gt": self.created_after,
+            "created_at__lt": self.created_before,
+        }
+        return runs.filter(**{k: v for k, v in lookups.items() if v is not None})
+
+
+def run_url(run: Run) -> str:
+    return reverse("api:run_detail", kwargs={"run_id": run.run_id})

@@ -1,0 +1,45 @@
+"""Reads of a run that several surfaces share (API, admin, context document, CLI): one query
+each, so the surfaces show the same stages, artifacts and approvals in the same order."""
+
+from __future__ import annotations
+
+from django.db.models import F, Func, IntegerField, QuerySet, TextField
+from django.db.models.functions import Cast
+
+from runs.models import Artifact, ArtifactKind, Run, Stage
+
+
+class OctetLength(Func):
+    function = "octet_length"
+    output_field = IntegerField()
+
+
+def artifact_size():
+    """Bytes of an artifact's JSON, computed by PostgreSQL so the content never leaves it."""
+    return OctetLength(Cast(F("content"), TextField()))
+
+
+def run_artifacts(run: Run, *, content: bool = False) -> QuerySet[Artifact]:
+    """The run's artifacts, oldest first, each with ``size``; ``content`` and ``meta`` (can be
+    megabytes) stay in PostgreSQL unless asked for."""
+    artifacts = run.artifacts.annotate(size=artifact_size()).order_by("created_at")
+    return artifacts if content else artifacts.defer("content", "meta")
+
+
+def run_stages(run: Run) -> list[Stage]:
+    """The run's stages in pipeline order."""
+    return list(run.stages.order_by("position"))
+
+
+def run_approvals(run: Run) -> QuerySet:
+    """The run's approvals (with their stage), oldest first."""
+    return run.approvals.select_related("stage").order_by("created_at")
+
+
+def failure_report(run: Run) -> dict | None:
+    """The content of the run's failure report, if it failed with one."""
+    return (
+        run.artifacts.filter(kind=ArtifactKind.FAILURE_REPORT)
+        .values_list("content", flat=True)
+        .first()
+    )
