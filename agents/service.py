@@ -37,7 +37,6 @@ def upstream_ref(agent: str, artifact_id: str) -> dict[str, str]:
 def run_repo_crawler(payload: dict, *, commit_sha: str) -> AgentResult:
     from agents.crawler import crawl  # imports the MCP SDK (~1 s): only the crawler needs it
 
-    schemas.validate("repo_crawler/input", payload)
     provider = make_provider("repo_crawler")
     return asyncio.run(
         crawl(
@@ -52,7 +51,6 @@ def run_repo_crawler(payload: dict, *, commit_sha: str) -> AgentResult:
 
 def run_test_case_generator(payload: dict, *, upstream_artifact_id: str) -> AgentResult:
     agent = TestCaseGenerator()
-    schemas.validate(agent.input_schema, payload)
     ctx = AgentContext(run_id=payload["run_id"], extra={"depth_level": payload["depth_level"]})
     return _run_after_upstream(agent, payload, ctx, upstream_artifact_id)
 
@@ -61,7 +59,6 @@ def run_test_engineer(
     payload: dict, *, upstream_artifact_id: str, base_branch: str, head_branch: str, test_dir: str
 ) -> AgentResult:
     agent = TestEngineer()
-    schemas.validate(agent.input_schema, payload)
     ctx = AgentContext(
         run_id=payload["run_id"],
         prompt_params={"test_dir": test_dir},

@@ -5,15 +5,23 @@
 the contracts, draft-07 for spec 004's context document) and format checking (``uuid`` and
 ``date-time`` really are checked) and raises one :class:`SchemaValidationError` listing every
 violation with its JSON path and the rule broken. Each validator is compiled once.
+
+Two validators, one verdict: ``jsonschema-rs`` (Rust) decides valid or invalid, fast enough for
+a 100,000-file crawl (docs/benchmarks.md); Python's ``jsonschema`` stays the source of the error
+list when a document is invalid, so messages and the repair turn read the same.
+``tests/test_schema_parity.py`` runs both over every contract and a corpus of invalid and hostile
+documents and requires them to agree.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 from jsonschema.validators import validator_for
@@ -27,8 +35,17 @@ AGENT_SCHEMAS = tuple(
     for side in ("input", "output")
 )
 _MAX_MESSAGE = 300
+log = logging.getLogger(__name__)
 
-__all__ = ["AGENT_SCHEMAS", "SchemaValidationError", "load", "schema_id", "validate", "violations"]
+__all__ = [
+    "AGENT_SCHEMAS",
+    "SchemaValidationError",
+    "is_valid",
+    "load",
+    "schema_id",
+    "validate",
+    "violations",
+]
 
 
 @cache
@@ -50,6 +67,16 @@ def _validator(name: str) -> Draft202012Validator:
     cls = validator_for(schema, default=Draft202012Validator)
     cls.check_schema(schema)
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+@cache
+def _fast_validator(name: str) -> jsonschema_rs.Validator:
+    return jsonschema_rs.validator_for(load(name), validate_formats=True)
+
+
+def is_valid(name: str, instance: Any) -> bool:
+    """The fast verdict alone (``jsonschema-rs``)."""
+    return _fast_validator(name).is_valid(instance)
 
 
 def _json_path(error: ValidationError) -> str:
@@ -82,7 +109,11 @@ def violations(name: str, instance: Any) -> list[dict[str, str]]:
 
 def validate(name: str, instance: Any) -> Any:
     """Return ``instance`` when it satisfies schema ``name``; raise SchemaValidationError otherwise."""
+    if is_valid(name, instance):
+        return instance
     found = violations(name, instance)
     if found:
         raise SchemaValidationError(name, found)
+    # jsonschema stays the judge; the parity test exists so that this never happens.
+    log.warning("jsonschema-rs refused a document jsonschema accepts (schema %s)", name)
     return instance

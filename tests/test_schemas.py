@@ -141,7 +141,14 @@ def test_unknown_schema_name_and_path_escape_are_refused():
 
 def test_validators_are_compiled_once():
     schemas.validate("repo_crawler/input", valid("repo_crawler/input"))
-    before = schemas._validator.cache_info().hits
+    before = schemas._fast_validator.cache_info().hits
     schemas.validate("repo_crawler/input", valid("repo_crawler/input"))
+    assert schemas._fast_validator.cache_info().hits == before + 1
+    invalid = {**valid("repo_crawler/input"), "depth_level": "bottomless"}
+    with pytest.raises(SchemaValidationError):
+        schemas.validate("repo_crawler/input", invalid)
+    before = schemas._validator.cache_info().hits
+    with pytest.raises(SchemaValidationError):
+        schemas.validate("repo_crawler/input", invalid)
     assert schemas._validator.cache_info().hits == before + 1
     assert re.match(r"^https://", schemas.schema_id("handoff/envelope"))
