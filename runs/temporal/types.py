@@ -24,10 +24,9 @@ MARK_PASSED = "MarkRunPassed"
 MARK_FAILED = "MarkRunFailed"
 MARK_CANCELLED = "MarkRunCancelled"
 
-# The four stages in the order they run: (activity name, stage name). Everything that lists
-# the stages (the workflow, the agent activities, the ``stages`` rows of a run) reads this
-# table. Both names are stored (recorded histories, idempotency keys, the database): never
-# rename one.
+# The four stages in the order they run: (activity name, stage name). The workflow, the agent
+# activities and a run's ``stages`` rows (Stage.ORDER) are built from this table. Both names
+# are stored (recorded histories, idempotency keys, the database): never rename one.
 STAGES = (
     (CRAWL_REPO, "crawl_repo"),
     (GENERATE_TEST_CASES, "generate_test_cases"),
