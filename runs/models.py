@@ -12,6 +12,7 @@ from django.db.models import Q
 
 from amtp_site.constraints import one_of
 from repositories.models import DepthLevel, Framework, Repository
+from runs.temporal.types import STAGES
 
 
 class RunStatus(models.TextChoices):
@@ -125,12 +126,8 @@ class Stage(models.Model):
 
     Status = StageStatus
 
-    ORDER = [
-        Name.CRAWL_REPO,
-        Name.GENERATE_TEST_CASES,
-        Name.GENERATE_TEST_CODE,
-        Name.CREATE_PULL_REQUEST,
-    ]
+    # In the workflow's order; StageName() refuses a stage the choices do not know.
+    ORDER = [StageName(stage) for _, stage in STAGES]
     OPEN = (Status.PENDING, Status.RUNNING, Status.AWAITING_APPROVAL)
 
     stage_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

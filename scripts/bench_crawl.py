@@ -28,7 +28,6 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a plain script: make amtp_site, agents, tests importable
@@ -271,38 +270,6 @@ class FakeProcess:
         self.proc.join(30)
 
 
-# --- services: our own database and Valkey DB --------------------------------------------
-
-
-def prepare_services() -> None:
-    """Start the devstack if needed and point this process and its children (the MCP server)
-    at a database and Valkey DB of their own, before Django reads its settings."""
-    import psycopg
-
-    from amtp_site import devstack
-
-    external = devstack.external_services()
-    devstack.up(tuple(s for s in devstack.SERVICES if s not in external))
-    urls = {
-        **devstack.urls(),
-        **{k: os.environ[k] for k in devstack.ENV_VARS.values() if os.environ.get(k)},
-    }
-    pg = urlsplit(urls["DATABASE_URL"])
-    with psycopg.connect(pg._replace(path="/postgres").geturl(), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')  # a clean slate
-        conn.execute(f'CREATE DATABASE "{DB_NAME}"')
-    os.environ["DATABASE_URL"] = pg._replace(path=f"/{DB_NAME}").geturl()
-    os.environ["VALKEY_URL"] = urlsplit(urls["VALKEY_URL"])._replace(path=f"/{VALKEY_DB}").geturl()
-    os.environ["DJANGO_SETTINGS_MODULE"] = "amtp_site.settings"
-    os.environ.setdefault("AMTP_LOG_LEVEL", "WARNING")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-
-
 # --- memory --------------------------------------------------------------------------------
 
 
@@ -426,7 +393,9 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    prepare_services()
+    from amtp_site.scratch_stack import use_scratch_stack
+
+    use_scratch_stack(database=DB_NAME, valkey_db=VALKEY_DB)
     from django.conf import settings
 
     from amtp_site import valkey as valkey_mod

@@ -17,17 +17,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 import uuid
-from datetime import timedelta
 from pathlib import Path
-from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a plain script: make amtp_site, runs, tests importable
@@ -35,115 +31,6 @@ sys.path.insert(0, str(ROOT))  # run as a plain script: make amtp_site, runs, te
 DB_NAME = "amtp_bench_orch"
 VALKEY_DB = 13
 GOAL = 1.5
-
-
-def prepare_services() -> None:
-    """Start the devstack if needed and point this process and every child (pool processes,
-    the MCP server) at a database, Valkey DB and task queue of their own."""
-    import psycopg
-
-    from amtp_site import devstack
-
-    external = devstack.external_services()
-    devstack.up(tuple(s for s in devstack.SERVICES if s not in external))
-    urls = {
-        **devstack.urls(),
-        **{k: os.environ[k] for k in devstack.ENV_VARS.values() if os.environ.get(k)},
-    }
-    pg = urlsplit(urls["DATABASE_URL"])
-    with psycopg.connect(pg._replace(path="/postgres").geturl(), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')  # a clean slate
-        conn.execute(f'CREATE DATABASE "{DB_NAME}"')
-    os.environ.update(
-        DATABASE_URL=pg._replace(path=f"/{DB_NAME}").geturl(),
-        VALKEY_URL=urlsplit(urls["VALKEY_URL"])._replace(path=f"/{VALKEY_DB}").geturl(),
-        TEMPORAL_ADDRESS=urls["TEMPORAL_ADDRESS"],
-        TEMPORAL_TASK_QUEUE=f"bench-amtp-{uuid.uuid4().hex[:8]}",
-        AMTP_LLM_PROVIDER="offline",
-        DJANGO_SETTINGS_MODULE="amtp_site.settings",
-    )
-    os.environ.setdefault("AMTP_LOG_LEVEL", "WARNING")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-
-
-class WorkerThread:
-    """A Temporal worker on its own event loop in a thread, with a fresh RespawningProcessPool
-    (as tests/temporal_worker.py runs the real one)."""
-
-    def __init__(self, build) -> None:
-        self.build = build  # (client, pool, manager) -> Worker
-        self._ready = threading.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._main, daemon=True)
-
-    def _main(self) -> None:
-        try:
-            asyncio.run(self._serve())
-        except BaseException as exc:  # re-raised by start()
-            self.error = exc
-            self._ready.set()
-
-    async def _serve(self) -> None:
-        from django.conf import settings
-
-        from amtp_site.temporal import connect
-        from runs.temporal.worker import RespawningProcessPool
-
-        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
-        client = await connect()
-        pool = RespawningProcessPool(settings.AMTP_WORKER_PROCESSES)
-        with multiprocessing.Manager() as manager:
-            async with self.build(client, pool, manager):
-                self._ready.set()
-                await self._stop.wait()
-        pool.shutdown(wait=True, cancel_futures=True)
-
-    def __enter__(self) -> WorkerThread:
-        self.thread.start()
-        self._ready.wait(60)
-        if self.error:
-            raise self.error
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._loop and self._stop:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self.thread.join(60)
-
-
-def amtp_worker(client, pool, manager):
-    from django.conf import settings
-
-    from runs.temporal.worker import build_worker
-
-    return build_worker(client, task_queue=settings.TEMPORAL_TASK_QUEUE, pool=pool, manager=manager)
-
-
-def bare_worker(task_queue: str):
-    def build(client, pool, manager):
-        from bare_workflow import ACTIVITIES, BareWorkflow
-        from django.conf import settings
-        from temporalio.worker import SharedStateManager, Worker
-
-        return Worker(  # what build_worker configures, with the bare workflow and activities
-            client,
-            task_queue=task_queue,
-            workflows=[BareWorkflow],
-            activities=ACTIVITIES,
-            activity_executor=pool,
-            shared_state_manager=SharedStateManager.create_from_multiprocessing(manager),
-            max_concurrent_activities=max(4, settings.AMTP_WORKER_PROCESSES * 4),
-            graceful_shutdown_timeout=timedelta(seconds=10),
-        )
-
-    return build
 
 
 async def _results(workflow_ids: list[str]) -> list:
@@ -266,9 +153,9 @@ def stage_seconds(run_ids: list[str]) -> tuple[dict[str, float], int]:
     """Mean seconds per stage as the stages table records them (from inside the activity, so
     process start-up and imports are not included), and retries over the given runs."""
     from runs.models import Stage
-    from runs.temporal.workflow import STAGE_OF
+    from runs.temporal.types import STAGES
 
-    activity_of = {stage: name for name, stage in STAGE_OF.items()}
+    activity_of = {stage: name for name, stage in STAGES}
     per_stage: dict[str, list[float]] = {}
     retries = 0
     for stage in Stage.objects.filter(run_id__in=run_ids):
@@ -305,7 +192,14 @@ def main() -> None:
     args = parser.parse_args()
     n = args.runs
 
-    prepare_services()
+    from amtp_site.scratch_stack import use_scratch_stack
+
+    use_scratch_stack(
+        database=DB_NAME,
+        valkey_db=VALKEY_DB,
+        TEMPORAL_TASK_QUEUE=f"bench-amtp-{uuid.uuid4().hex[:8]}",
+        AMTP_LLM_PROVIDER="offline",
+    )
     from amtp_site import valkey
 
     valkey.client().flushdb()  # our own logical DB: no stale limits or locks
@@ -315,9 +209,11 @@ def main() -> None:
 
 
 def run_all(n: int, workdir: Path) -> dict[str, dict]:
+    from bare_workflow import ACTIVITIES, BareWorkflow
     from django.conf import settings
 
     from repositories.models import Repository
+    from runs.temporal.worker_thread import WorkerThread
     from tests.gitrepo import make_git_repo
     from tests.samples import DEMO_WEB
 
@@ -340,7 +236,11 @@ def run_all(n: int, workdir: Path) -> dict[str, dict]:
         "amtp": lambda count: launch_amtp(repositories, count),
         "bare": lambda count: launch_bare(bare_queue, count),
     }
-    with WorkerThread(amtp_worker), WorkerThread(bare_worker(bare_queue)):
+    # The same worker setup (pool, initializer, limits) for both; the bare one swaps the
+    # workflow and activities.
+    amtp_worker = WorkerThread(settings.TEMPORAL_TASK_QUEUE)
+    bare_worker = WorkerThread(bare_queue, workflows=[BareWorkflow], activities=ACTIVITIES)
+    with amtp_worker, bare_worker:
         for launch in launchers.values():  # warm-up: worker start, sandbox imports
             asyncio.run(_results(launch(1)))
         return measure(launchers, n)
@@ -350,10 +250,9 @@ def report(n: int, amtp: dict, bare: dict) -> None:
     import bare_workflow
 
     from runs.temporal import types as t
-    from runs.temporal.activities import AGENT_ACTIVITIES
 
     assert set(amtp["results"]) == {"passed"}, amtp["results"]
-    agent_names = {a.__temporal_activity_definition.name for a in AGENT_ACTIVITIES}
+    agent_names = {name for name, _stage in t.STAGES}
     stages, retries = stage_seconds(amtp["ids"][:n])
     amtp_b = breakdown(amtp, n, agent_names)
     bare_b = breakdown(bare, n, set(bare_workflow.ACTIVITY_NAMES))

@@ -213,5 +213,3 @@ export default function AdminRoutes() {
     "src/pages/AdminHome.tsx": "export default function AdminHome() { return <h1>Admin</h1>; }\n",
     "src/api/client.ts": "import axios from 'axios';\nexport const api = axios.create();\nexport const load = () => api.get('/api/stats');\n",
 }
-
-# Demo web app: an Express API and a React (Vite) front end in one repository.

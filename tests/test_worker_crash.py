@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from runs.services import run_create
+from runs.temporal import types as t
+from runs.temporal.worker_thread import WorkerThread
 from tests.factories import RepositoryFactory
+from tests.faults import Fault, FaultOnce
 from tests.gitrepo import git, make_git_repo
 from tests.samples import DEMO_WEB
 from tests.temporal_worker import wait_terminal
@@ -37,14 +40,17 @@ def assert_exactly_one_of_everything(run, repo):
 
 
 def test_agent_process_dying_after_persisting_is_retried_without_a_second_llm_call(
-    tmp_path, worker, monkeypatch, capfd
+    tmp_path, temporal_env, capfd
 ):
     marker = tmp_path / "crashed"
-    monkeypatch.setenv("AMTP_FAULT_ONCE", f"generate_test_cases:crash:{marker}")
+    # The agent process persists the test cases, then dies (os._exit) before reporting them.
+    crash = FaultOnce(Fault(t.GENERATE_TEST_CASES, "crash", str(marker)))
     repo = RepositoryFactory(
         full_name="acme/web", host="local", local_path=make_git_repo(tmp_path / "web", DEMO_WEB)
     )
-    run = wait_terminal(run_create(repository=repo, depth_level="smoke"))
+    queue = temporal_env.TEMPORAL_TASK_QUEUE
+    with WorkerThread(queue, processes=2, interceptors=[crash]) as worker:
+        run = wait_terminal(run_create(repository=repo, depth_level="smoke"))
     assert marker.exists(), "the fault was not injected"
     assert_exactly_one_of_everything(run, repo)
     stage = run.stages.get(name="generate_test_cases")
@@ -55,12 +61,13 @@ def test_agent_process_dying_after_persisting_is_retried_without_a_second_llm_ca
     assert llm_calls(capfd.readouterr().err, "test_case_generator") == 1
 
 
-def start_worker(log_path: Path, queue: str, env: dict) -> subprocess.Popen:
+def start_worker(log_path: Path, queue: str, fault: str) -> subprocess.Popen:
+    """The real worker process with one agent process, as ``manage.py run_worker`` runs it,
+    plus the fault (tests/faults.py)."""
     out = open(log_path, "w")
     return subprocess.Popen(
-        [sys.executable, "manage.py", "run_worker", "--task-queue", queue, "--processes", "1"],
+        [sys.executable, "-m", "tests.faults", queue, fault],
         cwd=ROOT,
-        env=env,
         stdout=out,
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -76,12 +83,12 @@ def test_worker_killed_mid_activity_then_restarted_completes_the_run(
     settings.AMTP_AGENT_ACTIVITY_TIMEOUT_S = 600
     marker = tmp_path / "hanging"
     # The first worker's agent process persists the test cases, then hangs until killed.
-    env = {**os.environ, "AMTP_FAULT_ONCE": f"generate_test_cases:hang:{marker}"}
+    fault = f"{t.GENERATE_TEST_CASES}:hang:{marker}"
     queue = settings.TEMPORAL_TASK_QUEUE
     repo = RepositoryFactory(
         full_name="acme/web", host="local", local_path=make_git_repo(tmp_path / "web", DEMO_WEB)
     )
-    first = start_worker(tmp_path / "w1.log", queue, env)
+    first = start_worker(tmp_path / "w1.log", queue, fault)
     try:
         run = run_create(repository=repo, depth_level="smoke")
         deadline = time.monotonic() + 120
@@ -91,7 +98,7 @@ def test_worker_killed_mid_activity_then_restarted_completes_the_run(
     finally:
         os.killpg(first.pid, signal.SIGKILL)  # the worker and its agent processes, no goodbye
         first.wait(10)
-    second = start_worker(tmp_path / "w2.log", queue, env)
+    second = start_worker(tmp_path / "w2.log", queue, fault)
     try:
         run = wait_terminal(run, timeout=90)
     finally:

@@ -21,7 +21,6 @@ from temporalio.exceptions import ApplicationError
 
 from amtp_site.errors import AmtpError
 from runs import lifecycle, pipeline, slots
-from runs.models import Stage
 from runs.temporal import types as t
 
 
@@ -88,35 +87,16 @@ def _heartbeating(fn):
     return inner
 
 
-@activity.defn(name=t.CRAWL_REPO)
-@_heartbeating
-@_typed(Stage.Name.CRAWL_REPO)
-def crawl_repo(run_id: str) -> str:
-    return pipeline.crawl_repo(run_id)
+def _agent_activity(name: str, stage: str):
+    """``pipeline.<stage>`` as the agent activity ``name``. The process pool pickles an
+    activity by module and name, so each one is published here as ``activities.<stage>``."""
+    fn = _heartbeating(_typed(stage)(getattr(pipeline, stage)))
+    fn.__module__, fn.__name__, fn.__qualname__ = __name__, stage, stage
+    globals()[stage] = fn
+    return activity.defn(name=name)(fn)
 
 
-@activity.defn(name=t.GENERATE_TEST_CASES)
-@_heartbeating
-@_typed(Stage.Name.GENERATE_TEST_CASES)
-def generate_test_cases(run_id: str) -> str:
-    return pipeline.generate_test_cases(run_id)
-
-
-@activity.defn(name=t.GENERATE_TEST_CODE)
-@_heartbeating
-@_typed(Stage.Name.GENERATE_TEST_CODE)
-def generate_test_code(run_id: str) -> str:
-    return pipeline.generate_test_code(run_id)
-
-
-@activity.defn(name=t.CREATE_PULL_REQUEST)
-@_heartbeating
-@_typed(Stage.Name.CREATE_PULL_REQUEST)
-def create_pull_request(run_id: str) -> str:
-    return pipeline.create_pull_request(run_id)
-
-
-AGENT_ACTIVITIES = [crawl_repo, generate_test_cases, generate_test_code, create_pull_request]
+AGENT_ACTIVITIES = [_agent_activity(name, stage) for name, stage in t.STAGES]
 
 
 # --- bookkeeping activities (event loop) -----------------------------------------------

@@ -24,6 +24,17 @@ MARK_PASSED = "MarkRunPassed"
 MARK_FAILED = "MarkRunFailed"
 MARK_CANCELLED = "MarkRunCancelled"
 
+# The four stages in the order they run: (activity name, stage name). The workflow, the agent
+# activities and a run's ``stages`` rows (Stage.ORDER) are built from this table. Both names
+# are stored (recorded histories, idempotency keys, the database): never rename one.
+STAGES = (
+    (CRAWL_REPO, "crawl_repo"),
+    (GENERATE_TEST_CASES, "generate_test_cases"),
+    (GENERATE_TEST_CODE, "generate_test_code"),
+    (CREATE_PULL_REQUEST, "create_pull_request"),
+)
+STAGE_OF = dict(STAGES)  # activity name -> stage name
+
 
 @dataclass
 class RetrySettings:

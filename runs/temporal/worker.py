@@ -18,13 +18,14 @@ import logging
 import multiprocessing
 import signal
 import threading
+from collections.abc import Sequence
 from concurrent.futures.process import BrokenProcessPool
 from datetime import timedelta
 
 from django.apps import apps
 from django.conf import settings
 from django.utils.module_loading import import_string
-from temporalio.worker import SharedStateManager, Worker
+from temporalio.worker import Interceptor, SharedStateManager, Worker
 
 from amtp_site.child import django_setup
 from amtp_site.errors import AgentProcessDied
@@ -112,35 +113,66 @@ def app_activities() -> list:
     return found
 
 
-def build_worker(client, *, task_queue: str, pool: concurrent.futures.Executor, manager) -> Worker:
+def build_worker(
+    client,
+    *,
+    task_queue: str,
+    pool: concurrent.futures.Executor,
+    manager,
+    workflows: Sequence[type] = (TestGenerationWorkflow,),
+    activities: Sequence | None = None,
+    interceptors: Sequence[Interceptor] = (),
+) -> Worker:
+    """AMTP's worker configuration; ``activities`` defaults to every app's. Benchmarks pass
+    other workflows/activities and tests pass interceptors (fault injection) to the same setup."""
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[TestGenerationWorkflow],
-        activities=app_activities(),
+        workflows=list(workflows),
+        activities=app_activities() if activities is None else list(activities),
         activity_executor=pool,
         shared_state_manager=SharedStateManager.create_from_multiprocessing(manager),
         max_concurrent_activities=max(4, settings.AMTP_WORKER_PROCESSES * 4),
         graceful_shutdown_timeout=timedelta(seconds=10),
+        interceptors=list(interceptors),
     )
 
 
-async def run_worker(*, task_queue: str, processes: int) -> None:
+async def serve(
+    *,
+    task_queue: str,
+    pool: RespawningProcessPool,
+    stop: asyncio.Event,
+    ready: threading.Event | None = None,
+    **build,
+) -> None:
+    """Poll ``task_queue`` until ``stop`` is set (``ready`` is set once polling), then shut the
+    worker and its agent process pool down. ``build`` goes to :func:`build_worker`."""
     client = await connect()
+    try:
+        with multiprocessing.Manager() as manager:
+            worker = build_worker(
+                client, task_queue=task_queue, pool=pool, manager=manager, **build
+            )
+            async with worker:
+                log.info(
+                    "worker polling %s on %s (%d agent processes)",
+                    task_queue,
+                    settings.TEMPORAL_ADDRESS,
+                    pool.max_workers,
+                )
+                if ready is not None:
+                    ready.set()
+                await stop.wait()
+                log.info("shutting down the worker")
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+async def run_worker(*, task_queue: str, processes: int, **build) -> None:
+    """The worker process (``manage.py run_worker``): serves until SIGTERM or SIGINT."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    pool = RespawningProcessPool(processes)
-    with multiprocessing.Manager() as manager:
-        worker = build_worker(client, task_queue=task_queue, pool=pool, manager=manager)
-        log.info(
-            "worker polling %s on %s (%d agent processes)",
-            task_queue,
-            settings.TEMPORAL_ADDRESS,
-            processes,
-        )
-        async with worker:
-            await stop.wait()
-            log.info("shutting down the worker")
-    pool.shutdown(wait=True, cancel_futures=True)
+    await serve(task_queue=task_queue, pool=RespawningProcessPool(processes), stop=stop, **build)

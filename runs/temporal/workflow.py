@@ -16,18 +16,34 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from runs.temporal import types as t
 
-STAGE_OF = {
-    t.CRAWL_REPO: "crawl_repo",
-    t.GENERATE_TEST_CASES: "generate_test_cases",
-    t.GENERATE_TEST_CODE: "generate_test_code",
-    t.CREATE_PULL_REQUEST: "create_pull_request",
-}
+POLICY_APPROVAL = "The repository requires a human approval before AMTP opens a pull request."
 
 
 def _cause(err: BaseException) -> ApplicationError | None:
     while err is not None and not isinstance(err, ApplicationError):
         err = err.__cause__
     return err
+
+
+def _failure(run_id: str, stage: str, err: ActivityError) -> t.Failure:
+    cause = _cause(err)
+    return t.Failure(
+        run_id,
+        stage,
+        cause.type if cause else type(err).__name__,
+        cause.message if cause else str(err),
+        (cause.details or [{}])[0] if cause and cause.details else {},
+    )
+
+
+def _retry_policy(r: t.RetrySettings) -> RetryPolicy:
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=r.initial_interval_s),
+        backoff_coefficient=r.backoff_coefficient,
+        maximum_interval=timedelta(seconds=r.maximum_interval_s),
+        maximum_attempts=r.maximum_attempts,
+        non_retryable_error_types=r.non_retryable_error_types,
+    )
 
 
 @workflow.defn(name=t.WORKFLOW_NAME)
@@ -49,55 +65,25 @@ class TestGenerationWorkflow:
     @workflow.run
     async def run(self, params: t.WorkflowParams) -> str:
         self.params = params
-        r = params.retry
-        self.retry = RetryPolicy(
-            initial_interval=timedelta(seconds=r.initial_interval_s),
-            backoff_coefficient=r.backoff_coefficient,
-            maximum_interval=timedelta(seconds=r.maximum_interval_s),
-            maximum_attempts=r.maximum_attempts,
-            non_retryable_error_types=r.non_retryable_error_types,
-        )
+        self.retry = _retry_policy(params.retry)
         run_id = params.run_id
         slot = False
         try:
             await self._book(t.MARK_RUNNING, run_id)
             slot = True
             await self._book(t.ACQUIRE_SLOT, run_id)
-            for name in (t.CRAWL_REPO, t.GENERATE_TEST_CASES, t.GENERATE_TEST_CODE):
+            for name, _stage in t.STAGES[:-1]:  # the agents; the last stage opens the PR
                 await self._agent(name, run_id)
             if params.require_approval:
-                await self._hold(
-                    t.ApprovalRequest(
-                        run_id,
-                        "policy",
-                        "The repository requires "
-                        "a human approval before AMTP opens a pull request.",
-                    )
-                )
-            while True:
-                try:
-                    await self._agent(t.CREATE_PULL_REQUEST, run_id)
-                    break
-                except ActivityError as err:
-                    cause = _cause(err)
-                    if cause is None or cause.type != "BranchProtectionViolation":
-                        raise
-                    body = (cause.details or [{}])[0].get("body", cause.message)
-                    await self._hold(t.ApprovalRequest(run_id, "branch-protection", body))
+                await self._hold(t.ApprovalRequest(run_id, "policy", POLICY_APPROVAL))
+            await self._pull_request(run_id)
             await self._book(t.MARK_PASSED, run_id)
             return "passed"
         except asyncio.CancelledError:
             await self._book(t.MARK_CANCELLED, run_id)
             raise
         except ActivityError as err:
-            cause = _cause(err)
-            failure = t.Failure(
-                run_id,
-                self._stage,
-                cause.type if cause else type(err).__name__,
-                cause.message if cause else str(err),
-                (cause.details or [{}])[0] if cause and cause.details else {},
-            )
+            failure = _failure(run_id, self._stage, err)
             await self._book(t.MARK_FAILED, failure)
             raise ApplicationError(
                 f"{failure.error_type}: {failure.message}",
@@ -113,6 +99,19 @@ class TestGenerationWorkflow:
             if slot:
                 await self._book(t.RELEASE_SLOT, run_id)
 
+    async def _pull_request(self, run_id: str) -> None:
+        """Open the PR; while branch protection refuses it, hold for an approval and retry."""
+        while True:
+            try:
+                await self._agent(t.CREATE_PULL_REQUEST, run_id)
+                return
+            except ActivityError as err:
+                cause = _cause(err)
+                if cause is None or cause.type != "BranchProtectionViolation":
+                    raise
+                body = (cause.details or [{}])[0].get("body", cause.message)
+                await self._hold(t.ApprovalRequest(run_id, "branch-protection", body))
+
     async def _book(self, name: str, arg) -> None:
         await workflow.execute_activity(
             name,
@@ -122,7 +121,7 @@ class TestGenerationWorkflow:
         )
 
     async def _agent(self, name: str, run_id: str) -> str:
-        self._stage = STAGE_OF[name]
+        self._stage = t.STAGE_OF[name]
         return await workflow.execute_activity(
             name,
             run_id,
@@ -150,7 +149,7 @@ class TestGenerationWorkflow:
             raise _Rejected(
                 t.Failure(
                     request.run_id,
-                    "create_pull_request",
+                    t.STAGE_OF[t.CREATE_PULL_REQUEST],
                     "ApprovalTimedOut",
                     f"nobody decided the {request.approver} approval within "
                     f"{self.params.approval_timeout_s:.0f} s; start a new run",
@@ -161,7 +160,7 @@ class TestGenerationWorkflow:
             raise _Rejected(
                 t.Failure(
                     request.run_id,
-                    "create_pull_request",
+                    t.STAGE_OF[t.CREATE_PULL_REQUEST],
                     "ApprovalRejected",
                     f"rejected by {by}: {self._decision.comment or '(no comment)'}",
                 )

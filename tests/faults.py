@@ -1,0 +1,105 @@
+"""Fault injection for the crash-recovery tests (tests/test_worker_crash.py), test side only.
+
+:class:`FaultOnce` is a Temporal worker interceptor. For one agent activity it hands the
+worker's agent process pool :func:`_in_agent_process` instead of the activity itself: in the
+agent process, that runs the real activity with one change, right after the stage's artifact is
+committed (before the stage is marked passed and the result reported), the agent process dies
+(``crash``) or hangs until it is killed (``hang``). Once: the marker file records that it
+happened, with the pid of the process. The interceptor runs in the worker process, the fault in
+the agent process, so what dies is the process that did the work, as in a real crash.
+
+    python -m tests.faults <task queue> <activity>:<crash|hang>:<marker file>
+
+runs the real worker process (what ``manage.py run_worker`` runs, one agent process) with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import sys
+import time
+from pathlib import Path
+
+from temporalio import activity
+from temporalio.worker import (
+    ActivityInboundInterceptor,
+    ExecuteActivityInput,
+    Interceptor,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Fault:
+    activity: str  # the activity name, e.g. GenerateTestCases
+    action: str  # "crash" (os._exit) or "hang"
+    marker: str  # written (the agent process's pid) when the fault fires; then it never again
+
+    @classmethod
+    def parse(cls, spec: str) -> Fault:
+        return cls(*spec.split(":", 2))
+
+    def fire(self) -> None:
+        if Path(self.marker).exists():
+            return
+        Path(self.marker).write_text(str(os.getpid()))
+        if self.action == "crash":
+            os._exit(70)
+        time.sleep(3600)
+
+
+def _in_agent_process(fault: Fault, fn, *args):
+    """Picklable (module-level): the pool sends it to a fresh agent process, which ends with
+    the task, so the patch below never outlives this one activity."""
+    from runs import pipeline
+
+    persist = pipeline._persist
+
+    def persist_then_fault(*a, **kw) -> str:
+        artifact_id = persist(*a, **kw)  # committed: a retry must reuse it, not call the LLM
+        fault.fire()
+        return artifact_id
+
+    pipeline._persist = persist_then_fault
+    return fn(*args)
+
+
+class FaultOnce(Interceptor):
+    def __init__(self, fault: Fault) -> None:
+        self.fault = fault
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _Inbound(next, self.fault)
+
+
+class _Inbound(ActivityInboundInterceptor):
+    def __init__(self, next: ActivityInboundInterceptor, fault: Fault) -> None:
+        super().__init__(next)
+        self.fault = fault
+
+    async def execute_activity(self, input: ExecuteActivityInput):
+        if activity.info().activity_type == self.fault.activity:
+            faulty = functools.partial(_in_agent_process, self.fault, input.fn)
+            input = dataclasses.replace(input, fn=faulty)
+        return await super().execute_activity(input)
+
+
+def main(task_queue: str, spec: str) -> None:
+    import asyncio
+
+    from amtp_site.child import django_setup
+
+    django_setup()
+    from runs.temporal.worker import run_worker
+
+    interceptors = [FaultOnce(Fault.parse(spec))]
+    asyncio.run(run_worker(task_queue=task_queue, processes=1, interceptors=interceptors))
+
+
+if __name__ == "__main__":
+    # Through the importable module, not __main__: the pool pickles Fault and
+    # _in_agent_process by their module's name.
+    from tests.faults import main as importable_main
+
+    importable_main(*sys.argv[1:])
