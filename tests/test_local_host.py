@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from amtp_site.errors import ContractViolation, RepositoryAccessError, StaleBaseBranch
-from repositories.hosts.local import LocalGitHost, path_problem
+from repositories.hosts.local import LocalGitHost
+from repositories.paths import path_problems, read_path_problem
 from tests.gitrepo import bare_clone, commit_files, git, make_git_repo
 
 BASE_FILES = {
@@ -290,7 +291,7 @@ def test_missing_base_branch(host: LocalGitHost) -> None:
     ],
 )
 def test_hostile_paths_are_refused(host: LocalGitHost, repo: str, path: str) -> None:
-    assert path_problem(path)
+    assert read_path_problem(path) and path_problems(path)
     with pytest.raises(ContractViolation):
         _open(host, files={"e2e/ok.spec.ts": "ok", path: "pwned"})
     assert git(repo, "branch", "--list", "amtp/*") == ""
