@@ -42,7 +42,8 @@ class RepositoryForm(forms.ModelForm):
         cleaned = super().clean()
         fields = {name: value for name, value in cleaned.items() if name in FIELDS}
         try:
-            cleaned.update(repository_validate(repository=self.instance, **fields))
+            values = repository_validate(repository=self.instance, **fields)
+            cleaned.update({name: values[name] for name in fields})  # normalised
         except RepositoryInvalid as exc:
             for field, messages in exc.errors.items():
                 if field not in self.errors:  # a value the form refused: its error is shown

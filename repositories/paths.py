@@ -19,6 +19,8 @@ from typing import Any
 MAX_PATH_BYTES = 200  # leaves room under Windows' 260-character MAX_PATH for the checkout root
 MAX_SEGMENT_BYTES = 100  # well under the 255-byte file-name limit of common file systems
 MAX_READ_PATH_BYTES = 4096  # Linux's PATH_MAX: no file in a checkout has a longer path
+# Room for a file name of the longest allowed segment under the test directory.
+MAX_TEST_DIR_BYTES = MAX_PATH_BYTES - MAX_SEGMENT_BYTES - 1
 
 NOT_A_STRING = "path is missing, empty or not a string"
 PATH_TOO_LONG = f"path is longer than {MAX_PATH_BYTES} UTF-8 bytes"
@@ -37,6 +39,10 @@ GIT_DIRECTORY = "path is inside .git/ or .github/ (git internals and CI workflow
 GIT_INTERNALS = "path is inside .git/ (git internals)"
 OUTSIDE_TEST_DIR = "path is outside the test directory"
 REPOSITORY_ROOT = "the test directory must be a sub-directory, not the repository root"
+TEST_DIR_TOO_LONG = (
+    f"the test directory is longer than {MAX_TEST_DIR_BYTES} UTF-8 bytes "
+    f"(a file name of up to {MAX_SEGMENT_BYTES} bytes must fit under it)"
+)
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _SEPARATORS = re.compile(r"[/\\]")
@@ -85,13 +91,17 @@ def read_path_problem(path: Any) -> str | None:
 
 def checked_test_dir(test_dir: Any) -> tuple[str, list[str]]:
     """(the test directory as a run uses it, every rule it breaks). One trailing '/' is
-    dropped and the name put in NFC; the rest are the rules of a path to write, so whatever
-    is accepted here is a directory the Test Engineer's files can go under."""
+    dropped and the name put in NFC. The rules are those of a path to write, plus room for a
+    file name under it: whatever is accepted here is a directory the Test Engineer's files
+    can go under, so repository settings (admin) and the run agree."""
     if isinstance(test_dir, str) and test_dir.endswith("/"):
         test_dir = test_dir[:-1]
     if test_dir in ("", "."):
         return "", [REPOSITORY_ROOT]
     problems = path_problems(test_dir)
+    too_long = isinstance(test_dir, str) and _utf8_size(test_dir) > MAX_TEST_DIR_BYTES
+    if too_long and PATH_TOO_LONG not in problems:
+        problems.append(TEST_DIR_TOO_LONG)
     return ("" if problems else unicodedata.normalize("NFC", test_dir)), problems
 
 

@@ -73,7 +73,6 @@ def repository_validate(*, repository: Repository | None = None, **fields: Any) 
             _host_problems(values, checkable=not {"full_name", "default_branch"} & errors.keys())
         )
     errors.update(_django_problems(candidate.validate_unique, exclude=set(errors)))
-    errors.update(_django_problems(candidate.validate_constraints, exclude=set(errors)))
     if errors:
         raise RepositoryInvalid(errors)
     values["test_dir"] = checked_test_dir(values["test_dir"])[0]
@@ -129,7 +128,7 @@ def _host_problems(values: dict, *, checkable: bool) -> dict[str, list[str]]:
 
 
 def _django_problems(check: Callable[..., None], **kwargs: Any) -> dict[str, list[str]]:
-    """The model's own validation as {field: messages} (``__all__`` for constraints)."""
+    """The model's own validation as {field: messages}."""
     try:
         check(**kwargs)
     except ValidationError as exc:

@@ -51,7 +51,7 @@ def ensure_demo_repositories(folder: Path) -> dict[str, Repository]:
         path = folder / key
         if not (path / ".git").exists():
             create_git_repository(path, files)
-        settings = {
+        values = {
             "host": Host.LOCAL,
             "local_path": str(path),
             "default_branch": "main",
@@ -60,7 +60,7 @@ def ensure_demo_repositories(folder: Path) -> dict[str, Repository]:
         }
         existing = Repository.objects.filter(full_name=full_name).first()
         if existing is None:
-            found[key] = repository_create(full_name=full_name, **settings)
+            found[key] = repository_create(full_name=full_name, **values)
         else:
-            found[key] = repository_update(repository=existing, **settings)
+            found[key] = repository_update(repository=existing, **values)
     return found

@@ -255,6 +255,16 @@ def test_test_dir_is_normalised():
     assert normalise_test_dir("tests") == "tests"
 
 
+def test_a_test_dir_leaves_room_for_a_file_name():
+    longest = "a/" * ((paths.MAX_TEST_DIR_BYTES - 1) // 2) + "a"
+    assert normalise_test_dir(longest) == longest
+    name = "n" * (paths.MAX_SEGMENT_BYTES - len(".spec.ts")) + ".spec.ts"
+    check_generated_files([spec(f"{longest}/{name}")], framework="playwright", test_dir=longest)
+    with pytest.raises(ContractViolation) as caught:
+        normalise_test_dir(longest + "a")
+    assert any(paths.TEST_DIR_TOO_LONG in p for p in caught.value.problems)
+
+
 @pytest.mark.parametrize(
     "test_dir", ["", ".", "/", "/abs", "../x", "a/../b", "a//b", "C:\\x", ".git/x", ".github", None]
 )

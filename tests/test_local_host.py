@@ -118,6 +118,11 @@ def test_read_file_refuses_missing_and_hostile_paths(host: LocalGitHost, path: s
         host.read_file(host.resolve_ref("main"), path)
 
 
+def test_a_hostile_read_names_the_path_and_the_rule(host: LocalGitHost) -> None:
+    with pytest.raises(RepositoryAccessError, match="cannot read '../x': path leaves the"):
+        host.read_file(host.resolve_ref("main"), "../x")
+
+
 def test_reads_need_a_full_commit_sha(host: LocalGitHost) -> None:
     with pytest.raises(RepositoryAccessError, match="full commit SHA"):
         host.tree("main")
@@ -293,6 +298,19 @@ def test_missing_base_branch(host: LocalGitHost) -> None:
 def test_hostile_paths_are_refused(host: LocalGitHost, repo: str, path: str) -> None:
     assert read_path_problem(path) and path_problems(path)
     with pytest.raises(ContractViolation):
+        _open(host, files={"e2e/ok.spec.ts": "ok", path: "pwned"})
+    assert git(repo, "branch", "--list", "amtp/*") == ""
+
+
+@pytest.mark.parametrize(
+    "path", [".github/workflows/ci.yml", "e2e/x\u200b.spec.ts", "e2e/" + "a" * 101 + ".ts"]
+)
+def test_writes_follow_the_file_policys_rules_where_reads_are_lenient(
+    host: LocalGitHost, repo: str, path: str
+) -> None:
+    # A commit may hold such names (CI workflows are worth reading); we never write them.
+    assert read_path_problem(path) is None and path_problems(path)
+    with pytest.raises(ContractViolation, match="unsafe file path"):
         _open(host, files={"e2e/ok.spec.ts": "ok", path: "pwned"})
     assert git(repo, "branch", "--list", "amtp/*") == ""
 
