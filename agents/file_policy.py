@@ -16,30 +16,14 @@ import tree_sitter_typescript
 import yaml
 
 from amtp_site.errors import ContractViolation
+from repositories import paths
 
 FILE_POLICY_VERSION = "1.0.0"
 
 EXTENSIONS = {"playwright": (".spec.ts",), "maestro": (".yaml", ".yml")}
-MAX_PATH_BYTES = 200  # leaves room under Windows' 260-character MAX_PATH for the checkout root
-MAX_SEGMENT_BYTES = 100  # well under the 255-byte file-name limit of common file systems
 MAX_YAML_DEPTH = 32
 
-# Path rules. Each message names its rule; callers append what is allowed instead.
-NOT_A_STRING = "path is missing, empty or not a string"
-PATH_TOO_LONG = f"path is longer than {MAX_PATH_BYTES} UTF-8 bytes"
-SEGMENT_TOO_LONG = f"a path segment is longer than {MAX_SEGMENT_BYTES} UTF-8 bytes"
-CONTROL_CHARACTER = "path contains NUL, control or invisible formatting characters"
-UNC_PATH = "path is a UNC network path"
-DRIVE_PATH = "path starts with a Windows drive letter"
-ABSOLUTE_PATH = "path is absolute (starts with '/')"
-BACKSLASH = "path contains a backslash (the separator is '/')"
-PARENT_SEGMENT = "path leaves the repository ('..' segment)"
-DOT_SEGMENT = "path is not normalised ('.' segment)"
-EMPTY_SEGMENT = "path is not normalised (empty segment, '//')"
-TRAILING_SLASH = "path ends with '/' (a directory, not a file)"
-GIT_DIRECTORY = "path is inside .git/ or .github/ (git internals and CI workflows are off limits)"
-OUTSIDE_TEST_DIR = "path is outside the test directory"
-REPOSITORY_ROOT = "the test directory must be a sub-directory, not the repository root"
+# Path rules and their messages are repositories.paths': the hosts and admin share them.
 # Batch and content rules.
 UNKNOWN_FRAMEWORK = "unknown framework"
 NO_FILES = "no files were generated"
@@ -94,27 +78,22 @@ MAESTRO_NESTING_COMMANDS = frozenset({"repeat", "retry", "runFlow"})  # carry `c
 MAESTRO_CONFIG_KEYS = {"appId": str, "name": str, "tags": list, "env": dict}
 MAESTRO_HOOKS = ("onFlowStart", "onFlowComplete")  # command lists run around the flow
 
-_DRIVE = re.compile(r"^[A-Za-z]:")
-_SEPARATORS = re.compile(r"[/\\]")
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")  # NUL, or lone surrogates a JSON string can carry
-# What a reviewer cannot see or a terminal would act on: controls, bidi and zero-width
-# formatting, surrogates, private use, unassigned code points, line and paragraph separators.
-_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-# Windows also resolves `.git.`/`.git ` (trailing dots and spaces) and the 8.3 name `GIT~1`.
-_GIT_NAMES = frozenset({".git", ".github", "git~1", "github~1"})
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster, same rules
 _TYPESCRIPT = tree_sitter.Language(tree_sitter_typescript.language_typescript())
 
 
 def normalise_test_dir(test_dir: str) -> str:
-    """The configured test directory without its trailing '/'; refused unless it is safe."""
-    candidate = test_dir[:-1] if isinstance(test_dir, str) and test_dir.endswith("/") else test_dir
-    problems = [REPOSITORY_ROOT] if candidate in ("", ".") else _path_problems(candidate, None)
+    """The configured test directory without its trailing '/'; refused unless it is safe.
+
+    The rule is ``repositories.paths.checked_test_dir``, the one the repository settings are
+    saved with, so a test directory admin accepts is one this accepts."""
+    directory, problems = paths.checked_test_dir(test_dir)
     if problems:
         allowed = "the test directory must be a relative path such as e2e/amtp"
         shown = [f"test_dir {_show(test_dir)}: {rule}; {allowed}" for rule in problems]
         raise ContractViolation(f"invalid test directory: {'; '.join(shown)}", problems=shown)
-    return unicodedata.normalize("NFC", candidate)
+    return directory
 
 
 def check_generated_files(
@@ -174,7 +153,7 @@ def _entry_problems(
     if set(entry) != {"path", "contents"}:
         problems.append(f"{BAD_ENTRY}; got {sorted(map(str, entry))}")
     where = f"files must be relative paths under {test_dir}/"
-    problems += [f"{rule}; {where}" for rule in _path_problems(path, test_dir)]
+    problems += [f"{rule}; {where}" for rule in paths.path_problems(path, under=test_dir)]
     size = _utf8_size(contents) if isinstance(contents, str) else 0
     content_rules = []
     if not isinstance(contents, str) or _NOT_TEXT.search(contents):
@@ -204,34 +183,6 @@ def _show(value: Any, limit: int = 120) -> str:
 
 def _utf8_size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
-
-
-def _path_problems(path: Any, test_dir: str | None) -> list[str]:
-    """The rules for a relative, normalised POSIX path, and for its place under ``test_dir``."""
-    if not isinstance(path, str) or not path:
-        return [NOT_A_STRING]
-    unc = path.startswith(("\\\\", "//"))
-    # Both separators, so that `..\..\x` is reported as leaving the repository as well.
-    segments = _SEPARATORS.split(path.strip("/\\"))
-    checks = {
-        PATH_TOO_LONG: _utf8_size(path) > MAX_PATH_BYTES,
-        CONTROL_CHARACTER: any(unicodedata.category(c) in _INVISIBLE_CATEGORIES for c in path),
-        UNC_PATH: unc,
-        DRIVE_PATH: _DRIVE.match(path) is not None,
-        ABSOLUTE_PATH: path.startswith(("/", "\\")) and not unc,
-        BACKSLASH: "\\" in path,
-        TRAILING_SLASH: path.endswith(("/", "\\")),
-        EMPTY_SEGMENT: "" in segments,
-        PARENT_SEGMENT: ".." in segments,
-        DOT_SEGMENT: "." in segments,
-        SEGMENT_TOO_LONG: any(_utf8_size(segment) > MAX_SEGMENT_BYTES for segment in segments),
-        GIT_DIRECTORY: any(s.rstrip(". ").casefold() in _GIT_NAMES for s in segments),
-    }
-    if test_dir is not None:
-        # Case-sensitive on purpose: `E2E/amtp` is another directory on a Linux CI runner.
-        nfc, prefix = unicodedata.normalize("NFC", path).split("/"), test_dir.split("/")
-        checks[OUTSIDE_TEST_DIR] = nfc[: len(prefix)] != prefix or len(nfc) <= len(prefix)
-    return [rule for rule, broken in checks.items() if broken]
 
 
 def _type_problems(path: str, framework: str) -> list[str]:

@@ -84,6 +84,16 @@ class RepositoryAccessError(NonRetryableError):
     """A repository, ref or path that does not exist or cannot be read as asked."""
 
 
+class RepositoryInvalid(NonRetryableError):
+    """Repository settings that break a rule; ``errors`` maps each field to its problems, so
+    every surface (admin form, ``launch_run``) can show them on the field they are about."""
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        shown = "; ".join(f"{field}: {m}" for field, messages in errors.items() for m in messages)
+        super().__init__(f"invalid repository settings: {shown}", errors=errors)
+        self.errors = errors
+
+
 class StaleBaseBranch(NonRetryableError):
     """The base branch moved since the crawl (spec 003: terminal, recover with a new run)."""
 

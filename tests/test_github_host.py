@@ -25,7 +25,7 @@ from amtp_site.errors import (
     StaleBaseBranch,
 )
 from repositories.hosts.base import TreeEntry
-from repositories.hosts.github import GitHubHost
+from repositories.hosts.github import GitHubHost, _files_digest
 from tests.fakes.github_api import FakeGitHub, git_sha
 from tests.gitrepo import git, make_git_repo
 
@@ -160,6 +160,24 @@ def test_unsafe_paths_are_refused_before_any_request(gh, host, path):
     with pytest.raises(ContractViolation):
         open_pr(host, gh, files={path: "x"})
     assert gh.ledger == []
+
+
+@pytest.mark.parametrize(
+    "path", [".github/workflows/ci.yml", ".git/config", "e2e/x\u202e.ts", "C:/x.ts", "e2e/"]
+)
+def test_the_write_guard_is_the_file_policys_path_rules(gh, host, path):
+    with pytest.raises(ContractViolation, match="unsafe file path"):
+        open_pr(host, gh, files={"e2e/ok.spec.ts": "x", path: "x"})
+    assert gh.ledger == []
+
+
+def test_the_files_digest_is_unchanged_for_existing_head_commits():
+    # Pinned from the implementation before it used amtp_site.canonical: a head branch an
+    # earlier release created still carries a digest _check_ours recognises on replay.
+    files = {"e2e/amtp/b.spec.ts": "x", "e2e/amtp/a.spec.ts": 'café \u2028 "q" \\ \U0001f600'}
+    assert _files_digest(files) == (
+        "c71b205c6f6477bdab086e0c59157c346ab2ca30e89e7a03fdd39c753c334e41"
+    )
 
 
 def test_a_credential_is_required(gh):

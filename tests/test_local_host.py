@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from amtp_site.errors import ContractViolation, RepositoryAccessError, StaleBaseBranch
-from repositories.hosts.local import LocalGitHost, path_problem
+from repositories.hosts.local import LocalGitHost
+from repositories.paths import path_problems, read_path_problem
 from tests.gitrepo import bare_clone, commit_files, git, make_git_repo
 
 BASE_FILES = {
@@ -115,6 +116,11 @@ def test_read_file_returns_bytes_verbatim(host: LocalGitHost, repo: str) -> None
 def test_read_file_refuses_missing_and_hostile_paths(host: LocalGitHost, path: str) -> None:
     with pytest.raises(RepositoryAccessError):
         host.read_file(host.resolve_ref("main"), path)
+
+
+def test_a_hostile_read_names_the_path_and_the_rule(host: LocalGitHost) -> None:
+    with pytest.raises(RepositoryAccessError, match="cannot read '../x': path leaves the"):
+        host.read_file(host.resolve_ref("main"), "../x")
 
 
 def test_reads_need_a_full_commit_sha(host: LocalGitHost) -> None:
@@ -290,8 +296,21 @@ def test_missing_base_branch(host: LocalGitHost) -> None:
     ],
 )
 def test_hostile_paths_are_refused(host: LocalGitHost, repo: str, path: str) -> None:
-    assert path_problem(path)
+    assert read_path_problem(path) and path_problems(path)
     with pytest.raises(ContractViolation):
+        _open(host, files={"e2e/ok.spec.ts": "ok", path: "pwned"})
+    assert git(repo, "branch", "--list", "amtp/*") == ""
+
+
+@pytest.mark.parametrize(
+    "path", [".github/workflows/ci.yml", "e2e/x\u200b.spec.ts", "e2e/" + "a" * 101 + ".ts"]
+)
+def test_writes_follow_the_file_policys_rules_where_reads_are_lenient(
+    host: LocalGitHost, repo: str, path: str
+) -> None:
+    # A commit may hold such names (CI workflows are worth reading); we never write them.
+    assert read_path_problem(path) is None and path_problems(path)
+    with pytest.raises(ContractViolation, match="unsafe file path"):
         _open(host, files={"e2e/ok.spec.ts": "ok", path: "pwned"})
     assert git(repo, "branch", "--list", "amtp/*") == ""
 

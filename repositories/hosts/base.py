@@ -5,6 +5,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+from amtp_site.errors import ContractViolation
+from repositories.paths import path_problems
+
 
 @dataclass(frozen=True)
 class TreeEntry:
@@ -62,3 +65,16 @@ class RepositoryHost(ABC):
         Raises StaleBaseBranch when ``base_branch`` no longer points at ``expected_base_sha``;
         adopts (``adopted=True``) an existing head branch / PR created by an earlier attempt.
         """
+
+
+def check_files(files: dict[str, str]) -> None:
+    """A host's last guard before it writes: the Test Engineer's file policy has checked these
+    files already, but a host is an interface anyone may call, so the path rules (the same
+    ones) are checked again and nothing is written if one breaks."""
+    if not isinstance(files, dict) or not files:
+        raise ContractViolation("a pull request needs at least one file")
+    problems = [f"{path!r}: {rule}" for path in files for rule in path_problems(path)]
+    if problems:
+        raise ContractViolation(f"unsafe file path(s) for the pull request: {problems}", problems)
+    if not all(isinstance(content, str) for content in files.values()):
+        raise ContractViolation("file contents must be text")

@@ -22,10 +22,10 @@ from typing import Any
 import requests
 from github import Auth, Github, GithubException, GithubIntegration, InputGitTreeElement
 
+from amtp_site.canonical import canonical_json
 from amtp_site.errors import (
     AmtpError,
     BranchProtectionViolation,
-    ContractViolation,
     GitHubForbidden,
     GitHubRateLimited,
     GitHubUnavailable,
@@ -33,7 +33,7 @@ from amtp_site.errors import (
     RepositoryAccessError,
     StaleBaseBranch,
 )
-from repositories.hosts.base import PullRequestResult, RepositoryHost, TreeEntry
+from repositories.hosts.base import PullRequestResult, RepositoryHost, TreeEntry, check_files
 
 DEFAULT_API_URL = "https://api.github.com"
 REGULAR_FILE_MODES = ("100644", "100755")  # symlinks (120000) and submodules (160000) are skipped
@@ -223,7 +223,7 @@ class GitHubHost(RepositoryHost):
         title: str,
         body: str,
     ) -> PullRequestResult:
-        _check_files(files)
+        check_files(files)
         stale = (base_branch, expected_base_sha)
         with self._errors(f"open a pull request from {head_branch} into {base_branch}", stale):
             observed = self._branch_sha(base_branch)
@@ -353,16 +353,6 @@ class GitHubHost(RepositoryHost):
         return kind(f"{where}: {said}; {hint}", status=status, body=exc.data)
 
 
-def _check_files(files: dict[str, str]) -> None:
-    """Last guard before a write; the agent's file policy has already validated the paths."""
-    bad = [p for p in files if "\\" in p or {"", ".", ".."} & set(p.split("/"))]
-    if not files or bad:
-        raise ContractViolation(
-            "refusing to commit: " + (f"unsafe paths {bad}" if bad else "no files given"),
-            problems=[f"unsafe path: {p!r}" for p in bad] or ["no files"],
-        )
-
-
 def _check_sha(commit_sha: str) -> None:
     """Reads are cached per commit, so they take a SHA: a branch name would go stale."""
     if not _FULL_SHA.fullmatch(commit_sha):
@@ -371,8 +361,7 @@ def _check_sha(commit_sha: str) -> None:
 
 def _files_digest(files: dict[str, str]) -> str:
     """sha256 of the files, recorded in the commit so a replay can recognise its own branch."""
-    canonical = json.dumps(files, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return hashlib.sha256(canonical_json(files)).hexdigest()
 
 
 def _message(exc: GithubException) -> str:

@@ -30,18 +30,17 @@ from pathlib import Path
 from urllib.parse import quote
 
 from amtp_site.errors import ContractViolation, RepositoryAccessError, StaleBaseBranch
-from repositories.hosts.base import PullRequestResult, RepositoryHost, TreeEntry
+from repositories.hosts.base import PullRequestResult, RepositoryHost, TreeEntry, check_files
+from repositories.paths import read_path_problem
 
 AUTHOR_NAME = "AMTP"
 AUTHOR_EMAIL = "amtp@localhost"
 REGULAR_FILE_MODES = frozenset({"100644", "100755"})
 WRITE_MODE = "100644"
-MAX_PATH_BYTES = 4096
 GIT_TIMEOUT_SECONDS = 120
 
 _Ran = tuple[bool, bytes, str]  # (succeeded, stdout, stderr) of one git command
 _OBJECT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-_DRIVE = re.compile(r"^[A-Za-z]:")
 # Repository config could otherwise run programs (hooks fire on update-ref via the
 # reference-transaction hook; fsmonitor is a configured command).
 _SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
@@ -62,31 +61,6 @@ _REDIRECTING_ENV = (
     "GIT_LITERAL_PATHSPECS",
     "GIT_GLOB_PATHSPECS",
 )
-
-
-def path_problem(path: str) -> str | None:
-    """Why ``path`` is not a safe repository-relative file path, or None when it is.
-
-    Relative, ``/``-separated, normalised (no empty, ``.`` or ``..`` components), no control
-    characters or backslashes, and no ``.git`` component in any spelling that a
-    case-insensitive or NTFS file system would treat as ``.git``.
-    """
-    if not isinstance(path, str) or not path:
-        return "path is empty"
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in path):
-        return f"{path!r}: control character in path"
-    if "\\" in path:
-        return f"{path!r}: backslash in path"
-    if path.startswith("/") or _DRIVE.match(path):
-        return f"{path!r}: absolute path"
-    if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
-        return f"{path[:60]!r}...: path longer than {MAX_PATH_BYTES} bytes"
-    for part in path.split("/"):
-        if part in ("", ".", ".."):
-            return f"{path!r}: empty, '.' or '..' component"
-        if part.rstrip(". ").casefold() in (".git", "git~1"):
-            return f"{path!r}: inside .git"
-    return None
 
 
 def _git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -219,9 +193,9 @@ class LocalGitHost(RepositoryHost):
 
     def read_file(self, commit_sha: str, path: str) -> bytes:
         commit = self._commit(commit_sha)
-        problem = path_problem(path)
+        problem = read_path_problem(path)
         if problem:
-            raise RepositoryAccessError(f"{self.full_name}: cannot read {problem}")
+            raise RepositoryAccessError(f"{self.full_name}: cannot read {path!r}: {problem}")
         parent, _, name = path.rpartition("/")
         missing = RepositoryAccessError(
             f"{self.full_name}: no regular file {path!r} in commit {commit}"
@@ -258,7 +232,8 @@ class LocalGitHost(RepositoryHost):
             raise ContractViolation(f"head branch {head_branch!r} is the base branch")
         if not isinstance(expected_base_sha, str) or not _OBJECT_ID.match(expected_base_sha):
             raise ContractViolation(f"expected_base_sha {expected_base_sha!r} is not a full SHA")
-        blobs = self._check_files(files)
+        check_files(files)
+        blobs = {path: content.encode("utf-8") for path, content in files.items()}
 
         pull = {
             "head_branch": head_branch,
@@ -305,16 +280,6 @@ class LocalGitHost(RepositoryHost):
         # "@{-1}" is valid but expands to another branch: only literal names are accepted.
         if not ok or normalised.decode().strip() != branch:
             raise bad
-
-    def _check_files(self, files: dict[str, str]) -> dict[str, bytes]:
-        if not isinstance(files, dict) or not files:
-            raise ContractViolation("a pull request needs at least one file")
-        problems = [p for p in map(path_problem, files) if p]
-        if problems:
-            raise ContractViolation("unsafe file path(s) for the pull request", problems)
-        if not all(isinstance(content, str) for content in files.values()):
-            raise ContractViolation("file contents must be text")
-        return {path: content.encode("utf-8") for path, content in files.items()}
 
     def _commit_files(self, parent: str, blobs: dict[str, bytes], message: str) -> str:
         """A commit whose tree is ``parent``'s tree plus ``blobs`` (mode 100644), parent first.

@@ -6,8 +6,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from amtp_site.errors import AmtpError
+from amtp_site.errors import AmtpError, RepositoryInvalid
 from repositories.models import DepthLevel, Framework, Host, Repository
+from repositories.names import full_name_problem
+from repositories.services import repository_create
 from runs.models import Run
 from runs.services import run_create
 
@@ -59,27 +61,15 @@ class Command(BaseCommand):
             self._wait(run, timeout)
 
     def _repository(self, full_name: str, local: str) -> Repository:
-        if "/" not in full_name or full_name.count("/") != 1:
-            raise CommandError(f"{full_name!r} is not owner/name")
+        if problem := full_name_problem(full_name):
+            raise CommandError(RepositoryInvalid({"full_name": [problem]}).message)
         repository = Repository.objects.filter(full_name=full_name).first()
         if local:
             path = Path(local).expanduser().resolve()
             if not (path / ".git").exists() and not (path / "HEAD").exists():
                 raise CommandError(f"--local {local}: not a git repository")
             if repository is None:
-                head = subprocess.run(
-                    ["git", "-C", str(path), "symbolic-ref", "--short", "HEAD"],
-                    capture_output=True,
-                    text=True,
-                )
-                branch = head.stdout.strip()
-                repository = Repository.objects.create(
-                    full_name=full_name,
-                    host=Host.LOCAL,
-                    local_path=str(path),
-                    default_branch=branch or "main",
-                )
-                self.stdout.write(f"registered {full_name} -> {path}")
+                repository = self._register(full_name, path)
             elif repository.host != Host.LOCAL or Path(repository.local_path) != path:
                 raise CommandError(
                     f"{full_name} is already registered with host {repository.host} "
@@ -89,6 +79,25 @@ class Command(BaseCommand):
             raise CommandError(
                 f"unknown repository {full_name}: register it in admin or pass --local PATH"
             )
+        return repository
+
+    def _register(self, full_name: str, path: Path) -> Repository:
+        """Registered by the service admin saves with, so its rules hold here too."""
+        head = subprocess.run(
+            ["git", "-C", str(path), "symbolic-ref", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+        )
+        try:
+            repository = repository_create(
+                full_name=full_name,
+                host=Host.LOCAL,
+                local_path=str(path),
+                default_branch=head.stdout.strip() or "main",
+            )
+        except RepositoryInvalid as exc:
+            raise CommandError(exc.message) from exc
+        self.stdout.write(f"registered {full_name} -> {path}")
         return repository
 
     def _wait(self, run: Run, timeout: float) -> None:

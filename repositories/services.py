@@ -1,0 +1,136 @@
+"""Repository settings: the one place their rules are checked and they are written.
+
+The admin form, ``launch_run`` and the demo all save through :func:`repository_create` and
+:func:`repository_update`, so a repository one surface accepts is one every other surface, and
+the runs it starts, accept: owner/name is ``repositories.names``' rule, the test directory is
+``repositories.paths``' (the Test Engineer's gate uses the same function).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Callable
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from amtp_site.errors import RepositoryAccessError, RepositoryInvalid
+from repositories.hosts.local import LocalGitHost
+from repositories.models import Host, Repository
+from repositories.names import full_name_problem
+from repositories.paths import checked_test_dir
+from repositories.refnames import ref_problem
+
+LOCAL_PATH_REQUIRED = "a repository on the 'local' host needs the path of its git repository"
+LOCAL_PATH_NOT_ABSOLUTE = "give an absolute path"
+LOCAL_PATH_CONTROL = "the path contains a control character"
+LOCAL_PATH_NOT_TEXT = "give the path as text"
+LOCAL_PATH_UNUSED = "only repositories on the 'local' host have a local path; leave it empty"
+AT_LEAST_ONE = "must be at least 1"
+MAX_WEBHOOK_BRANCHES = 50
+TOO_MANY_BRANCHES = f"at most {MAX_WEBHOOK_BRANCHES} branches"
+BRANCHES_NOT_A_LIST = "give a list of branch names"
+
+# Every setting a person chooses (not the id or the timestamps).
+FIELDS = tuple(f.name for f in Repository._meta.concrete_fields if f.editable and not f.primary_key)
+LIMITS = ("max_concurrent_runs", "rate_limit_runs", "rate_limit_window_seconds")
+
+
+def repository_create(**fields: Any) -> Repository:
+    """A new repository with ``fields`` over the model's defaults, or RepositoryInvalid."""
+    return Repository.objects.create(**repository_validate(**fields))
+
+
+def repository_update(*, repository: Repository, **fields: Any) -> Repository:
+    """``repository`` with ``fields`` changed and saved, or RepositoryInvalid (nothing saved,
+    ``repository`` untouched)."""
+    for name, value in repository_validate(repository=repository, **fields).items():
+        setattr(repository, name, value)
+    repository.save()
+    return repository
+
+
+def repository_validate(*, repository: Repository | None = None, **fields: Any) -> dict:
+    """Every setting as it would be saved (``fields`` over ``repository``'s values, else the
+    defaults), normalised; or RepositoryInvalid naming each field and every rule it breaks.
+
+    The model's own rules (type, length, choice) come first; a field that breaks one is not
+    checked further, so each problem is reported once."""
+    unknown = sorted(set(fields) - set(FIELDS))
+    if unknown:
+        raise TypeError(f"not repository settings: {', '.join(unknown)}")
+    candidate = copy.copy(repository) if repository is not None else Repository()
+    for name, value in fields.items():
+        setattr(candidate, name, value)
+    errors = _django_problems(candidate.clean_fields)
+    values = {name: getattr(candidate, name) for name in FIELDS}  # as the model coerced them
+    for name, rule in _RULES.items():
+        if name not in errors and (problems := rule(values[name])):
+            errors[name] = problems
+    if not {"host", "local_path"} & errors.keys():
+        errors.update(
+            _host_problems(values, checkable=not {"full_name", "default_branch"} & errors.keys())
+        )
+    errors.update(_django_problems(candidate.validate_unique, exclude=set(errors)))
+    if errors:
+        raise RepositoryInvalid(errors)
+    values["test_dir"] = checked_test_dir(values["test_dir"])[0]
+    return values
+
+
+def _listed(problem: str | None) -> list[str]:
+    return [problem] if problem else []
+
+
+def _branch_problems(branches: Any) -> list[str]:
+    if not isinstance(branches, list) or not all(isinstance(b, str) for b in branches):
+        return [BRANCHES_NOT_A_LIST]
+    if len(branches) > MAX_WEBHOOK_BRANCHES:
+        return [TOO_MANY_BRANCHES]
+    return [p for p in map(ref_problem, branches) if p]
+
+
+def _at_least_one(value: int) -> list[str]:
+    return [AT_LEAST_ONE] if value < 1 else []
+
+
+_RULES: dict[str, Callable[[Any], list[str]]] = {
+    "full_name": lambda name: _listed(full_name_problem(name)),
+    "default_branch": lambda branch: _listed(ref_problem(branch)),
+    "test_dir": lambda test_dir: checked_test_dir(test_dir)[1],
+    "webhook_branches": _branch_problems,
+    **dict.fromkeys(LIMITS, _at_least_one),
+}
+
+
+def _host_problems(values: dict, *, checkable: bool) -> dict[str, list[str]]:
+    """A local repository must be a git repository whose default branch names a commit:
+    asked of the host the workers will use, as the first question they will ask."""
+    host, path = values["host"], values["local_path"]
+    if not isinstance(path, str):  # blank is allowed, so the model does not check its type
+        return {"local_path": [LOCAL_PATH_NOT_TEXT]}
+    if host != Host.LOCAL:
+        return {"local_path": [LOCAL_PATH_UNUSED]} if path else {}
+    problem = None
+    if not path:
+        problem = LOCAL_PATH_REQUIRED
+    elif any(ord(c) < 32 or ord(c) == 127 for c in path):
+        problem = LOCAL_PATH_CONTROL
+    elif not os.path.isabs(path):
+        problem = LOCAL_PATH_NOT_ABSOLUTE
+    elif checkable:  # else the name or branch has its own error already
+        try:
+            LocalGitHost(values["full_name"], path).resolve_ref(values["default_branch"])
+        except RepositoryAccessError as exc:
+            problem = str(exc)
+    return {"local_path": [problem]} if problem else {}
+
+
+def _django_problems(check: Callable[..., None], **kwargs: Any) -> dict[str, list[str]]:
+    """The model's own validation as {field: messages}."""
+    try:
+        check(**kwargs)
+    except ValidationError as exc:
+        return {name: list(messages) for name, messages in exc.message_dict.items()}
+    return {}
