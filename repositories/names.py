@@ -14,7 +14,9 @@ from typing import Any
 FULL_NAME_INVALID = "use the form owner/name (letters, digits, '.', '-' and '_' only)"
 FULL_NAME_DOTS = "owner and name cannot be '.' or '..'"
 
-_FULL_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+# Also the API's OpenAPI pattern for ``repo_full_name``.
+FULL_NAME_PATTERN = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
+_FULL_NAME = re.compile(FULL_NAME_PATTERN)
 
 
 def full_name_problem(value: Any) -> str | None:

@@ -10,6 +10,7 @@ from ninja import Field, Schema
 from pydantic import ConfigDict, field_validator
 
 from repositories.models import DepthLevel, Framework
+from repositories.names import FULL_NAME_PATTERN, full_name_problem
 from repositories.refnames import ref_problem
 from runs import selectors
 from runs.models import Run, RunStatus, Trigger
@@ -30,7 +31,7 @@ class RunIn(Schema):
     repo_full_name: str = Field(
         min_length=3,
         max_length=200,
-        pattern=r"^[^/\x00-\x20\x7f]+/[^/\x00-\x20\x7f]+$",
+        json_schema_extra={"pattern": FULL_NAME_PATTERN},  # checked by _full_name
         description="A registered repository, owner/name.",
         examples=["acme/shop"],
     )
@@ -50,6 +51,14 @@ class RunIn(Schema):
         pattern=REF_PATTERN,
         description="PR base (default: the default branch).",
     )
+
+    @field_validator("repo_full_name")
+    @classmethod
+    def _full_name(cls, value: str) -> str:
+        problem = full_name_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("ref", "base_branch")
     @classmethod

@@ -268,3 +268,18 @@ def test_the_demo_registers_its_repositories_through_the_service(tmp_path):
     again = ensure_demo_repositories(tmp_path)  # an update, by the same rules
     assert {k: r.pk for k, r in first.items()} == {k: r.pk for k, r in again.items()}
     assert again["web"].host == "local" and again["mobile"].default_framework == "maestro"
+
+
+@pytest.mark.parametrize("full_name", [n for n in BAD_FULL_NAMES if 3 <= len(n) <= 200])
+def test_the_api_refuses_a_full_name_with_the_rule_admin_uses(full_name):
+    from runs.auth import api_token_create
+    from tests.api_support import bearer
+
+    token = api_token_create(name="test", scopes=["runs:write"])[1]
+    response = bearer(token).post(
+        "/api/runs", {"repo_full_name": full_name}, content_type="application/json"
+    )
+    assert response.status_code == 422
+    problem = response.json()
+    [error] = [e for e in problem["errors"] if e["field"].endswith("repo_full_name")]
+    assert names.full_name_problem(full_name) in error["detail"]
