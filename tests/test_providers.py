@@ -799,6 +799,14 @@ def test_probe_warns_of_a_deprecated_model_and_stops_at_a_retired_one(
     assert len(claude.requests) == 2
 
 
+def test_probe_says_a_claude_model_is_unknown(settings):
+    with FakeAnthropic() as fake:
+        _use(settings, "anthropic", fake.url, "claude-sonnet-9")
+        (finding,) = check_providers()
+    assert finding.level == "error" and "model: claude-sonnet-9" in finding.text
+    assert f"e.g. {DEFAULT_MODELS['anthropic']}" in finding.text
+
+
 def test_probe_says_an_ollama_model_is_missing(settings):
     with FakeOpenAI(flavour="ollama", models={"llama3.1"}) as fake:
         _use(settings, "openai", fake.url, "qwen3")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from agents.providers import check_model, make_provider, model_for
+from agents.providers import DEFAULT_MODELS, check_model, make_provider, model_for
 from agents.providers.base import Provider, ToolSpec
 from agents.providers.vendor import CONTEXT_HINT
 from amtp_site.errors import (
@@ -48,6 +48,10 @@ MODEL_MISSING = (
     "model {model!r} is not served at {url} ({status}): {message}; for Ollama run "
     "`ollama pull {model}`, for vLLM/LM Studio load it, or set AMTP_LLM_MODEL to a model the "
     "server lists (GET {url}/models)"
+)
+CLAUDE_MISSING = (
+    "model {model!r} is not served ({status}): {message}; set AMTP_LLM_MODEL to a current model, "
+    "e.g. {default}"
 )
 UNREACHABLE = "cannot get an answer from {url}: {message}; is the server running there?"
 TOOLS_REFUSED = (
@@ -155,8 +159,10 @@ def explain(exc: AmtpError, provider: Provider) -> str:
             vendor=provider.name, status=status, message=exc.message, setting=setting
         )
     if status == 404:
-        model = model_for(AGENT)
-        return MODEL_MISSING.format(model=model, url=url, status=status, message=exc.message)
+        model, fields = model_for(AGENT), {"status": status, "message": exc.message}
+        if provider.name == "anthropic":
+            return CLAUDE_MISSING.format(model=model, default=DEFAULT_MODELS["anthropic"], **fields)
+        return MODEL_MISSING.format(model=model, url=url, **fields)
     if isinstance(exc, LlmProviderError) and status is None:
         return UNREACHABLE.format(url=url, message=exc.message)
     return exc.message
