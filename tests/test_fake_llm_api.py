@@ -381,6 +381,7 @@ def test_anthropic_every_stop_reason_is_producible(claude, stop):
         assert message.stop_details is None
 
 
+@pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 @pytest.mark.parametrize(
     "model", ["claude-sonnet-9-9", "claude-opus-4-0", "claude-3-opus-20240229"]
 )
