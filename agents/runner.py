@@ -7,6 +7,10 @@ other history. The answer goes raw text → ``sanitize_llm_output`` → ``json.l
 contract (``SchemaValidationError``, final) → the agent's own contract rules
 (``ContractViolation``). When output parses but breaks its contract, the same session may get
 every violation listed and one more chance (``repairs``; 0 disables).
+
+Before each call the next input is measured against its budget: by the vendor's own count
+where the provider has one (Anthropic), else estimated at 4 characters per token. Both numbers
+are kept in the artifact's meta (``input_tokens``) next to what the vendor billed (``usage``).
 """
 
 from __future__ import annotations
@@ -141,10 +145,16 @@ def _problems(exc: SchemaValidationError | ContractViolation) -> list[str]:
 class Tally:
     """What one invocation has spent so far; reported in the artifact's meta."""
 
-    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    usage: dict[str, int] = field(
+        default_factory=lambda: {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
+    )
     llm_calls: int = 0
     tool_calls: int = 0
     attempts: int = 0  # answers given (tool-call turns are not answers)
+    # The budget checks' view of the input: our estimate, and the vendor's count if it has one.
+    input_tokens: dict[str, int | None] = field(
+        default_factory=lambda: {"estimated": 0, "counted": None}
+    )
 
 
 async def run_agent(
@@ -164,7 +174,7 @@ async def run_agent(
     deadline = time.monotonic() + budgets.max_seconds
     tally = Tally()
     while True:
-        check_budgets(agent, system, messages, budgets, deadline)
+        await check_budgets(agent, provider, system, messages, budgets, deadline, tally)
         completion = await call_model(agent, ctx, provider, system, messages, tally)
         if completion.tool_calls:
             messages += await answer_tool_calls(agent, ctx, completion, budgets, tally)
@@ -186,6 +196,7 @@ async def run_agent(
             "prompt_sha256": prompt_hash,
             "prompt_version": prompt_version,
             "usage": tally.usage,
+            "input_tokens": tally.input_tokens,
             "llm_calls": tally.llm_calls,
             "tool_calls": tally.tool_calls,
             "attempts": tally.attempts,
@@ -194,19 +205,34 @@ async def run_agent(
         return AgentResult(output=output, meta=meta)
 
 
-def check_budgets(
-    agent: Agent, system: str, messages: list[dict[str, Any]], budgets: Budgets, deadline: float
+async def check_budgets(
+    agent: Agent,
+    provider: Provider,
+    system: str,
+    messages: list[dict[str, Any]],
+    budgets: Budgets,
+    deadline: float,
+    tally: Tally,
 ) -> None:
-    """Before each call: wall time left, and the next call's input under its token budget."""
+    """Before each call: wall time left, and the next call's input under its token budget
+    (the vendor's count where it has one, else the estimate)."""
     if time.monotonic() > deadline:
         raise BudgetExceeded(f"{agent.name} ran past its {budgets.max_seconds:.0f} s budget")
     estimate = estimate_tokens(system, messages)
-    if estimate > budgets.max_input_tokens:
+    counted = await asyncio.to_thread(
+        provider.count_tokens, system=system, messages=messages, tools=agent.tools
+    )
+    tally.input_tokens["estimated"] = (tally.input_tokens["estimated"] or 0) + estimate
+    if counted is not None:
+        tally.input_tokens["counted"] = (tally.input_tokens["counted"] or 0) + counted
+    tokens, how = (estimate, "estimated") if counted is None else (counted, "counted by the vendor")
+    if tokens > budgets.max_input_tokens:
         raise BudgetExceeded(
-            f"{agent.name}: the next call needs about {estimate} input tokens, over the "
+            f"{agent.name}: the next call needs about {tokens} input tokens ({how}), over the "
             f"budget of {budgets.max_input_tokens}; use a shallower depth level or raise "
             "AMTP_MAX_INPUT_TOKENS",
             estimated_tokens=estimate,
+            counted_tokens=counted,
             budget=budgets.max_input_tokens,
         )
 
@@ -233,6 +259,7 @@ async def call_model(
     tally.llm_calls += 1
     tally.usage["input_tokens"] += completion.input_tokens
     tally.usage["output_tokens"] += completion.output_tokens
+    tally.usage["cache_read_tokens"] += completion.cache_read_tokens
     return completion
 
 

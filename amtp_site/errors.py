@@ -77,6 +77,28 @@ class LlmProviderRejected(NonRetryableError):
     """The LLM vendor refused the request for good (401, 403, 400 bad request)."""
 
 
+class LlmQuotaExhausted(LlmProviderRejected):
+    """A spend limit or quota is used up (Anthropic's spend-limit 429s, OpenAI's
+    ``insufficient_quota``): a 429 that no retry clears until someone raises the limit."""
+
+
+class LlmOutputTruncated(NonRetryableError):
+    """The answer stopped at the output token limit (``max_tokens`` / ``length``); the same
+    request would stop there again."""
+
+
+class LlmRefusal(NonRetryableError):
+    """The model declined to answer (stop reason ``refusal``)."""
+
+
+class LlmContentFiltered(NonRetryableError):
+    """The vendor's content filter withheld the answer (``finish_reason: content_filter``)."""
+
+
+class LlmContextOverflow(NonRetryableError):
+    """The conversation does not fit the model's context window."""
+
+
 # --- Repository hosts and pull requests ------------------------------------------------
 
 

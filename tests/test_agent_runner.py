@@ -17,7 +17,10 @@ from amtp_site.canonical import canonical_text
 from amtp_site.errors import (
     BudgetExceeded,
     ContractViolation,
+    LlmContextOverflow,
+    LlmOutputTruncated,
     LlmProviderError,
+    LlmRefusal,
     MalformedLlmOutput,
     SchemaValidationError,
 )
@@ -29,7 +32,14 @@ from tests.contract_examples import (
     RUN_ID,
 )
 from tests.factories import RepositoryFactory
-from tests.fakes.llm_api import FakeAnthropic, FakeOpenAI, HttpError, tool_results, tool_use
+from tests.fakes.llm_api import (
+    FakeAnthropic,
+    FakeOpenAI,
+    HttpError,
+    Text,
+    tool_results,
+    tool_use,
+)
 from tests.gitrepo import git, make_git_repo
 
 UPSTREAM_ID = "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a"
@@ -74,8 +84,8 @@ def test_one_system_prompt_one_canonical_envelope_and_low_temperature(anthropic_
     assert result.output == CASES_OUTPUT
     (request,) = anthropic_fake.requests
     body = request.json
-    assert isinstance(body["system"], str) and "Test Case Generator" in body["system"]
-    assert body["temperature"] <= 0.2
+    assert "Test Case Generator" in request.system and len(body["system"]) == 1
+    assert body["temperature"] <= 0.2  # Sonnet 4.6 still takes it (agents/providers/models.py)
     assert len(body["messages"]) == 1 and body["messages"][0]["role"] == "user"
     envelope = {
         "run_id": RUN_ID,
@@ -139,9 +149,12 @@ def test_vendor_overload_is_retryable(anthropic_fake, status):
 
 
 def test_input_budget_fails_before_the_call_naming_size_and_budget(anthropic_fake):
-    with pytest.raises(BudgetExceeded, match=r"about \d+ input tokens, over the budget of 100"):
+    with pytest.raises(
+        BudgetExceeded,
+        match=r"about \d+ input tokens \(counted by the vendor\), over the budget of 100",
+    ):
         generate(anthropic(anthropic_fake), budgets=Budgets(max_input_tokens=100))
-    assert anthropic_fake.requests == []
+    assert anthropic_fake.requests == [] and len(anthropic_fake.token_counts) == 1
 
 
 def test_openai_compatible_sends_seed_top_p_and_low_temperature():
@@ -227,6 +240,17 @@ def test_crawler_tool_use_over_mcp_with_hostile_content(tmp_path, valkey, anthro
     assert result.output["cache_hits"] >= 1 and result.meta["tool_calls"] == 3
     leak = tool_results(anthropic_fake.requests[3].json)
     assert any("not a file" in v for v in leak.values())
+    # Each turn marks its newest message for the prompt cache; only that one is marked.
+    for request in anthropic_fake.requests:
+        marks = [
+            b
+            for m in request.messages
+            if isinstance(m["content"], list)
+            for b in m["content"]
+            if "cache_control" in b
+        ]
+        assert marks == [request.messages[-1]["content"][-1]]
+    assert len(anthropic_fake.token_counts) == 4 and result.meta["input_tokens"]["counted"] > 0
 
 
 def test_engineer_obeying_a_hostile_readme_is_refused_with_every_unsafe_path(anthropic_fake):
@@ -261,7 +285,7 @@ def test_engineer_obeying_a_hostile_readme_is_refused_with_every_unsafe_path(ant
         )
     text = str(caught.value.to_dict())
     assert ".github/workflows/x.yml" in text and "etc/passwd" in text
-    system = anthropic_fake.requests[0].json["system"]
+    system = anthropic_fake.requests[0].system
     assert "e2e/amtp/" in system and "{test_dir}" not in system
 
 
@@ -292,3 +316,34 @@ def test_absolute_paths_already_break_the_schema(anthropic_fake):
                 upstream=upstream_ref("test_case_generator", str(uuid.uuid4())),
             )
         )
+
+
+def test_the_budget_check_uses_the_vendors_count_and_meta_keeps_both(anthropic_fake):
+    anthropic_fake.script([GOOD])
+    counts = generate(anthropic(anthropic_fake)).meta["input_tokens"]
+    estimated, counted = counts["estimated"], counts["counted"]
+    assert counted > estimated > 0  # the fake counts 3 bytes per token, the estimate 4 chars
+    between = Budgets(max_input_tokens=(estimated + counted) // 2)
+    with pytest.raises(BudgetExceeded, match="counted by the vendor") as caught:
+        generate(anthropic(anthropic_fake), budgets=between)
+    assert caught.value.details["counted_tokens"] == counted
+    assert caught.value.details["estimated_tokens"] == estimated
+    with FakeAnthropic(count_tokens=False) as gateway:  # no counting: the estimate decides
+        gateway.script([GOOD])
+        meta = generate(anthropic(gateway), budgets=between).meta
+    assert meta["input_tokens"] == {"estimated": estimated, "counted": None}
+
+
+@pytest.mark.parametrize(
+    "reply, error_class",
+    [
+        (Text(GOOD[:200], truncated=True), LlmOutputTruncated),
+        (Text("", stop="refusal"), LlmRefusal),
+        (Text(GOOD[:200], stop="model_context_window_exceeded"), LlmContextOverflow),
+    ],
+)
+def test_an_answer_that_ended_early_is_final_not_malformed(anthropic_fake, reply, error_class):
+    anthropic_fake.script([reply, GOOD])
+    with pytest.raises(error_class) as caught:
+        generate(anthropic(anthropic_fake))
+    assert not caught.value.retryable and len(anthropic_fake.requests) == 1

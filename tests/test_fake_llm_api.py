@@ -1,6 +1,7 @@
 """The LLM API fakes, exercised through the real `anthropic` and `openai` SDKs."""
 
 import json
+import math
 
 import anthropic
 import openai
@@ -8,12 +9,15 @@ import pytest
 
 from tests.fakes.llm_api import (
     NO_REPLY_LEFT,
+    STOP_REASONS,
     FakeAnthropic,
     FakeOpenAI,
     HttpError,
     Text,
     ToolCall,
     ToolUse,
+    anthropic_spend_limit,
+    openai_quota,
     tool_results,
     tool_use,
 )
@@ -63,9 +67,7 @@ def test_anthropic_text_reply_and_recorded_request(claude):
     fenced = '```json\n{"verdict": "ok"}\n```'
     fake.script([fenced])
 
-    message = ask_claude(
-        client, system="You are a reviewer.", extra_body={"temperature": 0.1, "top_p": 0.9}
-    )
+    message = ask_claude(client, system="You are a reviewer.", extra_body={"temperature": 0.1})
 
     assert message.type == "message" and message.role == "assistant"
     assert message.model == CLAUDE
@@ -80,7 +82,7 @@ def test_anthropic_text_reply_and_recorded_request(claude):
     assert "anthropic-version" in request.headers
     assert request.system == "You are a reviewer."
     assert request.messages == HELLO
-    assert request.json["temperature"] == 0.1 and request.json["top_p"] == 0.9
+    assert request.json["temperature"] == 0.1
     assert json.loads(request.body) == request.json
     assert fake.pending == []
 
@@ -364,3 +366,229 @@ def test_wrong_base_url_is_a_404(gpt):
     client = openai.OpenAI(base_url=fake.url, api_key="test", max_retries=0)  # no "/v1"
     with pytest.raises(openai.NotFoundError, match="/chat/completions"):
         ask_gpt(client)
+
+
+# -- as strict as the services -----------------------------------------------------------------
+@pytest.mark.parametrize("stop", sorted(STOP_REASONS - {"tool_use"}))
+def test_anthropic_every_stop_reason_is_producible(claude, stop):
+    fake, client = claude
+    fake.script([Text("partial", stop=stop, refusal_category="cyber")])
+    message = ask_claude(client)
+    assert message.stop_reason == stop
+    if stop == "refusal":
+        assert message.stop_details.type == "refusal" and message.stop_details.category == "cyber"
+    else:
+        assert message.stop_details is None
+
+
+@pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
+@pytest.mark.parametrize(
+    "model", ["claude-sonnet-9-9", "claude-opus-4-0", "claude-3-opus-20240229"]
+)
+def test_anthropic_unknown_and_retired_models_are_not_found(claude, model):
+    fake, client = claude
+    with pytest.raises(anthropic.NotFoundError) as caught:
+        ask_claude(client, model=model)
+    assert caught.value.type == "not_found_error" and caught.value.api_message == f"model: {model}"
+
+
+def test_anthropic_extra_models_are_served():
+    with FakeAnthropic(extra_models=["claude-sonnet-9-9"]) as fake:
+        client = anthropic.Anthropic(base_url=fake.url, api_key="test", max_retries=0)
+        fake.script(["ok"])
+        assert ask_claude(client, model="claude-sonnet-9-9").content[0].text == "ok"
+
+
+@pytest.mark.parametrize(
+    ("model", "sampling", "message"),
+    [
+        ("claude-opus-4-7", {"temperature": 0.1}, "`temperature` is deprecated for this model."),
+        ("claude-fable-5", {"top_p": 0.5}, "`top_p` is deprecated for this model."),
+        ("claude-sonnet-5-5", {"top_k": 5}, "`top_k` is deprecated for this model."),
+        (
+            "claude-sonnet-4-6",
+            {"temperature": 0.1, "top_p": 0.9},
+            "`temperature` and `top_p` cannot both be specified for this model. Please use only one.",
+        ),
+    ],
+)
+def test_anthropic_refuses_sampling_parameters_the_model_does_not_take(
+    claude, model, sampling, message
+):
+    fake, client = claude
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        ask_claude(client, model=model, extra_body=sampling)
+    assert caught.value.api_message == message and caught.value.type == "invalid_request_error"
+
+
+def test_anthropic_takes_sampling_where_the_model_does(claude):
+    fake, client = claude
+    fake.script(["a", "b"])
+    ask_claude(client, model="claude-sonnet-4-6", extra_body={"temperature": 0.1})
+    ask_claude(client, model="claude-sonnet-5-5")
+    assert [r.status for r in fake.requests] == [200, 200]
+
+
+def _marked(text: str) -> dict:
+    return {"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}
+
+
+def test_anthropic_prompt_cache_writes_then_reads(claude):
+    fake, client = claude
+    fake.script(["one", "two", "three"])
+    system = [_marked("You review code. " * 400)]  # ~2,300 tokens: cacheable
+    first = ask_claude(client, system=system).usage
+    second = ask_claude(client, system=system).usage
+    short = ask_claude(client, system=[_marked("Be brief.")]).usage  # under the minimum
+    assert first.cache_creation_input_tokens > 2000 and first.cache_read_input_tokens == 0
+    assert second.cache_read_input_tokens == first.cache_creation_input_tokens
+    assert second.cache_creation_input_tokens == 0 and second.input_tokens == first.input_tokens
+    assert short.cache_creation_input_tokens == short.cache_read_input_tokens == 0
+
+
+def test_anthropic_refuses_more_than_four_cache_breakpoints(claude):
+    fake, client = claude
+    with pytest.raises(anthropic.BadRequestError, match="A maximum of 4 blocks with cache_control"):
+        ask_claude(client, system=[_marked(f"part {i}") for i in range(5)])
+
+
+def test_anthropic_count_tokens(claude):
+    fake, client = claude
+    counted = client.messages.count_tokens(model=CLAUDE, messages=HELLO, system="Be brief.")
+    blocks = [
+        '{"text": "Be brief.", "type": "text"}',
+        '{"role": "user", "text": "hello", "type": "text"}',
+    ]
+    assert counted.input_tokens == sum(math.ceil(len(b) / 3) for b in blocks)  # 3 bytes a token
+    assert fake.requests == [] and fake.token_counts[0].json["system"] == "Be brief."
+    with pytest.raises(anthropic.BadRequestError, match="model: Field required"):
+        client.messages.count_tokens(model=anthropic.omit, messages=HELLO)
+    with FakeAnthropic(count_tokens=False) as gateway:
+        client = anthropic.Anthropic(base_url=gateway.url, api_key="test", max_retries=0)
+        with pytest.raises(anthropic.NotFoundError):
+            client.messages.count_tokens(model=CLAUDE, messages=HELLO)
+
+
+@pytest.mark.parametrize(
+    ("code", "error_class"),
+    [
+        ("enforced_spend_limit_reached", anthropic.EnforcedSpendLimitReachedError),
+        ("contract_spend_limit_reached", anthropic.ContractSpendLimitReachedError),
+        (
+            "linked_organization_spend_limit_reached",
+            anthropic.LinkedOrganizationSpendLimitReachedError,
+        ),
+    ],
+)
+def test_anthropic_spend_limits_reach_the_sdk_as_its_own_classes(claude, code, error_class):
+    fake, client = claude
+    fake.script([anthropic_spend_limit(code)])
+    with pytest.raises(error_class) as caught:
+        ask_claude(client)
+    assert caught.value.error_code == code and "retry-after" not in caught.value.response.headers
+
+
+def test_the_sdks_obey_x_should_retry(claude, gpt):
+    fake, _ = claude
+    client = anthropic.Anthropic(base_url=fake.url, api_key="test", max_retries=2)
+    fake.script(
+        [
+            HttpError(429, retry_after=0.01, headers={"x-should-retry": "false"}),
+            HttpError(400, headers={"x-should-retry": "true"}, retry_after=0.01),
+            "done",
+        ]
+    )
+    with pytest.raises(anthropic.RateLimitError):
+        ask_claude(client)
+    assert ask_claude(client).content[0].text == "done"  # the 400 was retried
+    assert [r.status for r in fake.requests] == [429, 400, 200]
+
+
+@pytest.mark.parametrize("code", ["insufficient_quota", "credit_balance_exhausted"])
+def test_openai_quota_429(gpt, code):
+    fake, client = gpt
+    fake.script([openai_quota(code)])
+    with pytest.raises(openai.RateLimitError) as caught:
+        ask_gpt(client)
+    assert caught.value.code == code and caught.value.type == "insufficient_quota"
+    assert "retry-after" not in caught.value.response.headers
+
+
+def test_openai_finish_reasons_and_refusal(gpt):
+    fake, client = gpt
+    fake.script([Text("", stop="content_filter"), Text("I can't help with that.", stop="refusal")])
+    filtered = ask_gpt(client).choices[0]
+    assert filtered.finish_reason == "content_filter"
+    refused = ask_gpt(client).choices[0]
+    assert refused.finish_reason == "stop" and refused.message.content is None
+    assert refused.message.refusal == "I can't help with that."
+
+
+def test_openai_reasoning_models_refuse_sampling_and_max_tokens(gpt):
+    fake, client = gpt
+    with pytest.raises(openai.BadRequestError, match="Only the default \\(1\\) value"):
+        ask_gpt(client, model="o3", temperature=0.1)
+    with pytest.raises(openai.BadRequestError, match="Use 'max_completion_tokens' instead"):
+        ask_gpt(client, model="gpt-5.4-mini", max_tokens=100)
+    with pytest.raises(openai.BadRequestError) as caught:
+        ask_gpt(client, model="gpt-5.4-mini", top_p=1)
+    assert caught.value.code == "unsupported_parameter" and caught.value.param == "top_p"
+    fake.script(["ok"])
+    assert ask_gpt(client, model="gpt-5.4-mini", max_completion_tokens=100).choices[0]
+
+
+def _client(fake) -> openai.OpenAI:
+    return openai.OpenAI(base_url=fake.url + "/v1", api_key="x", max_retries=0)
+
+
+@pytest.mark.parametrize(
+    ("flavour", "status", "words"),
+    [
+        ("ollama", 404, 'model "qwen3" not found, try pulling it first'),
+        ("vllm", 404, "The model `qwen3` does not exist."),
+        ("openai", 404, "does not exist or you do not have access to it"),
+    ],
+)
+def test_openai_compatible_missing_model(flavour, status, words):
+    with FakeOpenAI(flavour=flavour, models={"llama3.1"}) as fake:
+        with pytest.raises(openai.NotFoundError) as caught:
+            ask_gpt(_client(fake), model="qwen3")
+    assert words in str(caught.value)
+
+
+def test_openai_compatible_servers_without_tools():
+    tools = {"tools": [READ_FILE_OPENAI]}
+    with FakeOpenAI(flavour="vllm", tools=False) as fake:
+        fake.script(["no tools asked: fine"])
+        assert ask_gpt(_client(fake)).choices[0].message.content == "no tools asked: fine"
+        with pytest.raises(openai.BadRequestError) as caught:
+            ask_gpt(_client(fake), **tools)
+    assert caught.value.body["object"] == "error" and caught.value.code == "400"
+    assert '"auto" tool choice requires --enable-auto-tool-choice' in caught.value.body["message"]
+    with FakeOpenAI(flavour="ollama", tools=False) as fake:
+        with pytest.raises(openai.BadRequestError, match="gemma3:4b does not support tools"):
+            ask_gpt(_client(fake), model="gemma3:4b", **tools)
+    with pytest.raises(ValueError):
+        FakeOpenAI(flavour="openai", tools=False)
+
+
+@pytest.mark.parametrize(
+    ("flavour", "words"),
+    [
+        ("openai", "This model's maximum context length is 10 tokens"),
+        ("vllm", "you requested"),
+        ("lmstudio", "greater than the context length (n_keep:"),
+    ],
+)
+def test_openai_compatible_prompt_over_the_window_is_refused(flavour, words):
+    with FakeOpenAI(flavour=flavour, context_window=10) as fake:
+        with pytest.raises(openai.BadRequestError) as caught:
+            ask_gpt(_client(fake), messages=[{"role": "user", "content": "x" * 100}])
+    assert words in str(caught.value.body)  # LM Studio's `error` is a bare string
+
+
+def test_ollama_cuts_a_long_prompt_silently():
+    with FakeOpenAI(flavour="ollama", context_window=10) as fake:
+        fake.script(["ok"])
+        completion = ask_gpt(_client(fake), messages=[{"role": "user", "content": "x" * 100}])
+    assert completion.choices[0].finish_reason == "stop" and completion.usage.prompt_tokens == 10

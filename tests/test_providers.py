@@ -3,27 +3,52 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
+import typing
+from datetime import date
 
 import anthropic
 import openai
 import pytest
+from anthropic._data import DEPRECATED_MODELS as ANTHROPIC_DEPRECATED
+from anthropic.resources.messages import DEPRECATED_MODELS as ANTHROPIC_DEPRECATED_TOO
+from django.core.management import call_command
+from django.core.management.base import CommandError
 
 import agents.providers as providers_module
 import agents.providers.anthropic as anthropic_module
+import agents.providers.models as models_module
 import agents.providers.openai as openai_module
+import agents.providers.probe as probe_module
 import agents.providers.vendor as vendor_module
-from agents.providers import make_provider
+from agents.providers import DEFAULT_MODELS, make_provider
 from agents.providers.anthropic import AnthropicProvider
 from agents.providers.base import SEED, ProviderOptions, ToolCall, ToolResult, ToolSpec
+from agents.providers.models import end_of_life, takes_temperature
 from agents.providers.openai import INVALID_ARGUMENTS_KEY, OpenAIProvider
-from amtp_site.errors import ConfigurationError, LlmProviderError, LlmProviderRejected
+from agents.providers.probe import check_providers
+from amtp_site import errors
+from amtp_site.errors import (
+    ConfigurationError,
+    LlmContentFiltered,
+    LlmContextOverflow,
+    LlmOutputTruncated,
+    LlmProviderError,
+    LlmProviderRejected,
+    LlmQuotaExhausted,
+    LlmRefusal,
+)
 from tests.fakes.llm_api import (
+    CLAUDE_MODELS,
+    SPEND_LIMITS,
     FakeAnthropic,
     FakeOpenAI,
     HttpError,
     Text,
     ToolUse,
+    anthropic_spend_limit,
+    openai_quota,
     tool_results,
     tool_use,
 )
@@ -54,10 +79,12 @@ SCHEMA = {
     "properties": {"entry_points": {"type": "array", "items": {"type": "string"}}},
 }
 ANSWER = '{"entry_points": ["src/main.py"]}'
+CLAUDE = "claude-sonnet-4-6"  # still takes temperature
+LOCAL_MODEL = "llama3.1"  # a local server's model: takes every sampling parameter
 
 
 def options(**overrides) -> ProviderOptions:
-    return ProviderOptions(**({"model": "model-x", "timeout_seconds": 5.0} | overrides))
+    return ProviderOptions(**({"model": LOCAL_MODEL, "timeout_seconds": 5.0} | overrides))
 
 
 @pytest.fixture
@@ -74,7 +101,10 @@ def gpt():
 
 def make_claude(fake, **overrides) -> AnthropicProvider:
     return AnthropicProvider(
-        options(**overrides), agent="repo_crawler", api_key=KEY, base_url=fake.url
+        options(**({"model": CLAUDE} | overrides)),
+        agent="repo_crawler",
+        api_key=KEY,
+        base_url=fake.url,
     )
 
 
@@ -111,11 +141,14 @@ def test_anthropic_one_turn_request_and_usage(claude):
     completion = ask(make_claude(claude, temperature=0.2, max_output_tokens=2048))
 
     (request,) = claude.requests
-    assert request.system == SYSTEM and isinstance(request.json.get("system"), str)
+    # The system prompt is one block marked for the prompt cache.
+    assert request.json["system"] == [
+        {"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}
+    ]
     assert request.messages == [{"role": "user", "content": FIRST}]  # no system turn in there
-    assert request.json.get("temperature") == 0.2  # sent through extra_body
-    assert "top_p" not in request.json  # defaults to 1; newer models refuse both set at once
-    assert request.json.get("model") == "model-x" and request.json.get("max_tokens") == 2048
+    assert request.json.get("temperature") == 0.2  # sent through extra_body: Sonnet 4.6 takes it
+    assert "top_p" not in request.json  # defaults to 1; these models refuse both set at once
+    assert request.json.get("model") == CLAUDE and request.json.get("max_tokens") == 2048
     assert "tools" not in request.json and "output_config" not in request.json
     assert completion.text == ANSWER and completion.tool_calls == []
     assert completion.input_tokens > 0 and completion.output_tokens > 0
@@ -278,9 +311,15 @@ def test_openai_malformed_tool_arguments_reach_the_runner_as_a_bad_call(gpt):
     assert request.messages[2]["tool_calls"][0]["function"]["arguments"] == raw  # verbatim
 
 
-def test_openai_truncated_answer_is_reported_as_max_tokens(gpt):
+def test_openai_truncated_answer_is_a_final_error_naming_the_setting(gpt):
     gpt.script([Text("x" * 400, truncated=True)])
-    assert ask(make_gpt(gpt)).stop_reason == "max_tokens"
+    with pytest.raises(LlmOutputTruncated) as caught:
+        ask(make_gpt(gpt, max_output_tokens=50))
+    assert caught.value.message == vendor_module.TRUNCATED.format(
+        vendor="openai", model=LOCAL_MODEL, limit=50
+    )
+    assert "raise AMTP_MAX_OUTPUT_TOKENS" in caught.value.message
+    assert not caught.value.retryable and len(gpt.requests) == 1
 
 
 VENDORS = [(make_claude, FakeAnthropic), (make_gpt, FakeOpenAI)]
@@ -350,7 +389,8 @@ def test_timeout_is_retryable(make, fake_class):
     with fake_class() as fake:
         fake.script([slow])
         with pytest.raises(LlmProviderError, match="no answer within 0.2 s") as caught:
-            ask(make(fake, timeout_seconds=0.2))
+            # 5 output tokens: the answer's own time (0.14 s) is below the setting.
+            ask(make(fake, timeout_seconds=0.2, max_output_tokens=5))
     assert_no_key(caught.value)
 
 
@@ -447,3 +487,375 @@ def test_a_timeout_that_cannot_work_is_a_configuration_error(settings, timeout):
     with pytest.raises(ConfigurationError) as caught:
         make_provider("repo_crawler")
     assert caught.value.message == providers_module.BAD_TIMEOUT.format(value=timeout)
+
+
+# -- what each model accepts -------------------------------------------------------------------
+def _current(vendor: str, names) -> list[str]:
+    return sorted(n for n in names if (end_of_life(vendor, n) or date.max) > date.today())
+
+
+CURRENT_CLAUDES = _current("anthropic", CLAUDE_MODELS)
+OPENAI_MODELS = typing.get_args(openai.types.ChatModel)
+CURRENT_GPTS = _current("openai", OPENAI_MODELS)
+
+
+@pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
+def test_no_request_carries_a_parameter_the_model_refuses(claude):
+    """Every model the SDK names (and the default) through the strict fake, with and without
+    tools: no 400 for a sampling parameter, and temperature exactly where the model takes it."""
+    models = sorted({*CURRENT_CLAUDES, DEFAULT_MODELS["anthropic"]})
+    claude.script([ANSWER] * len(models) * 2)
+    for model in models:
+        provider = make_claude(claude, model=model)
+        assert ask(provider).text == ANSWER
+        assert ask(provider, tools=TOOLS).text == ANSWER
+    assert [r.status for r in claude.requests] == [200] * len(models) * 2
+    for request in claude.requests:
+        model = request.json["model"]
+        assert ("temperature" in request.json) == takes_temperature("anthropic", model), model
+        assert "top_p" not in request.json and "top_k" not in request.json
+    assert not takes_temperature("anthropic", DEFAULT_MODELS["anthropic"])
+    assert {"claude-opus-4-7", "claude-opus-4-8", "claude-sonnet-5", "claude-fable-5"} <= set(
+        m for m in models if not takes_temperature("anthropic", m)
+    )
+
+
+def test_no_openai_request_carries_a_parameter_the_model_refuses():
+    models = sorted({*CURRENT_GPTS, DEFAULT_MODELS["openai"]})
+    with FakeOpenAI(flavour="openai") as fake:
+        fake.script([ANSWER] * len(models))
+        for model in models:
+            assert ask(make_gpt(fake, model=model)).text == ANSWER
+        assert [r.status for r in fake.requests] == [200] * len(models)
+        sent = {r.json["model"]: r.json for r in fake.requests}
+    assert "temperature" not in sent["gpt-5.4-mini"] and "top_p" not in sent["gpt-5.4-mini"]
+    assert sent["gpt-5.4-mini"]["max_completion_tokens"] == 8192
+    assert sent["gpt-4o"]["temperature"] == 0.1 and sent["gpt-4o"]["max_tokens"] == 8192
+
+
+def test_the_strict_fakes_do_refuse_what_the_services_refuse(claude):
+    """The tests above only mean something if the fakes refuse: they do, in the vendors' words."""
+    client = anthropic.Anthropic(base_url=claude.url, api_key=KEY, max_retries=0)
+    with pytest.raises(anthropic.BadRequestError, match="`temperature` is deprecated"):
+        client.messages.create(
+            model="claude-opus-4-7",
+            max_tokens=5,
+            messages=HELLO,
+            extra_body={"temperature": 0.1},
+        )
+    with FakeOpenAI() as fake:
+        client = openai.OpenAI(base_url=fake.url + "/v1", api_key=KEY, max_retries=0)
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.chat.completions.create(model="o3", messages=HELLO, temperature=0.1)
+    assert caught.value.code == "unsupported_value"
+
+
+def test_default_models_are_current():
+    assert DEFAULT_MODELS["anthropic"] in CLAUDE_MODELS
+    assert DEFAULT_MODELS["anthropic"] not in {**ANTHROPIC_DEPRECATED, **ANTHROPIC_DEPRECATED_TOO}
+    assert DEFAULT_MODELS["openai"] in OPENAI_MODELS
+    assert end_of_life("openai", DEFAULT_MODELS["openai"]) is None
+    assert end_of_life("openai", "gpt-4o-mini") == date(2027, 1, 14)  # the old default
+    assert end_of_life("anthropic", "claude-sonnet-4-5") == date(2026, 11, 30)  # the old default
+
+
+def _use(settings, provider: str, url: str, model: str = "") -> None:
+    settings.AMTP_LLM_PROVIDER = provider
+    settings.AMTP_LLM_MODEL = model
+    settings.AMTP_MODELS = {}
+    settings.ANTHROPIC_API_KEY = settings.OPENAI_API_KEY = KEY
+    settings.ANTHROPIC_BASE_URL = url if provider == "anthropic" else ""
+    settings.OPENAI_BASE_URL = url + "/v1" if provider == "openai" else ""
+
+
+def test_a_deprecated_model_warns_with_its_end_of_life(settings, monkeypatch, caplog, claude):
+    _use(settings, "anthropic", claude.url, "claude-sonnet-4-5")
+    monkeypatch.setattr(models_module, "today", lambda: date(2026, 11, 1))
+    with caplog.at_level(logging.WARNING, logger="amtp.agents"):
+        provider = make_provider("repo_crawler")
+    assert provider.model == "claude-sonnet-4-5"
+    assert caplog.messages == [
+        models_module.DEPRECATED.format(
+            source="AMTP_LLM_MODEL",
+            model="claude-sonnet-4-5",
+            vendor="anthropic",
+            eol=date(2026, 11, 30),
+            default=DEFAULT_MODELS["anthropic"],
+        )
+    ]
+    assert "retires it on 2026-11-30" in caplog.messages[0]
+
+
+@pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
+def test_a_retired_model_is_a_configuration_error(settings, claude):
+    _use(settings, "anthropic", claude.url)
+    settings.AMTP_MODELS = {"repo_crawler": "claude-opus-4-0"}
+    with pytest.raises(ConfigurationError) as caught:
+        make_provider("repo_crawler")
+    assert caught.value.message.startswith(
+        "AMTP_MODEL_REPO_CRAWLER='claude-opus-4-0' was retired on 2026-06-15"
+    )
+    assert not caught.value.retryable and claude.requests == []
+    # The fake answers a retired model as the API does.
+    with pytest.raises(LlmProviderRejected, match="404 not_found_error: model: claude-opus-4-0"):
+        ask(make_claude(claude, model="claude-opus-4-0"))
+
+
+# -- how an answer ends ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "stop, error_class, words",
+    [
+        ("max_tokens", LlmOutputTruncated, "raise AMTP_MAX_OUTPUT_TOKENS"),
+        ("refusal", LlmRefusal, "refused to answer (cyber)"),
+        ("model_context_window_exceeded", LlmContextOverflow, "lower AMTP_MAX_INPUT_TOKENS"),
+    ],
+)
+def test_anthropic_stop_reasons_are_final_errors_saying_what_to_change(
+    claude, stop, error_class, words
+):
+    claude.script([Text('{"entry', stop=stop, refusal_category="cyber")])
+    with pytest.raises(error_class) as caught:
+        ask(make_claude(claude))
+    assert words in caught.value.message and caught.value.message.startswith("anthropic " + CLAUDE)
+    assert error_class.__name__ in errors.non_retryable_error_types()
+    assert caught.value.details["stop_reason"] == stop and len(claude.requests) == 1
+
+
+@pytest.mark.parametrize("stop", ["end_turn", "stop_sequence"])
+def test_anthropic_normal_stops_pass(claude, stop):
+    claude.script([Text(ANSWER, stop=stop)])
+    assert ask(make_claude(claude)).text == ANSWER
+
+
+def test_anthropic_paused_turn_is_continued(claude):
+    claude.script([Text('{"entry_points": ', stop="pause_turn"), '["src/main.py"]}'])
+    completion = ask(make_claude(claude), tools=TOOLS)
+    assert completion.text == ANSWER and completion.stop_reason == "end_turn"
+    continued = claude.requests[1].messages
+    assert continued[-1]["role"] == "assistant"
+    assert continued[-1]["content"][0]["text"] == '{"entry_points": '
+
+
+@pytest.mark.parametrize(
+    "reply, error_class, words",
+    [
+        (Text("x", stop="content_filter"), LlmContentFiltered, "content filter withheld"),
+        (Text("I can't help with that.", stop="refusal"), LlmRefusal, "I can't help with that."),
+        (Text("x" * 400, truncated=True), LlmOutputTruncated, "AMTP_MAX_OUTPUT_TOKENS=8192"),
+    ],
+)
+def test_openai_finish_reasons_are_final_errors(gpt, reply, error_class, words):
+    gpt.script([reply])
+    with pytest.raises(error_class, match=words.replace("(", r"\(")) as caught:
+        ask(make_gpt(gpt))
+    assert not caught.value.retryable
+
+
+# -- limits that retries cannot clear, and the server's own word -------------------------------
+@pytest.mark.parametrize(
+    "code",
+    [
+        "enforced_spend_limit_reached",
+        "contract_spend_limit_reached",
+        "linked_organization_spend_limit_reached",
+    ],
+)
+def test_anthropic_spend_limits_are_final(claude, code):
+    claude.script([anthropic_spend_limit(code)])
+    with pytest.raises(LlmQuotaExhausted) as caught:
+        ask(make_claude(claude))
+    exc = caught.value
+    assert not exc.retryable and exc.details["error_code"] == code
+    assert exc.details["status"] == SPEND_LIMITS[code][0]  # 429 (402 for a linked organization)
+    assert "raise the spend limit" in exc.message and "retry_after" not in exc.details
+
+
+def test_a_ramp_limit_429_is_still_retried(claude):
+    # ramp_limit_exceeded: "Retry after the time in the retry-after header" (SDK docstring)
+    claude.script([HttpError(429, "Ramp limit", code="ramp_limit_exceeded", retry_after=3)])
+    with pytest.raises(LlmProviderError) as caught:
+        ask(make_claude(claude))
+    assert caught.value.retryable and caught.value.details["retry_after"] == 3.0
+
+
+@pytest.mark.parametrize("code", ["insufficient_quota", "credit_balance_exhausted"])
+def test_openai_quota_is_final(gpt, code):
+    gpt.script([openai_quota(code)])
+    with pytest.raises(LlmQuotaExhausted, match="You exceeded your current quota") as caught:
+        ask(make_gpt(gpt))
+    assert caught.value.details["error_code"] == code and not caught.value.retryable
+
+
+@pytest.mark.parametrize("make, fake_class", VENDORS)
+def test_x_should_retry_decides_when_sent(make, fake_class):
+    with fake_class() as fake:
+        fake.script(
+            [
+                HttpError(429, "busy", headers={"x-should-retry": "false"}),
+                HttpError(400, "try again", headers={"x-should-retry": "true"}),
+            ]
+        )
+        with pytest.raises(LlmProviderRejected):
+            ask(make(fake))
+        with pytest.raises(LlmProviderError):
+            ask(make(fake))
+
+
+def test_context_overflow_errors_are_final_whatever_the_server(claude):
+    with FakeAnthropic(context_window=50) as small:
+        small.script([ANSWER])
+        with pytest.raises(LlmContextOverflow, match="prompt is too long: \\d+ tokens > 50"):
+            ask(make_claude(small))
+    for flavour, words in (("openai", "maximum context length is 20"), ("lmstudio", "n_ctx: 20")):
+        with FakeOpenAI(flavour=flavour, context_window=20) as fake:
+            with pytest.raises(LlmContextOverflow, match=words) as caught:
+                ask(make_gpt(fake))
+        assert "OLLAMA_CONTEXT_LENGTH" in caught.value.message
+
+
+# -- timeouts, caching, counting ---------------------------------------------------------------
+def test_the_timeout_grows_with_the_output_budget(claude, gpt):
+    big = make_claude(claude, timeout_seconds=120, max_output_tokens=16_000)
+    assert big.timeout == 450 and big._client.timeout == 450  # the SDK's own estimate
+    small = make_gpt(gpt, timeout_seconds=120, max_output_tokens=1000)
+    assert small.timeout == 120 and small._client.timeout == 120
+
+
+def test_the_crawler_conversation_is_cached_up_to_its_newest_message(claude):
+    provider = make_claude(claude)
+    long_first = [{"role": "user", "content": FIRST + " " + "x" * 6000}]
+    claude.script([tool_use("repo_tree", {}, id="toolu_1"), ANSWER])
+    first = ask(provider, long_first, tools=TOOLS)
+    conversation = long_first + [
+        {"role": "assistant", "content": "", "tool_calls": first.tool_calls},
+        {"role": "tool", "results": [ToolResult("toolu_1", "src/main.py")]},
+    ]
+    second = ask(provider, conversation, tools=TOOLS)
+
+    one, two = (r.json["messages"] for r in claude.requests)
+    assert one[-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert two[-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in two[0]["content"][-1]  # only the newest message is marked
+    assert first.cache_read_tokens == 0 and second.cache_read_tokens > 2000
+    # Budgets count every prompt token, cached or not.
+    assert second.input_tokens > first.input_tokens
+
+
+def test_token_counting_uses_the_vendor_and_falls_back(claude, caplog):
+    provider = make_claude(claude)
+    counted = provider.count_tokens(system=SYSTEM, messages=HELLO, tools=TOOLS)
+    (request,) = claude.token_counts
+    assert request.path == "/v1/messages/count_tokens" and claude.requests == []
+    assert request.json["tools"] and "max_tokens" not in request.json
+    estimate = (len(SYSTEM) + len(json.dumps(HELLO))) // 4 + 1
+    assert counted > estimate  # the fake counts 3 bytes per token, not 4 characters
+    with FakeAnthropic(count_tokens=False) as gateway:
+        provider = make_claude(gateway)
+        with caplog.at_level(logging.WARNING, logger="amtp.agents"):
+            assert provider.count_tokens(system=SYSTEM, messages=HELLO, tools=[]) is None
+            assert provider.count_tokens(system=SYSTEM, messages=HELLO, tools=[]) is None
+        assert len(gateway.token_counts) == 1  # not asked again
+    assert "estimating 4 characters per token" in caplog.text and KEY not in caplog.text
+    with FakeOpenAI() as fake:  # no counting endpoint: the runner estimates
+        assert make_gpt(fake).count_tokens(system=SYSTEM, messages=HELLO, tools=[]) is None
+
+
+# -- the start-up probe (manage.py check_providers) --------------------------------------------
+def levels(findings) -> list[str]:
+    return [f.level for f in findings]
+
+
+def test_probe_of_a_working_anthropic_setup(settings, claude):
+    _use(settings, "anthropic", claude.url)
+    claude.script(["OK", tool_use("amtp_probe", {})])
+    findings = check_providers()
+    assert levels(findings) == ["ok", "ok"]
+    assert findings[0].text == f"anthropic answered with model {DEFAULT_MODELS['anthropic']!r}"
+    assert claude.requests[1].tool_names == ["amtp_probe"]
+    assert claude.requests[0].json["max_tokens"] == 64  # cheap
+
+
+def test_probe_says_the_key_is_bad(settings, claude):
+    _use(settings, "anthropic", claude.url)
+    claude.script([HttpError(401)])
+    (finding,) = check_providers()
+    assert finding.level == "error" and "check ANTHROPIC_API_KEY" in finding.text
+    assert KEY not in finding.text
+
+
+@pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
+def test_probe_warns_of_a_deprecated_model_and_stops_at_a_retired_one(
+    settings, monkeypatch, claude
+):
+    monkeypatch.setattr(models_module, "today", lambda: date(2026, 11, 1))
+    _use(settings, "anthropic", claude.url, "claude-sonnet-4-5")
+    claude.script(["OK", "OK"])
+    findings = check_providers()
+    assert levels(findings) == ["warning", "ok", "ok"]
+    assert "retires it on 2026-11-30" in findings[0].text
+    _use(settings, "anthropic", claude.url, "claude-opus-4-0")
+    (finding,) = check_providers()
+    assert finding.level == "error" and "was retired on 2026-06-15" in finding.text
+    assert len(claude.requests) == 2
+
+
+def test_probe_says_a_claude_model_is_unknown(settings):
+    with FakeAnthropic() as fake:
+        _use(settings, "anthropic", fake.url, "claude-sonnet-9")
+        (finding,) = check_providers()
+    assert finding.level == "error" and "model: claude-sonnet-9" in finding.text
+    assert f"e.g. {DEFAULT_MODELS['anthropic']}" in finding.text
+
+
+def test_probe_says_an_ollama_model_is_missing(settings):
+    with FakeOpenAI(flavour="ollama", models={"llama3.1"}) as fake:
+        _use(settings, "openai", fake.url, "qwen3")
+        (finding,) = check_providers()
+    assert finding.level == "error"
+    assert 'model "qwen3" not found, try pulling it first' in finding.text
+    assert "`ollama pull qwen3`" in finding.text
+
+
+def test_probe_says_vllm_needs_its_tool_flags(settings):
+    with FakeOpenAI(flavour="vllm", tools=False) as fake:
+        _use(settings, "openai", fake.url, "Qwen/Qwen2.5-7B-Instruct")
+        fake.script(["OK"])
+        findings = check_providers()
+    assert levels(findings) == ["ok", "error"]
+    assert "--enable-auto-tool-choice --tool-call-parser" in findings[1].text
+    assert '"auto" tool choice requires' in findings[1].text  # what vLLM said
+
+
+def test_probe_finds_an_ollama_window_that_cuts_prompts(settings):
+    with FakeOpenAI(flavour="ollama", context_window=2048) as fake:
+        _use(settings, "openai", fake.url, "llama3.1")
+        fake.script(["OK", "OK", "OK"])
+        findings = check_providers()
+    assert levels(findings) == ["ok", "ok", "error"]
+    needed = settings.AMTP_MAX_INPUT_TOKENS + settings.AMTP_MAX_OUTPUT_TOKENS
+    assert "kept only 2048 of a prompt of about" in findings[2].text
+    assert f"OLLAMA_CONTEXT_LENGTH={needed}" in findings[2].text
+    with FakeOpenAI(flavour="ollama", context_window=200_000) as fake:
+        _use(settings, "openai", fake.url, "llama3.1")
+        fake.script(["OK", "OK", "OK"])
+        assert levels(check_providers()) == ["ok", "ok", "ok"]
+
+
+def test_probe_finds_an_lm_studio_window_that_refuses_prompts(settings):
+    with FakeOpenAI(flavour="lmstudio", context_window=4096) as fake:
+        _use(settings, "openai", fake.url, "qwen2.5-7b-instruct")
+        fake.script(["OK", "OK"])
+        findings = check_providers()
+    assert levels(findings) == ["ok", "ok", "error"]
+    assert "refused a prompt of about" in findings[2].text and "n_ctx: 4096" in findings[2].text
+
+
+def test_check_providers_command_prints_and_fails_on_errors(settings, capsys):
+    settings.AMTP_LLM_PROVIDER = "offline"
+    call_command("check_providers")
+    assert "offline provider" in capsys.readouterr().out
+    with FakeOpenAI(flavour="ollama", models=set()) as fake:
+        _use(settings, "openai", fake.url, "qwen3")
+        with pytest.raises(CommandError, match="check found errors"):
+            call_command("check_providers")
+    assert "ERROR" in capsys.readouterr().out and probe_module.AGENT == "repo_crawler"

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 
 from agents.providers.base import Provider, ProviderOptions
+from agents.providers.models import model_notice
 from amtp_site.errors import ConfigurationError
 
+log = logging.getLogger("amtp.agents")
+# Current models, none in its SDK's deprecation table (tests/test_providers.py checks that).
 DEFAULT_MODELS = {
-    "anthropic": "claude-sonnet-4-5",
-    "openai": "gpt-4o-mini",
+    "anthropic": "claude-sonnet-5-5",
+    "openai": "gpt-5.4-mini",
     "offline": "amtp-rules-v1",
 }
 UNKNOWN_PROVIDER = "AMTP_LLM_PROVIDER={name!r} is not a provider; set it to one of {choices}"
@@ -19,15 +24,30 @@ BAD_TIMEOUT = (
 
 
 def model_for(agent: str, provider: str | None = None) -> str:
+    return model_choice(agent, provider)[0]
+
+
+def model_choice(agent: str, provider: str | None = None) -> tuple[str, str]:
+    """(model, the setting it came from) for one agent."""
     provider = provider or settings.AMTP_LLM_PROVIDER
-    return (
-        getattr(settings, "AMTP_MODELS", {}).get(agent)
-        or settings.AMTP_LLM_MODEL
-        or DEFAULT_MODELS[provider]
-    )
+    per_agent = f"AMTP_MODEL_{agent.upper()}"
+    if getattr(settings, "AMTP_MODELS", {}).get(agent):
+        return settings.AMTP_MODELS[agent], per_agent
+    if settings.AMTP_LLM_MODEL:
+        return settings.AMTP_LLM_MODEL, "AMTP_LLM_MODEL"
+    return DEFAULT_MODELS[provider], "AMTP_LLM_MODEL (unset: the default)"
 
 
-def provider_options(agent: str, name: str, output_schema: dict | None) -> ProviderOptions:
+def check_model(agent: str, name: str) -> str | None:
+    """The deprecation warning for the agent's model, if any; a retired model raises
+    ``ConfigurationError`` (the vendor would answer 404 to every call)."""
+    model, source = model_choice(agent, name)
+    return model_notice(name, model, source=source, default=DEFAULT_MODELS[name])
+
+
+def provider_options(
+    agent: str, name: str, output_schema: dict | None, max_output_tokens: int | None = None
+) -> ProviderOptions:
     """The options of every provider, from settings; a setting no call could work with is a
     ``ConfigurationError`` here rather than a failure Temporal would retry."""
     if name not in DEFAULT_MODELS:
@@ -36,18 +56,23 @@ def provider_options(agent: str, name: str, output_schema: dict | None) -> Provi
         )
     if settings.AMTP_LLM_TIMEOUT_S <= 0:  # the SDKs would time every call out at once
         raise ConfigurationError(BAD_TIMEOUT.format(value=settings.AMTP_LLM_TIMEOUT_S))
+    notice = check_model(agent, name)
+    if notice:
+        log.warning(notice)
     return ProviderOptions(
         model=model_for(agent, name),
-        max_output_tokens=settings.AMTP_MAX_OUTPUT_TOKENS,
+        max_output_tokens=max_output_tokens or settings.AMTP_MAX_OUTPUT_TOKENS,
         timeout_seconds=settings.AMTP_LLM_TIMEOUT_S,
         output_schema=output_schema,
     )
 
 
-def make_provider(agent: str, *, output_schema: dict | None = None) -> Provider:
+def make_provider(
+    agent: str, *, output_schema: dict | None = None, max_output_tokens: int | None = None
+) -> Provider:
     """A NEW provider (and SDK client) for one agent invocation."""
     name = settings.AMTP_LLM_PROVIDER
-    options = provider_options(agent, name, output_schema)
+    options = provider_options(agent, name, output_schema, max_output_tokens)
     if name == "offline":
         from agents.providers.offline import OfflineProvider
 

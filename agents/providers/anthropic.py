@@ -1,16 +1,31 @@
 """Claude through the official ``anthropic`` SDK (Messages API).
 
 Client setup and error translation are shared with the OpenAI provider (``vendor.py``).
+
+Prompt caching: the system prompt (with the tool list before it) is the same for every call of
+an agent, and the crawler re-sends its whole growing conversation each turn. Both are marked
+``cache_control`` (the system block always; the newest message when the agent has tools), so
+each turn reads the previous turn's prefix from the cache instead of paying for it again.
+Budgets use the vendor's own count (``messages.count_tokens``, free of charge).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import anthropic
 
 from agents.providers.base import Completion, ToolCall, ToolSpec, mcp_tool_name, vendor_tool_name
+from agents.providers.models import takes_temperature
 from agents.providers.vendor import VendorProvider, body_text
+from amtp_site.errors import LlmProviderError
+
+log = logging.getLogger("amtp.agents")
+EPHEMERAL = {"type": "ephemeral"}  # the default 5-minute cache
+COUNT_FAILED = "anthropic: token counting failed ({error}); estimating 4 characters per token"
+MAX_CONTINUATIONS = 3
+KEPT_PAUSING = "anthropic: the model paused its turn {n} times in a row; trying again"
 
 MISSING_KEY = (
     "ANTHROPIC_API_KEY is not set; set it to use AMTP_LLM_PROVIDER=anthropic, "
@@ -26,23 +41,67 @@ class AnthropicProvider(VendorProvider):
     example_base_url = "https://api.anthropic.com"
     missing_key = MISSING_KEY
 
+    _counting = True  # off after the first failed count (e.g. a gateway without the endpoint)
+
     def _send(self, request: dict[str, Any]) -> Any:
         return self._client.messages.create(**request)
+
+    def complete(
+        self, *, system: str, messages: list[dict[str, Any]], tools: list[ToolSpec]
+    ) -> Completion:
+        """One answer. A turn the API paused (stop reason ``pause_turn``) is sent back as is,
+        and the model carries on from it (anthropic/types/message.py, ``stop_reason``)."""
+        completion = super().complete(system=system, messages=messages, tools=tools)
+        for _ in range(MAX_CONTINUATIONS):
+            if completion.stop_reason != "pause_turn":
+                return completion
+            paused = [{"role": "assistant", "content": completion.text}] if completion.text else []
+            more = super().complete(system=system, messages=[*messages, *paused], tools=tools)
+            more.text = completion.text + more.text
+            more.input_tokens += completion.input_tokens
+            more.output_tokens += completion.output_tokens
+            more.cache_read_tokens += completion.cache_read_tokens
+            completion = more
+        if completion.stop_reason == "pause_turn":
+            message = KEPT_PAUSING.format(n=MAX_CONTINUATIONS + 1)
+            raise LlmProviderError(message, vendor=self.name, model=self.options.model)
+        return completion
+
+    def count_tokens(
+        self, *, system: str, messages: list[dict[str, Any]], tools: list[ToolSpec]
+    ) -> int | None:
+        if not self._counting:
+            return None
+        request = self.build_request(system=system, messages=messages, tools=tools)
+        counted = ("model", "system", "messages", "tools", "output_config")
+        try:
+            answer = self._client.messages.count_tokens(
+                **{key: request[key] for key in counted if key in request}
+            )
+        except anthropic.APIError as exc:
+            self._counting = False
+            log.warning(COUNT_FAILED.format(error=self._translate(exc).message))
+            return None
+        return answer.input_tokens
 
     def build_request(
         self, *, system: str, messages: list[dict[str, Any]], tools: list[ToolSpec]
     ) -> dict[str, Any]:
         """The keyword arguments for ``messages.create`` (public so tests can read them)."""
+        vendor_messages = [_to_vendor(m) for m in messages]
+        if tools:  # a growing conversation: cache it up to the newest message
+            _mark_for_cache(vendor_messages[-1])
         request: dict[str, Any] = {
             "model": self.options.model,
             "max_tokens": self.options.max_output_tokens,
-            "system": system,
-            "messages": [_to_vendor(m) for m in messages],
-            # SDK 1.x+ has no typed `temperature`; the API still takes it in the body. top_p is
-            # left out on purpose: its default is 1 (the spec's value), and newer Claude models
-            # refuse a request that sets both temperature and top_p.
-            "extra_body": {"temperature": self.options.temperature},
+            "system": [{"type": "text", "text": system, "cache_control": EPHEMERAL}],
+            "messages": vendor_messages,
         }
+        if takes_temperature(self.name, self.options.model):
+            # The SDK has no typed `temperature`; models that still take it read it from the
+            # body. top_p is left out: its default is 1 (the spec's value), and these models
+            # refuse a request that sets both.
+            request["extra_body"] = {"temperature": self.options.temperature}
         if tools:
             request["tools"] = [
                 {
@@ -59,7 +118,8 @@ class AnthropicProvider(VendorProvider):
         return request
 
     def _status_error(self, exc: anthropic.APIStatusError) -> tuple[str, str, dict[str, Any]]:
-        return exc.type or "error", exc.api_message or body_text(exc.body), {}
+        extra = {"error_code": exc.error_code} if exc.error_code else {}
+        return exc.type or "error", exc.api_message or body_text(exc.body), extra
 
     def _completion(self, message: Any, tools: list[ToolSpec]) -> Completion:
         texts, calls = [], []
@@ -76,12 +136,15 @@ class AnthropicProvider(VendorProvider):
             + (usage.cache_creation_input_tokens or 0)
             + (usage.cache_read_input_tokens or 0)
         )
+        details = message.stop_details  # a refusal's policy category, when there is one
         return Completion(
             text="".join(texts),
             tool_calls=calls,
             input_tokens=input_tokens,
             output_tokens=usage.output_tokens or 0,
             stop_reason=message.stop_reason or "",
+            stop_detail=(details.category or details.explanation or "") if details else "",
+            cache_read_tokens=usage.cache_read_input_tokens or 0,
         )
 
 
@@ -123,6 +186,16 @@ def _to_vendor(message: dict[str, Any]) -> dict[str, Any]:
             ],
         }
     raise ValueError(f"unknown message role {role!r}")
+
+
+def _mark_for_cache(message: dict[str, Any]) -> None:
+    """Put a cache breakpoint on the message's last block (a string becomes one text block)."""
+    content = message["content"]
+    if isinstance(content, str):
+        if content:  # the API refuses empty text blocks
+            message["content"] = [{"type": "text", "text": content, "cache_control": EPHEMERAL}]
+    elif content:
+        content[-1] = {**content[-1], "cache_control": EPHEMERAL}
 
 
 def _output_format(schema: dict[str, Any]) -> dict[str, Any] | None:

@@ -6,10 +6,11 @@ Conversations are kept in a neutral shape so the runner has one code path:
 * ``{"role": "assistant", "content": str, "tool_calls": [ToolCall, ...]}``
 * ``{"role": "tool", "results": [ToolResult, ...]}`` — answers to the previous tool calls
 
-A provider turns that into its vendor's request, sends it with sampling pinned
-(temperature ≤ 0.2, top-p 1, seed where supported), no SDK retries (Temporal owns retries),
-and maps vendor errors onto ``LlmProviderError`` (retryable: 429, 5xx, timeouts) or
-``LlmProviderRejected`` (not retryable: 400/401/403/404).
+A provider turns that into its vendor's request, sends it with sampling pinned where the
+model accepts it (temperature ≤ 0.2, top-p 1, seed; ``models.py`` says which models refuse
+sampling parameters), no SDK retries (Temporal owns retries), and maps vendor errors onto
+``LlmProviderError`` (retryable: 429, 5xx, timeouts) or ``LlmProviderRejected`` and its kin (not
+retryable: 400/401/403/404, spend limits, answers cut short, refused or filtered).
 """
 
 from __future__ import annotations
@@ -50,7 +51,11 @@ class Completion:
     tool_calls: list[ToolCall] = field(default_factory=list)
     input_tokens: int = 0
     output_tokens: int = 0
+    # The neutral stop reasons are Anthropic's words (end_turn, tool_use, max_tokens, refusal,
+    # pause_turn, model_context_window_exceeded, ...) plus OpenAI's content_filter.
     stop_reason: str = ""
+    stop_detail: str = ""  # e.g. a refusal's category, when the vendor gives one
+    cache_read_tokens: int = 0  # input tokens served from the vendor's prompt cache
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,13 @@ class Provider(ABC):
         self, *, system: str, messages: list[dict[str, Any]], tools: list[ToolSpec]
     ) -> Completion:
         """One model call. ``tools`` is empty for agents that have none."""
+
+    def count_tokens(
+        self, *, system: str, messages: list[dict[str, Any]], tools: list[ToolSpec]
+    ) -> int | None:
+        """The vendor's count of the input tokens of that call; None where the vendor has no
+        counting (the runner then estimates)."""
+        return None
 
 
 def vendor_tool_name(name: str) -> str:

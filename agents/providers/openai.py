@@ -30,6 +30,7 @@ from agents.providers.base import (
     mcp_tool_name,
     vendor_tool_name,
 )
+from agents.providers.models import is_openai_reasoning, takes_temperature
 from agents.providers.vendor import VendorProvider, body_text
 from amtp_site.errors import LlmProviderError
 
@@ -43,6 +44,7 @@ MISSING_KEY = (
     "or set AMTP_LLM_PROVIDER to anthropic or offline"
 )
 # The neutral stop reasons are Anthropic's words; the runner reads one vocabulary.
+# content_filter keeps its name (openai/types/chat/chat_completion.py lists the values).
 _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 
 
@@ -82,16 +84,14 @@ class OpenAIProvider(VendorProvider):
         vendor_messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         for message in messages:
             vendor_messages += _to_vendor(message)
-        request: dict[str, Any] = {
-            "model": self.options.model,
-            "messages": vendor_messages,
-            "temperature": self.options.temperature,
-            "top_p": TOP_P,
-            "seed": SEED,
-        }
+        model = self.options.model
+        request: dict[str, Any] = {"model": model, "messages": vendor_messages, "seed": SEED}
+        if takes_temperature(self.name, model):  # reasoning models refuse both (models.py)
+            request |= {"temperature": self.options.temperature, "top_p": TOP_P}
         # Hosted OpenAI deprecated max_tokens (reasoning models refuse it); compatible local
         # servers do not all know its successor, and every one of them takes max_tokens.
-        limit_key = "max_completion_tokens" if self._hosted else "max_tokens"
+        hosted = self._hosted or is_openai_reasoning(model)
+        limit_key = "max_completion_tokens" if hosted else "max_tokens"
         request[limit_key] = self.options.max_output_tokens
         if tools:
             request["tools"] = [
@@ -132,13 +132,15 @@ class OpenAIProvider(VendorProvider):
         ]
         usage = response.usage  # some compatible servers leave it out
         finish = choice.finish_reason or ""
+        # A refusal (structured outputs) comes as `message.refusal` with no content.
+        refused = getattr(message, "refusal", None)
         return Completion(
-            # A refusal has no content; passing it on lets the runner report what was said.
-            text=message.content or message.refusal or "",
+            text=message.content or refused or "",
             tool_calls=calls,
             input_tokens=(usage.prompt_tokens or 0) if usage else 0,
             output_tokens=(usage.completion_tokens or 0) if usage else 0,
-            stop_reason=_STOP_REASONS.get(finish, finish),
+            stop_reason="refusal" if refused else _STOP_REASONS.get(finish, finish),
+            stop_detail=(refused or "")[:200],
         )
 
     def _status_error(self, exc: openai.APIStatusError) -> tuple[str, str, dict[str, Any]]:

@@ -5,7 +5,13 @@ exceptions into our hierarchy with API keys kept out of every message.
 One SDK client per instance, and the runner makes one provider per agent invocation, so no
 connection pool, header or conversation state outlives a session (spec 001). The SDK's own
 retries are off: Temporal owns retries, and a hidden SDK retry would blur the activity's
-timing and attempt count.
+timing and attempt count. What the SDKs' retry logic knows we apply ourselves: the server's
+``x-should-retry`` header decides when present, and 429s that a retry cannot clear (spend
+limits, quota) are final.
+
+An answer that did not end normally is a typed, final error naming what to change: cut off
+at the output limit, refused, filtered, or out of context window. The same request would end
+the same way, so Temporal must not repeat it.
 """
 
 from __future__ import annotations
@@ -18,10 +24,66 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from agents.providers.base import Completion, Provider, ProviderOptions, ToolSpec
-from amtp_site.errors import ConfigurationError, LlmProviderError, LlmProviderRejected
+from amtp_site.errors import (
+    ConfigurationError,
+    LlmContentFiltered,
+    LlmContextOverflow,
+    LlmOutputTruncated,
+    LlmProviderError,
+    LlmProviderRejected,
+    LlmQuotaExhausted,
+    LlmRefusal,
+)
 
 # As the SDKs' own retry policies: 408/409/429 and every 5xx are transient, other 4xx final.
 RETRYABLE_STATUSES = {408, 409, 429}
+# Error codes of limits no retry clears. Anthropic: `error.details.error_code` of its spend-limit
+# 429s (anthropic/types/shared/*spend_limit_reached_error.py); OpenAI: `error.code` (and the type
+# insufficient_quota) of billing 429s (help.openai.com/en/articles/5955604).
+QUOTA_CODES = {
+    "enforced_spend_limit_reached",
+    "contract_spend_limit_reached",
+    "linked_organization_spend_limit_reached",
+    "insufficient_quota",
+    "credit_balance_exhausted",
+    "organization_spend_limit_exceeded",
+    "project_spend_limit_exceeded",
+    "organization_usage_limit_exceeded",
+}
+# A 400 when the spend limit set in Anthropic's console is reached (platform.claude.com errors).
+QUOTA_TEXT = "reached your specified"
+QUOTA_HINT = "; retrying cannot help: raise the spend limit or add credit in the vendor's console"
+# Context-window overflows as each server words them: Anthropic "prompt is too long: N tokens >
+# M maximum", OpenAI code context_length_exceeded ("This model's maximum context length is"; vLLM
+# uses the same words), LM Studio "greater than the context length".
+CONTEXT_CODES = {"context_length_exceeded"}
+CONTEXT_TEXTS = ("prompt is too long", "maximum context length", "greater than the context length")
+CONTEXT_HINT = (
+    "; use a shallower depth level, lower AMTP_MAX_INPUT_TOKENS below the model's window, or "
+    "give the model a larger window (Ollama: num_ctx / OLLAMA_CONTEXT_LENGTH; LM Studio: the "
+    "model's context length; vLLM: --max-model-len)"
+)
+# Answers that ended early (the neutral stop reasons of base.Completion).
+TRUNCATED = (
+    "{vendor} {model}: the answer was cut off at AMTP_MAX_OUTPUT_TOKENS={limit} output tokens; "
+    "raise AMTP_MAX_OUTPUT_TOKENS or use a shallower depth level"
+)
+REFUSED = (
+    "{vendor} {model}: the model refused to answer{detail}; the same input gets the same "
+    "refusal: check what the repository content asks for, or choose another model "
+    "(AMTP_LLM_MODEL)"
+)
+FILTERED = (
+    "{vendor} {model}: the vendor's content filter withheld the answer; the same input is "
+    "filtered again: check the repository content or the deployment's content filter settings"
+)
+CONTEXT_FULL = "{vendor} {model}: the conversation filled the model's context window" + CONTEXT_HINT
+STOP_ERRORS = {
+    "max_tokens": (LlmOutputTruncated, TRUNCATED),
+    "refusal": (LlmRefusal, REFUSED),
+    "content_filter": (LlmContentFiltered, FILTERED),
+    "model_context_window_exceeded": (LlmContextOverflow, CONTEXT_FULL),
+}
 BAD_BASE_URL = (
     "{setting}={url!r} is not an http(s) URL; set it to one such as {example}, "
     "or leave it empty for the vendor's own API"
@@ -50,11 +112,10 @@ class VendorProvider(Provider):
         self._check_base_url(base_url)
         api_key = self._client_key(api_key, base_url)
         self._api_key = api_key  # kept only to scrub it from error messages
+        self.base_url = base_url
+        self.timeout = call_timeout(options)
         self._client = self.client_class(
-            api_key=api_key,
-            base_url=base_url,
-            max_retries=0,
-            timeout=options.timeout_seconds,
+            api_key=api_key, base_url=base_url, max_retries=0, timeout=self.timeout
         )
 
     def _check_base_url(self, base_url: str | None) -> None:
@@ -89,7 +150,9 @@ class VendorProvider(Provider):
             # `from None`: the SDK exception carries the request (auth header included) and a
             # body dump; Temporal serialises causes, so only our scrubbed summary travels on.
             raise self._translate(exc) from None
-        return self._completion(answer, tools)
+        completion = self._completion(answer, tools)
+        check_stop(completion, vendor=self.name, options=self.options)
+        return completion
 
     @abstractmethod
     def build_request(
@@ -124,8 +187,7 @@ class VendorProvider(Provider):
         None for a status error, which :func:`from_status` maps."""
         vendor = self.name
         if isinstance(exc, self.sdk.APITimeoutError):
-            timeout = self.options.timeout_seconds
-            return LlmProviderError(f"{vendor}: no answer within {timeout:g} s", **details)
+            return LlmProviderError(f"{vendor}: no answer within {self.timeout:g} s", **details)
         if isinstance(exc, self.sdk.APIConnectionError):
             cause = type(exc.__cause__).__name__ if exc.__cause__ else "unknown cause"
             return LlmProviderError(f"{vendor}: connection failed ({cause})", **details)
@@ -134,6 +196,29 @@ class VendorProvider(Provider):
             text = redact(exc.message, self._api_key)
             return LlmProviderError(f"{vendor}: unreadable response: {text}", **details)
         return None
+
+
+def call_timeout(options: ProviderOptions) -> float:
+    """The setting, raised to the time an answer of ``max_output_tokens`` may take: the
+    anthropic SDK's own estimate (``_calculate_nonstreaming_timeout`` in
+    anthropic/_base_client.py: an hour per 128,000 output tokens), so a long answer is not cut
+    off by our timeout and paid for again."""
+    return max(options.timeout_seconds, 60 * 60 * options.max_output_tokens / 128_000)
+
+
+def check_stop(completion: Completion, *, vendor: str, options: ProviderOptions) -> None:
+    """Raise the final error of an answer that did not end normally (see ``STOP_ERRORS``)."""
+    found = STOP_ERRORS.get(completion.stop_reason)
+    if found is None:
+        return
+    error_class, template = found
+    detail = f" ({completion.stop_detail})" if completion.stop_detail else ""
+    message = template.format(
+        vendor=vendor, model=options.model, limit=options.max_output_tokens, detail=detail
+    )
+    raise error_class(
+        message, vendor=vendor, model=options.model, stop_reason=completion.stop_reason
+    )
 
 
 def retry_after_seconds(headers: Any) -> float | None:
@@ -170,16 +255,26 @@ def redact(text: str, api_key: str) -> str:
 
 
 def from_status(vendor: str, status: int, kind: str, text: str, headers: Any, details: dict):
-    """A vendor's HTTP error answer as ``LlmProviderError`` (transient) or
-    ``LlmProviderRejected`` (final), with the status, type and back-off hint in ``details``."""
+    """A vendor's HTTP error answer as ``LlmProviderError`` (transient) or a final error, with
+    the status, type and back-off hint in ``details``. Spend limits and context overflows are
+    final whatever their status; otherwise the server's ``x-should-retry`` decides when sent
+    (as in the SDKs' ``_should_retry``), else the status does."""
     details = {**details, "status": status, "error_type": kind}
     retry_after = retry_after_seconds(headers)
     if retry_after is not None:
         details["retry_after"] = retry_after
     message = f"{vendor} {status} {kind}: {text}"
-    if status >= 500 or status in RETRYABLE_STATUSES:  # Anthropic's 529 overloaded included
-        return LlmProviderError(message, **details)
-    return LlmProviderRejected(message, **details)
+    code = details.get("error_code")
+    if code in QUOTA_CODES or kind == "insufficient_quota" or QUOTA_TEXT in text:
+        return LlmQuotaExhausted(message + QUOTA_HINT, **details)
+    if code in CONTEXT_CODES or (status == 400 and any(t in text for t in CONTEXT_TEXTS)):
+        return LlmContextOverflow(message + CONTEXT_HINT, **details)
+    should_retry = headers.get("x-should-retry")
+    if should_retry in ("true", "false"):
+        retryable = should_retry == "true"
+    else:  # Anthropic's 529 overloaded included
+        retryable = status >= 500 or status in RETRYABLE_STATUSES
+    return (LlmProviderError if retryable else LlmProviderRejected)(message, **details)
 
 
 def body_text(body: object) -> str:

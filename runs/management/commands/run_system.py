@@ -20,6 +20,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from agents.providers.probe import check_providers
 from amtp_site import devstack
 from runs import demo
 from runs.models import Run
@@ -94,7 +95,10 @@ class Command(BaseCommand):
                 "or OPENAI_BASE_URL to use a real model."
             )
         else:
-            self.stdout.write(f"LLM provider: {provider}")
+            self.stdout.write(f"LLM provider: {provider}; checking it (manage.py check_providers)")
+            for finding in check_providers():  # printed, never fatal: the system still starts
+                write = self.stdout.write if finding.level == "ok" else self.stderr.write
+                write(f"  {finding.level}: {finding.text}")
 
     def _temporal_ui(self) -> str:
         ui = devstack.read_state().get("temporal", {}).get("ui_port")

@@ -1,0 +1,113 @@
+"""What a model accepts and when it goes away, read from the installed SDKs where they say it.
+
+**Sampling.** The spec pins temperature ≤ 0.2, but newer models refuse sampling parameters
+outright (400 "`temperature` is deprecated for this model." on Claude Opus 4.7+, Sonnet 5,
+Fable; "Unsupported parameter: 'temperature'" on OpenAI's reasoning models). Omitting the
+parameter is always accepted, so the tables below list the models that DO take it; any other
+model, unknown ones included, gets the vendor's default sampling.
+
+**Deprecation.** Anthropic's SDK ships ``DEPRECATED_MODELS`` (model → end-of-life date) in two
+places (``anthropic/_data/deprecated_models.py`` and ``anthropic/resources/messages/
+messages.py``); OpenAI's lists "Announced shutdown date"s in the docstring of
+``openai/types/shared/chat_model.py``. A model past its date answers 404, so it is a
+``ConfigurationError`` before any call; one still before it is a warning naming the date.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from datetime import date, datetime
+from pathlib import Path
+
+from amtp_site.errors import ConfigurationError
+
+# Claude models that still take `temperature` (public reports of the 400 above name Opus 4.7,
+# Opus 4.8, Opus 5, Sonnet 5 and Fable; the later families and Mythos are taken to follow).
+ANTHROPIC_WITH_TEMPERATURE = (
+    "claude-2",
+    "claude-instant",
+    "claude-3",
+    "claude-haiku-4-",
+    "claude-sonnet-4-",
+    "claude-opus-4-0",
+    "claude-opus-4-1",
+    "claude-opus-4-2025",  # claude-opus-4-20250514, i.e. Opus 4.0
+    "claude-opus-4-5",
+    "claude-opus-4-6",
+)
+# OpenAI's reasoning models (o1, o3, o4-mini, gpt-5 and later) refuse temperature and top_p
+# and want `max_completion_tokens`; other names, local servers' models included, take them.
+OPENAI_REASONING = re.compile(r"o\d|gpt-[5-9]")
+
+DEPRECATED = (
+    "{source}={model!r} is deprecated: {vendor} retires it on {eol}; set {source} to a current "
+    "model, e.g. {default}"
+)
+RETIRED = (
+    "{source}={model!r} was retired on {eol} and {vendor} answers 404 for it; set {source} to a "
+    "current model, e.g. {default}"
+)
+
+
+def today() -> date:
+    return date.today()  # one clock for "retired", which tests can move
+
+
+def takes_temperature(vendor: str, model: str) -> bool:
+    if vendor == "anthropic":
+        return model.startswith(ANTHROPIC_WITH_TEMPERATURE)
+    return not is_openai_reasoning(model)
+
+
+def is_openai_reasoning(model: str) -> bool:
+    return OPENAI_REASONING.match(model) is not None
+
+
+def end_of_life(vendor: str, model: str) -> date | None:
+    """The day the vendor retires ``model`` according to its SDK; None when none is announced."""
+    table = (
+        _anthropic_eol() if vendor == "anthropic" else _openai_eol() if vendor == "openai" else {}
+    )
+    return table.get(model)
+
+
+def model_notice(
+    vendor: str, model: str, *, source: str, default: str, on: date | None = None
+) -> str | None:
+    """None for a current model, a warning for a deprecated one; a retired one raises."""
+    eol = end_of_life(vendor, model)
+    if eol is None:
+        return None
+    fields = {"source": source, "model": model, "vendor": vendor, "eol": eol, "default": default}
+    if eol <= (on or today()):
+        raise ConfigurationError(RETIRED.format(**fields), vendor=vendor, model=model)
+    return DEPRECATED.format(**fields)
+
+
+@functools.cache
+def _anthropic_eol() -> dict[str, date]:
+    from anthropic._data import DEPRECATED_MODELS as data_table
+    from anthropic.resources.messages import DEPRECATED_MODELS as messages_table
+
+    # "November 30th, 2026": drop the ordinal suffix, then it is "%B %d, %Y".
+    return {
+        model: datetime.strptime(re.sub(r"(\d)(st|nd|rd|th)", r"\1", text), "%B %d, %Y").date()
+        for model, text in {**messages_table, **data_table}.items()
+    }
+
+
+@functools.cache
+def _openai_eol() -> dict[str, date]:
+    from openai.types.shared import chat_model
+
+    source = Path(chat_model.__file__).read_text()
+    notes = source.partition("Deprecated values:")[2]
+    table: dict[str, date] = {}
+    for item in notes.split("\n- "):  # '- "gpt-4o", "gpt-4o-mini": Announced shutdown date: …'
+        names, _, rest = item.partition("Announced shutdown")
+        found = re.search(r"date:\s*(\d{4}-\d{2}-\d{2})", rest)
+        if found:
+            for name in re.findall(r'"([^"]+)"', names):
+                table[name] = date.fromisoformat(found.group(1))
+    return table

@@ -1,0 +1,168 @@
+"""``manage.py check_providers``: a few cheap real calls to the configured provider, and what
+is wrong with it in words a user can act on.
+
+The calls: one tiny answer, one with a tool (the crawler needs tools), and, for an
+OpenAI-compatible server of one's own (``OPENAI_BASE_URL``), one prompt of known size, because
+Ollama cuts a prompt longer than its context window without saying so. Each finding is
+``ok``, ``warning`` (runs may work, or work worse) or ``error`` (runs will fail).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from agents.providers import DEFAULT_MODELS, check_model, make_provider, model_for
+from agents.providers.base import Provider, ToolSpec
+from agents.providers.vendor import CONTEXT_HINT
+from amtp_site.errors import (
+    AmtpError,
+    ConfigurationError,
+    LlmContextOverflow,
+    LlmOutputTruncated,
+    LlmProviderError,
+    LlmProviderRejected,
+    LlmQuotaExhausted,
+)
+
+AGENT = "repo_crawler"  # the agent with tools and the longest prompts
+SYSTEM = "You are a connectivity check. Answer with the single word OK."
+PING = [{"role": "user", "content": "Say OK."}]
+PROBE_TOOL = ToolSpec(
+    "amtp.probe", "Answers OK. Call it once.", {"type": "object", "properties": {}}
+)
+CALL_TOOL = [{"role": "user", "content": "Call the amtp_probe tool once."}]
+PROBE_TOKENS = 8192  # a prompt of about this many tokens (4 characters each)
+FILLER = "The quick brown fox jumps over the lazy dog near the river bank today. "
+KEPT_ENOUGH = 0.6  # tokenizers differ; under this share of the estimate, the server cut it
+
+ANSWERED = "{vendor} answered with model {model!r}"
+TOOLS_OK = "{vendor} accepted a request with tools"
+CONTEXT_OK = (
+    "the server read a prompt of about {tokens} tokens whole ({kept} counted); runs may need "
+    "up to AMTP_MAX_INPUT_TOKENS + AMTP_MAX_OUTPUT_TOKENS = {needed}"
+)
+BAD_KEY = "{vendor} refused the key ({status}): {message}; check {setting}"
+MODEL_MISSING = (
+    "model {model!r} is not served at {url} ({status}): {message}; for Ollama run "
+    "`ollama pull {model}`, for vLLM/LM Studio load it, or set AMTP_LLM_MODEL to a model the "
+    "server lists (GET {url}/models)"
+)
+CLAUDE_MISSING = (
+    "model {model!r} is not served ({status}): {message}; set AMTP_LLM_MODEL to a current model, "
+    "e.g. {default}"
+)
+UNREACHABLE = "cannot get an answer from {url}: {message}; is the server running there?"
+TOOLS_REFUSED = (
+    "the server refused a request with tools, and the crawler needs them: {message}; vLLM: "
+    "start it with --enable-auto-tool-choice --tool-call-parser <the parser for your model>; "
+    "Ollama: use a model with the tools capability; LM Studio: load a model that supports "
+    "tool use"
+)
+CONTEXT_SMALL = (
+    "the server's context window is too small: {what}; runs need AMTP_MAX_INPUT_TOKENS + "
+    "AMTP_MAX_OUTPUT_TOKENS = {needed} tokens (or lower AMTP_MAX_INPUT_TOKENS). Ollama: set "
+    "OLLAMA_CONTEXT_LENGTH={needed} for the server (or PARAMETER num_ctx {needed} in a "
+    "Modelfile); LM Studio: load the model with a larger context length; vLLM: --max-model-len"
+)
+CUT = "it kept only {kept} of a prompt of about {tokens} tokens and dropped the rest silently"
+REFUSED = "it refused a prompt of about {tokens} tokens ({message})"
+CONTEXT_UNKNOWN = "the server reports no token usage, so its context window could not be checked"
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str  # "ok" | "warning" | "error"
+    text: str
+
+
+def check_providers() -> list[Finding]:
+    """Probe the configured provider; an error stops the probing (later calls would fail
+    the same way)."""
+    name = settings.AMTP_LLM_PROVIDER
+    if name == "offline":
+        return [Finding("ok", "offline provider: rule-based, nothing to call")]
+    try:
+        notice = check_model(AGENT, name)
+        provider = make_provider(AGENT, max_output_tokens=64)
+    except ConfigurationError as exc:
+        return [Finding("error", exc.message)]
+    findings = [Finding("warning", notice)] if notice else []
+    for probe in (_plain, _tools, _context):
+        finding = probe(provider)
+        if finding is None:
+            continue
+        findings.append(finding)
+        if finding.level == "error":
+            break
+    return findings
+
+
+def _plain(provider: Provider) -> Finding:
+    try:
+        provider.complete(system=SYSTEM, messages=PING, tools=[])
+    except LlmOutputTruncated:
+        pass  # it answered; 64 tokens were just not enough for a chatty model
+    except AmtpError as exc:
+        return Finding("error", explain(exc, provider))
+    return Finding("ok", ANSWERED.format(vendor=provider.name, model=provider.model))
+
+
+def _tools(provider: Provider) -> Finding:
+    try:
+        provider.complete(system=SYSTEM, messages=CALL_TOOL, tools=[PROBE_TOOL])
+    except LlmOutputTruncated:
+        pass
+    except LlmProviderRejected as exc:
+        if exc.details.get("status") == 400:
+            return Finding("error", TOOLS_REFUSED.format(message=exc.message))
+        return Finding("error", explain(exc, provider))
+    except AmtpError as exc:
+        return Finding("error", explain(exc, provider))
+    return Finding("ok", TOOLS_OK.format(vendor=provider.name))
+
+
+def _context(provider: Provider) -> Finding | None:
+    if provider.name != "openai" or not settings.OPENAI_BASE_URL:
+        return None  # hosted APIs have large, documented windows
+    needed = settings.AMTP_MAX_INPUT_TOKENS + settings.AMTP_MAX_OUTPUT_TOKENS
+    text = FILLER * (PROBE_TOKENS * 4 // len(FILLER))
+    tokens = len(text) // 4
+    prompt = [{"role": "user", "content": f"{text}\nIgnore the text above. Say OK."}]
+    try:
+        kept = provider.complete(system=SYSTEM, messages=prompt, tools=[]).input_tokens
+    except LlmOutputTruncated:
+        return None
+    except LlmContextOverflow as exc:
+        what = REFUSED.format(tokens=tokens, message=exc.message.removesuffix(CONTEXT_HINT))
+        return Finding("error", CONTEXT_SMALL.format(what=what, needed=needed))
+    except AmtpError as exc:
+        return Finding("error", explain(exc, provider))
+    if kept == 0:
+        return Finding("warning", CONTEXT_UNKNOWN)
+    if kept < tokens * KEPT_ENOUGH:
+        what = CUT.format(kept=kept, tokens=tokens)
+        return Finding("error", CONTEXT_SMALL.format(what=what, needed=needed))
+    return Finding("ok", CONTEXT_OK.format(tokens=tokens, kept=kept, needed=needed))
+
+
+def explain(exc: AmtpError, provider: Provider) -> str:
+    """What a failed probe call means and what to change."""
+    url = getattr(provider, "base_url", None) or f"the {provider.name} API"
+    status = exc.details.get("status")
+    if isinstance(exc, (ConfigurationError, LlmQuotaExhausted, LlmContextOverflow)):
+        return exc.message  # these already say what to change
+    if status in (401, 403):
+        setting = f"{provider.name.upper()}_API_KEY"
+        return BAD_KEY.format(
+            vendor=provider.name, status=status, message=exc.message, setting=setting
+        )
+    if status == 404:
+        model, fields = model_for(AGENT), {"status": status, "message": exc.message}
+        if provider.name == "anthropic":
+            return CLAUDE_MISSING.format(model=model, default=DEFAULT_MODELS["anthropic"], **fields)
+        return MODEL_MISSING.format(model=model, url=url, **fields)
+    if isinstance(exc, LlmProviderError) and status is None:
+        return UNREACHABLE.format(url=url, message=exc.message)
+    return exc.message
