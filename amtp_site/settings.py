@@ -16,6 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from amtp_site import devstack
 from amtp_site.errors import non_retryable_error_types
+from amtp_site.github_url import check_github_api_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -130,7 +131,9 @@ AMTP_APPROVAL_TIMEOUT_S = float(os.environ.get("AMTP_APPROVAL_TIMEOUT_S", str(7 
 AMTP_WORKER_PROCESSES = env_int("AMTP_WORKER_PROCESSES", 2)
 
 # Repository hosts.
-GITHUB_API_URL = os.environ.get("GITHUB_API_URL", "https://api.github.com")
+# api.github.com, https://api.SUBDOMAIN.ghe.com or https://HOSTNAME/api/v3; anything else stops
+# start-up with a ConfigurationError saying what to set (amtp_site/github_url.py).
+GITHUB_API_URL = check_github_api_url(os.environ.get("GITHUB_API_URL") or "https://api.github.com")
 GITHUB_TOKEN = os.environ.get("GITHUB_TOKEN", "")
 GITHUB_APP_ID = os.environ.get("GITHUB_APP_ID", "")
 GITHUB_APP_PRIVATE_KEY = os.environ.get("GITHUB_APP_PRIVATE_KEY", "")

@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from amtp_site.errors import (
     BranchProtectionViolation,
+    ConfigurationError,
     ContractViolation,
     GitHubForbidden,
     GitHubRateLimited,
@@ -25,7 +26,9 @@ from amtp_site.errors import (
     StaleBaseBranch,
 )
 from repositories.hosts.base import TreeEntry
-from repositories.hosts.github import GitHubHost, _files_digest
+from repositories.hosts.github import NOT_THE_API, GitHubHost
+from repositories.hosts.github_limits import LocalStrikes
+from repositories.hosts.github_pulls import _files_digest
 from tests.fakes.github_api import FakeGitHub, git_sha
 from tests.gitrepo import git, make_git_repo
 
@@ -51,9 +54,19 @@ def gh():
         assert fake.errors == []  # the fake itself never crashed
 
 
+QUICK = (0.0, 0.01)  # the in-process retry pauses, shrunk
+
+
+def make_host(gh, full_name=REPO, **kwargs):
+    """A host as production builds one, with quick retries and its own strike count."""
+    options = {"api_url": gh.api_url, "token": gh.token, "seconds_between_writes": None}
+    options |= {"retry_waits": QUICK, "strikes": LocalStrikes()}
+    return GitHubHost(full_name, **(options | kwargs))
+
+
 @pytest.fixture
 def host(gh):
-    return GitHubHost(REPO, api_url=gh.url, token=gh.token, seconds_between_writes=None)
+    return make_host(gh)
 
 
 def open_pr(host, gh, **overrides):
@@ -124,10 +137,40 @@ def test_read_file_uses_the_blob_api(gh, host):
             host.read_file(gh.base, missing)
 
 
-def test_enterprise_api_url(gh):
-    enterprise = GitHubHost(REPO, api_url=f"{gh.url}/api/v3/", token=gh.token)
-    assert enterprise.resolve_ref("main") == gh.base
-    assert gh.calls[-1].path == f"/repos/{REPO}/git/ref/heads/main"
+def test_enterprise_api_url():
+    with FakeGitHub(enterprise=True) as ghes:
+        ghes.base = ghes.create_repo(REPO, files={"a.txt": "a"})
+        enterprise = make_host(ghes, api_url=f"{ghes.url}/api/v3/")
+        assert enterprise.resolve_ref("main") == ghes.base
+        assert open_pr(enterprise, ghes).number == 1
+        assert {c.url_path[:8] for c in ghes.calls} == {"/api/v3/"}
+    assert ghes.calls[0].path == f"/repos/{REPO}/git/ref/heads/main"
+
+
+def test_enterprise_url_without_api_v3_says_what_to_set():
+    # Real GHES serves its web UI at the root: the API client gets a 404 web page, which
+    # used to read "check the repository name". The fake no longer adds /api/v3 for us.
+    with FakeGitHub(enterprise=True) as ghes:
+        base = ghes.base = ghes.create_repo(REPO, files={"a.txt": "a"})
+        for call in (
+            lambda h: h.resolve_ref("main"),
+            lambda h: h.tree(base),
+            lambda h: open_pr(h, ghes),
+        ):
+            with pytest.raises(ConfigurationError) as caught:
+                call(make_host(ghes, api_url=ghes.url))
+            assert caught.value.message == NOT_THE_API.format(url=ghes.url, status=404)
+            assert "GITHUB_API_URL=https://HOSTNAME/api/v3" in caught.value.message
+        assert ghes.refs(REPO) == {"refs/heads/main": base} and ghes.pulls(REPO) == []
+        assert {status for _, _, status in ghes.ledger} == {404}
+
+
+def test_github_com_url_with_api_v3_is_not_found(gh):
+    # api.github.com answers JSON 404s for paths it does not have, /api/v3/... included
+    wrong = make_host(gh, api_url=f"{gh.url}/api/v3")
+    with pytest.raises(RepositoryAccessError, match="ref 'main' not found in acme/web"):
+        wrong.resolve_ref("main")
+    assert ("GET", f"/api/v3/repos/{REPO}/git/ref/heads/main", 404) in gh.ledger
 
 
 def test_missing_repository_is_an_access_error(gh):
@@ -243,29 +286,138 @@ def test_moved_base_is_stale(gh, host):
     assert not err.retryable and gh.count("POST") == 0
 
 
-def test_base_tree_out_of_date_answer_is_stale(gh, host):
-    gh.move_base(REPO, "main", after_calls=4)  # moves while the tree is being written
-    gh.fail(422, "Base tree is out of date", method="POST", path="/git/trees")
+def test_base_moved_mid_operation_is_stale_before_anything_visible(gh, host):
+    # GitHub has no "base tree is out of date" answer: the host compares the base's head with
+    # the crawled SHA once more just before the ref, the first write anyone can see.
+    gh.move_base(REPO, "main", after_calls=4)  # a merge lands while the tree is being written
     with pytest.raises(StaleBaseBranch) as caught:
         open_pr(host, gh)
-    assert caught.value.observed_head == gh.head(REPO, "main") != gh.base
+    err = caught.value
+    assert (err.base_branch, err.expected_parent) == ("main", gh.base)
+    assert err.observed_head == gh.head(REPO, "main") != gh.base  # a real SHA, as GitHub has it
+    assert gh.count("POST", "/git/refs") == 0 and gh.pulls(REPO) == []
+
+
+def test_deleted_base_branch_is_its_own_error(gh, host):
+    del gh.repo(REPO).refs["refs/heads/main"]
+    with pytest.raises(RepositoryAccessError, match="base branch 'main' no longer exists"):
+        open_pr(host, gh)
+    assert gh.count("POST") == 0
+
+
+def test_sporadic_base_tree_answer_is_retried(gh, host):
+    gh.flaky_base_tree(calls=2)
+    result = open_pr(host, gh)
+    assert result.number == 1 and not result.adopted
+    assert [s for m, p, s in gh.ledger if m == "POST" and p.endswith("/git/trees")] == [
+        422,
+        422,
+        201,
+    ]
+
+
+def test_base_tree_answer_that_persists_goes_to_temporal(gh, host):
+    gh.flaky_base_tree(calls=len(QUICK) + 1)
+    with pytest.raises(GitHubUnavailable) as caught:
+        open_pr(host, gh)
+    assert caught.value.retryable and "base_tree is not a valid tree oid" in caught.value.message
+    assert f"{len(QUICK) + 1} times" in caught.value.message
+    assert gh.count("POST", "/git/refs") == 0
+    assert open_pr(host, gh).number == 1  # Temporal's next attempt goes through
+
+
+def test_base_moved_while_retrying_the_tree_is_stale(gh, host):
+    gh.flaky_base_tree(calls=1)
+    gh.move_base(REPO, "main", after_calls=5)  # between the 422 and the retry
+    with pytest.raises(StaleBaseBranch) as caught:
+        open_pr(host, gh)
+    assert caught.value.observed_head == gh.head(REPO, "main")
 
 
 @pytest.mark.parametrize(
-    ("ruleset", "status", "wording"),
+    ("ruleset", "answer", "status", "wording"),
     [
-        (False, 403, "Protected branch update failed"),
-        (True, 403, "Repository rule violations"),
-        (True, 422, "Repository rule violations"),
+        (True, "message", 422, "Repository rule violations found"),
+        (True, "errors", 422, "Validation Failed"),
+        (True, "opaque", 422, "Reference update failed"),
+        (False, "message", 422, "Protected branch update failed"),
+        (False, "message", 403, "Protected branch update failed"),
     ],
 )
-def test_branch_protection_and_rulesets(gh, host, ruleset, status, wording):
-    gh.protect(REPO, "amtp/*", ruleset=ruleset, status=status)
+def test_branch_protection_and_rulesets_are_holds(gh, host, ruleset, answer, status, wording):
+    gh.protect(REPO, "amtp/*", ruleset=ruleset, answer=answer, status=status)
     with pytest.raises(BranchProtectionViolation) as caught:
         open_pr(host, gh)
     body = json.loads(caught.value.body)  # GitHub's own body, for the approvals row
     assert body["message"].startswith(wording) and body["status"] == str(status)
     assert not caught.value.retryable and gh.pulls(REPO) == []
+    assert gh.count("POST", "/git/refs") == 1  # a refusal is not retried
+
+
+def test_opaque_refusal_names_the_rules_that_apply(gh, host):
+    # GitHub's bare "Reference update failed" says nothing; GET rules/branches/{branch} does
+    gh.protect(REPO, "amtp/*", answer="opaque", rules=("creation", "deletion"))
+    with pytest.raises(BranchProtectionViolation) as caught:
+        open_pr(host, gh)
+    body = json.loads(caught.value.body)
+    assert [r["type"] for r in body["rules"]] == ["creation"]  # deletion does not refuse it
+    assert "repository rules for this branch: creation" in body["message"]
+    assert gh.count("GET", "/rules/branches/amtp") == 1
+
+
+def test_transient_reference_update_failed_is_retried(gh, host):
+    gh.flaky_ref_creation(calls=2)
+    result = open_pr(host, gh)
+    assert result.number == 1 and not result.adopted
+    assert [s for m, p, s in gh.ledger if m == "POST" and p.endswith("/git/refs")] == [
+        422,
+        422,
+        201,
+    ]
+    assert gh.count("POST", "/git/commits") == 1  # only the failed request was repeated
+
+
+def test_rules_that_do_not_refuse_creation_do_not_make_a_hold(gh, host):
+    required = {"type": "required_status_checks", "parameters": {"do_not_enforce_on_create": True}}
+    gh.protect(REPO, "amtp/*", rules=("deletion", "non_fast_forward", "pull_request", required))
+    gh.flaky_ref_creation(calls=1)
+    assert open_pr(host, gh).number == 1
+
+
+def test_ref_failure_that_persists_goes_to_temporal_and_names_classic_protection(gh, host):
+    # Classic protection that restricts creating matching branches answers the same bare
+    # 422 (actions/github-script#455) and no API readable by a writer shows it.
+    gh.protect(REPO, "amtp/*", ruleset=False)
+    with pytest.raises(GitHubUnavailable) as caught:
+        open_pr(host, gh)
+    assert caught.value.retryable
+    assert f"{len(QUICK) + 1} times" in caught.value.message
+    assert "classic branch protection rule" in caught.value.message
+    assert gh.count("POST", "/git/refs") == len(QUICK) + 1 and gh.pulls(REPO) == []
+
+
+PRE_RECEIVE = {
+    "code": "custom",
+    "field": "pre_receive",
+    "message": "pre_receive Repository rule violations found\n\nCannot create ref due to "
+    "creations being restricted.\n\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "errors"),
+    [
+        (422, "Validation Failed", [PRE_RECEIVE]),
+        (403, "Protected branch update failed for refs/heads/main.", None),
+        (405, "You're not authorized to push to this branch.", None),
+    ],
+)
+def test_pull_request_refused_by_rules_is_a_hold(gh, host, status, message, errors):
+    gh.fail(status, message, errors=errors, method="POST", path="/pulls$")
+    with pytest.raises(BranchProtectionViolation):
+        open_pr(host, gh)
+    assert "refs/heads/amtp/run-1" in gh.refs(REPO) and gh.pulls(REPO) == []
+    assert open_pr(host, gh).adopted  # after the approval, the branch is adopted
 
 
 def test_plain_403_is_forbidden(gh, host):
@@ -288,6 +440,7 @@ def test_bad_token_is_forbidden(gh):
         ({"reset_in": 42}, 40, 42),
         ({"secondary": True, "status": 429, "reset_in": 30}, 30, 30),
         ({"secondary": True, "reset_in": 7}, 7, 7),
+        ({"secondary": True, "retry_after": False}, 60, 60),  # "at least one minute"
     ],
 )
 def test_rate_limits_say_when_to_retry(gh, host, kwargs, low, high):
@@ -295,6 +448,43 @@ def test_rate_limits_say_when_to_retry(gh, host, kwargs, low, high):
     with pytest.raises(GitHubRateLimited) as caught:
         host.tree(gh.base)
     assert caught.value.retryable and low <= caught.value.details["retry_after"] <= high
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "waits"),
+    [
+        ({"secondary": True, "retry_after": False}, [60, 120, 240, 480]),
+        ({"secondary": True, "reset_in": 30}, [30, 60, 120, 240]),
+        ({"secondary": True, "status": 429, "reset_in": 2000}, [2000, 3600, 3600, 3600]),
+    ],
+)
+def test_repeated_secondary_limits_wait_longer_each_time(gh, kwargs, waits):
+    # "If your request continues to fail due to a secondary rate limit, wait for an
+    # exponentially increasing amount of time between retries" -- each attempt is a new host
+    # (a new process in production); the strikes are the credential's.
+    strikes = LocalStrikes()
+    seen = []
+    for _ in waits:
+        gh.rate_limit(**kwargs)
+        with pytest.raises(GitHubRateLimited) as caught:
+            make_host(gh, strikes=strikes).tree(gh.base)
+        seen.append(caught.value.details["retry_after"])
+    assert seen == waits
+    assert "each wait doubles" in caught.value.message
+    other = make_host(gh, token="ghp_" + "e" * 36, strikes=strikes)  # another credential
+    gh.rate_limit(**kwargs)
+    with pytest.raises(GitHubRateLimited) as caught:
+        other.tree(gh.base)
+    assert caught.value.details["retry_after"] == waits[0]
+
+
+def test_primary_limits_wait_for_the_reset_however_often(gh):
+    strikes = LocalStrikes()
+    for _ in range(3):
+        gh.rate_limit(reset_in=100)
+        with pytest.raises(GitHubRateLimited) as caught:
+            make_host(gh, strikes=strikes).tree(gh.base)
+        assert 98 <= caught.value.details["retry_after"] <= 100
 
 
 @pytest.mark.parametrize("status", [500, 502, 503])
@@ -322,7 +512,8 @@ BAD_BASE = {"resource": "PullRequest", "field": "base", "code": "invalid"}
     [
         ("/pulls$", "Validation Failed", [NO_COMMITS]),
         ("/pulls$", "Validation Failed", [BAD_BASE]),
-        ("/git/refs$", "Reference update failed", None),
+        ("/git/refs$", "Reference name is invalid", None),
+        ("/git/trees$", "Invalid tree info", None),
     ],
 )
 def test_unrelated_422_is_not_adopted(gh, host, path, message, errors):

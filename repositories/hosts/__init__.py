@@ -16,7 +16,9 @@ def host_for(repository) -> RepositoryHost:
         from repositories.hosts.local import LocalGitHost
 
         return LocalGitHost(repository.full_name, repository.local_path)
+    from amtp_site import valkey
     from repositories.hosts.github import GitHubHost
+    from repositories.hosts.github_limits import ValkeyStrikes
 
     return GitHubHost(
         repository.full_name,
@@ -25,6 +27,7 @@ def host_for(repository) -> RepositoryHost:
         app_id=settings.GITHUB_APP_ID or None,
         private_key=settings.GITHUB_APP_PRIVATE_KEY or None,
         seconds_between_writes=settings.GITHUB_SECONDS_BETWEEN_WRITES or None,
+        strikes=ValkeyStrikes(valkey.client),  # repeated secondary limits, across processes
     )
 
 

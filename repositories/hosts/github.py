@@ -1,57 +1,66 @@
 """The GitHub repository host, on PyGithub (github.com, GitHub Enterprise, or a local fake).
 
-Reads are by commit SHA (trees and blobs), so they are immutable and cacheable. Writes use the
-Git Trees API: one tree on top of the base tree, one commit, one ref, one pull request; an
-earlier attempt's branch or PR is adopted, never duplicated. PyGithub's own retries are off
-because Temporal owns retries: every GitHub failure becomes one typed error from
-``amtp_site.errors`` that says whether to retry and what an operator should do.
+Reads are by commit SHA (trees and blobs), so they are immutable and cacheable. Writes
+(``github_pulls``) use the Git Trees API: one tree on top of the base tree, one commit, one
+ref, one pull request; an earlier attempt's branch or PR is adopted, never duplicated.
+PyGithub's own retries are off because Temporal owns retries: every GitHub failure becomes one
+typed error from ``amtp_site.errors`` that says whether to retry and what an operator should do
+(``github_errors`` reads GitHub's answers, ``github_limits`` sizes the waits). The one exception
+is GitHub's own transient 422s on valid writes, retried in-process a few times first because
+each is only one request of a longer sequence.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import re
-import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import requests
-from github import Auth, Github, GithubException, GithubIntegration, InputGitTreeElement
+from github import Auth, Github, GithubException, GithubIntegration
 
-from amtp_site.canonical import canonical_json
 from amtp_site.errors import (
     AmtpError,
     BranchProtectionViolation,
+    ConfigurationError,
     GitHubForbidden,
     GitHubRateLimited,
     GitHubUnavailable,
-    GitTreesApi409,
     RepositoryAccessError,
-    StaleBaseBranch,
 )
-from repositories.hosts.base import PullRequestResult, RepositoryHost, TreeEntry, check_files
+from amtp_site.github_url import check_github_api_url
+from repositories.hosts import github_errors as answers
+from repositories.hosts import github_limits as limits
+from repositories.hosts.base import RepositoryHost, TreeEntry
+from repositories.hosts.github_pulls import PullRequestWrites
 
 DEFAULT_API_URL = "https://api.github.com"
 REGULAR_FILE_MODES = ("100644", "100755")  # symlinks (120000) and submodules (160000) are skipped
+RETRY_WAITS = (1.0, 2.0, 4.0)  # in-process waits before a transient 422 goes to Temporal
 _FULL_SHA = re.compile(r"[0-9a-f]{40}")
-# How GitHub words a refusal by branch protection or a ruleset (403 or, for git refs, 422).
-_PROTECTION = ("protected branch", "branch protection", "repository rule violation")
-# How GitHub words "the base moved under you" on tree/ref writes.
-_STALE = ("base tree", "out of date", "not a fast forward", "not a fast-forward")
-_DIGEST_TRAILER = "AMTP-Files-Digest"
 # What an operator should do, per failure.
 _FORBIDDEN = "give {who} contents: write and pull_requests: write on {repo}"
 _UNAUTHORIZED = "{who} was refused: check GITHUB_TOKEN, or GITHUB_APP_ID and its private key"
 _NOT_INSTALLED = "the GitHub App {app} is not installed on it: install it, or check the app id"
 _NOT_FOUND = "check the repository name, the ref, and that the credential can see the repository"
 _REFUSED = "GitHub refused the request as made: fix the input (branches, files), start a new run"
+NOT_THE_API = (
+    "GITHUB_API_URL={url} answered {status} with something that is not the GitHub REST API (a "
+    "web page): GitHub Enterprise Server serves its API under /api/v3, so set "
+    "GITHUB_API_URL=https://HOSTNAME/api/v3"
+)
+RATE_LIMITED = (
+    "{where}: {said}; Temporal retries after {wait}s{repeat}; if it recurs, lower the "
+    "repository's run rate"
+)
+REPEATED = " (secondary limit {strikes} times in a row: each wait doubles, as GitHub asks)"
 
 
-class GitHubHost(RepositoryHost):
+class GitHubHost(PullRequestWrites, RepositoryHost):
     """One GitHub repository, authenticated as a GitHub App installation or with a token."""
 
     name = "github"
@@ -68,9 +77,13 @@ class GitHubHost(RepositoryHost):
         timeout: int = 30,
         seconds_between_writes: float | None = 1.0,
         user_agent: str = "amtp",
+        retry_waits: tuple[float, ...] = RETRY_WAITS,
+        strikes: limits.Strikes | None = None,
     ) -> None:
         """``seconds_between_writes``: GitHub asks integrations to space content-creating
-        requests about a second apart to stay clear of secondary rate limits."""
+        requests about a second apart to stay clear of secondary rate limits.
+        ``retry_waits``: the pauses before retrying GitHub's transient 422s in-process.
+        ``strikes``: where repeated secondary rate limits are counted (Valkey in the app)."""
         super().__init__(full_name)
         if not re.fullmatch(r"[\w.-]+/[\w.-]+", full_name):
             raise RepositoryAccessError(f"{full_name!r} is not an owner/name repository name")
@@ -79,7 +92,7 @@ class GitHubHost(RepositoryHost):
                 "configure a GitHub credential: a GitHub App (GITHUB_APP_ID and "
                 "GITHUB_APP_PRIVATE_KEY, both) or a token (GITHUB_TOKEN)"
             )
-        self.api_url = api_url.rstrip("/")
+        self.api_url = check_github_api_url(api_url)
         self._options: dict[str, Any] = {
             "base_url": self.api_url,
             "timeout": int(timeout),
@@ -93,6 +106,11 @@ class GitHubHost(RepositoryHost):
         self._token = None if app_id else token
         self._app_id, self._private_key = app_id, (private_key or "").replace("\\n", "\n")
         self._installation_id = installation_id
+        self._retry_waits, self._strikes = retry_waits, strikes or limits.PROCESS_STRIKES
+        identity = (
+            f"app:{app_id}" if app_id else f"token:{hashlib.sha256(token.encode()).hexdigest()}"
+        )
+        self._credential = limits.credential_key(self.api_url, identity)
         self._client: Github | None = None
         self._indexes: OrderedDict[str, dict[str, TreeEntry]] = OrderedDict()  # per commit
 
@@ -130,7 +148,7 @@ class GitHubHost(RepositoryHost):
                 try:
                     target = repo.get_git_ref(name).object
                 except GithubException as exc:
-                    if exc.status == 404:
+                    if exc.status == 404 and not answers.is_not_the_api(exc):
                         continue
                     raise
                 kind, sha = target.type, target.sha
@@ -212,135 +230,32 @@ class GitHubHost(RepositoryHost):
             mode, sha = found[0].mode, found[0].sha
         return mode, sha
 
-    # -- the pull request -------------------------------------------------------------------
-    def open_pull_request(
-        self,
-        *,
-        base_branch: str,
-        expected_base_sha: str,
-        head_branch: str,
-        files: dict[str, str],
-        title: str,
-        body: str,
-    ) -> PullRequestResult:
-        check_files(files)
-        stale = (base_branch, expected_base_sha)
-        with self._errors(f"open a pull request from {head_branch} into {base_branch}", stale):
-            observed = self._branch_sha(base_branch)
-            if observed is None:
-                raise RepositoryAccessError(
-                    f"base branch {base_branch!r} does not exist in {self.full_name}; "
-                    "start a new run against an existing branch"
-                )
-            head_sha = self._branch_sha(head_branch)
-            adopted = head_sha is not None  # an earlier attempt got this far: adopt it
-            if head_sha is None:
-                if observed != expected_base_sha:
-                    raise StaleBaseBranch(base_branch, observed, expected_base_sha)
-                head_sha, adopted = self._commit(head_branch, expected_base_sha, files, title)
-            pr = self._find_pull(head_branch, base_branch) if adopted else None
-            if pr is None:
-                if adopted:
-                    self._check_ours(head_branch, head_sha, expected_base_sha, files)
-                pr, pr_adopted = self._create_pull(base_branch, head_branch, title, body)
-                adopted = adopted or pr_adopted
-            head = (pr.number, pr.html_url, head_branch, head_sha)
-            return PullRequestResult(*head, base_branch, expected_base_sha, adopted)
-
-    def _commit(self, head_branch, parent_sha, files, title) -> tuple[str, bool]:
-        """Tree on top of the parent's tree, commit, ref: (head SHA, whether adopted)."""
-        repo = self._repo()
-        parent = repo.get_git_commit(parent_sha)
-        elements = [
-            InputGitTreeElement(path, "100644", "blob", content=text)  # regular files only
-            for path, text in sorted(files.items())
-        ]
-        tree = repo.create_git_tree(elements, base_tree=parent.tree)
-        message = f"{title}\n\n{_DIGEST_TRAILER}: {_files_digest(files)}\n"
-        commit = repo.create_git_commit(message, tree, [parent])
-        try:
-            repo.create_git_ref(f"refs/heads/{head_branch}", commit.sha)
-            return commit.sha, False
-        except GithubException as exc:  # a concurrent attempt may have created it first
-            existing = None
-            if exc.status == 409 or "reference already exists" in _text(exc):
-                existing = self._branch_sha(head_branch)
-            if existing is None:
-                raise
-            return existing, True
-
-    def _create_pull(self, base, head, title, body):
-        """(pull request, whether adopted): GitHub's "already exists" answer is adopted."""
-        try:
-            return self._repo().create_pull(base=base, head=head, title=title, body=body), False
-        except GithubException as exc:
-            found = None
-            if exc.status == 422 and "a pull request already exists" in _text(exc):
-                found = self._find_pull(head, base)
-            if found is None:
-                raise
-            return found, True
-
-    def _branch_sha(self, branch: str) -> str | None:
-        try:
-            return self._repo().get_git_ref(f"heads/{branch}").object.sha
-        except GithubException as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-    def _find_pull(self, head_branch: str, base_branch: str):
-        owner = self.full_name.split("/")[0]
-        pulls = self._repo().get_pulls(state="all", head=f"{owner}:{head_branch}", base=base_branch)
-        return next(iter(pulls), None)
-
-    def _check_ours(self, head_branch: str, head_sha: str, parent: str, files: dict) -> None:
-        """An existing head branch without a PR must carry exactly these files on ``parent``
-        (the digest in its commit message); otherwise it is not ours to open a PR for."""
-        commit = self._repo().get_git_commit(head_sha)
-        digest = _files_digest(files)
-        if [p.sha for p in commit.parents] != [parent] or digest not in commit.message:
-            raise GitTreesApi409(
-                f"branch {head_branch!r} already exists at {head_sha} with other content; "
-                "delete that branch or start a new run (which uses a new head branch)",
-                head_branch=head_branch,
-                head_sha=head_sha,
-            )
-
     # -- errors ----------------------------------------------------------------------------
     @contextmanager
-    def _errors(self, action: str, stale: tuple[str, str] | None = None, installation=False):
+    def _errors(self, action: str, installation=False):
         """Turn PyGithub/requests failures into the typed errors Temporal understands."""
         try:
             yield
         except AmtpError:
             raise
         except GithubException as exc:
-            raise self._translate(exc, action, stale, installation) from exc
+            raise self._translate(exc, action, installation) from exc
         except requests.RequestException as exc:
             raise GitHubUnavailable(
                 f"could not {action}: GitHub at {self.api_url} did not answer ({exc}); "
                 "Temporal retries; if it persists check GITHUB_API_URL and the network"
             ) from exc
 
-    def _translate(self, exc: GithubException, action: str, stale, installation) -> AmtpError:
-        status, text = exc.status, _text(exc)
-        headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
-        said = f"GitHub answered {status}: {_message(exc)}"
+    def _translate(self, exc: GithubException, action: str, installation) -> AmtpError:
+        status = exc.status
+        said = f"GitHub answered {status}: {answers.message(exc)}"
         where = f"could not {action} in {self.full_name}"
-        limited = headers.get("x-ratelimit-remaining") == "0" or "rate limit" in text
-        if status in (403, 429) and (limited or "abuse detection" in text):
-            wait = _retry_after(headers)
-            hint = f"Temporal retries after {wait}s; if it recurs, lower the repository's run rate"
-            return GitHubRateLimited(f"{where}: {said}; {hint}", retry_after=wait, status=status)
-        if status in (403, 422) and any(marker in text for marker in _PROTECTION):
-            return BranchProtectionViolation(json.dumps(exc.data, sort_keys=True))
-        if stale and status == 422 and any(marker in text for marker in _STALE):
-            try:
-                observed = self._branch_sha(stale[0]) or "deleted"
-            except (GithubException, requests.RequestException):
-                observed = "unknown"
-            return StaleBaseBranch(stale[0], observed, stale[1])
+        if answers.is_rate_limited(exc):
+            return self._rate_limited(exc, where, said)
+        if answers.is_rule_refusal(exc):
+            return BranchProtectionViolation(answers.refusal_body(exc))
+        if answers.is_not_the_api(exc):
+            return ConfigurationError(NOT_THE_API.format(url=self.api_url, status=status))
         kind, hint = RepositoryAccessError, _REFUSED
         if status in (401, 403):
             who = f"GitHub App {self._app_id}" if self._app_id else "the token"
@@ -352,35 +267,30 @@ class GitHubHost(RepositoryHost):
             kind, hint = GitHubUnavailable, "Temporal retries; see githubstatus.com if it persists"
         return kind(f"{where}: {said}; {hint}", status=status, body=exc.data)
 
+    def _rate_limited(self, exc: GithubException, where: str, said: str) -> GitHubRateLimited:
+        """Wait as GitHub asks; repeated secondary limits on this credential wait longer."""
+        headers, secondary = answers.headers_of(exc), answers.is_secondary(exc)
+
+        def wait_for(strikes: int) -> int:
+            return limits.rate_limit_wait(headers, secondary=secondary, strikes=strikes)
+
+        strikes = (
+            self._strikes.strike(self._credential, lambda n: wait_for(n) + limits.QUIET)
+            if secondary
+            else 0
+        )
+        wait = wait_for(strikes)
+        repeat = REPEATED.format(strikes=strikes) if strikes > 1 else ""
+        return GitHubRateLimited(
+            RATE_LIMITED.format(where=where, said=said, wait=wait, repeat=repeat),
+            retry_after=wait,
+            status=exc.status,
+            secondary=secondary,
+            strikes=strikes,
+        )
+
 
 def _check_sha(commit_sha: str) -> None:
     """Reads are cached per commit, so they take a SHA: a branch name would go stale."""
     if not _FULL_SHA.fullmatch(commit_sha):
         raise RepositoryAccessError(f"{commit_sha!r} is not a 40-hex commit SHA; resolve_ref first")
-
-
-def _files_digest(files: dict[str, str]) -> str:
-    """sha256 of the files, recorded in the commit so a replay can recognise its own branch."""
-    return hashlib.sha256(canonical_json(files)).hexdigest()
-
-
-def _message(exc: GithubException) -> str:
-    data = exc.data if isinstance(exc.data, dict) else {"message": str(exc.data)}
-    details = [
-        e.get("message") or json.dumps(e) for e in data.get("errors") or [] if isinstance(e, dict)
-    ]
-    return " ".join(str(x) for x in [data.get("message"), *details] if x)
-
-
-def _text(exc: GithubException) -> str:
-    return _message(exc).lower()
-
-
-def _retry_after(headers: dict[str, str]) -> int:
-    """Seconds to wait, by GitHub's rules: retry-after, else the reset time, else a minute."""
-    if headers.get("retry-after", "").isdigit():
-        return max(int(headers["retry-after"]), 1)
-    reset = headers.get("x-ratelimit-reset", "")
-    if headers.get("x-ratelimit-remaining") == "0" and reset.isdigit():
-        return max(int(reset) - int(time.time()), 1)
-    return 60

@@ -9,11 +9,19 @@ them (content-addressed SHA-1), so the same files always give the same tree SHA,
         base = gh.create_repo("acme/web", files={"app.py": "print(1)"})
         Github(base_url=gh.url, auth=Auth.Token(gh.token), retry=None)
 
+    with FakeGitHub(enterprise=True) as ghes:     # GitHub Enterprise Server: the API is
+        Github(base_url=ghes.api_url, ...)         # under /api/v3, the rest is its web UI
+
 Seeding and inspection: create_repo, push, tag, install_app; head, refs, pulls, files, read,
 commit_info; the ledger (method, path, status), calls (with headers) and count().
-Switches: protect (branch protection or ruleset), forbid, rate_limit, server_error, fail (any
+Switches: protect (a ruleset or classic branch protection, answering in each wording GitHub
+uses), forbid, rate_limit (primary or secondary, with or without retry-after),
+flaky_ref_creation and flaky_base_tree (GitHub's transient 422s), server_error, fail (any
 answer), move_base / after_calls (something happens mid-operation), max_recursive_entries and
-max_recursive_bytes (when recursive tree listings report ``truncated``), token_ttl.
+max_recursive_bytes (when recursive tree listings report ``truncated``), token_ttl,
+token_scopes.
+
+Every behaviour that is not plain REST documentation names its public source where it is set.
 """
 
 from __future__ import annotations
@@ -35,7 +43,27 @@ from urllib.parse import parse_qsl, unquote
 import jwt  # PyJWT (a PyGithub dependency) verifies App JWTs the way GitHub does
 
 DOCS = "https://docs.github.com/rest"
+CREATE_REF_DOC = f"{DOCS}/git/refs#create-a-reference"
 WRITES = ("POST", "PATCH", "PUT", "DELETE")
+GHES_PREFIX = "/api/v3"  # GHES: "prefixed with the following URL: http(s)://HOSTNAME/api/v3"
+GHES_VERSION = "3.17.0"  # sent as X-GitHub-Enterprise-Version by every GHES API answer
+# What GitHub's web UI answers for a page that does not exist: HTML, not the API's JSON.
+WEB_NOT_FOUND = "<!DOCTYPE html>\n<html><head><title>Page not found · GitHub</title></head></html>"
+# How each ruleset rule words its refusal (git push GH013 lines and REST messages):
+# creation: dmf-mxl/mxl#356; pull_request: satisfactory-factories/application#67;
+# required_status_checks: kubeflow/pipelines#4384, 47degrees/sbt-org-policies#263.
+RULE_MESSAGES = {
+    "creation": "Cannot create ref due to creations being restricted.",
+    "update": "Cannot update this protected ref.",
+    "deletion": "Cannot delete this protected ref.",
+    "non_fast_forward": "Cannot force-push to this branch",
+    "pull_request": "Changes must be made through a pull request.",
+    "required_status_checks": "1 of 1 required status check is expected.",
+}
+# Rules that do not apply when a new branch is created (docs.github.com/rest/repos/rules; a
+# required-status-checks rule does, unless do_not_enforce_on_create:
+# artifact-keeper/artifact-keeper#3798).
+NOT_ON_CREATE = {"deletion", "non_fast_forward", "update", "pull_request"}
 _MODES = {
     "100644": "blob",
     "100755": "blob",
@@ -47,7 +75,12 @@ _R = r"/repos/([^/]+/[^/]+)"
 _ROUTES = [  # (verb, path pattern, handler); the first group is always the repo or app target
     (v, re.compile(p), h)
     for v, p, h in [
+        ("GET", r"/(user)", "user"),
+        ("GET", r"/(rate_limit)", "rate_limit_status"),
+        ("GET", r"/(app)", "app_info"),
+        ("GET", r"/(app)/installations", "installations"),
         ("GET", _R, "repo"),
+        ("GET", _R + "/rules/branches/(.+)", "branch_rules"),
         ("GET", _R + "/installation", "installation"),
         ("POST", r"/app/installations/(\d+)/access_tokens", "access_token"),
         ("GET", _R + "/branches/(.+)", "branch"),
@@ -101,10 +134,39 @@ class Grant:  # what a bearer token may see; repos None = every repository
 @dataclass
 class Call:
     method: str
-    path: str
+    path: str  # without GHES's /api/v3 prefix, so the same test reads both
     query: dict[str, str]
     status: int
     headers: dict[str, str]
+    url_path: str = ""  # the path exactly as requested
+
+
+@dataclass
+class Protection:
+    """A ruleset (visible to GET rules/branches/{branch}) or a classic protection rule (not)."""
+
+    pattern: str
+    ruleset: bool
+    answer: str  # "message" | "errors" | "opaque"
+    status: int
+    rules: list[dict]
+
+    def refusing(self, creating: bool) -> list[dict]:
+        if not self.ruleset:
+            return self.rules
+        return [
+            r
+            for r in self.rules
+            if not creating
+            or not (
+                r["type"] in NOT_ON_CREATE
+                or (r.get("parameters") or {}).get("do_not_enforce_on_create")
+            )
+        ]
+
+
+class Html(str):
+    """A payload that is a web page, not JSON."""
 
 
 class FakeRepo:
@@ -117,7 +179,7 @@ class FakeRepo:
         self.objects: dict[str, tuple[str, Any]] = {}  # sha -> (kind, payload)
         self.refs: dict[str, str] = {}
         self.pulls: list[dict] = []
-        self.protections: list[tuple[str, bool, int, list[str]]] = []
+        self.protections: list[Protection] = []
         self.forbidden: tuple[str, ...] = ()
         self._listings: dict[tuple[str, bool], list[dict]] = {}  # trees are immutable: cache
 
@@ -336,8 +398,12 @@ class _Fault:
 class FakeGitHub:
     """The fake server. Switches and helpers are plain methods; all state sits behind one lock."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, enterprise: bool = False) -> None:
+        """``enterprise``: GitHub Enterprise Server, with the API under /api/v3 only."""
+        self.enterprise = enterprise
         self.token = "ghp_" + "f" * 36  # a valid personal access token for every repository
+        self.token_scopes: str | None = "repo"  # X-OAuth-Scopes of that (classic) token;
+        # None: a fine-grained token, which GitHub sends no scopes header for
         self.max_recursive_entries = 100_000  # GitHub truncates recursive trees at 100,000
         self.max_recursive_bytes = 7 * 1024 * 1024  # ... or at 7 MB, whichever comes first
         self.token_ttl = 3600.0  # installation tokens live an hour on GitHub
@@ -361,9 +427,14 @@ class FakeGitHub:
         handler = type("Handler", (_Handler,), {"fake": self})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"  # the host's root
         threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
         return self
+
+    @property
+    def api_url(self) -> str:
+        """Where the REST API is: the root, or /api/v3 on GitHub Enterprise Server."""
+        return self.url + (GHES_PREFIX if self.enterprise else "")
 
     def __exit__(self, *exc: object) -> None:
         if self._server:
@@ -458,10 +529,34 @@ class FakeGitHub:
         )
 
     # -- switches -----------------------------------------------------------------------
-    def protect(self, full_name, pattern="main", *, ruleset=False, status=403, rules=None):
-        """Refuse ref writes to branches matching ``pattern`` (classic protection or a ruleset)."""
-        rules = rules or ["Cannot create ref due to creations being restricted."]
-        self.repo(full_name).protections.append((pattern, ruleset, status, rules))
+    def protect(
+        self,
+        full_name: str,
+        pattern: str = "main",
+        *,
+        ruleset: bool = True,
+        answer: str | None = None,
+        status: int = 422,
+        rules: tuple = ("creation",),
+    ) -> None:
+        """Refuse ref writes to branches matching ``pattern``.
+
+        ``ruleset``: a repository ruleset made of ``rules`` (types, or dicts with
+        "parameters"), listed by GET rules/branches/{branch}; else classic branch protection,
+        which that endpoint does not show. ``answer``, how the refusal reads:
+        - "message": 422 "Repository rule violations found\\n\\n<rule messages>\\n\\n"
+          (satisfactory-factories/application#67, REST update-a-reference); for classic
+          protection "Protected branch update failed for <ref>." (the GH006 wording:
+          kubeflow/pipelines#4384), 403 when ``status`` says so (technote-space/
+          github-action-helper#17 reports 403s for required checks);
+        - "errors": 422 "Validation Failed", the rules in errors[] with field "pre_receive"
+          (softprops/action-gh-release's tests; github/github-mcp-server#3080);
+        - "opaque": 422 "Reference update failed" and nothing more (actions/github-script#455
+          "when creating a protected branch"; release-plz/action#518).
+        Default: "message" for a ruleset, "opaque" for classic protection."""
+        kinds = [r if isinstance(r, dict) else {"type": r} for r in rules]
+        answer = answer or ("message" if ruleset else "opaque")
+        self.repo(full_name).protections.append(Protection(pattern, ruleset, answer, status, kinds))
 
     def forbid(self, full_name: str, methods: tuple[str, ...] = WRITES) -> None:
         """The token lacks permission: 403 "Resource not accessible by integration"."""
@@ -484,14 +579,19 @@ class FakeGitHub:
         with self._lock:
             self._faults.append(_Fault(reply, calls, method, path))
 
-    def rate_limit(self, calls=1, *, secondary=False, status=403, reset_in=60, **match) -> None:
+    def rate_limit(
+        self, calls=1, *, secondary=False, status=403, reset_in=60, retry_after=True, **match
+    ) -> None:
+        """Primary: x-ratelimit-remaining 0 and the reset time. Secondary: the documented
+        message, with retry-after unless ``retry_after`` is False (GitHub does not always send
+        it: hub4j/github-api#1805; then "wait for at least one minute")."""
         if secondary:
             message = (
                 "You have exceeded a secondary rate limit. Please wait a few minutes before "
                 "you try again. If you reach out to GitHub Support for help, please "
                 "include the request ID 0000:1111:2222."
             )
-            headers = {"retry-after": str(reset_in)}
+            headers = {"retry-after": str(reset_in)} if retry_after else {}
             doc = f"{DOCS}/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"
         else:
             message = "API rate limit exceeded for installation ID 1."
@@ -501,6 +601,32 @@ class FakeGitHub:
             }
             doc = f"{DOCS}/overview/rate-limits-for-the-rest-api"
         self.fail(status, message, calls=calls, headers=headers, doc=doc, **match)
+
+    def flaky_ref_creation(self, calls=1) -> None:
+        """POST git/refs answers a bare 422 "Reference update failed" to a valid request:
+        "Sometimes it works, sometimes it fails" (github/rest-api-description#4887;
+        renovatebot/renovate#11481, exercism/website#8248 show the body)."""
+        self.fail(
+            422,
+            "Reference update failed",
+            calls=calls,
+            doc=CREATE_REF_DOC,
+            method="POST",
+            path=r"/git/refs$",
+        )
+
+    def flaky_base_tree(self, calls=1) -> None:
+        """POST git/trees answers 422 "base_tree is not a valid tree oid" for a base tree that
+        exists, "constantly failing for a period of time (minutes to hours)"
+        (PyGithub/PyGithub#1732)."""
+        self.fail(
+            422,
+            "base_tree is not a valid tree oid",
+            calls=calls,
+            doc=f"{DOCS}/git/trees#create-a-tree",
+            method="POST",
+            path=r"/git/trees$",
+        )
 
     def server_error(self, calls=1, *, status=500, **match) -> None:
         self.fail(status, "Server Error", calls=calls, **match)
@@ -538,8 +664,13 @@ class FakeGitHub:
 
     # -- request handling -----------------------------------------------------------------
     def handle(self, method: str, raw_path: str, query: dict, raw: bytes, headers) -> tuple:
-        """(status, JSON payload, extra headers) for one request; records it in the ledger."""
-        raw_path = raw_path.removeprefix("/api/v3")  # GitHub Enterprise Server's API prefix
+        """(status, payload, extra headers) for one request; records it in the ledger. The
+        payload is JSON, or Html where a web server (not the API) answers."""
+        url_path = raw_path
+        if self.enterprise:  # the API lives under /api/v3; everything else is the web UI
+            if not raw_path.startswith(GHES_PREFIX + "/"):
+                return self._web_page(method, raw_path, query, headers)
+            raw_path = raw_path.removeprefix(GHES_PREFIX)
         path = unquote(raw_path)
         with self._lock:
             for item in list(self._later):
@@ -548,14 +679,17 @@ class FakeGitHub:
                     self._later.remove(item)
                     item[1]()
             try:
-                status, payload, extra = *self._dispatch(method, raw_path, query, raw, headers), {}
+                status, payload, extra = (
+                    *self._dispatch(method, raw_path, query, raw, headers),
+                    {},
+                )[:3]
             except Reply as reply:
                 status, payload, extra = reply.status, reply.body, reply.headers
             except Exception as exc:  # a bug in the fake: answer like GitHub, keep it for the test
                 self.errors.append(exc)
                 status, payload, extra = 500, Reply(500, "Server Error").body, {}
             self.ledger.append((method, path, status))
-            self.calls.append(Call(method, path, query, status, dict(headers.items())))
+            self.calls.append(Call(method, path, query, status, dict(headers.items()), url_path))
             self._used += 1
             rate = {
                 "x-ratelimit-limit": "5000",
@@ -564,7 +698,16 @@ class FakeGitHub:
                 "x-ratelimit-reset": str(int(time.time()) + 3600),
                 "x-ratelimit-resource": "core",
             }
+            if self.enterprise:
+                rate["x-github-enterprise-version"] = GHES_VERSION
             return status, payload, {**rate, **extra}
+
+    def _web_page(self, method: str, path: str, query: dict, headers) -> tuple:
+        """GHES's web UI at the host's root: a missing page is a 404 HTML page."""
+        with self._lock:
+            self.ledger.append((method, unquote(path), 404))
+            self.calls.append(Call(method, unquote(path), query, 404, dict(headers.items()), path))
+        return 404, Html(WEB_NOT_FOUND), {"Content-Type": "text/html; charset=utf-8"}
 
     def _dispatch(self, method: str, raw_path: str, query: dict, raw: bytes, headers) -> tuple:
         for fault in self._faults:
@@ -588,20 +731,26 @@ class FakeGitHub:
         except ValueError:
             raise Reply(400, "Problems parsing JSON") from None
         handler = getattr(self, f"_{name}")
-        if name in ("installation", "access_token"):
+        if name in ("installation", "access_token", "app_info", "installations"):
             return handler(self._app(headers), target)
+        if name in ("user", "rate_limit_status"):
+            return handler(self._grant(headers))
         repo = self._authorize(headers, target)
         if method in repo.forbidden:
             raise Reply(403, "Resource not accessible by integration")
         return handler(repo, *args, query=query, body=body)
 
-    def _authorize(self, headers, full_name: str) -> FakeRepo:
+    def _grant(self, headers) -> Grant:
         credential = (headers.get("Authorization") or "").partition(" ")[2]
         if not credential:
             raise Reply(401, "Requires authentication")
         grant = self._grants.get(credential)
         if grant is None or grant.expires < time.time():
             raise Reply(401, "Bad credentials")
+        return grant
+
+    def _authorize(self, headers, full_name: str) -> FakeRepo:
+        grant = self._grant(headers)
         repo = self._repos.get(full_name.lower())
         if repo is None or (grant.repos is not None and full_name.lower() not in grant.repos):
             raise Reply(404, "Not Found")  # GitHub hides what a token may not see
@@ -628,6 +777,47 @@ class FakeGitHub:
         if scheme.lower() != "bearer" or claims["exp"] - time.time() > 600:
             raise Reply(401, "'Expiration time' claim ('exp') is too far in the future")
         return app
+
+    # -- who is calling (what `manage.py check_providers` asks) ---------------------------
+    def _user(self, grant: Grant) -> tuple:
+        """GET /user: the token's user. An installation token is not a user: 403
+        "Resource not accessible by integration" (docs.github.com/rest/users/users)."""
+        if grant.installation is not None:
+            raise Reply(403, "Resource not accessible by integration")
+        user = {"login": "fake-user", "id": 4242, "type": "User"}
+        scopes = {} if self.token_scopes is None else {"x-oauth-scopes": self.token_scopes}
+        return 200, user, scopes
+
+    def _rate_limit_status(self, grant: Grant) -> tuple:
+        core = {"limit": 5000, "used": self._used, "remaining": 5000 - self._used, "reset": 0}
+        return 200, {"resources": {"core": core}, "rate": core}
+
+    def _app_info(self, app: _App, _target: str) -> tuple:
+        """GET /app (JWT): the App itself."""
+        owner = {"login": "acme", "type": "Organization"}
+        return 200, {
+            "id": int(app.app_id),
+            "slug": f"amtp-{app.app_id}",
+            "owner": owner,
+            "name": f"AMTP {app.app_id}",
+            "permissions": {"contents": "write"},
+        }
+
+    def _installations(self, app: _App, _target: str) -> tuple:
+        """GET /app/installations (JWT): where the App is installed."""
+        rows = []
+        for inst_id, (repos, perms) in app.installations.items():
+            owner = sorted(repos)[0].split("/")[0] if repos else "nobody"
+            rows.append(
+                {
+                    "id": inst_id,
+                    "app_id": int(app.app_id),
+                    "permissions": perms,
+                    "account": {"login": owner, "type": "Organization"},
+                    "repository_selection": "selected",
+                }
+            )
+        return 200, rows
 
     # -- GitHub Apps --------------------------------------------------------------------
     def _installation(self, app: _App, full_name: str) -> tuple:
@@ -667,7 +857,7 @@ class FakeGitHub:
         if f"refs/heads/{name}" not in repo.refs:
             raise Reply(404, "Branch not found")
         sha = repo.refs[f"refs/heads/{name}"]
-        protected = any(fnmatch.fnmatchcase(name, p[0]) for p in repo.protections)
+        protected = any(fnmatch.fnmatchcase(name, p.pattern) for p in repo.protections)
         commit = {"sha": sha, "url": f"{repo.url}/commits/{sha}", "commit": repo.commit_json(sha)}
         return 200, {"name": name, "commit": commit, "protected": protected}
 
@@ -679,17 +869,52 @@ class FakeGitHub:
     def _matching_refs(self, repo: FakeRepo, prefix: str, **_) -> tuple:
         return 200, [repo.ref_json(r) for r in sorted(repo.refs) if r.startswith(f"refs/{prefix}")]
 
-    def _guard(self, repo: FakeRepo, ref: str) -> None:
-        for pattern, ruleset, status, rules in repo.protections:
-            if ref.startswith("refs/heads/") and fnmatch.fnmatchcase(ref[11:], pattern):
-                if ruleset:
-                    text = "Repository rule violations found\n\n" + "\n\n".join(rules) + "\n\n"
-                    raise Reply(status, text, doc=f"{DOCS}/git/refs#create-a-reference")
-                raise Reply(
-                    status,
-                    f"Protected branch update failed for {ref}.",
-                    doc="https://docs.github.com/articles/about-protected-branches",
-                )
+    def _branch_rules(self, repo: FakeRepo, branch: str, **_) -> tuple:
+        """GET rules/branches/{branch}: "all active rules that apply to the specified branch.
+        The branch does not need to exist" (docs.github.com/rest/repos/rules). Rulesets only:
+        classic protection is not listed."""
+        rows = [
+            {
+                **rule,
+                "ruleset_source_type": "Repository",
+                "ruleset_source": repo.full_name,
+                "ruleset_id": 1000 + n,
+            }
+            for n, p in enumerate(repo.protections)
+            if p.ruleset and fnmatch.fnmatchcase(branch, p.pattern)
+            for rule in p.rules
+        ]
+        return 200, rows
+
+    def _guard(self, repo: FakeRepo, ref: str, *, creating: bool) -> None:
+        for p in repo.protections:
+            if not (ref.startswith("refs/heads/") and fnmatch.fnmatchcase(ref[11:], p.pattern)):
+                continue
+            refusing = p.refusing(creating)
+            if refusing:
+                raise self._refusal(p, ref, refusing)
+
+    @staticmethod
+    def _refusal(p: Protection, ref: str, rules: list[dict]) -> Reply:
+        """The answers are documented at FakeGitHub.protect."""
+        if p.answer == "opaque":
+            return Reply(422, "Reference update failed", doc=CREATE_REF_DOC)
+        said = [RULE_MESSAGES.get(r["type"], f"Rule {r['type']} was violated.") for r in rules]
+        violations = "Repository rule violations found\n\n" + "\n\n".join(said) + "\n\n"
+        if p.answer == "errors":
+            error = {
+                "code": "custom",
+                "field": "pre_receive",
+                "message": f"pre_receive {violations}",
+            }
+            return Reply(p.status, "Validation Failed", doc=CREATE_REF_DOC, errors=[error])
+        if p.ruleset:
+            return Reply(p.status, violations, doc=CREATE_REF_DOC)
+        return Reply(
+            p.status,
+            f"Protected branch update failed for {ref}.",
+            doc="https://docs.github.com/articles/about-protected-branches",
+        )
 
     def _create_ref(self, repo: FakeRepo, body: dict, **_) -> tuple:
         ref, sha = str(body.get("ref") or ""), str(body.get("sha") or "")
@@ -700,7 +925,7 @@ class FakeGitHub:
             raise Reply(422, "Object does not exist", doc=doc)
         if ref in repo.refs:
             raise Reply(422, "Reference already exists", doc=doc)
-        self._guard(repo, ref)
+        self._guard(repo, ref, creating=True)
         repo.refs[ref] = sha
         return 201, repo.ref_json(ref)
 
@@ -711,7 +936,7 @@ class FakeGitHub:
             raise Reply(422, "Reference does not exist", doc=doc)
         if sha not in repo.objects:
             raise Reply(422, "Object does not exist", doc=doc)
-        self._guard(repo, ref)
+        self._guard(repo, ref, creating=False)
         if not body.get("force") and not repo.is_ancestor(repo.refs[ref], sha):
             raise Reply(422, "Update is not a fast forward", doc=doc)
         repo.refs[ref] = sha
@@ -915,7 +1140,10 @@ class _Handler(BaseHTTPRequestHandler):
         query = dict(parse_qsl(qs, keep_blank_values=True))
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         status, payload, headers = self.fake.handle(self.command, path, query, raw, self.headers)
-        data = b"" if payload is None else json.dumps(payload).encode()
+        if isinstance(payload, Html):
+            data = payload.encode()
+        else:
+            data = b"" if payload is None else json.dumps(payload).encode()
         self.send_response(status)
         for key, value in {"Content-Type": "application/json; charset=utf-8", **headers}.items():
             self.send_header(key, value)

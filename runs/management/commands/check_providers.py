@@ -1,19 +1,24 @@
-"""``manage.py check_providers``: call the configured LLM provider once (and once with a tool)
-and print what is wrong and how to fix it. Exits 1 when a run could not work."""
+"""``manage.py check_providers``: call the configured LLM provider once (and once with a tool),
+check the GitHub credential with one cheap call, and print what is wrong and how to fix it.
+Exits 1 when a run could not work."""
 
 from django.core.management.base import BaseCommand, CommandError
 
 from agents.providers.probe import check_providers
+from repositories.hosts.probe import check_github
 
 MARKS = {"ok": "ok     ", "warning": "WARNING", "error": "ERROR  "}
-FAILED = "the LLM provider check found errors (above); runs would fail until they are fixed"
+FAILED = "the provider check found errors (above); runs would fail until they are fixed"
 
 
 class Command(BaseCommand):
-    help = "Check the configured LLM provider, model and key with a few cheap real calls."
+    help = (
+        "Check the configured LLM provider, model and key, and the GitHub credential, with a "
+        "few cheap real calls."
+    )
 
     def handle(self, *args, **options):
-        findings = check_providers()
+        findings = [*check_providers(), *check_github()]
         for finding in findings:
             self.stdout.write(
                 self.style_for(finding.level)(f"{MARKS[finding.level]} {finding.text}")
