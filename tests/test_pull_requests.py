@@ -1,9 +1,16 @@
-"""CreatePullRequest on the local host: one branch, one commit, one PR; typed failures."""
+"""CreatePullRequest on the local and GitHub hosts: one branch, one commit, one PR; typed
+failures."""
 
 import pytest
 
 from amtp_site import valkey as valkey_mod
-from amtp_site.errors import RepoPrLockContended, StaleBaseBranch
+from amtp_site.errors import (
+    BranchProtectionViolation,
+    GitHubRateLimited,
+    RepoPrLockContended,
+    StaleBaseBranch,
+)
+from repositories.hosts.github_limits import QUIET
 from runs.models import Artifact
 from runs.pull_requests import head_branch_for, pull_request_create
 from tests.factories import RepositoryFactory, RunFactory
@@ -79,3 +86,69 @@ def test_a_held_lock_is_contended_and_nothing_is_written(run):
         with pytest.raises(RepoPrLockContended):
             pull_request_create(run=run, files=FILES, title="t", body="b")
     assert branches(run) == ["main"]
+
+
+# -- the same service on the GitHub host, against the fake GitHub API over HTTP ---------------
+@pytest.fixture
+def github_run(settings, valkey):
+    from tests.fakes.github_api import FakeGitHub
+
+    with FakeGitHub() as gh:
+        sha = gh.create_repo("acme/api", {"package.json": "{}", "src/index.js": "1;\n"})
+        settings.GITHUB_API_URL, settings.GITHUB_TOKEN = gh.url, gh.token
+        settings.GITHUB_APP_ID = settings.GITHUB_APP_PRIVATE_KEY = ""
+        settings.GITHUB_SECONDS_BETWEEN_WRITES = 0
+        repository = RepositoryFactory(full_name="acme/api", host="github")
+        yield gh, RunFactory(repository=repository, commit_sha=sha, base_sha=sha)
+
+
+def test_github_base_moved_reports_the_head_github_has(github_run):
+    gh, run = github_run
+    moved = gh.push("acme/api", "main", {"src/index.js": "2;\n"})
+    with pytest.raises(StaleBaseBranch) as caught:
+        pull_request_create(run=run, files=FILES, title="t", body="b")
+    assert caught.value.to_dict() == {
+        "error": "StaleBaseBranch",
+        "message": caught.value.message,
+        "base_branch": "main",
+        "observed_head": moved,
+        "expected_parent": run.commit_sha,
+    }
+    assert gh.count("POST") == 0
+
+
+def test_github_transient_ref_failure_still_makes_one_pr(github_run):
+    gh, run = github_run
+    gh.flaky_ref_creation(calls=1)  # retried in-process after GitHub's 1 s
+    artifact = pull_request_create(run=run, files=FILES, title="t", body="b")
+    assert artifact.content["number"] == 1 and artifact.content["adopted"] is False
+    assert gh.count("POST", r"/git/refs$") == 2 and len(gh.pulls("acme/api")) == 1
+
+
+def test_github_ruleset_refusal_is_branch_protection(github_run):
+    gh, run = github_run
+    gh.protect("acme/api", "amtp/*", answer="opaque")
+    with pytest.raises(BranchProtectionViolation, match="creation"):
+        pull_request_create(run=run, files=FILES, title="t", body="b")
+    assert not Artifact.objects.filter(run=run, kind="pull_request").exists()
+
+
+def test_repeated_secondary_limits_wait_longer_across_processes(github_run, valkey):
+    # Each CreatePullRequest attempt runs in a fresh process with a fresh host: the strikes
+    # live in Valkey, per credential, so the second limit waits twice as long.
+    gh, run = github_run
+    waits = []
+    for _ in range(3):
+        gh.rate_limit(secondary=True, retry_after=False)
+        with pytest.raises(GitHubRateLimited) as caught:
+            pull_request_create(run=run, files=FILES, title="t", body="b")
+        waits.append(caught.value.details["retry_after"])
+    assert waits == [60, 120, 240]
+    (key,) = valkey.keys("amtp:gh:secondary:*")
+    assert int(valkey.get(key)) == 3 and 240 < valkey.ttl(key) <= 240 + QUIET
+    valkey.flushdb()  # forgotten with Valkey: the next limit starts at a minute again
+    gh.rate_limit(secondary=True, retry_after=False)
+    with pytest.raises(GitHubRateLimited) as caught:
+        pull_request_create(run=run, files=FILES, title="t", body="b")
+    assert caught.value.details["retry_after"] == 60
+    assert pull_request_create(run=run, files=FILES, title="t", body="b").content["number"] == 1

@@ -44,13 +44,18 @@ def test_one_ref_one_commit_one_pr(github, worker):
     assert "package.json" in files  # built on top of the base tree
 
 
-def test_branch_protection_holds_for_approval_then_opens_the_pr(github, worker):
-    github.protect("acme/web", "amtp/*", ruleset=True)
+@pytest.mark.parametrize("answer", ["message", "opaque"])
+def test_branch_protection_holds_for_approval_then_opens_the_pr(github, worker, answer):
+    # "message": GitHub names the rule; "opaque": a bare 422 "Reference update failed", which
+    # only the branch's rules (GET rules/branches/{branch}) tell apart from a transient one
+    github.protect("acme/web", "amtp/*", ruleset=True, answer=answer)
     repo = RepositoryFactory(full_name="acme/web", host="github")
     run = run_create(repository=repo, depth_level="smoke")
     wait_for(run, lambda r: r.stages.filter(status="awaiting_approval").exists())
     approval = Approval.objects.get(run=run, decision="pending")
     assert approval.approver == "branch-protection" and "rule" in approval.comment.lower()
+    assert "creation" in approval.comment  # which rule, for the approver
+    assert github.count("POST", r"/git/refs$") == 1  # a refusal is not retried
     assert github.pulls("acme/web") == []
     github.repo("acme/web").protections.clear()  # the operator fixed the protection
     approval_decide(approval=approval, decision="approved", decided_by="alice")
@@ -59,7 +64,7 @@ def test_branch_protection_holds_for_approval_then_opens_the_pr(github, worker):
 
 
 def test_branch_protection_rejected_fails_the_run(github, worker):
-    github.protect("acme/web", "amtp/*")
+    github.protect("acme/web", "amtp/*", answer="errors")  # the rule in errors[] only
     repo = RepositoryFactory(full_name="acme/web", host="github")
     run = run_create(repository=repo, depth_level="smoke")
     wait_for(run, lambda r: r.approvals.filter(decision="pending").exists())

@@ -656,11 +656,22 @@ class FakeGitHub:
     ) -> int:
         """Register a GitHub App (by its public key) installed on ``repos``; the install id."""
         with self._lock:
-            app = self._apps.setdefault(str(app_id), _App(str(app_id), public_key_pem, {}))
+            app = self.register_app(app_id, public_key_pem)
             installation_id = 1000 + sum(len(a.installations) for a in self._apps.values())
             perms = permissions or {"contents": "write", "pull_requests": "write"}
             app.installations[installation_id] = ({r.lower() for r in repos}, perms)
             return installation_id
+
+    def register_app(self, app_id: int | str, public_key_pem: str) -> _App:
+        """A GitHub App that exists (by its public key), installed nowhere yet."""
+        with self._lock:
+            return self._apps.setdefault(str(app_id), _App(str(app_id), public_key_pem, {}))
+
+    def installation_token(self, installation_id: int) -> str:
+        """An installation access token (ghs_...), as POST .../access_tokens mints one."""
+        with self._lock:
+            app = next(a for a in self._apps.values() if installation_id in a.installations)
+            return self._access_token(app, str(installation_id))[1]["token"]
 
     # -- request handling -----------------------------------------------------------------
     def handle(self, method: str, raw_path: str, query: dict, raw: bytes, headers) -> tuple:
@@ -814,6 +825,7 @@ class FakeGitHub:
                     "app_id": int(app.app_id),
                     "permissions": perms,
                     "account": {"login": owner, "type": "Organization"},
+                    "target_type": "Organization",
                     "repository_selection": "selected",
                 }
             )
