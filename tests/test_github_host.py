@@ -147,6 +147,15 @@ def test_enterprise_api_url():
     assert ghes.calls[0].path == f"/repos/{REPO}/git/ref/heads/main"
 
 
+def test_enterprise_rules_are_read_under_api_v3():
+    with FakeGitHub(enterprise=True) as ghes:
+        ghes.base = ghes.create_repo(REPO, files={"a.txt": "a"})
+        ghes.protect(REPO, "amtp/*", answer="opaque")
+        with pytest.raises(BranchProtectionViolation, match="creation"):
+            open_pr(make_host(ghes), ghes)
+        assert ghes.calls[-1].url_path == f"/api/v3/repos/{REPO}/rules/branches/amtp%2Frun-1"
+
+
 def test_enterprise_url_without_api_v3_says_what_to_set():
     # Real GHES serves its web UI at the root: the API client gets a 404 web page, which
     # used to read "check the repository name". The fake no longer adds /api/v3 for us.

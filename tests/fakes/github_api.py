@@ -51,12 +51,10 @@ GHES_VERSION = "3.17.0"  # sent as X-GitHub-Enterprise-Version by every GHES API
 WEB_NOT_FOUND = "<!DOCTYPE html>\n<html><head><title>Page not found · GitHub</title></head></html>"
 # How each ruleset rule words its refusal (git push GH013 lines and REST messages):
 # creation: dmf-mxl/mxl#356; pull_request: satisfactory-factories/application#67;
-# required_status_checks: kubeflow/pipelines#4384, 47degrees/sbt-org-policies#263.
+# required_status_checks: kubeflow/pipelines#4384, 47degrees/sbt-org-policies#263. Other
+# rules get a neutral line: AMTP only creates refs, so their wording is never relied on.
 RULE_MESSAGES = {
     "creation": "Cannot create ref due to creations being restricted.",
-    "update": "Cannot update this protected ref.",
-    "deletion": "Cannot delete this protected ref.",
-    "non_fast_forward": "Cannot force-push to this branch",
     "pull_request": "Changes must be made through a pull request.",
     "required_status_checks": "1 of 1 required status check is expected.",
 }
