@@ -133,7 +133,8 @@ class StaleBaseBranch(NonRetryableError):
 
 
 class BranchProtectionViolation(NonRetryableError):
-    """GitHub refused the write because of branch protection or a ruleset (403)."""
+    """GitHub refused the write because of branch protection or a ruleset (403 or 422,
+    whatever the wording: repositories/hosts/github_errors.py recognises them)."""
 
     def __init__(self, body: str) -> None:
         super().__init__(f"branch protection refused the write: {body}", body=body)

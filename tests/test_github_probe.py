@@ -169,3 +169,18 @@ def test_check_providers_command_checks_github_too(gh, settings, capsys):
     with pytest.raises(CommandError, match="check found errors"):
         call_command("check_providers")
     assert "ERROR   GitHub refused GITHUB_TOKEN" in capsys.readouterr().out
+
+
+def test_make_run_checks_github_credentials_when_they_are_set(gh, settings):
+    from io import StringIO
+
+    from runs.management.commands.run_system import Command
+
+    settings.AMTP_LLM_PROVIDER = "offline"
+    out, err = StringIO(), StringIO()
+    Command(stdout=out, stderr=err)._say_provider()
+    assert "GitHub credentials set; checking them" in out.getvalue()
+    assert f"ok: GitHub: the token works at {gh.url}, as fake-user" in out.getvalue()
+    settings.GITHUB_TOKEN = "ghp_" + "0" * 36
+    Command(stdout=out, stderr=err)._say_provider()
+    assert "error: " in err.getvalue() and settings.GITHUB_TOKEN not in err.getvalue()

@@ -22,6 +22,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agents.providers.probe import check_providers
 from amtp_site import devstack
+from repositories.hosts.probe import check_github
 from runs import demo
 from runs.models import Run
 from runs.services import run_create
@@ -96,9 +97,15 @@ class Command(BaseCommand):
             )
         else:
             self.stdout.write(f"LLM provider: {provider}; checking it (manage.py check_providers)")
-            for finding in check_providers():  # printed, never fatal: the system still starts
-                write = self.stdout.write if finding.level == "ok" else self.stderr.write
-                write(f"  {finding.level}: {finding.text}")
+            self._say_findings(check_providers())
+        if settings.GITHUB_TOKEN or settings.GITHUB_APP_ID:
+            self.stdout.write("GitHub credentials set; checking them (manage.py check_providers)")
+            self._say_findings(check_github())
+
+    def _say_findings(self, findings) -> None:
+        for finding in findings:  # printed, never fatal: the system still starts
+            write = self.stdout.write if finding.level == "ok" else self.stderr.write
+            write(f"  {finding.level}: {finding.text}")
 
     def _temporal_ui(self) -> str:
         ui = devstack.read_state().get("temporal", {}).get("ui_port")
