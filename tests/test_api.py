@@ -61,7 +61,7 @@ def test_bad_tokens_are_401(make_token, how):
     expires = timezone.now() - timedelta(seconds=1) if how == "expired" else None
     secret = make_token("runs:read", user=user, expires_at=expires)
     if how == "revoked":
-        auth.api_token_revoke(token=ApiToken.objects.get())
+        auth.api_token_revoke(token=ApiToken.objects.get(), actor=None)
     headers = {"Authorization": f"Bearer {secret}"}
     if how == "unknown":
         headers = {"Authorization": "Bearer amtp_" + "x" * 43}
@@ -80,9 +80,9 @@ def test_missing_scope_is_403_and_changes_nothing(make_token, repo):
 
 def test_unknown_scopes_are_refused_at_creation():
     with pytest.raises(ValueError, match="unknown scope"):
-        auth.api_token_create(name="x", scopes=["runs:delete"])
+        auth.api_token_create(name="x", scopes=["runs:delete"], actor=None)
     with pytest.raises(ValueError, match=auth.NO_SCOPES):
-        auth.api_token_create(name="x", scopes=[])
+        auth.api_token_create(name="x", scopes=[], actor=None)
 
 
 def test_staff_session_reads_and_non_staff_session_is_401(staff):

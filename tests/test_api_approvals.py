@@ -116,12 +116,12 @@ def test_unknown_approval_is_404(client):
 def test_admin_shows_a_new_secret_once_and_revokes(rf, monkeypatch):
     from django.contrib import admin
 
-    from runs.admin.tokens import REVOKED, ApiTokenAdmin, ApiTokenForm
+    from runs.admin.tokens import REVOKED, ApiTokenAdmin
 
     model_admin = ApiTokenAdmin(ApiToken, admin.site)
     request = rf.post("/admin/runs/apitoken/add/")
     request.user = User.objects.create_superuser("root")
-    form = ApiTokenForm(data={"name": "ci", "scopes": ["runs:read", "runs:write"]})
+    form = model_admin.get_form(request)(data={"name": "ci", "scopes": ["runs:read", "runs:write"]})
     assert form.is_valid(), form.errors
     token = form.save(commit=False)
     model_admin.save_model(request, token, form, change=False)
