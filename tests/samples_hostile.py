@@ -88,6 +88,21 @@ def leaked(text: str) -> list[str]:
     return [value for value in PLANTED if value in text]
 
 
+def _values(db, key) -> list[bytes]:
+    kind = db.type(key).decode()
+    if kind == "string":
+        return [db.get(key)]
+    if kind == "hash":
+        return [*db.hkeys(key), *db.hvals(key)]
+    if kind == "list":
+        return db.lrange(key, 0, -1)
+    if kind == "set":
+        return list(db.smembers(key))
+    if kind == "zset":
+        return db.zrange(key, 0, -1)
+    return []
+
+
 def valkey_text(conn) -> str:
     """Every key and value in every database of the Valkey server ``conn`` talks to."""
     import redis
@@ -97,14 +112,6 @@ def valkey_text(conn) -> str:
     for name in conn.info("keyspace"):
         db = redis.Redis(host=where["host"], port=where["port"], db=int(name.removeprefix("db")))
         for key in db.scan_iter(count=1000):
-            kind = db.type(key).decode()
-            values = {
-                "string": lambda k: [db.get(k)],
-                "hash": lambda k: [*db.hkeys(k), *db.hvals(k)],
-                "list": lambda k: db.lrange(k, 0, -1),
-                "set": lambda k: list(db.smembers(k)),
-                "zset": lambda k: db.zrange(k, 0, -1),
-            }.get(kind, lambda k: [])(key)
-            dump.extend(v.decode(errors="replace") for v in [key, *values])
+            dump.extend(v.decode(errors="replace") for v in [key, *_values(db, key)])
         db.close()
     return "\n".join(dump)
