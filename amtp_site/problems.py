@@ -8,11 +8,14 @@
 from __future__ import annotations
 
 import json
+import re
 from http import HTTPStatus
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse
+from django.utils.regex_helper import _lazy_re_compile
+from django.views.debug import SafeExceptionReporterFilter
 from ninja import Field, Schema
 
 CONTENT_TYPE = "application/problem+json"
@@ -114,3 +117,13 @@ def is_problem(response: HttpResponse) -> bool:
 def documented(*statuses: int) -> dict[int, type[ProblemOut]]:
     """``response={...}`` entries for the problems an operation can answer with."""
     return dict.fromkeys(statuses, ProblemOut)
+
+
+class CredentialsHidingFilter(SafeExceptionReporterFilter):
+    """Django's filter for error reports, also hiding connection URLs and addresses (a
+    ``DATABASE_URL`` carries the database password; Django's list does not catch it)."""
+
+    hidden_settings = _lazy_re_compile(
+        "API|AUTH|TOKEN|KEY|SECRET|PASS|SIGNATURE|HTTP_COOKIE|URL|DSN|LOCATION|ADDRESS",
+        flags=re.IGNORECASE,
+    )

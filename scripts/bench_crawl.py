@@ -295,6 +295,7 @@ def prepare_services() -> None:
     os.environ["VALKEY_URL"] = urlsplit(urls["VALKEY_URL"])._replace(path=f"/{VALKEY_DB}").geturl()
     os.environ["DJANGO_SETTINGS_MODULE"] = "amtp_site.settings"
     os.environ.setdefault("AMTP_LOG_LEVEL", "WARNING")
+    os.environ.setdefault("DJANGO_DEBUG", "true")  # a developer tool: development settings
     import django
 
     django.setup()

@@ -63,6 +63,7 @@ def prepare_services() -> None:
         DJANGO_SETTINGS_MODULE="amtp_site.settings",
     )
     os.environ.setdefault("AMTP_LOG_LEVEL", "WARNING")
+    os.environ.setdefault("DJANGO_DEBUG", "true")  # a developer tool: development settings
     import django
 
     django.setup()
