@@ -3,12 +3,17 @@
 ``{"type", "title", "status", "detail", "instance", "errors": [...]}`` as
 ``application/problem+json``. ``errors`` names the offending fields (``field``, ``location``,
 ``pointer``, ``detail``, ``type``) and is empty when no field is to blame.
+
+A 5xx answer says a human sentence and a short ``error_id``, never internals (addresses,
+exception text): those go to the log under the same error id, for the operator to find.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
+import secrets
 from http import HTTPStatus
 from typing import Any
 
@@ -17,6 +22,8 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.regex_helper import _lazy_re_compile
 from django.views.debug import SafeExceptionReporterFilter
 from ninja import Field, Schema
+
+logger = logging.getLogger("amtp.errors")
 
 CONTENT_TYPE = "application/problem+json"
 TYPE_BASE = "https://amtp.zagtrader.internal/problems/"
@@ -37,6 +44,9 @@ class ProblemOut(Schema):
     detail: str
     instance: str
     errors: list[FieldError] = []
+    error_id: str | None = Field(
+        None, description="5xx only: quote it when reporting; the log has the details under it."
+    )
 
 
 class Problem(Exception):
@@ -91,8 +101,22 @@ def problem_response(
     *,
     errors: list[dict[str, str]] | None = None,
     headers: dict[str, str] | None = None,
+    cause: BaseException | None = None,
     **extensions: Any,
 ) -> HttpResponse:
+    """The problem document. For a 5xx, ``cause`` (or the detail) is logged under a new
+    ``error_id`` and only the id and ``detail`` — a sentence for humans — are answered."""
+    if status >= 500:
+        extensions["error_id"] = error_id = secrets.token_hex(6)
+        logger.error(
+            "error id %s: %s %s answered %s: %s",
+            error_id,
+            request.method,
+            request.get_full_path(),
+            status,
+            cause if cause is not None else detail,
+            exc_info=cause if status == 500 else None,
+        )
     body = {
         "type": TYPE_BASE + slug,
         "title": HTTPStatus(status).phrase,
