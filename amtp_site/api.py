@@ -19,6 +19,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from temporalio.service import RPCError
 
+from amtp_site.bodies import TOO_LARGE, LengthRequired
 from amtp_site.errors import (
     ApprovalAlreadyDecided,
     ApprovalDecisionInvalid,
@@ -36,7 +37,6 @@ UNSUPPORTED_MEDIA_TYPE = (
     "the request body must be JSON (Content-Type: application/json), not {got!r}"
 )
 INVALID_JSON = "the request body is not valid JSON: {error}"
-TOO_LARGE = "the request body is larger than this server accepts"
 INVALID_INPUT = "the request has {count} invalid field(s): {fields}"
 INTERNAL_ERROR = "the server failed to answer this request; the error was logged"
 ORCHESTRATOR_DOWN = (
@@ -204,6 +204,7 @@ def install_problem_handlers(api: NinjaAPI) -> None:
         Http404: _simple(404, "not-found", "not found"),
         ObjectDoesNotExist: _simple(404, "not-found", "not found"),
         RequestDataTooBig: _too_large,
+        LengthRequired: _simple(411, "length-required"),
         RunError: _simple(409, "run-conflict"),
         OrchestratorUnavailable: _orchestrator_down,
         IdempotencyKeyReused: _idempotency_key_reused,

@@ -93,6 +93,26 @@ def field_error(
     }
 
 
+def problem_document(
+    status: int,
+    slug: str,
+    detail: str,
+    instance: str,
+    *,
+    errors: list[dict[str, str]] | None = None,
+    **extensions: Any,
+) -> dict[str, Any]:
+    return {
+        "type": TYPE_BASE + slug,
+        "title": HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+        "instance": instance,
+        "errors": errors or [],
+        **extensions,
+    }
+
+
 def problem_response(
     request: HttpRequest,
     status: int,
@@ -117,15 +137,9 @@ def problem_response(
             cause if cause is not None else detail,
             exc_info=cause if status == 500 else None,
         )
-    body = {
-        "type": TYPE_BASE + slug,
-        "title": HTTPStatus(status).phrase,
-        "status": status,
-        "detail": detail,
-        "instance": request.get_full_path(),
-        "errors": errors or [],
-        **extensions,
-    }
+    body = problem_document(
+        status, slug, detail, request.get_full_path(), errors=errors, **extensions
+    )
     response = HttpResponse(
         json.dumps(body, cls=DjangoJSONEncoder), status=status, content_type=CONTENT_TYPE
     )
