@@ -224,7 +224,9 @@ api = ProblemAPI(
     description=(
         "Start and follow AMTP runs, read their artifacts and context document, decide held "
         "approvals. Authenticate with `Authorization: Bearer <API token>` (tokens are created "
-        "in the admin, with scopes) or a staff session. Errors are RFC 9457 problem details."
+        "in the admin, with scopes) or a staff session, which gets exactly its Django "
+        "permissions. Errors are RFC 9457 problem details; a 5xx carries an `error_id` to "
+        "quote."
     ),
     urls_namespace="api",
     parser=JsonParser(),
