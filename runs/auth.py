@@ -36,9 +36,6 @@ UNKNOWN_SCOPES = "unknown scope(s) {scopes}; choose from {known}"
 NO_SCOPES = "a token needs at least one scope"
 MISSING_SCOPE = "these credentials lack the '{scope}' scope"
 MISSING_PERMISSION = "{action} needs the {permission} permission for session users"
-MISSING_DECIDE_PERMISSION = MISSING_PERMISSION.format(
-    action="deciding approvals", permission="'approvals.decide_approval'"
-)
 TOKEN_PERMISSION = "{action} needs the '{permission}' permission"
 SCOPES_BEYOND_RIGHTS = (
     "scopes: your permissions do not allow {scopes}; a token gets at most what its minter may do"

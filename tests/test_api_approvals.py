@@ -96,7 +96,11 @@ def test_deciding_needs_the_scope_or_the_permission(make_token, staff):
     session = Client()
     session.force_login(staff)
     problem = assert_problem(post(session, url, body), 403)
-    assert problem["detail"] == auth.MISSING_DECIDE_PERMISSION
+    assert (
+        problem["detail"]
+        == auth.DECIDE_APPROVALS.refusal()
+        == ("deciding approvals needs the 'approvals.decide_approval' permission for session users")
+    )
     assert Approval.objects.get().decision == "pending"
     staff.user_permissions.add(Permission.objects.get(codename="decide_approval"))
     staff = User.objects.get(pk=staff.pk)
