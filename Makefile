@@ -19,9 +19,13 @@ $(STAMP): requirements.txt
 
 venv: $(STAMP)
 
+# Development commands ask for DEBUG (and with it the dev-only secret key); production leaves
+# DJANGO_DEBUG unset, which means off.
+DEV := DJANGO_DEBUG=true
+
 run: $(STAMP)
-	$(PY) manage.py devstack up
-	$(PY) manage.py run_system --stop-devstack
+	$(DEV) $(PY) manage.py devstack up
+	$(DEV) $(PY) manage.py run_system --stop-devstack
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -30,13 +34,13 @@ lint: $(STAMP)
 
 test: lint
 	bash scripts/ensure_chromium.sh
-	AMTP_DEVSTACK_DIR=$(TEST_STACK) \
+	AMTP_DEVSTACK_DIR=$(TEST_STACK) $(DEV) \
 		bash -c '$(PY) manage.py devstack up >/dev/null || exit 1; \
 		$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 		$(PY) manage.py devstack down >/dev/null; exit $$rc'
 
 devstack-down: $(STAMP)
-	$(PY) manage.py devstack down
+	$(DEV) $(PY) manage.py devstack down
 
 clean: devstack-down
 	rm -rf .devstack

@@ -1,6 +1,20 @@
-"""Shared fixtures: the real embedded services (started by `make test`)."""
+"""Shared fixtures: the real embedded services (started by `make test`).
 
+The suite runs with development settings, as `make test` does: without DJANGO_DEBUG the
+settings are production ones, which refuse to start without a secret key and redirect every
+request to HTTPS. Set here, before pytest-django loads the settings (so not in pyproject.toml's
+ini, which pytest-django reads before any conftest); processes the tests spawn (agents, the MCP
+server, `manage.py`) inherit it. Values already in the environment are kept.
+"""
+
+import os
+
+import django
 import pytest
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "amtp_site.settings")
+os.environ.setdefault("DJANGO_DEBUG", "true")
+django.setup()  # tests/conftest.py imports models; pytest-django takes over from here
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
@@ -20,6 +19,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from temporalio.service import RPCError
 
+from amtp_site.bodies import TOO_LARGE, LengthRequired
 from amtp_site.errors import (
     ApprovalAlreadyDecided,
     ApprovalDecisionInvalid,
@@ -31,18 +31,18 @@ from amtp_site.errors import (
 from amtp_site.problems import CONTENT_TYPE, Problem, field_error, is_problem, problem_response
 from runs.auth import UNAUTHENTICATED, CsrfFailed, ScopeMissing
 
-logger = logging.getLogger(__name__)
-
 NOT_FOUND = "no such resource: {path}"
 METHOD_NOT_ALLOWED = "{method} is not allowed here; allowed: {allowed}"
 UNSUPPORTED_MEDIA_TYPE = (
     "the request body must be JSON (Content-Type: application/json), not {got!r}"
 )
 INVALID_JSON = "the request body is not valid JSON: {error}"
-TOO_LARGE = "the request body is larger than this server accepts"
 INVALID_INPUT = "the request has {count} invalid field(s): {fields}"
 INTERNAL_ERROR = "the server failed to answer this request; the error was logged"
-ORCHESTRATOR_DOWN = "the orchestrator (Temporal) is unreachable; try again shortly"
+ORCHESTRATOR_DOWN = (
+    "the orchestrator (Temporal) is unreachable; nothing was lost: send the same request again "
+    "shortly"
+)
 
 
 class UnsupportedMediaType(ValueError):
@@ -156,8 +156,12 @@ def _too_large(request, exc) -> HttpResponse:
 
 
 def _internal(request, exc: Exception) -> HttpResponse:
-    logger.error("unhandled API error on %s %s", request.method, request.path, exc_info=exc)
-    return problem_response(request, 500, "internal-error", INTERNAL_ERROR)
+    return problem_response(request, 500, "internal-error", INTERNAL_ERROR, cause=exc)
+
+
+def _orchestrator_down(request, exc: Exception) -> HttpResponse:
+    # The message names the Temporal address and the client's error: the log's, not the caller's.
+    return problem_response(request, 503, "orchestrator-unavailable", ORCHESTRATOR_DOWN, cause=exc)
 
 
 def _rate_limited(request, exc: RateLimitExceeded) -> HttpResponse:
@@ -200,11 +204,12 @@ def install_problem_handlers(api: NinjaAPI) -> None:
         Http404: _simple(404, "not-found", "not found"),
         ObjectDoesNotExist: _simple(404, "not-found", "not found"),
         RequestDataTooBig: _too_large,
+        LengthRequired: _simple(411, "length-required"),
         RunError: _simple(409, "run-conflict"),
-        OrchestratorUnavailable: _simple(503, "orchestrator-unavailable"),
+        OrchestratorUnavailable: _orchestrator_down,
         IdempotencyKeyReused: _idempotency_key_reused,
         RateLimitExceeded: _rate_limited,
-        RPCError: _simple(503, "orchestrator-unavailable", ORCHESTRATOR_DOWN),
+        RPCError: _orchestrator_down,
         ApprovalAlreadyDecided: _simple(409, "approval-already-decided"),
         ApprovalDecisionInvalid: _decision_invalid,
         Exception: _internal,
@@ -219,7 +224,9 @@ api = ProblemAPI(
     description=(
         "Start and follow AMTP runs, read their artifacts and context document, decide held "
         "approvals. Authenticate with `Authorization: Bearer <API token>` (tokens are created "
-        "in the admin, with scopes) or a staff session. Errors are RFC 9457 problem details."
+        "in the admin, with scopes) or a staff session, which gets exactly its Django "
+        "permissions. Errors are RFC 9457 problem details; a 5xx carries an `error_id` to "
+        "quote."
     ),
     urls_namespace="api",
     parser=JsonParser(),

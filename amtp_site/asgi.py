@@ -3,4 +3,9 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "amtp_site.settings")
-application = get_asgi_application()
+django_application = get_asgi_application()
+
+from amtp_site.bodies import BoundedBodies  # noqa: E402  (needs the settings loaded above)
+
+# Django reads a whole body before any middleware runs: bound it here, chunked or not.
+application = BoundedBodies(django_application)

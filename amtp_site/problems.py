@@ -3,17 +3,27 @@
 ``{"type", "title", "status", "detail", "instance", "errors": [...]}`` as
 ``application/problem+json``. ``errors`` names the offending fields (``field``, ``location``,
 ``pointer``, ``detail``, ``type``) and is empty when no field is to blame.
+
+A 5xx answer says a human sentence and a short ``error_id``, never internals (addresses,
+exception text): those go to the log under the same error id, for the operator to find.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import re
+import secrets
 from http import HTTPStatus
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse
+from django.utils.regex_helper import _lazy_re_compile
+from django.views.debug import SafeExceptionReporterFilter
 from ninja import Field, Schema
+
+logger = logging.getLogger("amtp.errors")
 
 CONTENT_TYPE = "application/problem+json"
 TYPE_BASE = "https://amtp.zagtrader.internal/problems/"
@@ -34,6 +44,9 @@ class ProblemOut(Schema):
     detail: str
     instance: str
     errors: list[FieldError] = []
+    error_id: str | None = Field(
+        None, description="5xx only: quote it when reporting; the log has the details under it."
+    )
 
 
 class Problem(Exception):
@@ -80,6 +93,26 @@ def field_error(
     }
 
 
+def problem_document(
+    status: int,
+    slug: str,
+    detail: str,
+    instance: str,
+    *,
+    errors: list[dict[str, str]] | None = None,
+    **extensions: Any,
+) -> dict[str, Any]:
+    return {
+        "type": TYPE_BASE + slug,
+        "title": HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+        "instance": instance,
+        "errors": errors or [],
+        **extensions,
+    }
+
+
 def problem_response(
     request: HttpRequest,
     status: int,
@@ -88,17 +121,25 @@ def problem_response(
     *,
     errors: list[dict[str, str]] | None = None,
     headers: dict[str, str] | None = None,
+    cause: BaseException | None = None,
     **extensions: Any,
 ) -> HttpResponse:
-    body = {
-        "type": TYPE_BASE + slug,
-        "title": HTTPStatus(status).phrase,
-        "status": status,
-        "detail": detail,
-        "instance": request.get_full_path(),
-        "errors": errors or [],
-        **extensions,
-    }
+    """The problem document. For a 5xx, ``cause`` (or the detail) is logged under a new
+    ``error_id`` and only the id and ``detail`` — a sentence for humans — are answered."""
+    if status >= 500:
+        extensions["error_id"] = error_id = secrets.token_hex(6)
+        logger.error(
+            "error id %s: %s %s answered %s: %s",
+            error_id,
+            request.method,
+            request.get_full_path(),
+            status,
+            cause if cause is not None else detail,
+            exc_info=cause if status == 500 else None,
+        )
+    body = problem_document(
+        status, slug, detail, request.get_full_path(), errors=errors, **extensions
+    )
     response = HttpResponse(
         json.dumps(body, cls=DjangoJSONEncoder), status=status, content_type=CONTENT_TYPE
     )
@@ -114,3 +155,13 @@ def is_problem(response: HttpResponse) -> bool:
 def documented(*statuses: int) -> dict[int, type[ProblemOut]]:
     """``response={...}`` entries for the problems an operation can answer with."""
     return dict.fromkeys(statuses, ProblemOut)
+
+
+class CredentialsHidingFilter(SafeExceptionReporterFilter):
+    """Django's filter for error reports, also hiding connection URLs and addresses (a
+    ``DATABASE_URL`` carries the database password; Django's list does not catch it)."""
+
+    hidden_settings = _lazy_re_compile(
+        "API|AUTH|TOKEN|KEY|SECRET|PASS|SIGNATURE|HTTP_COOKIE|URL|DSN|LOCATION|ADDRESS",
+        flags=re.IGNORECASE,
+    )

@@ -35,6 +35,7 @@ def use_scratch_stack(*, database: str, valkey_db: int, **env: str) -> None:
         **env,
     )
     os.environ.setdefault("AMTP_LOG_LEVEL", "WARNING")
+    os.environ.setdefault("DJANGO_DEBUG", "true")  # developer tools: development settings
     from amtp_site.child import django_setup
 
     django_setup()

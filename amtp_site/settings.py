@@ -3,6 +3,10 @@
 Local defaults point at the embedded devstack (``manage.py devstack up`` records its addresses
 in ``.devstack/state.json``); setting ``DATABASE_URL`` / ``VALKEY_URL`` / ``TEMPORAL_ADDRESS``
 uses external services instead. ``docs/configuration.md`` lists every setting.
+
+Safe by default: DEBUG is off unless ``DJANGO_DEBUG=true`` (``make run`` and ``make test`` set
+it), and without DEBUG there is no default secret key: a deploy that forgets one refuses to
+start and says what to set. Error reports mask every setting that can hold a credential.
 """
 
 from __future__ import annotations
@@ -39,11 +43,17 @@ def env_list(name: str, default: str) -> list[str]:
 
 _stack = devstack.urls()
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
+NO_SECRET_KEY = (
+    "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is not true: set it to a long random "
+    "value, e.g. the output of `python -c 'import secrets; print(secrets.token_urlsafe(50))'` "
+    "(or, on a development machine only, set DJANGO_DEBUG=true)"
+)
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is false")
+        raise ImproperlyConfigured(NO_SECRET_KEY)
     SECRET_KEY = "django-insecure-local-development-only-" + "x" * 24
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
@@ -62,6 +72,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "amtp_site.bodies.BoundedBodyMiddleware",  # before anything can read a body unbounded
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -179,6 +190,10 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+
+# DEBUG pages and error e-mails show settings: hide every one that can carry a credential
+# (Django's own list misses connection URLs such as DATABASE_URL).
+DEFAULT_EXCEPTION_REPORTER_FILTER = "amtp_site.problems.CredentialsHidingFilter"
 
 LOGGING = {
     "version": 1,

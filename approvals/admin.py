@@ -20,6 +20,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
+from amtp_site.audit import Actor
 from amtp_site.errors import (
     ApprovalAlreadyDecided,
     ApprovalDecisionInvalid,
@@ -202,7 +203,11 @@ class ApprovalAdmin(admin.ModelAdmin):
         user = request.user.get_username()
         try:
             approval_decide(
-                approval=approval, decision=decision, decided_by=user, comment=comment.strip()
+                approval=approval,
+                decision=decision,
+                decided_by=user,
+                comment=comment.strip(),
+                actor=Actor.admin(request),
             )
         except ApprovalDecisionInvalid as exc:
             message = INVALID_DECISION.format(errors=exc.message)

@@ -14,8 +14,7 @@ from amtp_site.problems import documented
 from approvals.models import Approval, Decision
 from approvals.services import MAX_COMMENT_CHARS, approval_decide
 from runs.api_schemas import ApprovalOut
-from runs.auth import scoped
-from runs.models_api import Scope
+from runs.auth import DECIDE_APPROVALS, READ_APPROVALS, scoped
 
 router = Router(tags=["approvals"])
 
@@ -41,7 +40,7 @@ class DecisionIn(Schema):
 @router.get(
     "",
     response={200: list[ApprovalOut], **documented(401, 403, 422)},
-    auth=scoped(Scope.RUNS_READ),
+    auth=scoped(READ_APPROVALS),
     url_name="approval_list",
     summary="List approvals",
 )
@@ -59,7 +58,7 @@ def list_approvals(request: HttpRequest, filters: Query[ApprovalFilters]):
 @router.post(
     "/{approval_id}/decision",
     response={200: ApprovalOut, **documented(400, 401, 403, 404, 409, 413, 415, 422, 503)},
-    auth=scoped(Scope.APPROVALS_DECIDE),
+    auth=scoped(DECIDE_APPROVALS),
     url_name="approval_decide",
     summary="Decide an approval",
 )
@@ -71,4 +70,5 @@ def decide_approval(request: HttpRequest, approval_id: uuid.UUID, payload: Decis
         decision=payload.decision,
         decided_by=request.auth.name,
         comment=payload.comment,
+        actor=request.auth.actor,
     )

@@ -8,6 +8,7 @@ from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.db.models.functions import Now
 
+from amtp_site import audit
 from amtp_site.errors import (
     ApprovalAlreadyDecided,
     ApprovalDecisionInvalid,
@@ -25,6 +26,7 @@ SIGNAL_FAILED = (
     "could not signal run {run_id} ({error}); the approval is still pending, decide again when "
     "Temporal is reachable"
 )
+DECISION_RECORDED = "{decision}; comment: {comment!r}"
 EXPIRED = "nobody decided before the approval timeout"
 BAD_DECISION = "decision must be 'approved' or 'rejected', not {decision!r}"
 MAX_COMMENT_CHARS = 2000
@@ -44,12 +46,18 @@ def _check(decision: str, comment: str) -> None:
 
 
 def approval_decide(
-    *, approval: Approval, decision: str, decided_by: str, comment: str = ""
+    *,
+    approval: Approval,
+    decision: str,
+    decided_by: str,
+    comment: str = "",
+    actor: audit.Actor | None = None,
 ) -> Approval:
     """Record the decision (once: compare-and-swap from pending), then signal the workflow.
 
     A reject needs a comment (it becomes the run's failure) and a comment has at most
-    ``MAX_COMMENT_CHARS`` characters; a refused decision writes nothing.
+    ``MAX_COMMENT_CHARS`` characters; a refused decision writes nothing. A signalled decision
+    goes into the audit trail under ``actor`` (a person, through admin or the API).
     """
     _check(decision, comment)
     updated = Approval.objects.filter(pk=approval.pk, decision=Decision.PENDING).update(
@@ -86,6 +94,9 @@ def approval_decide(
         raise OrchestratorUnavailable(
             SIGNAL_FAILED.format(run_id=approval.run_id, error=exc)
         ) from exc
+    audit.record(
+        actor, approval, DECISION_RECORDED.format(decision=decision.capitalize(), comment=comment)
+    )
     return approval
 
 

@@ -3,7 +3,9 @@
 Two tools, named exactly ``repo.tree`` and ``repo.read_file``, over the repository-host
 interface, cached in Valkey (:mod:`repositories.reader`). Run it with
 ``python manage.py mcp_github`` (stdio); any MCP client can use it. Bad arguments come back as
-MCP tool errors (``isError``) whose text says what was wrong.
+MCP tool errors (``isError``) whose text says what was wrong. Secret-bearing files are
+neither listed nor readable and secret-looking values are redacted (:mod:`repositories.secrets`),
+so no credential reaches the model, its vendor, an artifact or the cache.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ def build_server(*, crawl_id: str = "", allowed_repo: str = "") -> MCPServer:
     @server.tool(
         name=TREE_TOOL,
         description="List the files of a repository at a ref (branch, tag or commit SHA), "
-        "filtered for a depth level: smoke, core, standard or deep.",
+        "filtered for a depth level: smoke, core, standard or deep. Files that hold "
+        "credentials (.env, keys, certificates, credential files) are never listed.",
     )
     async def repo_tree(repo: str, ref: str, depth_level: str = "standard") -> dict[str, Any]:
         return await sync_to_async(call)(lambda: reader(repo).tree(ref, depth_level))
@@ -61,7 +64,8 @@ def build_server(*, crawl_id: str = "", allowed_repo: str = "") -> MCPServer:
     @server.tool(
         name=READ_TOOL,
         description="Read one text file of a repository at a ref. The path must be one listed "
-        "by repo.tree; binary and oversized files are refused.",
+        "by repo.tree; binary, oversized and credential files are refused, and secret-looking "
+        "values are replaced by [REDACTED:<kind>].",
     )
     async def repo_read_file(repo: str, ref: str, path: str) -> dict[str, Any]:
         return await sync_to_async(call)(lambda: reader(repo).read_file(ref, path))

@@ -4,6 +4,10 @@ Content at a commit SHA never changes, so cache entries can live for a long TTL 
 that moves can never be served stale data: a branch name is resolved live on every call, only
 what hangs off the resulting SHA is cached. Every hit is counted per crawl
 (``amtp:mcp:crawl:{crawl_id}:hits``) so the crawler's ``cache_hits`` is a real figure.
+
+Secrets never pass through here (:mod:`repositories.secrets`): secret-bearing files are left
+out of ``tree`` and refused by ``read_file``, and file content is redacted before it is cached
+or returned (again when read from the cache, so an entry cached before a rule existed is clean).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import asdict
 from amtp_site.errors import RepositoryAccessError
 from repositories.depth import DEPTH_LEVELS, filter_tree, is_binary_path, looks_binary
 from repositories.hosts.base import RepositoryHost, TreeEntry
+from repositories.secrets import SECRET_FILE, is_secret_path, redact
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 HITS_TTL = 7 * 24 * 3600
@@ -78,7 +83,9 @@ class CachedRepoReader:
                 f"depth_level {depth_level!r} is not one of {', '.join(DEPTH_LEVELS)}"
             )
         sha = self.commit_sha(ref)
-        entries = filter_tree(self.full_tree(sha), depth_level)
+        entries = [
+            e for e in filter_tree(self.full_tree(sha), depth_level) if not is_secret_path(e.path)
+        ]
         return {
             "repo": self.repo,
             "commit_sha": sha,
@@ -88,6 +95,8 @@ class CachedRepoReader:
 
     def read_file(self, ref: str, path: str) -> dict:
         sha = self.commit_sha(ref)
+        if is_secret_path(path):
+            raise RepositoryAccessError(SECRET_FILE.format(path=path))
         if is_binary_path(path):
             raise RepositoryAccessError(f"{path!r} is a binary file; only text files can be read")
         # Only what a deep crawl may list is readable: never .git, dependency or build folders.
@@ -107,14 +116,14 @@ class CachedRepoReader:
         cached = self.conn.get(file_key(self.repo, sha, path))
         if cached is not None:
             self._hit()
-            text = cached.decode("utf-8")
+            text = redact(cached.decode("utf-8"))
         else:
             data = self.host.read_file(sha, path)
             if looks_binary(data):
                 raise RepositoryAccessError(
                     f"{path!r} is a binary file; only text files can be read"
                 )
-            text = data.decode("utf-8", errors="replace")
+            text = redact(data.decode("utf-8", errors="replace"))
             self.conn.set(file_key(self.repo, sha, path), text.encode("utf-8"), ex=self.ttl)
         return {
             "repo": self.repo,

@@ -27,10 +27,9 @@ from runs.api_schemas import (
     RunOut,
     run_url,
 )
-from runs.auth import scoped
+from runs.auth import CANCEL_RUNS, READ_ARTIFACTS, READ_RUNS, START_RUNS, scoped
 from runs.context import run_context
 from runs.models import ArtifactKind, Run
-from runs.models_api import Scope
 from runs.services import run_cancel, run_create
 
 router = Router(tags=["runs"])
@@ -69,7 +68,7 @@ def _schema_problem(exc: SchemaValidationError) -> Problem:
         201: RunDetailOut,
         **documented(400, 401, 403, 413, 415, 422, 429, 503),
     },
-    auth=scoped(Scope.RUNS_WRITE),
+    auth=scoped(START_RUNS),
     url_name="run_create",
     summary="Start a run",
 )
@@ -111,7 +110,7 @@ def create_run(
 @router.get(
     "",
     response={200: list[RunOut], **documented(401, 403, 422)},
-    auth=scoped(Scope.RUNS_READ),
+    auth=scoped(READ_RUNS),
     url_name="run_list",
     summary="List runs",
 )
@@ -124,7 +123,7 @@ def list_runs(request: HttpRequest, filters: Query[RunFilters]):
 @router.get(
     "/{run_id}",
     response={200: RunDetailOut, **documented(401, 403, 404, 422)},
-    auth=scoped(Scope.RUNS_READ),
+    auth=scoped(READ_RUNS),
     url_name="run_detail",
     summary="A run",
 )
@@ -136,7 +135,7 @@ def get_run(request: HttpRequest, run_id: uuid.UUID):
 @router.get(
     "/{run_id}/artifacts/{kind}",
     response={200: ArtifactOut, **documented(401, 403, 404, 422)},
-    auth=scoped(Scope.RUNS_READ),
+    auth=scoped(READ_ARTIFACTS),
     url_name="run_artifact",
     summary="An artifact of a run",
 )
@@ -149,14 +148,14 @@ def get_artifact(request: HttpRequest, run_id: uuid.UUID, kind: ArtifactKind):
 @router.post(
     "/{run_id}/cancel",
     response={202: RunDetailOut, **documented(401, 403, 404, 409, 422, 503)},
-    auth=scoped(Scope.RUNS_WRITE),
+    auth=scoped(CANCEL_RUNS),
     url_name="run_cancel",
     summary="Cancel a run",
 )
 def cancel_run(request: HttpRequest, run_id: uuid.UUID):
     """Ask the workflow to cancel (202); the run and its open stages become ``cancelled``."""
     run = get_object_or_404(Run, pk=run_id)
-    run_cancel(run=run)
+    run_cancel(run=run, actor=request.auth.actor)
     run.refresh_from_db()
     return Status(202, run)
 
@@ -171,7 +170,7 @@ _CONTEXT_SCHEMA = {
 @router.get(
     "/{run_id}/context",
     response={200: dict[str, Any], **documented(401, 403, 404, 422)},
-    auth=scoped(Scope.RUNS_READ),
+    auth=scoped(READ_RUNS),
     url_name="run_context",
     summary="The run as a context document",
     openapi_extra={

@@ -28,6 +28,15 @@ class ApiToken(models.Model):
         related_name="api_tokens",
         help_text="Whose token it is (optional; a token without a user is a service token).",
     )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="+",
+        help_text="Who minted it; a service token's actions are audited under this user.",
+    )
     key_prefix = models.CharField(
         max_length=16,
         db_index=True,

@@ -11,6 +11,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 import schemas
+from amtp_site import audit
 from amtp_site.errors import IdempotencyKeyReused, OrchestratorUnavailable, RunError
 from amtp_site.temporal import connect
 from repositories.models import Repository
@@ -20,6 +21,9 @@ from runs.temporal.client import workflow_params
 from runs.temporal.types import WORKFLOW_NAME
 
 RUN_FINISHED = "run {run_id} already finished ({status}); nothing to cancel"
+CANCEL_RECORDED = "Cancellation requested"
+RAN_AGAIN = "Run again as run {run_id}"
+AGAIN_OF = "Started as a run again of run {run_id}"
 IDEMPOTENCY_KEY_REUSED = (
     "Idempotency-Key {key!r} was used for a different request (run {run_id}); use a new key"
 )
@@ -153,8 +157,9 @@ def run_start(run: Run) -> None:
         ) from exc
 
 
-def run_cancel(*, run: Run) -> None:
-    """Ask Temporal to cancel; the workflow marks the run and its open stages ``cancelled``."""
+def run_cancel(*, run: Run, actor: audit.Actor | None = None) -> None:
+    """Ask Temporal to cancel; the workflow marks the run and its open stages ``cancelled``.
+    ``actor`` (a person, through admin or the API) goes into the audit trail."""
     run.refresh_from_db()
     if run.is_terminal:
         raise RunError(RUN_FINISHED.format(run_id=run.run_id, status=run.status))
@@ -166,20 +171,40 @@ def run_cancel(*, run: Run) -> None:
     try:
         async_to_sync(cancel)()
     except Exception as exc:  # no workflow (never started): cancel the row directly
-        if run.status == Run.Status.PENDING:
-            lifecycle.mark_cancelled(str(run.run_id))
-            return
-        raise OrchestratorUnavailable(f"could not cancel run {run.run_id}: {exc}") from exc
+        if run.status != Run.Status.PENDING:
+            raise OrchestratorUnavailable(f"could not cancel run {run.run_id}: {exc}") from exc
+        lifecycle.mark_cancelled(str(run.run_id))
+    audit.record(actor, run, CANCEL_RECORDED)
 
 
-def run_again(*, run: Run, requested_by: str = "", trigger: str = Run.Trigger.FORM) -> Run:
-    """A new run with the same inputs (recovery after StaleBaseBranch, or a re-check)."""
-    return run_create(
-        repository=run.repository,
-        ref=run.ref,
-        depth_level=run.depth_level,
-        target_framework=run.target_framework,
-        base_branch=run.base_branch,
-        trigger=trigger,
-        requested_by=requested_by,
-    )
+def run_again(
+    *,
+    run: Run,
+    requested_by: str = "",
+    trigger: str = Run.Trigger.FORM,
+    actor: audit.Actor | None = None,
+) -> Run:
+    """A new run with the same inputs (recovery after StaleBaseBranch, or a re-check); both
+    runs' histories say so (a run saved but not started is recorded too: it exists)."""
+    try:
+        new = run_create(
+            repository=run.repository,
+            ref=run.ref,
+            depth_level=run.depth_level,
+            target_framework=run.target_framework,
+            base_branch=run.base_branch,
+            trigger=trigger,
+            requested_by=requested_by,
+        )
+    except OrchestratorUnavailable as exc:
+        saved = Run.objects.filter(pk=exc.details.get("run_id")).first()
+        if saved is not None:
+            _record_again(actor, run, saved)
+        raise
+    _record_again(actor, run, new)
+    return new
+
+
+def _record_again(actor: audit.Actor | None, run: Run, new: Run) -> None:
+    audit.record(actor, run, RAN_AGAIN.format(run_id=new.pk))
+    audit.record(actor, new, AGAIN_OF.format(run_id=run.pk), flag=audit.ADDITION)

@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import Router, Schema, Status
 from pydantic import BaseModel, Field
 from pydantic import ValidationError as PayloadInvalid
 
+from amtp_site.bodies import read_body
 from amtp_site.errors import OrchestratorUnavailable
 from amtp_site.problems import Problem, documented, field_error
 from repositories.models import Repository
@@ -196,14 +198,12 @@ def _retry_start(delivery: WebhookDelivery) -> dict:
 
 
 def _read_body(request: HttpRequest) -> bytes:
+    """At most the limit + 1 bytes are read, whatever Content-Length says, chunked or not."""
     limit = settings.AMTP_WEBHOOK_MAX_BYTES
-    declared = request.META.get("CONTENT_LENGTH") or "0"
-    if not declared.isdigit() or int(declared) > limit:
-        raise Problem(413, "payload-too-large", TOO_LARGE.format(limit=limit))
-    body = request.body
-    if len(body) > limit:
-        raise Problem(413, "payload-too-large", TOO_LARGE.format(limit=limit))
-    return body
+    try:
+        return read_body(request, limit)
+    except RequestDataTooBig as exc:
+        raise Problem(413, "payload-too-large", TOO_LARGE.format(limit=limit)) from exc
 
 
 def _header(request: HttpRequest, name: str, pattern: re.Pattern) -> str:

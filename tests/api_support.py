@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.test import Client
 from temporalio.service import RPCError
 
@@ -62,7 +62,8 @@ def api_env(settings, valkey):
 @pytest.fixture
 def make_token():
     def make(*scopes, **kwargs):
-        return auth.api_token_create(name="test", scopes=list(scopes) or ALL_SCOPES, **kwargs)[1]
+        scopes = list(scopes) or ALL_SCOPES
+        return auth.api_token_create(name="test", scopes=scopes, actor=None, **kwargs)[1]
 
     return make
 
@@ -106,4 +107,8 @@ def assert_problem(response, status, slug=None):
 
 @pytest.fixture
 def staff():
-    return User.objects.create_user("ops", password="pw", is_staff=True)
+    """An operator: staff with the permissions to read, start and cancel runs (no more)."""
+    user = User.objects.create_user("ops", password="pw", is_staff=True)
+    for codename in ("view_run", "add_run", "change_run"):
+        user.user_permissions.add(Permission.objects.get(codename=codename))
+    return User.objects.get(pk=user.pk)

@@ -2,6 +2,7 @@
 hostile input, routing errors. Every error is an RFC 9457 problem and changes nothing."""
 
 import json
+import re
 import uuid
 from datetime import timedelta
 
@@ -61,7 +62,7 @@ def test_bad_tokens_are_401(make_token, how):
     expires = timezone.now() - timedelta(seconds=1) if how == "expired" else None
     secret = make_token("runs:read", user=user, expires_at=expires)
     if how == "revoked":
-        auth.api_token_revoke(token=ApiToken.objects.get())
+        auth.api_token_revoke(token=ApiToken.objects.get(), actor=None)
     headers = {"Authorization": f"Bearer {secret}"}
     if how == "unknown":
         headers = {"Authorization": "Bearer amtp_" + "x" * 43}
@@ -80,9 +81,9 @@ def test_missing_scope_is_403_and_changes_nothing(make_token, repo):
 
 def test_unknown_scopes_are_refused_at_creation():
     with pytest.raises(ValueError, match="unknown scope"):
-        auth.api_token_create(name="x", scopes=["runs:delete"])
+        auth.api_token_create(name="x", scopes=["runs:delete"], actor=None)
     with pytest.raises(ValueError, match=auth.NO_SCOPES):
-        auth.api_token_create(name="x", scopes=[])
+        auth.api_token_create(name="x", scopes=[], actor=None)
 
 
 def test_staff_session_reads_and_non_staff_session_is_401(staff):
@@ -197,6 +198,17 @@ def test_unreachable_temporal_is_503_and_a_retry_starts_the_run(client, repo, ap
     again = post(client, "/api/runs", {"repo_full_name": "acme/shop"}, Idempotency_Key="r1")
     assert again.status_code == 200 and again.json()["run_id"] == str(run.run_id)
     assert describe(run.run_id).status == WorkflowExecutionStatus.RUNNING
+
+
+def test_a_503_shows_no_internals_and_logs_them_under_its_error_id(client, repo, api_env, caplog):
+    address, api_env.TEMPORAL_ADDRESS = api_env.TEMPORAL_ADDRESS, "127.0.0.1:1"
+    body = assert_problem(post(client, "/api/runs", {"repo_full_name": "acme/shop"}), 503)
+    api_env.TEMPORAL_ADDRESS = address
+    assert body["detail"] == site_api.ORCHESTRATOR_DOWN
+    assert "127.0.0.1" not in json.dumps(body) and "Temporal at" not in json.dumps(body)
+    assert re.fullmatch(r"[0-9a-f]{12}", body["error_id"])
+    logged = [r.getMessage() for r in caplog.records if body["error_id"] in r.getMessage()]
+    assert len(logged) == 1 and "127.0.0.1:1" in logged[0]
 
 
 def test_unregistered_repository_names_the_field(client):
@@ -350,7 +362,7 @@ def test_unknown_path_and_wrong_method_are_problems(client):
     assert set(response["Allow"].replace(" ", "").split(",")) == {"GET", "POST"}
 
 
-def test_a_crash_is_a_500_problem_without_internals(client, monkeypatch):
+def test_a_crash_is_a_500_problem_without_internals(client, monkeypatch, caplog):
     run = RunFactory()
 
     def explode(run):
@@ -359,6 +371,8 @@ def test_a_crash_is_a_500_problem_without_internals(client, monkeypatch):
     monkeypatch.setattr(runs_api, "run_context", explode)
     body = assert_problem(client.get(f"/api/runs/{run.run_id}/context"), 500, "internal-error")
     assert body["detail"] == site_api.INTERNAL_ERROR and "secret" not in json.dumps(body)
+    [logged] = [r for r in caplog.records if body["error_id"] in r.getMessage()]
+    assert "secret internals" in logged.getMessage() and logged.exc_info
 
 
 def test_openapi_document_and_docs_are_served():

@@ -96,7 +96,11 @@ def test_deciding_needs_the_scope_or_the_permission(make_token, staff):
     session = Client()
     session.force_login(staff)
     problem = assert_problem(post(session, url, body), 403)
-    assert problem["detail"] == auth.MISSING_DECIDE_PERMISSION
+    assert (
+        problem["detail"]
+        == auth.DECIDE_APPROVALS.refusal()
+        == ("deciding approvals needs the 'approvals.decide_approval' permission for session users")
+    )
     assert Approval.objects.get().decision == "pending"
     staff.user_permissions.add(Permission.objects.get(codename="decide_approval"))
     staff = User.objects.get(pk=staff.pk)
@@ -116,12 +120,12 @@ def test_unknown_approval_is_404(client):
 def test_admin_shows_a_new_secret_once_and_revokes(rf, monkeypatch):
     from django.contrib import admin
 
-    from runs.admin.tokens import REVOKED, ApiTokenAdmin, ApiTokenForm
+    from runs.admin.tokens import REVOKED, ApiTokenAdmin
 
     model_admin = ApiTokenAdmin(ApiToken, admin.site)
     request = rf.post("/admin/runs/apitoken/add/")
     request.user = User.objects.create_superuser("root")
-    form = ApiTokenForm(data={"name": "ci", "scopes": ["runs:read", "runs:write"]})
+    form = model_admin.get_form(request)(data={"name": "ci", "scopes": ["runs:read", "runs:write"]})
     assert form.is_valid(), form.errors
     token = form.save(commit=False)
     model_admin.save_model(request, token, form, change=False)

@@ -1,10 +1,14 @@
-"""Property-based fuzzing of /api from its own OpenAPI document (schemathesis over WSGI).
+"""Property-based fuzzing of /api from its own OpenAPI document (schemathesis over WSGI), in
+three modes of credentials:
 
-Every operation gets schema-conforming and schema-violating requests, authenticated with an
-all-scopes token, half of them aimed at a real run and approval (a started workflow); no
-answer may be a 5xx, every answer must be documented (status, media type, body schema) and
-every error must be a problem document. Bounded and deterministic: a fixed number of
-examples per operation, derandomized.
+- all scopes: schema-conforming and schema-violating requests, half of them aimed at a real run
+  and approval (a started workflow); no answer may be a 5xx, every answer must be documented
+  (status, media type, body schema) and every error must be a problem document;
+- no credentials: every operation answers 401 with a Bearer challenge, except the documented
+  public endpoints (the GitHub webhook, which authenticates deliveries by signature);
+- a read-only token: every write answers 403, every read gets past authorization.
+
+Bounded and deterministic: a fixed number of examples per operation, derandomized.
 """
 
 import pytest
@@ -29,8 +33,10 @@ from tests.factories import ApprovalFactory, ArtifactFactory, RepositoryFactory
 api_env, make_token = api_support.api_env, api_support.make_token  # shared fixtures
 
 EXAMPLES_PER_OPERATION = 25
+EXAMPLES_PER_AUTH_CHECK = 5  # authorization comes before validation: a few examples say it all
 PROBLEM = "application/problem+json"
 PARAMETERLESS = {"POST /api/webhooks/github"}
+PUBLIC = {"POST /api/webhooks/github"}  # documented: authenticated by the delivery's signature
 # No 5xx, and every answer is documented: its status, media type and body schema.
 CHECKS = [
     not_a_server_error,
@@ -50,36 +56,82 @@ def seeded(api_env):
     return {"run_id": str(run.run_id), "approval_id": str(approval.approval_id)}
 
 
+def operations():
+    schema = schemathesis.openapi.from_wsgi("/api/openapi.json", application)
+    found = [result.ok() for result in schema.get_all_operations()]
+    assert len(found) == 9
+    return found
+
+
+def fuzz(operation, seeded, mode, examples, headers, check_response) -> None:
+    """Call ``operation`` with ``examples`` generated cases (half aimed at the seeded run and
+    approval) and hand each response to ``check_response(case, response)``."""
+    pinned = {p.name: seeded[p.name] for p in operation.path_parameters if p.name in seeded}
+    cases = st.one_of(
+        operation.as_strategy(generation_mode=mode),
+        operation.as_strategy(generation_mode=mode, path_parameters=pinned),
+    )
+
+    @given(case=cases)
+    @hypothesis_settings(
+        max_examples=examples,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    def check(case):
+        check_response(case, case.call_and_validate(headers=headers, checks=CHECKS))
+
+    try:
+        check()
+    except Unsatisfiable:  # an operation without parameters has nothing to violate
+        assert mode == GenerationMode.NEGATIVE and operation.label in PARAMETERLESS
+
+
+def is_problem(case, response) -> None:
+    if response.status_code >= 400:
+        assert response.headers["content-type"] == [PROBLEM], (case, response.text)
+        assert response.json()["status"] == response.status_code
+
+
 @pytest.mark.django_db(transaction=True)  # each WSGI request ends by closing old connections
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 def test_no_operation_answers_with_a_server_error(make_token, seeded, mode):
     headers = {"Authorization": f"Bearer {make_token()}"}
-    schema = schemathesis.openapi.from_wsgi("/api/openapi.json", application)
-    operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 9
-    for operation in operations:
-        pinned = {p.name: seeded[p.name] for p in operation.path_parameters if p.name in seeded}
-        cases = st.one_of(
-            operation.as_strategy(generation_mode=mode),
-            operation.as_strategy(generation_mode=mode, path_parameters=pinned),
-        )
+    for operation in operations():
+        fuzz(operation, seeded, mode, EXAMPLES_PER_OPERATION, headers, is_problem)
 
-        @given(case=cases)
-        @hypothesis_settings(
-            max_examples=EXAMPLES_PER_OPERATION,
-            derandomize=True,
-            deadline=None,
-            database=None,
-            phases=[Phase.explicit, Phase.generate],
-            suppress_health_check=list(HealthCheck),
-        )
-        def check(case):
-            response = case.call_and_validate(headers=headers, checks=CHECKS)
-            if response.status_code >= 400:
-                assert response.headers["content-type"] == [PROBLEM], (case, response.text)
-                assert response.json()["status"] == response.status_code
 
-        try:
-            check()
-        except Unsatisfiable:  # an operation without parameters has nothing to violate
-            assert mode == GenerationMode.NEGATIVE and operation.label in PARAMETERLESS
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
+def test_without_credentials_everything_but_the_public_endpoints_is_401(seeded, mode):
+    for operation in operations():
+
+        def check(case, response, public=operation.label in PUBLIC):
+            is_problem(case, response)
+            if not public:
+                assert response.status_code == 401, (case, response.text)
+                assert response.headers["www-authenticate"] == ['Bearer realm="amtp"']
+
+        fuzz(operation, seeded, mode, EXAMPLES_PER_AUTH_CHECK, {}, check)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
+def test_a_read_only_token_is_403_on_every_write(make_token, seeded, mode):
+    headers = {"Authorization": f"Bearer {make_token('runs:read')}"}
+    for operation in operations():
+        write = operation.method.upper() != "GET"
+
+        def check(case, response, write=write, public=operation.label in PUBLIC):
+            is_problem(case, response)
+            if public:
+                return
+            if write:
+                assert response.status_code == 403, (case, response.text)
+            else:
+                assert response.status_code not in (401, 403), (case, response.text)
+
+        fuzz(operation, seeded, mode, EXAMPLES_PER_AUTH_CHECK, headers, check)

@@ -39,3 +39,48 @@ def test_production_without_secret_key_says_what_to_set():
         timeout=120,
     )
     assert result.returncode != 0 and "DJANGO_SECRET_KEY must be set" in result.stderr
+
+
+def manage(*args, **env):
+    """``manage.py`` in a fresh process whose environment has no DJANGO_DEBUG or
+    DJANGO_SECRET_KEY unless given here."""
+    base = {k: v for k, v in os.environ.items() if k not in ("DJANGO_DEBUG", "DJANGO_SECRET_KEY")}
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_debug_is_off_unless_asked_for():
+    show = ("shell", "-c", "from django.conf import settings; print('DEBUG', settings.DEBUG)")
+    assert "DEBUG False" in manage(*show, DJANGO_SECRET_KEY="s" * 50).stdout
+    assert "DEBUG True" in manage(*show, DJANGO_DEBUG="true").stdout
+
+
+def test_without_debug_or_secret_key_it_refuses_to_start_saying_what_to_set():
+    result = manage("check")
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY must be set" in result.stderr
+    assert "DJANGO_DEBUG=true" in result.stderr  # the way out for a laptop
+
+
+def test_make_run_asks_for_debug():
+    dry_run = subprocess.run(
+        ["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert "DJANGO_DEBUG=true" in dry_run.stdout and "run_system" in dry_run.stdout
+
+
+def test_error_reports_mask_every_connection_url(settings):
+    from django.views.debug import get_default_exception_reporter_filter
+
+    settings.DATABASE_URL = "postgres://app:db-password@db/app"
+    settings.VALKEY_URL = "redis://:valkey-password@cache:6379/0"
+    safe = get_default_exception_reporter_filter().get_safe_settings()
+    shown = str(safe)
+    assert "db-password" not in shown and "valkey-password" not in shown
+    assert safe["DATABASE_URL"] == safe["VALKEY_URL"] == "********************"

@@ -1,3 +1,4 @@
-"""The operator admin of the runs app: runs, artifacts and API tokens (one module each)."""
+"""The operator admin of the runs app: runs, artifacts, API tokens and the audit trail (one
+module each)."""
 
-from runs.admin import artifacts, runs, tokens  # noqa: F401  (register at autodiscovery)
+from runs.admin import artifacts, audit, runs, tokens  # noqa: F401  (register at autodiscovery)

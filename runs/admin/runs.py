@@ -16,6 +16,7 @@ from django.urls import path, reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_POST
 
+from amtp_site.audit import Actor
 from amtp_site.errors import AmtpError, OrchestratorUnavailable, RunError
 from runs import selectors
 from runs.admin import display as show
@@ -184,7 +185,7 @@ class RunAdmin(admin.ModelAdmin):
 
     def _cancel(self, request, run: Run) -> bool:
         try:
-            run_cancel(run=run)
+            run_cancel(run=run, actor=Actor.admin(request))
         except RunError as exc:
             self.message_user(request, str(exc), messages.ERROR)
             return False
@@ -193,7 +194,10 @@ class RunAdmin(admin.ModelAdmin):
     def _run_again(self, request, run: Run) -> Run | None:
         try:
             new = run_again(
-                run=run, requested_by=request.user.get_username(), trigger=Run.Trigger.FORM
+                run=run,
+                requested_by=request.user.get_username(),
+                trigger=Run.Trigger.FORM,
+                actor=Actor.admin(request),
             )
         except OrchestratorUnavailable as exc:
             self.message_user(

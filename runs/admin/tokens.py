@@ -1,6 +1,10 @@
 """Admin for API tokens: create (the secret is shown once, on the page after saving), list,
 revoke. A token never changes after creation; revocation is the only edit.
 
+Least privilege: one mints only for oneself (superusers for anyone) and only the scopes one's
+permissions allow; revoking needs ``runs.change_apitoken``. The rules and the audit entries
+are ``runs.auth``'s services; this form only shows their answers next to the fields.
+
 Imported by ``runs/admin/__init__.py`` so the registration happens at admin autodiscovery.
 """
 
@@ -8,11 +12,13 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.template import engines
 from django.utils import timezone
 
-from runs.auth import api_token_create, api_token_revoke
+from amtp_site.audit import Actor
+from runs.auth import api_token_check, api_token_create, api_token_revoke, scopes_allowed
 from runs.models_api import ApiToken, Scope
 
 REVOKED = "{count} token(s) revoked; requests with them are now refused (401)."
@@ -32,10 +38,29 @@ SHOWN_ONCE = engines["django"].from_string(
 
 class ApiTokenForm(forms.ModelForm):
     scopes = forms.MultipleChoiceField(choices=Scope.choices, widget=forms.CheckboxSelectMultiple)
+    request = None  # set by ApiTokenAdmin.get_form: the rules depend on who mints
 
     class Meta:
         model = ApiToken
         fields = ("name", "user", "scopes", "expires_at")
+
+    def owner(self):
+        if self.request.user.is_superuser:
+            return self.cleaned_data.get("user")
+        return self.request.user  # everyone else mints for themselves
+
+    def clean(self):
+        data = super().clean()
+        try:
+            api_token_check(
+                actor=Actor.admin(self.request), scopes=data.get("scopes") or [], user=self.owner()
+            )
+        except (PermissionDenied, ValueError) as exc:
+            field, _, message = str(exc).partition(": ")
+            if field not in self.fields:
+                field, message = "scopes", str(exc)
+            self.add_error(field, message)
+        return data
 
 
 @admin.register(ApiToken)
@@ -70,7 +95,29 @@ class ApiTokenAdmin(admin.ModelAdmin):
         )
 
     def get_fields(self, request, obj=None):
-        return self.get_readonly_fields(request, obj) if obj else ApiTokenForm.Meta.fields
+        if obj:
+            return self.get_readonly_fields(request, obj)
+        if request.user.is_superuser:
+            return ApiTokenForm.Meta.fields
+        return tuple(f for f in ApiTokenForm.Meta.fields if f != "user")
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        allowed = scopes_allowed(request.user)
+        choices = [(value, label) for value, label in Scope.choices if value in allowed]
+        scopes = forms.MultipleChoiceField(
+            choices=choices,
+            widget=forms.CheckboxSelectMultiple,
+            help_text="Only the scopes your permissions allow are offered.",
+        )
+        return type(form.__name__, (form,), {"request": request, "scopes": scopes})
+
+    def has_change_permission(self, request, obj=None):
+        # Tokens are immutable: the page of a token is read-only; "change" gates revoking.
+        return obj is None and super().has_change_permission(request)
+
+    def log_addition(self, request, obj, message):
+        pass  # api_token_create records the mint (one home for the audit entry)
 
     @admin.display(description="scopes")
     def scope_list(self, token: ApiToken) -> str:
@@ -90,8 +137,9 @@ class ApiTokenAdmin(admin.ModelAdmin):
         token, secret = api_token_create(
             name=obj.name,
             scopes=form.cleaned_data["scopes"],
-            user=obj.user,
+            user=form.owner(),
             expires_at=obj.expires_at,
+            actor=Actor.admin(request),
         )
         obj.__dict__.update({k: v for k, v in token.__dict__.items() if k != "_state"})
         obj._state.adding = False
@@ -108,9 +156,9 @@ class ApiTokenAdmin(admin.ModelAdmin):
         response["Cache-Control"] = "no-store"
         return response
 
-    @admin.action(description="Revoke selected tokens")
+    @admin.action(description="Revoke selected tokens", permissions=["change"])
     def revoke_selected(self, request, queryset):
         tokens = list(queryset.filter(revoked_at__isnull=True))
         for token in tokens:
-            api_token_revoke(token=token)
+            api_token_revoke(token=token, actor=Actor.admin(request))
         self.message_user(request, REVOKED.format(count=len(tokens)), messages.SUCCESS)

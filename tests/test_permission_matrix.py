@@ -1,0 +1,223 @@
+"""The permission matrix of docs/security.md, cell by cell, through the API and the admin.
+
+The table is read from the document, so the document and the code cannot drift apart: every
+row names an action performed below, every column a role built below. An action is *allowed*
+when it gets past authorization (e.g. cancelling a finished run is a 409, not a 403)."""
+
+import json
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from approvals.models import Approval
+from repositories.models import Repository
+from runs import auth
+from runs.models import Run
+from runs.models_api import ApiToken
+from tests.factories import ApprovalFactory, ArtifactFactory, RepositoryFactory, RunFactory
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "security.md"
+VIEWER = ("runs.view_run", "runs.view_artifact", "approvals.view_approval")
+ROLES = {
+    "staff": (),
+    "viewer": (*VIEWER, "repositories.view_repository"),
+    "operator": (*VIEWER, "repositories.view_repository", "runs.add_run", "runs.change_run"),
+    "approver": (*VIEWER, "repositories.view_repository", "approvals.decide_approval"),
+    "token admin": (
+        *VIEWER,
+        "repositories.view_repository",
+        "runs.add_apitoken",
+        "runs.change_apitoken",
+        "runs.view_apitoken",
+    ),
+}
+TOKENS = {
+    "read token": "runs:read",
+    "write token": "runs:write",
+    "decide token": "approvals:decide",
+}
+
+
+def matrix() -> list[tuple[str, str, bool]]:
+    text = DOC.read_text().split("### Permission matrix", 1)[1]
+    rows = [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith("|")
+    ]
+    header, body = rows[0], rows[2:]
+    cells = []
+    for row in body:
+        for role, mark in zip(header[1:], row[1:], strict=True):
+            if mark != "·":
+                cells.append((row[0], role, mark == "✓"))
+    return cells
+
+
+class World:
+    """The objects every action works on, and the caller in one role."""
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+        self.root = User.objects.create_superuser("root", password=None)  # no slow hashing
+        self.other = self._with_perms(User.objects.create_user("someone-else"), VIEWER)
+        self.repository = RepositoryFactory(full_name="acme/shop")
+        self.finished = RunFactory(repository=self.repository, status="passed")
+        self.artifact = ArtifactFactory(run=self.finished)
+        self.decided = ApprovalFactory(
+            run=self.finished, decision="approved", decided_at=timezone.now()
+        )
+        self.held = RunFactory(repository=self.repository)  # pending: never started
+        self.pending = ApprovalFactory(run=self.held)
+        self.token = ApiToken.objects.create(name="old", key_prefix="amtp_x", token_hash="0" * 64)
+        self.user = self._user()
+        self.client = self._client()
+
+    def _user(self):
+        if self.role in ("anonymous", *TOKENS):
+            return None
+        if self.role == "superuser":
+            return self.root
+        user = User.objects.create_user(self.role.replace(" ", "-"), is_staff=True)
+        return self._with_perms(user, ROLES[self.role])
+
+    @staticmethod
+    def _with_perms(user, perms):
+        for perm in perms:
+            app, codename = perm.split(".")
+            user.user_permissions.add(
+                Permission.objects.get(content_type__app_label=app, codename=codename)
+            )
+        return User.objects.get(pk=user.pk)  # a fresh permission cache
+
+    def _client(self) -> Client:
+        if self.role in TOKENS:
+            _, secret = auth.api_token_create(name="t", scopes=[TOKENS[self.role]], actor=None)
+            return Client(headers={"Authorization": f"Bearer {secret}"})
+        client = Client()
+        if self.user is not None:
+            client.force_login(self.user)
+        return client
+
+    # --- how an answer reads --------------------------------------------------------------
+
+    @staticmethod
+    def api_allowed(response) -> bool:
+        assert response.status_code < 500, response.content
+        return response.status_code not in (401, 403)
+
+    @staticmethod
+    def admin_allowed(response) -> bool:
+        assert response.status_code < 500, response.content
+        if response.status_code == 403:
+            return False
+        if response.status_code == 302:
+            return "/login/" not in response["Location"]
+        return response.status_code == 200
+
+    def api_get(self, path: str) -> bool:
+        return self.api_allowed(self.client.get(path))
+
+    def api_post(self, path: str, body: dict | None = None) -> bool:
+        data = json.dumps(body or {})
+        return self.api_allowed(self.client.post(path, data, content_type="application/json"))
+
+    def admin_get(self, url: str) -> bool:
+        return self.admin_allowed(self.client.get(url))
+
+    def admin_post(self, url: str, data: dict) -> bool:
+        return self.admin_allowed(self.client.post(url, data))
+
+    def mint(self, scopes: list[str], owner=None) -> bool:
+        data = {"name": "minted", "scopes": scopes}
+        if owner is not None:
+            data["user"] = owner.pk
+        elif self.user is not None and self.user.is_superuser:
+            data["user"] = self.user.pk  # for oneself
+        self.client.post(reverse("admin:runs_apitoken_add"), data)
+        minted = ApiToken.objects.filter(name="minted", scopes=sorted(scopes))
+        return minted.filter(user=owner or self.user).exists() if self.user else False
+
+
+def change_repository(world: World) -> bool:
+    url = reverse("admin:repositories_repository_change", args=[world.repository.pk])
+    root = Client()
+    root.force_login(world.root)
+    form = root.get(url).context["adminform"].form
+    data = {k: v for k, v in form.initial.items() if v is not None}
+    data.update({"webhook_branches": "", "require_approval": "on"})
+    world.admin_post(url, data)
+    return Repository.objects.get(pk=world.repository.pk).require_approval
+
+
+def run_again(world: World) -> bool:
+    world.admin_post(reverse("admin:runs_run_again", args=[world.finished.pk]), {})
+    return Run.objects.filter(requested_by=getattr(world.user, "username", "-")).exists()
+
+
+def decide(world: World) -> bool:
+    url = reverse("admin:approvals_approval_decide", args=[world.pending.pk])
+    return world.admin_post(url, {"decision": "rejected", "comment": "no"})
+
+
+def revoke(world: World) -> bool:
+    data = {"action": "revoke_selected", "_selected_action": [world.token.pk]}
+    world.client.post(reverse("admin:runs_apitoken_changelist"), data)
+    return ApiToken.objects.get(pk=world.token.pk).revoked_at is not None
+
+
+ACTIONS = {
+    "API: list runs": lambda w: w.api_get("/api/runs"),
+    "API: read a run": lambda w: w.api_get(f"/api/runs/{w.finished.pk}"),
+    "API: read a run's context": lambda w: w.api_get(f"/api/runs/{w.finished.pk}/context"),
+    "API: read an artifact": lambda w: w.api_get(
+        f"/api/runs/{w.finished.pk}/artifacts/{w.artifact.kind}"
+    ),
+    "API: list approvals": lambda w: w.api_get("/api/approvals"),
+    # Unregistered repository, finished run, decided approval: past authorization, nothing moves.
+    "API: start a run": lambda w: w.api_post("/api/runs", {"repo_full_name": "acme/nope"}),
+    "API: cancel a run": lambda w: w.api_post(f"/api/runs/{w.finished.pk}/cancel"),
+    "API: decide an approval": lambda w: w.api_post(
+        f"/api/approvals/{w.decided.pk}/decision", {"decision": "approved"}
+    ),
+    "admin: list runs": lambda w: w.admin_get(reverse("admin:runs_run_changelist")),
+    "admin: a run's history": lambda w: w.admin_get(
+        reverse("admin:runs_run_history", args=[w.finished.pk])
+    ),
+    "admin: view an artifact": lambda w: w.admin_get(
+        reverse("admin:runs_artifact_change", args=[w.artifact.pk])
+    ),
+    "admin: the approval queue": lambda w: w.admin_get(
+        reverse("admin:approvals_approval_changelist")
+    ),
+    "admin: launch a run": lambda w: w.admin_get(reverse("launch_run")),
+    "admin: cancel a run": lambda w: w.admin_post(
+        reverse("admin:runs_run_cancel", args=[w.finished.pk]), {}
+    ),
+    "admin: run again": run_again,
+    "admin: approve or reject": decide,
+    "admin: change a repository": change_repository,
+    "admin: mint a runs:read token for oneself": lambda w: w.mint(["runs:read"]),
+    "admin: mint an approvals:decide token": lambda w: w.mint(["approvals:decide"]),
+    "admin: mint a token for another user": lambda w: w.mint(["runs:read"], owner=w.other),
+    "admin: revoke a token": revoke,
+    "admin: the audit trail": lambda w: w.admin_get(reverse("admin:admin_logentry_changelist")),
+}
+
+
+def test_every_row_of_the_matrix_is_an_action_here():
+    assert {action for action, _, _ in matrix()} == set(ACTIONS)
+    assert {role for _, role, _ in matrix()} == {"anonymous", "superuser", *ROLES, *TOKENS}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("action,role,allowed", matrix(), ids=lambda v: str(v))
+def test_the_matrix(action, role, allowed, settings):
+    settings.TEMPORAL_ADDRESS = "127.0.0.1:1"  # nothing here may need a workflow to succeed
+    world = World(role)
+    assert ACTIONS[action](world) is allowed
+    assert Approval.objects.get(pk=world.pending.pk).decision == "pending"  # no signal: undone

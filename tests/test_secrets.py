@@ -1,0 +1,160 @@
+"""Secrets never leave: secret-bearing files are neither listed nor readable, and secret-looking
+values in every other file are redacted (marked in place) before they are cached or returned."""
+
+import pytest
+
+from repositories import secrets
+from tests import samples_hostile as hostile
+from tests.factories import RepositoryFactory
+from tests.gitrepo import make_git_repo
+from tests.mcp_client import call_tools
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".env",
+        ".env.production",
+        "api/.env.local",
+        ".envrc",
+        "deploy/id_rsa",
+        "deploy/id_rsa.pub",
+        "keys/id_ed25519",
+        "certs/server.pem",
+        "certs/server.key",
+        "config/.npmrc",
+        ".pypirc",
+        ".netrc",
+        ".git-credentials",
+        ".aws/credentials",
+        "home/.ssh/config",
+        "android/app/release.keystore",
+        "android/app/upload.jks",
+        "ios/dist.p12",
+        "ios/AuthKey_ABC123.p8",
+        "infra/prod.tfvars",
+        "infra/terraform.tfstate",
+        "CERTS/SERVER.PEM",
+    ],
+)
+def test_secret_bearing_files_are_denied(path):
+    assert secrets.is_secret_path(path)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "package.json",
+        "src/env.ts",
+        "docs/environment.md",
+        "src/keyboard.js",
+        "src/keys.ts",
+        "config/settings.py",
+        "src/auth/token.js",
+        "ssh/README.md",
+    ],
+)
+def test_ordinary_files_are_not_denied(path):
+    assert not secrets.is_secret_path(path)
+
+
+@pytest.mark.parametrize(
+    "text,kind,value",
+    [
+        (f'const id = "{hostile.AWS_KEY_ID}";', "aws-access-key", hostile.AWS_KEY_ID),
+        (f"aws_secret_access_key = {hostile.AWS_SECRET}", "secret-assignment", hostile.AWS_SECRET),
+        (f"token = '{hostile.GITHUB_TOKEN}'", "github-token", hostile.GITHUB_TOKEN),
+        ("t = github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "github-token", "_11A"),
+        (f"stripe = {hostile.STRIPE_KEY}", "stripe-key", hostile.STRIPE_KEY),
+        (f"{{ token: '{hostile.SLACK_TOKEN}' }}", "slack-token", hostile.SLACK_TOKEN),
+        (f"_authToken={hostile.NPM_TOKEN}", "npm-token", hostile.NPM_TOKEN),
+        ("key=AIzaSyD-planted_FAKE0123456789abcdefghijk", "google-api-key", "SyD-planted"),
+        ("ANTHROPIC_API_KEY=sk-ant-api03-plantedFAKE0123456789", "llm-api-key", "api03"),
+        (
+            "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkIn0.c2lnbmF0dXJlcGxh",
+            "jwt",
+            "eyJzdWIiOiJwbGFudGVkIn0",
+        ),
+        (
+            f"mongodb://admin:{hostile.MONGO_PASSWORD}@mongo:27017/x",
+            "url-password",
+            hostile.MONGO_PASSWORD,
+        ),
+        (f'const jwtSecret = "{hostile.JWT_SECRET}";', "secret-assignment", hostile.JWT_SECRET),
+        ('"password": "c0rrect-h0rse-B4ttery"', "secret-assignment", "c0rrect-h0rse"),
+        (hostile.PRIVATE_KEY, "private-key", hostile.KEY_MATERIAL),
+        ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXkt", "private-key", "b3BlbnNz"),
+    ],
+)
+def test_secret_values_are_replaced_by_a_marker_in_place(text, kind, value):
+    redacted = secrets.redact(text)
+    assert value not in redacted
+    assert f"[REDACTED:{kind}]" in redacted
+    assert secrets.redact(redacted) == redacted  # idempotent: a cached text is already clean
+
+
+def test_the_text_around_a_secret_is_kept():
+    text = f"const a = 1;\nconst stripe = '{hostile.STRIPE_KEY}';\nconst b = 2;\n"
+    assert secrets.redact(text) == (
+        "const a = 1;\nconst stripe = '[REDACTED:stripe-key]';\nconst b = 2;\n"
+    )
+    url = f"postgres://app:{hostile.DB_PASSWORD}@db:5432/app"
+    assert secrets.redact(url) == "postgres://app:[REDACTED:url-password]@db:5432/app"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "const token = req.headers.authorization;",
+        "password: process.env.DB_PASSWORD,",
+        "api_key = os.environ['API_KEY']",
+        "secret: ${{ secrets.DEPLOY_KEY }}",
+        'const passwordInput = page.getByLabel("Password");',
+        '"version": "1.2.3", "token": "<your token here>"',
+        "AUTH_URL=https://example.com/login",
+        "apiKey: '',",
+        "password = 'changeme'",
+        "postgres://user:${DB_PASSWORD}@localhost/app",
+        'it("rejects a wrong password", async () => {});',
+        "app.get('/api/tasks/:id', handler)",
+    ],
+)
+def test_ordinary_code_is_left_alone(code):
+    assert secrets.redact(code) == code
+
+
+# --- through the MCP server ------------------------------------------------------------------
+
+
+@pytest.fixture
+def hostile_repo(tmp_path, valkey, transactional_db):
+    path = make_git_repo(tmp_path / "hostile", hostile.HOSTILE_WEB)
+    RepositoryFactory(full_name="acme/hostile", host="local", local_path=str(path))
+    return path
+
+
+def test_the_mcp_server_hides_refuses_and_redacts(hostile_repo, valkey):
+    calls = [
+        ("repo.tree", {"repo": "acme/hostile", "ref": "main", "depth_level": "deep"}),
+        *[
+            ("repo.read_file", {"repo": "acme/hostile", "ref": "main", "path": path})
+            for path in hostile.SECRET_FILES
+        ],
+        ("repo.read_file", {"repo": "acme/hostile", "ref": "main", "path": "server/index.js"}),
+        ("repo.read_file", {"repo": "acme/hostile", "ref": "main", "path": "server/index.js"}),
+    ]
+    _, (tree_error, tree), *reads, (_, server), (_, cached) = call_tools(calls)
+    assert not tree_error
+    listed = {e["path"] for e in tree["entries"]}
+    assert "server/index.js" in listed and not listed & set(hostile.SECRET_FILES)
+    for (is_error, text), path in zip(reads, hostile.SECRET_FILES, strict=True):
+        assert is_error and text.endswith(secrets.SECRET_FILE.format(path=path))
+    content = server["content"]
+    assert cached["content"] == content  # the second read came from the cache
+    assert "app.listen" in content and "[REDACTED:stripe-key]" in content
+    for marker in ("aws-access-key", "github-token", "slack-token", "url-password", "private-key"):
+        assert f"[REDACTED:{marker}]" in content
+    assert hostile.leaked(content) == []
+    stored = hostile.valkey_text(valkey)
+    assert "server/index.js" in stored  # the cache holds the file: redacted
+    assert hostile.leaked(stored) == []
