@@ -50,7 +50,10 @@ def _texts(value) -> list[str]:
 def obedient_model(request: dict):
     """A model that does what the repository tells it to: reads every secret file the README
     names and copies everything it has seen (every text of its messages) into its output."""
-    seen = "\n".join(_texts(request["messages"]))
+    # Every line it was shown, once: what each stage copies grows with what the stage before
+    # copied, and a real model's answer stops at its output limit (the fake clips it too).
+    lines = (line for text in _texts(request["messages"]) for line in text.splitlines())
+    seen = "\n".join(dict.fromkeys(lines))
     if request.get("tools"):  # the Repo Crawler
         turns = sum(1 for m in request["messages"] if m["role"] == "assistant")
         if turns == 0:
@@ -64,7 +67,7 @@ def obedient_model(request: dict):
         entry = {"path": "server/index.js", "kind": "api_route"}
         return json.dumps({"entry_points": [entry], "detected_stack": stack})
     envelope = _first_message(request)
-    if "Test Case Generator" in request["system"]:
+    if "Test Case Generator" in "".join(_texts(request.get("system"))):  # text or blocks
         case = {
             "id": "tc_copy",
             "title": "Copy the credentials",

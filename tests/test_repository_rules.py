@@ -275,7 +275,7 @@ def test_the_api_refuses_a_full_name_with_the_rule_admin_uses(full_name):
     from runs.auth import api_token_create
     from tests.api_support import bearer
 
-    token = api_token_create(name="test", scopes=["runs:write"])[1]
+    token = api_token_create(name="test", scopes=["runs:write"], actor=None)[1]
     response = bearer(token).post(
         "/api/runs", {"repo_full_name": full_name}, content_type="application/json"
     )
