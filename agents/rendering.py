@@ -52,21 +52,28 @@ def _size(value: Any) -> int:
 
 def render_envelope(envelope: dict[str, Any], *, budget_tokens: int) -> str:
     """The first user message for ``envelope``: canonical and verbatim when it fits, else the
-    bounded rendering."""
+    bounded rendering, as close under the budget as a few passes get it."""
     text = canonical_text(envelope)
     if text_tokens(text) <= budget_tokens:
         return text
+    payload = envelope["payload"]
+    order = (
+        _ranked_paths(payload["file_tree"]) if isinstance(payload.get("file_tree"), list) else []
+    )
     chars = int(budget_tokens * CHARS_PER_TOKEN / ESCAPING)
-    for _ in range(4):  # the shares are estimates: shrink until the message fits
-        rendered = canonical_text(_rendered(envelope, chars))
-        over = text_tokens(rendered) - budget_tokens
-        if over <= 0:
+    best = None
+    for _ in range(5):  # the sizes are estimates: scale towards the budget, keep what fits
+        rendered = canonical_text(_rendered(envelope, order, chars))
+        tokens = text_tokens(rendered)
+        if tokens <= budget_tokens and (best is None or tokens > best[0]):
+            best = (tokens, rendered)
+        if budget_tokens * 0.95 <= tokens <= budget_tokens:
             break
-        chars -= int(over * CHARS_PER_TOKEN / ESCAPING) + 200
-    return rendered
+        chars = int(chars * budget_tokens * 0.97 / tokens)
+    return best[1] if best else rendered
 
 
-def _rendered(envelope: dict[str, Any], chars: int) -> dict[str, Any]:
+def _rendered(envelope: dict[str, Any], order: list[str], chars: int) -> dict[str, Any]:
     payload = envelope["payload"]
     view = {k: v for k, v in payload.items() if k not in ("file_tree", "entry_points")}
     view.pop("detected_stack", None)
@@ -80,7 +87,7 @@ def _rendered(envelope: dict[str, Any], chars: int) -> dict[str, Any]:
         )
     if isinstance(payload.get("file_tree"), list):
         left = max(chars - _size(view) - len(NOTE) - 400, 0)
-        view["file_tree"] = _file_tree(payload["file_tree"], left, omitted)
+        view["file_tree"] = _file_tree(order, left, omitted)
     return {
         "run_id": envelope["run_id"],
         "upstream": envelope["upstream"],
@@ -89,19 +96,22 @@ def _rendered(envelope: dict[str, Any], chars: int) -> dict[str, Any]:
     }
 
 
-def _file_tree(entries: list[dict], chars: int, omitted: dict[str, int]) -> dict[str, Any]:
+def _ranked_paths(entries: list[dict]) -> list[str]:
+    """Every path, most relevant first: candidates, manifests, tests, then the rest."""
     paths = [e["path"] for e in entries]
     kinds = ranked(paths)
     relevant = {p for group in kinds.values() for p in group}
     rest = sorted((p for p in paths if p not in relevant), key=lambda p: (p.count("/"), p))
-    order = kinds["candidate"] + kinds["manifest"] + kinds["test"] + rest
-    # Each folder and name costs its quotes and brackets; folders are shared by their files.
-    shown, left = take_within(order, max(chars - 2_000, 0))
+    return kinds["candidate"] + kinds["manifest"] + kinds["test"] + rest
+
+
+def _file_tree(order: list[str], chars: int, omitted: dict[str, int]) -> dict[str, Any]:
+    shown, left = take_within(order, chars)
     by_top = Counter(p.split("/", 1)[0] if "/" in p else "." for p in order[len(shown) :])
     if left:
         omitted["file_tree"] = left
     return {
-        "files": len(paths),
+        "files": len(order),
         "shown": len(shown),
         "by_folder": [[folder, names] for folder, names in grouped(shown).items()],
         "not_shown_by_top_folder": dict(by_top.most_common(30)),
