@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 import uuid
 from pathlib import Path
@@ -269,12 +268,5 @@ async def crawl(
         if error is None:
             raise
         raise error  # noqa: B904 -- the error itself, not the group around it
-    result.meta.update(
-        commit_sha=commit_sha,
-        bytes_read=agent.bytes_read,
-        # The largest child this process waited for: the MCP server (with its git children).
-        mcp_server_peak_rss_mib=round(
-            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        ),
-    )
+    result.meta.update(commit_sha=commit_sha, bytes_read=agent.bytes_read)
     return result

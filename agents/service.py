@@ -7,7 +7,9 @@ These are what the Temporal activities (in a fresh child process each) and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import resource
+from pathlib import Path
 
 from django.conf import settings
 
@@ -29,9 +31,19 @@ def budgets() -> Budgets:
     )
 
 
+def peak_rss_mib() -> int:
+    """This process's peak resident memory (an agent activity runs in a fresh one). Linux's
+    VmHWM belongs to this program alone; ``ru_maxrss`` of a spawned process also counts the
+    parent's memory at the fork, so it is only the fallback."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024)
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
 def _with_peak_rss(result: AgentResult) -> AgentResult:
-    """This process's peak resident memory so far (an agent activity runs in a fresh one)."""
-    result.meta["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    result.meta["peak_rss_mib"] = peak_rss_mib()
     return result
 
 
