@@ -26,7 +26,8 @@ def budgets() -> Budgets:
         max_tool_calls=settings.AMTP_MAX_TOOL_CALLS,
         max_bytes_read=settings.AMTP_MAX_BYTES_READ,
         max_seconds=settings.AMTP_AGENT_MAX_SECONDS,
-        context_tokens=settings.AMTP_CONTEXT_TOKENS,
+        # Repository data leaves room for the prompt, the turns and the model's own text.
+        context_tokens=min(settings.AMTP_CONTEXT_TOKENS, settings.AMTP_MAX_INPUT_TOKENS * 3 // 4),
         max_tree_files=settings.AMTP_MAX_TREE_FILES,
     )
 

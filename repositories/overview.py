@@ -270,6 +270,7 @@ def build_overview(rows: list[list], files_at_depth: dict[str, int]) -> dict:
         every, left = take_within(sorted(paths), SECTION_CHARS["files"])
         if not left:
             out["files"] = every
+    # Folders of the candidates left out, the one holding the best of them first.
     more = Counter(p.rpartition("/")[0] or "." for p in kinds["candidate"][len(candidates) :])
     out["omitted"] = {
         "directories": dirs_left,
@@ -277,7 +278,7 @@ def build_overview(rows: list[list], files_at_depth: dict[str, int]) -> dict:
         "candidates": candidates_left,
         "tests": tests_left,
     }
-    top_more = sorted(more.items(), key=lambda kv: (-kv[1], kv[0]))[:MORE_IN_DIRECTORIES]
+    top_more = list(more.items())[:MORE_IN_DIRECTORIES]
     out["more_candidates_in"] = {f: n for f, n in top_more if len(f) < 300}
     return out
 

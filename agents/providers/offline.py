@@ -16,12 +16,12 @@ from typing import Any
 
 from agents.offline.cases import generate_cases
 from agents.offline.code import generate_files
-from agents.offline.stack import detect, plan_reads
+from agents.offline.stack import MAX_READS, detect, plan_reads
 from agents.providers.base import Completion, Provider, ToolCall, ToolSpec
 
 MODEL = "amtp-rules-v1"
-MAX_LISTED_FOLDERS = 8  # folders with candidates the overview left out that get listed
-MAX_PAGES_PER_FOLDER = 5
+MAX_LISTED_FOLDERS = 4  # folders with candidates the overview left out that get listed
+MAX_PAGES_PER_FOLDER = 3
 _DATA = re.compile(
     r'<repository_data tool="([^"]+)"(?: path=("(?:[^"\\]|\\.)*"))?>\n(.*)\n</repository_data>\Z',
     re.S,
@@ -135,7 +135,8 @@ class OfflineProvider(Provider):
             ]
             return Completion(text="", tool_calls=calls)
         if not any(c.name == "repo.read_file" for c in asked):
-            reads = plan_reads(paths)
+            # All calls of a crawl stay within MAX_READS, the default tool-call budget.
+            reads = plan_reads(paths)[: max(MAX_READS - len(asked), 0)]
             if reads:
                 calls = [
                     ToolCall(f"call_read_{i}", "repo.read_file", {"path": p})
