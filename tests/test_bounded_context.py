@@ -150,3 +150,49 @@ def test_the_crawler_pages_for_the_model_and_stops_its_data_at_the_budget(
     assert used_up == CONTEXT_USED_UP.format(12_000)
     usage = result.meta["usage"]
     assert usage["max_call_input_tokens"] <= 12_000 + 2_000  # the budget, plus prompt and turns
+
+
+def test_the_offline_crawler_stays_within_its_tool_budget_on_a_big_overview():
+    """Overview → listings of the folders it left candidates out of → reads → answer, all
+    within the default 40 tool calls, however many folders and files there are."""
+    from agents.crawler import wrap_data
+    from agents.providers.base import ProviderOptions, ToolResult
+    from agents.providers.offline import OfflineProvider
+    from agents.runner import Budgets
+
+    provider = OfflineProvider(ProviderOptions(model="amtp-rules-v1"), agent="repo_crawler")
+    overview = {
+        "total_files": 90_000,
+        "manifests": ["package.json"] + [f"packages/p{i}/package.json" for i in range(100)],
+        "candidates": {"src/pages": ["index.tsx", "about.tsx"]},
+        "more_candidates_in": {f"packages/p{i}/src/views": 30 for i in range(30)},
+    }
+    messages = [{"role": "user", "content": "{}"}]
+    calls = []
+    for _ in range(10):
+        completion = provider.complete(system="", messages=messages, tools=[])
+        if not completion.tool_calls:
+            break
+        calls += completion.tool_calls
+        results = []
+        for call in completion.tool_calls:
+            if call.name == "repo.tree" and not call.arguments:
+                body = overview
+            elif call.name == "repo.tree":
+                prefix, page = call.arguments["prefix"], call.arguments["page"]
+                files = [[f"{prefix}/V{page}_{i}.tsx", 10] for i in range(100)]
+                body = {"prefix": prefix, "glob": "", "total": 900, "page": page, "pages": 9}
+                body["files"] = files
+            else:
+                results.append(ToolResult(call.id, wrap_data("repo.read_file", "{}", path="x")))
+                continue
+            results.append(ToolResult(call.id, wrap_data("repo.tree", json.dumps(body))))
+        messages += [
+            {"role": "assistant", "content": "", "tool_calls": completion.tool_calls},
+            {"role": "tool", "results": results},
+        ]
+    answer = json.loads(completion.text)
+    assert "entry_points" in answer and len(calls) <= Budgets().max_tool_calls
+    listed = [c.arguments for c in calls if c.name == "repo.tree" and c.arguments]
+    assert 0 < len(listed) <= 12 and any(a["page"] > 1 for a in listed)
+    assert any(c.name == "repo.read_file" for c in calls)
