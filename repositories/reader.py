@@ -9,11 +9,16 @@ the host: from Valkey, or from this process's copy of a commit's tree) is counte
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
+from pathlib import Path
 
 from amtp_site.errors import RepositoryAccessError
+from repositories import depth as depth_rules
+from repositories import depth_names
+from repositories import overview as overview_rules
 from repositories.depth import DEPTH_LEVELS, is_binary_path, looks_binary, min_depth_level
 from repositories.hosts.base import RepositoryHost
 from repositories.overview import DEFAULT_PAGE_SIZE, build_overview, listing
@@ -31,12 +36,19 @@ def tree_key(repo: str, sha: str) -> str:
     return f"amtp:mcp:{repo}:{sha}:tree"
 
 
+# What the depth ranks and overviews are computed by: a deploy that changes these rules gets
+# new cache keys instead of yesterday's answers.
+RULES_VERSION = hashlib.sha256(
+    b"".join(Path(m.__file__).read_bytes() for m in (depth_rules, depth_names, overview_rules))
+).hexdigest()[:12]
+
+
 def levels_key(repo: str, sha: str) -> str:
-    return f"amtp:mcp:{repo}:{sha}:levels"
+    return f"amtp:mcp:{repo}:{sha}:levels:{RULES_VERSION}"
 
 
 def overview_key(repo: str, sha: str, depth_level: str) -> str:
-    return f"amtp:mcp:{repo}:{sha}:overview:{depth_level}"
+    return f"amtp:mcp:{repo}:{sha}:overview:{depth_level}:{RULES_VERSION}"
 
 
 def file_key(repo: str, sha: str, path: str) -> str:
