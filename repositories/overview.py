@@ -241,7 +241,7 @@ def _tests(tests: list[str]) -> tuple[dict, int]:
     folders = Counter(_test_folder(p) for p in tests)
     top = [f for f, _ in sorted(folders.items(), key=lambda kv: (-kv[1], kv[0]))]
     shown, _ = take_within(top[:15], SECTION_CHARS["tests"] // 2)
-    examples, left = take_within(tests[:20], SECTION_CHARS["tests"] // 2)
+    examples, _ = take_within(tests[:20], SECTION_CHARS["tests"] // 2)
     section = {"total": len(tests), "directories": {f: folders[f] for f in shown}}
     section["examples"] = examples
     return section, len(tests) - len(examples)
