@@ -10,7 +10,11 @@ every violation listed and one more chance (``repairs``; 0 disables).
 
 Before each call the next input is measured against its budget: by the vendor's own count
 where the provider has one (Anthropic), else estimated at 4 characters per token. Both numbers
-are kept in the artifact's meta (``input_tokens``) next to what the vendor billed (``usage``).
+are kept in the artifact's meta (``input_tokens``) next to what the vendor billed (``usage``);
+``usage.max_call_input_tokens`` is the largest estimate made before one call.
+
+The first message of the downstream agents is a rendering of the envelope within
+``Budgets.context_tokens`` (:mod:`agents.rendering`): verbatim while it fits, bounded above.
 """
 
 from __future__ import annotations
@@ -21,12 +25,13 @@ import json
 import logging
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
 import schemas
 from agents.providers.base import Completion, Provider, ToolCall, ToolResult, ToolSpec
+from agents.rendering import CHARS_PER_TOKEN, render_envelope
 from agents.sanitizer import SANITIZER_VERSION, sanitize_llm_output
 from amtp_site.canonical import canonical_text
 from amtp_site.errors import (
@@ -38,7 +43,6 @@ from amtp_site.errors import (
 
 log = logging.getLogger("amtp.agents")
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
-CHARS_PER_TOKEN = 4  # conservative estimate for code and JSON; no tokenizer download needed
 UPSTREAM = {
     "test_case_generator": "repo_crawler",
     "test_engineer": "test_case_generator",
@@ -57,6 +61,9 @@ class Budgets:
     max_tool_calls: int = 40
     max_bytes_read: int = 2_000_000
     max_seconds: float = 600.0
+    # Repository data one call may carry: the rendered handoff, or the crawler's tool results.
+    context_tokens: int = 24_000
+    max_tree_files: int = 200_000  # files a crawl may map (memory and artifact size)
 
 
 @dataclass
@@ -109,17 +116,29 @@ def load_prompt(agent: str, params: dict[str, str] | None = None) -> tuple[str, 
     return rendered, hashlib.sha256(template.encode()).hexdigest(), version
 
 
-def first_message(agent: Agent, payload: dict, ctx: AgentContext, upstream: dict | None) -> str:
-    """The one user message: validated input (crawler) or the handoff envelope (others)."""
+def first_message(
+    agent: Agent,
+    payload: dict,
+    ctx: AgentContext,
+    upstream: dict | None,
+    budgets: Budgets = Budgets(),
+) -> str:
+    """The one user message: validated input (crawler) or the handoff envelope (others),
+    rendered within the context budget."""
     schemas.validate(agent.input_schema, payload)
     if upstream is None:
         return canonical_text(payload)
     envelope = {"run_id": ctx.run_id, "upstream": upstream, "payload": payload}
-    return canonical_text(schemas.validate("handoff/envelope", envelope))
+    envelope = schemas.validate("handoff/envelope", envelope)
+    return render_envelope(envelope, budget_tokens=budgets.context_tokens)
+
+
+def _plain(value: Any) -> Any:
+    return asdict(value) if is_dataclass(value) else str(value)
 
 
 def estimate_tokens(system: str, messages: list[dict[str, Any]]) -> int:
-    size = len(system) + len(json.dumps(messages, default=str))
+    size = len(system) + len(json.dumps(messages, default=_plain))
     return size // CHARS_PER_TOKEN + 1
 
 
@@ -146,7 +165,12 @@ class Tally:
     """What one invocation has spent so far; reported in the artifact's meta."""
 
     usage: dict[str, int] = field(
-        default_factory=lambda: {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
+        default_factory=lambda: {
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cache_read_tokens": 0,
+            "max_call_input_tokens": 0,  # the largest estimate made before one call
+        }
     )
     llm_calls: int = 0
     tool_calls: int = 0
@@ -169,7 +193,7 @@ async def run_agent(
 ) -> AgentResult:
     system, prompt_hash, prompt_version = load_prompt(agent.name, ctx.prompt_params)
     messages: list[dict[str, Any]] = [
-        {"role": "user", "content": first_message(agent, payload, ctx, upstream)}
+        {"role": "user", "content": first_message(agent, payload, ctx, upstream, budgets)}
     ]
     deadline = time.monotonic() + budgets.max_seconds
     tally = Tally()
@@ -219,6 +243,7 @@ async def check_budgets(
     if time.monotonic() > deadline:
         raise BudgetExceeded(f"{agent.name} ran past its {budgets.max_seconds:.0f} s budget")
     estimate = estimate_tokens(system, messages)
+    tally.usage["max_call_input_tokens"] = max(tally.usage["max_call_input_tokens"], estimate)
     counted = await asyncio.to_thread(
         provider.count_tokens, system=system, messages=messages, tools=agent.tools
     )

@@ -7,6 +7,9 @@ These are what the Temporal activities (in a fresh child process each) and
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import resource
+from pathlib import Path
 
 from django.conf import settings
 
@@ -23,7 +26,26 @@ def budgets() -> Budgets:
         max_tool_calls=settings.AMTP_MAX_TOOL_CALLS,
         max_bytes_read=settings.AMTP_MAX_BYTES_READ,
         max_seconds=settings.AMTP_AGENT_MAX_SECONDS,
+        # Repository data leaves room for the prompt, the turns and the model's own text.
+        context_tokens=min(settings.AMTP_CONTEXT_TOKENS, settings.AMTP_MAX_INPUT_TOKENS * 3 // 4),
+        max_tree_files=settings.AMTP_MAX_TREE_FILES,
     )
+
+
+def peak_rss_mib() -> int:
+    """This process's peak resident memory (an agent activity runs in a fresh one). Linux's
+    VmHWM belongs to this program alone; ``ru_maxrss`` of a spawned process also counts the
+    parent's memory at the fork, so it is only the fallback."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024)
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def _with_peak_rss(result: AgentResult) -> AgentResult:
+    result.meta["peak_rss_mib"] = peak_rss_mib()
+    return result
 
 
 def upstream_ref(agent: str, artifact_id: str) -> dict[str, str]:
@@ -38,7 +60,7 @@ def run_repo_crawler(payload: dict, *, commit_sha: str) -> AgentResult:
     from agents.crawler import crawl  # imports the MCP SDK (~1 s): only the crawler needs it
 
     provider = make_provider("repo_crawler")
-    return asyncio.run(
+    result = asyncio.run(
         crawl(
             payload=payload,
             commit_sha=commit_sha,
@@ -47,6 +69,8 @@ def run_repo_crawler(payload: dict, *, commit_sha: str) -> AgentResult:
             repairs=settings.AMTP_REPAIR_TURNS,
         )
     )
+    return _with_peak_rss(result)
+    return _with_peak_rss(result)
 
 
 def run_test_case_generator(payload: dict, *, upstream_artifact_id: str) -> AgentResult:
@@ -77,7 +101,7 @@ def _run_after_upstream(
 ) -> AgentResult:
     """An agent that takes the previous agent's artifact, handed over in an envelope."""
     provider = make_provider(agent.name, output_schema=schemas.load(agent.output_schema))
-    return asyncio.run(
+    result = asyncio.run(
         run_agent(
             agent,
             payload=payload,
@@ -88,3 +112,4 @@ def _run_after_upstream(
             repairs=settings.AMTP_REPAIR_TURNS,
         )
     )
+    return _with_peak_rss(result)

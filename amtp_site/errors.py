@@ -202,6 +202,25 @@ class ApprovalDecisionInvalid(NonRetryableError):
         self.field = field
 
 
+def amtp_error_in(exc: BaseException) -> AmtpError | None:
+    """The AmtpError an exception is or wraps: inside exception groups (task groups, e.g. the
+    MCP client's) and ``__cause__`` chains. A final (non-retryable) one wins over a retryable
+    one, so a wrapper never turns a final error into a retry; None if there is none."""
+    found: list[AmtpError] = []
+    pending, seen = [exc], set()
+    while pending:
+        current = pending.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, AmtpError):
+            found.append(current)
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        pending.append(current.__cause__)
+    return next((e for e in found if not e.retryable), found[0] if found else None)
+
+
 def _subclasses(cls: type) -> list[type]:
     found = []
     for sub in cls.__subclasses__():

@@ -176,6 +176,10 @@ AMTP_MODELS = {
 AMTP_LLM_TIMEOUT_S = float(os.environ.get("AMTP_LLM_TIMEOUT_S", "120"))
 AMTP_MAX_OUTPUT_TOKENS = env_int("AMTP_MAX_OUTPUT_TOKENS", 16000)
 AMTP_MAX_INPUT_TOKENS = env_int("AMTP_MAX_INPUT_TOKENS", 150_000)
+# Repository data one LLM call may carry (the rendered handoff, the crawler's tool results):
+# what keeps every call's input flat at any repository size (docs/architecture.md).
+AMTP_CONTEXT_TOKENS = env_int("AMTP_CONTEXT_TOKENS", 24_000)
+AMTP_MAX_TREE_FILES = env_int("AMTP_MAX_TREE_FILES", 200_000)  # files one crawl may map
 AMTP_MAX_TOOL_CALLS = env_int("AMTP_MAX_TOOL_CALLS", 40)
 AMTP_MAX_BYTES_READ = env_int("AMTP_MAX_BYTES_READ", 2_000_000)
 AMTP_AGENT_MAX_SECONDS = float(os.environ.get("AMTP_AGENT_MAX_SECONDS", "600"))

@@ -154,6 +154,19 @@ def _is_asset(dirs: list[str], name: str) -> bool:
     return _extension(name) in ASSET_EXTENSIONS
 
 
+def excluded_class(path: str) -> str | None:
+    """``"test"``, ``"doc"`` or ``"asset"`` for the files the standard level leaves out
+    (always-skipped files aside), else None."""
+    original_name = path.rsplit("/", 1)[-1]
+    parts = path.strip("/").lower().split("/")
+    dirs, name = parts[:-1], parts[-1]
+    if _is_test(dirs, name, original_name):
+        return "test"
+    if _is_doc(dirs, name):
+        return "doc"
+    return "asset" if _is_asset(dirs, name) else None
+
+
 def _is_smoke(dirs: list[str], name: str, excluded: bool) -> bool:
     if not dirs:
         if name in ROOT_MANIFESTS or (name.startswith("requirements") and name.endswith(".txt")):

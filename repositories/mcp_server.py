@@ -6,25 +6,41 @@ interface, cached in Valkey (:mod:`repositories.reader`). Run it with
 MCP tool errors (``isError``) whose text says what was wrong. Secret-bearing files are
 neither listed nor readable and secret-looking values are redacted (:mod:`repositories.secrets`),
 so no credential reaches the model, its vendor, an artifact or the cache.
+
+``repo.tree`` answers in bounded pieces (:mod:`repositories.overview`): an overview on an
+unfiltered first page, and pages of the files under a ``prefix`` or matching a ``glob``.
+Answers are compact JSON text only: the same data is not sent again as structured content.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
 
 from amtp_site import valkey
 from amtp_site.errors import AmtpError
 from repositories.hosts import host_for_repo
+from repositories.overview import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from repositories.reader import CachedRepoReader
 
 SERVER_NAME = "amtp-github-mcp"
 TREE_TOOL = "repo.tree"
 READ_TOOL = "repo.read_file"
+TREE_DESCRIPTION = (
+    "List the files of a repository at a ref (branch, tag or commit SHA), filtered for a depth "
+    "level: smoke, core, standard or deep. Answers one page (page, page_size up to "
+    f"{MAX_PAGE_SIZE}) of the files under 'prefix' (a folder) and/or matching 'glob' "
+    "('**/*.tsx'; without a '/', matched against file names). An unfiltered first page also "
+    "carries an overview of bounded size: file counts per depth and per folder, manifests, "
+    "candidate entry points, routes, pages and screens, and existing tests. Files that hold "
+    "credentials (.env, keys, certificates, credential files) are never listed."
+)
 
 
 def build_server(*, crawl_id: str = "", allowed_repo: str = "") -> MCPServer:
@@ -46,28 +62,38 @@ def build_server(*, crawl_id: str = "", allowed_repo: str = "") -> MCPServer:
             )
         return readers[repo]
 
-    def call(fn, *args) -> dict[str, Any]:
+    def call(fn, *args) -> CallToolResult:
         try:
-            return fn(*args)
+            answer: dict[str, Any] = fn(*args)
         except AmtpError as exc:
             raise ToolError(exc.message) from exc
+        text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+        return CallToolResult(content=[TextContent(type="text", text=text)])
 
-    @server.tool(
-        name=TREE_TOOL,
-        description="List the files of a repository at a ref (branch, tag or commit SHA), "
-        "filtered for a depth level: smoke, core, standard or deep. Files that hold "
-        "credentials (.env, keys, certificates, credential files) are never listed.",
-    )
-    async def repo_tree(repo: str, ref: str, depth_level: str = "standard") -> dict[str, Any]:
-        return await sync_to_async(call)(lambda: reader(repo).tree(ref, depth_level))
+    @server.tool(name=TREE_TOOL, description=TREE_DESCRIPTION, structured_output=False)
+    async def repo_tree(
+        repo: str,
+        ref: str,
+        depth_level: str = "standard",
+        prefix: str = "",
+        glob: str = "",
+        page: int = 1,
+        page_size: int = DEFAULT_PAGE_SIZE,
+    ) -> CallToolResult:
+        return await sync_to_async(call)(
+            lambda: reader(repo).tree(
+                ref, depth_level, prefix=prefix, glob=glob, page=page, page_size=page_size
+            )
+        )
 
     @server.tool(
         name=READ_TOOL,
         description="Read one text file of a repository at a ref. The path must be one listed "
         "by repo.tree; binary, oversized and credential files are refused, and secret-looking "
         "values are replaced by [REDACTED:<kind>].",
+        structured_output=False,
     )
-    async def repo_read_file(repo: str, ref: str, path: str) -> dict[str, Any]:
+    async def repo_read_file(repo: str, ref: str, path: str) -> CallToolResult:
         return await sync_to_async(call)(lambda: reader(repo).read_file(ref, path))
 
     return server

@@ -1,8 +1,9 @@
 """Benchmark a deep crawl of a 100,000-file repository through the real MCP server.
 
 A fake GitHub (tests/fakes/github_api.py, real HTTP on loopback) serves a generated monorepo;
-``manage.py mcp_github`` is spawned exactly as the Repo Crawler spawns it and asked for
-``repo.tree`` (deep) plus a batch of ``repo.read_file`` calls: once with an empty cache, once
+``manage.py mcp_github`` is spawned exactly as the Repo Crawler spawns it and asked what the
+crawler asks: the ``repo.tree`` overview (deep), the whole tree in pages of 5,000, then a
+batch of ``repo.read_file`` calls: once with an empty cache, once
 warm, then cold against a fake that truncates recursive tree listings (github.com's real limits,
 then a lower entry limit). It prints GitHub API calls (from the fake's ledger), wall time, peak
 memory and Valkey cache hits per crawl.
@@ -305,34 +306,49 @@ def mcp_server_pid() -> int:
 
 
 async def _session(sha: str, reads: list[str], crawl_id: str) -> dict:
+    """What the Repo Crawler does: the overview, the whole tree in pages, then the reads."""
     from mcp import Client
 
     from agents.crawler import mcp_server_params
     from repositories.mcp_server import READ_TOOL, TREE_TOOL
+    from repositories.overview import MAX_PAGE_SIZE
 
     t0 = time.perf_counter()
-    out: dict = {"errors": []}
-    # The same server parameters the Repo Crawler uses; 100k-entry answers need a long timeout.
+    out: dict = {"errors": [], "tree_bytes": 0, "entries": 0}
+
+    async def call(client, name: str, args: dict) -> dict | None:
+        result = await client.call_tool(name, {"repo": REPO, "ref": sha, **args})
+        text = "".join(getattr(c, "text", "") for c in result.content)
+        if result.is_error:
+            out["errors"].append(f"{name} {args}: {text[:200]}")
+            return None
+        if name == TREE_TOOL:
+            out["tree_bytes"] += len(text.encode()) + len(json.dumps(result.structured_content))
+        return result.structured_content or json.loads(text)
+
     async with Client(
         mcp_server_params(crawl_id=crawl_id, repo=REPO), read_timeout_seconds=600
     ) as client:
         t1 = time.perf_counter()
         out["startup_s"] = t1 - t0
-        calls = [(TREE_TOOL, {"depth_level": "deep"})] + [(READ_TOOL, {"path": p}) for p in reads]
-        for name, args in calls:
-            result = await client.call_tool(name, {"repo": REPO, "ref": sha, **args})
-            text = "".join(getattr(c, "text", "") for c in result.content)
-            if result.is_error:
-                out["errors"].append(f"{name} {args}: {text[:200]}")
-            elif name == TREE_TOOL:
-                out["tree_s"] = time.perf_counter() - t1
-                out["entries"] = len((result.structured_content or json.loads(text))["entries"])
-                out["tree_mb"] = len(text.encode()) / 2**20  # the JSON text of the answer
-        out["reads_s"] = time.perf_counter() - t1 - out.get("tree_s", 0.0)
-        out["tool_calls"] = len(calls)
+        first = await call(client, TREE_TOOL, {"depth_level": "deep", "page_size": 0})
+        out["overview_s"] = time.perf_counter() - t1
+        out["overview_kib"] = len(json.dumps((first or {}).get("overview"))) / 1024
+        pages = -(-(first or {"total": 0})["total"] // MAX_PAGE_SIZE)
+        for page in range(1, pages + 1):
+            args = {"depth_level": "deep", "page": page, "page_size": MAX_PAGE_SIZE}
+            out["entries"] += len(
+                ((await call(client, TREE_TOOL, args)) or {"entries": []})["entries"]
+            )
+        out["tree_s"] = time.perf_counter() - t1
+        for path in reads:
+            await call(client, READ_TOOL, {"path": path})
+        out["reads_s"] = time.perf_counter() - t1 - out["tree_s"]
+        out["tool_calls"] = 1 + pages + len(reads)
         out["server_peak_mb"] = vm_hwm_mb(mcp_server_pid())  # before it exits
         t2 = time.perf_counter()
     out["shutdown_s"] = time.perf_counter() - t2  # the client closes stdin, the server exits
+    out["tools_s"] = out["tree_s"] + out["reads_s"]
     return out
 
 
@@ -344,6 +360,7 @@ def crawl(fake: FakeProcess, valkey, label: str) -> dict:
     reset_peak()
     started = time.perf_counter()
     out = asyncio.run(_session(fake.info["sha"], fake.info["reads"], crawl_id))
+    out["reads"] = fake.info["reads"]
     out["wall_s"] = time.perf_counter() - started
     out["client_peak_mb"] = vm_hwm_mb()
     out["api"] = fake.ask("since", mark)
@@ -356,12 +373,13 @@ def report(label: str, r: dict) -> None:
     print(f"\n{label}")
     print(
         f"  wall time          {r['wall_s']:7.2f} s  (server start {r['startup_s']:.2f} s, "
-        f"repo.tree {r.get('tree_s', 0):.2f} s, {r['tool_calls'] - 1} reads "
-        f"{r['reads_s']:.2f} s, shutdown {r['shutdown_s']:.2f} s)"
+        f"tool calls {r['tools_s']:.2f} s: overview {r['overview_s']:.2f} s, whole tree "
+        f"{r['tree_s']:.2f} s, {len(r['reads'])} reads {r['reads_s']:.2f} s; "
+        f"shutdown {r['shutdown_s']:.2f} s)"
     )
     print(
-        f"  deep tree entries  {r.get('entries', 0):7d}  ({r.get('tree_mb', 0):.1f} MiB of JSON text, "
-        "sent as structured content too)"
+        f"  deep tree entries  {r['entries']:7d}  ({r['tree_bytes'] / 2**20:.1f} MiB of tree "
+        f"answers, sent once; overview {r['overview_kib']:.1f} KiB)"
     )
     print(
         f"  GitHub API calls   {api['total']:7d}  (recursive trees {api['trees_recursive']}, "
@@ -435,6 +453,10 @@ def main() -> None:
             valkey.flushdb()
             report(f"cold crawl with {label}", crawl(fake, valkey, "truncated"))
         valkey.flushdb()
+        print(
+            f"warm / cold: wall time {cold['wall_s'] / warm['wall_s']:.1f}x faster, tool calls "
+            f"{cold['tools_s'] / warm['tools_s']:.1f}x faster"
+        )
         goal = cold["api"]["trees_recursive"] + cold["api"]["trees_one_level"] == 1
         print(
             f"goal: 1 tree call per untruncated deep crawl -> "

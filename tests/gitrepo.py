@@ -19,17 +19,51 @@ TEST_IDENTITY = {
 }
 
 
-def git(path: str | os.PathLike[str], *args: str, env: dict[str, str] | None = None) -> str:
-    """Run git in ``path`` with an isolated config; stdout, stripped. Raises on failure."""
+def _git_env(env: dict[str, str] | None = None) -> dict[str, str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     full_env.update(TEST_IDENTITY, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
     full_env.update(env or {})
+    return full_env
+
+
+def git(path: str | os.PathLike[str], *args: str, env: dict[str, str] | None = None) -> str:
+    """Run git in ``path`` with an isolated config; stdout, stripped. Raises on failure."""
     proc = subprocess.run(
-        ["git", *args], cwd=path, env=full_env, capture_output=True, text=True, check=False
+        ["git", *args], cwd=path, env=_git_env(env), capture_output=True, text=True, check=False
     )
     if proc.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: {proc.stderr.strip()}")
     return proc.stdout.strip()
+
+
+def import_git_repo(
+    path: str | os.PathLike[str], files: dict[str, str | bytes], branch: str = "main"
+) -> str:
+    """A bare repository at ``path`` with one commit of ``files``, written by one
+    ``git fast-import``: no working tree and no process per file, so 100,000 files take
+    seconds. Paths must not contain a newline or start with a quote. Returns the path."""
+    root = Path(path)
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "--quiet", "--bare", f"--initial-branch={branch}")
+    chunks = [
+        f"commit refs/heads/{branch}\n".encode(),
+        b"committer Test Author <author@example.test> 1700000000 +0000\n",
+        b"data 14\ninitial commit\n",
+    ]
+    for rel, content in files.items():
+        data = content if isinstance(content, bytes) else content.encode()
+        chunks += [b"M 100644 inline ", rel.encode(), b"\ndata %d\n" % len(data), data, b"\n"]
+    proc = subprocess.run(
+        ["git", "fast-import", "--quiet"],
+        cwd=root,
+        env=_git_env(),
+        input=b"".join(chunks),
+        capture_output=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"git fast-import failed: {proc.stderr.decode().strip()}")
+    return str(root)
 
 
 def _write(root: Path, files: dict[str, str | bytes | None]) -> None:

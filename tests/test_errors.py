@@ -38,3 +38,36 @@ def test_stale_base_branch_carries_the_failure_report_fields():
         "expected_parent": "a" * 40,
     }
     assert "start a new run" in exc.message
+
+
+def test_an_error_keeps_its_class_through_task_groups_and_cause_chains():
+    final = errors.BudgetExceeded("too big; raise AMTP_MAX_INPUT_TOKENS")
+    # What the MCP client's task groups make of an error raised inside them.
+    group = ExceptionGroup("unhandled errors in a TaskGroup", [ExceptionGroup("inner", [final])])
+    assert errors.amtp_error_in(group) is final
+    try:
+        raise RuntimeError("session closed") from group
+    except RuntimeError as wrapper:
+        assert errors.amtp_error_in(wrapper) is final
+    retried = errors.LlmProviderError("overloaded")
+    assert errors.amtp_error_in(ExceptionGroup("both", [retried, final])) is final
+    assert errors.amtp_error_in(ExceptionGroup("one", [retried])) is retried
+    assert errors.amtp_error_in(ValueError("plain")) is None
+    looped = RuntimeError("loop")
+    looped.__cause__ = ExceptionGroup("g", [looped])
+    assert errors.amtp_error_in(looped) is None
+
+
+def test_the_activity_wrapper_reports_a_wrapped_final_error_as_itself():
+    import pytest
+    from temporalio.exceptions import ApplicationError
+
+    from runs.temporal.activities import _typed
+
+    def crawl(_run_id):
+        raise ExceptionGroup("unhandled errors in a TaskGroup", [errors.BudgetExceeded("big")])
+
+    with pytest.raises(ApplicationError) as caught:
+        _typed(None)(crawl)("run-1")
+    assert caught.value.type == "BudgetExceeded" and caught.value.non_retryable
+    assert caught.value.message == "big"

@@ -126,3 +126,49 @@ def test_github_host_second_crawl_makes_no_api_calls_and_a_new_commit_is_fresh(s
             ]
         )
         assert new_tree["commit_sha"] == moved and new_file["content"] == "// v2\n"
+
+
+def test_tree_pages_filters_and_hostile_arguments_over_the_protocol(repo):
+    base = {"repo": "acme/web", "ref": "main", "depth_level": "deep"}
+    _, *results = call_tools(
+        [
+            ("repo.tree", {**base, "page_size": 1}),
+            ("repo.tree", {**base, "page_size": 1, "page": 2}),
+            ("repo.tree", {**base, "prefix": "src"}),
+            ("repo.tree", {**base, "glob": "*.js"}),
+            ("repo.tree", {**base, "page_size": 10**9}),
+            ("repo.tree", {**base, "prefix": "../../etc"}),
+            ("repo.tree", {**base, "prefix": "/etc"}),
+            ("repo.tree", {**base, "glob": "../*"}),
+            ("repo.tree", {**base, "page": 0}),
+            ("repo.tree", {**base, "page_size": -1}),
+        ]
+    )
+    (e1, first), (e2, second), (e3, src), (e4, js), (e5, huge), *refused = results
+    assert not any((e1, e2, e3, e4, e5))
+    assert first["total"] == 5 and first["pages"] == 5 and len(first["entries"]) == 1
+    assert "overview" in first and "overview" not in second  # only on an unfiltered page 1
+    assert first["entries"] != second["entries"]
+    assert [e["path"] for e in src["entries"]] == ["src/routes/users.js"]
+    assert {e["path"] for e in js["entries"]} == {"server.js", "src/routes/users.js"}
+    assert huge["page_size"] == 5000 and len(huge["entries"]) == 5
+    assert all(is_error for is_error, _ in refused)
+    words = ["leaves the repository", "absolute", "leaves the repository", "page must", "page_size"]
+    for (_, text), word in zip(refused, words, strict=True):
+        assert word in text, text
+
+
+def test_answers_are_sent_once_as_compact_text(repo):
+    import asyncio
+
+    from mcp import Client
+
+    from agents.crawler import mcp_server_params
+
+    async def raw():
+        async with Client(mcp_server_params(crawl_id="", repo=""), read_timeout_seconds=60) as c:
+            return await c.call_tool("repo.tree", {"repo": "acme/web", "ref": "main"})
+
+    result = asyncio.run(raw())
+    assert result.structured_content is None and len(result.content) == 1
+    assert "\n" not in result.content[0].text and ", " not in result.content[0].text[:200]

@@ -19,20 +19,27 @@ from django.db import connections
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from amtp_site.errors import AmtpError
+from amtp_site.errors import AmtpError, amtp_error_in
 from runs import lifecycle, pipeline, slots
 from runs.temporal import types as t
 
 
 def _typed(stage: str | None):
-    """Map AmtpError → ApplicationError; record each failed attempt on the stage."""
+    """Map AmtpError → ApplicationError; record each failed attempt on the stage. An AmtpError
+    wrapped in an exception group or a ``__cause__`` chain keeps its class: a final error
+    raised inside a task group is not retried."""
 
     def wrap(fn):
         @functools.wraps(fn)
         def inner(arg):
             try:
                 return fn(arg)
-            except AmtpError as exc:
+            except BaseException as raised:
+                exc = raised if isinstance(raised, AmtpError) else amtp_error_in(raised)
+                if exc is None:
+                    if stage and isinstance(raised, Exception):
+                        lifecycle.stage_error(arg, stage, type(raised).__name__, str(raised))
+                    raise
                 if stage:
                     lifecycle.stage_error(arg, stage, type(exc).__name__, exc.message)
                 retry_after = exc.details.get("retry_after")
@@ -43,10 +50,6 @@ def _typed(stage: str | None):
                     non_retryable=not exc.retryable,
                     next_retry_delay=timedelta(seconds=retry_after) if retry_after else None,
                 ) from exc
-            except Exception as exc:
-                if stage:
-                    lifecycle.stage_error(arg, stage, type(exc).__name__, str(exc))
-                raise
 
         return inner
 
