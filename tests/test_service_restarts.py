@@ -17,12 +17,14 @@ import threading
 import time
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.db import close_old_connections
 from temporalio import activity
 from temporalio.worker import ActivityInboundInterceptor, Interceptor
 
 from amtp_site import devstack
 from amtp_site.devstack.base import RESTARTED
+from amtp_site.temporal import connect
 from runs.services import run_create
 from runs.temporal import types as t
 from runs.temporal.worker_thread import WorkerThread
@@ -30,7 +32,7 @@ from tests.devstack_cli import alive, manage
 from tests.gitrepo import git
 from tests.samples import DEMO_WEB
 from tests.temporal_worker import FAST_RETRY, wait_terminal
-from tests.test_workflow import local_repo
+from tests.test_workflow import HISTORIES, local_repo, strip_stack_traces
 
 pytestmark = pytest.mark.django_db(transaction=True)
 EXTERNAL = devstack.external_services()  # read before the fixtures point children at the test DB
@@ -85,6 +87,20 @@ def assert_passed_with_one_pr(run, repo) -> None:
     assert git(repo.local_path, "branch", "--list", "amtp/*").count("amtp/run-") == 1
 
 
+def record_history(request, run) -> None:
+    """``AMTP_RECORD_HISTORIES=1`` keeps the run's history for tests/test_replay.py, as
+    tests/test_workflow.py does for its runs."""
+    if not os.environ.get("AMTP_RECORD_HISTORIES"):
+        return
+
+    async def fetch():
+        client = await connect()
+        return (await client.get_workflow_handle(str(run.run_id)).fetch_history()).to_json()
+
+    history = strip_stack_traces(json.loads(async_to_sync(fetch)()))
+    (HISTORIES / f"{request.node.name}.json").write_text(json.dumps(history, indent=1))
+
+
 def agent_retries(settings, attempts: int) -> None:
     """Agent stages keep spec 003's shape with a cap; bookkeeping's has none."""
     settings.AMTP_RETRY_POLICY = {**settings.AMTP_RETRY_POLICY, **FAST_RETRY}
@@ -92,7 +108,9 @@ def agent_retries(settings, attempts: int) -> None:
 
 
 @pytest.mark.skipif("postgres" in EXTERNAL, reason="DATABASE_URL is external")
-def test_postgres_stopped_before_the_final_write_then_started_again(tmp_path, temporal_env):
+def test_postgres_stopped_before_the_final_write_then_started_again(
+    request, tmp_path, temporal_env
+):
     pause = Pause(t.MARK_PASSED)
     repo = local_repo(tmp_path, "web", DEMO_WEB)
     state = devstack.read_state()["postgres"]
@@ -113,11 +131,12 @@ def test_postgres_stopped_before_the_final_write_then_started_again(tmp_path, te
             up_again(devstack.STACK_DIR, "postgres", state["port"])
             close_old_connections()  # this thread's connection died with the server
         run = wait_terminal(run, timeout=60)
+        record_history(request, run)
     assert_passed_with_one_pr(run, repo)
 
 
 @pytest.mark.skipif("valkey" in EXTERNAL, reason="VALKEY_URL is external")
-def test_valkey_killed_before_the_pull_request_then_started_again(tmp_path, temporal_env):
+def test_valkey_killed_before_the_pull_request_then_started_again(request, tmp_path, temporal_env):
     agent_retries(temporal_env, 60)  # about a minute of attempts, a second apart
     pause = Pause(t.CREATE_PULL_REQUEST)
     repo = local_repo(tmp_path, "web", DEMO_WEB)
@@ -136,11 +155,12 @@ def test_valkey_killed_before_the_pull_request_then_started_again(tmp_path, temp
             pause.release.set()
             up_again(devstack.STACK_DIR, "valkey", state["port"])
         run = wait_terminal(run, timeout=60)
+        record_history(request, run)
     assert_passed_with_one_pr(run, repo)
 
 
 @pytest.mark.skipif("temporal" in EXTERNAL, reason="TEMPORAL_ADDRESS is external")
-def test_temporal_killed_mid_run_then_started_again(tmp_path, temporal_env):
+def test_temporal_killed_mid_run_then_started_again(request, tmp_path, temporal_env):
     stack = tmp_path / "stack"
     started = manage(stack, "up", "temporal")
     assert started.returncode == 0, started.stderr
@@ -158,6 +178,7 @@ def test_temporal_killed_mid_run_then_started_again(tmp_path, temporal_env):
             time.sleep(5)
             up_again(stack, "temporal", state["port"])
             run = wait_terminal(run, timeout=90)
+            record_history(request, run)
     finally:
         manage(stack, "down", "temporal")
     assert_passed_with_one_pr(run, repo)
