@@ -87,6 +87,17 @@ def assert_passed_with_one_pr(run, repo) -> None:
     assert git(repo.local_path, "branch", "--list", "amtp/*").count("amtp/run-") == 1
 
 
+def workflow_result(run) -> str:
+    """The workflow's own result: it returns once its last activity (releasing the slot)
+    completed, so every bookkeeping write went through after the restart."""
+
+    async def result():
+        client = await connect()
+        return await client.get_workflow_handle(str(run.run_id)).result()
+
+    return async_to_sync(result)()
+
+
 def record_history(request, run) -> None:
     """``AMTP_RECORD_HISTORIES=1`` keeps the run's history for tests/test_replay.py, as
     tests/test_workflow.py does for its runs."""
@@ -131,6 +142,7 @@ def test_postgres_stopped_before_the_final_write_then_started_again(
             up_again(devstack.STACK_DIR, "postgres", state["port"])
             close_old_connections()  # this thread's connection died with the server
         run = wait_terminal(run, timeout=60)
+        assert workflow_result(run) == "passed"
         record_history(request, run)
     assert_passed_with_one_pr(run, repo)
 
@@ -155,6 +167,7 @@ def test_valkey_killed_before_the_pull_request_then_started_again(request, tmp_p
             pause.release.set()
             up_again(devstack.STACK_DIR, "valkey", state["port"])
         run = wait_terminal(run, timeout=60)
+        assert workflow_result(run) == "passed"
         record_history(request, run)
     assert_passed_with_one_pr(run, repo)
 
@@ -178,7 +191,8 @@ def test_temporal_killed_mid_run_then_started_again(request, tmp_path, temporal_
             time.sleep(5)
             up_again(stack, "temporal", state["port"])
             run = wait_terminal(run, timeout=90)
-            record_history(request, run)
+            assert workflow_result(run) == "passed"
+        record_history(request, run)
     finally:
         manage(stack, "down", "temporal")
     assert_passed_with_one_pr(run, repo)
