@@ -8,9 +8,10 @@ import socket
 import time
 
 import psycopg
+import pytest
 import redis
 
-from amtp_site.devstack.base import PORT_MOVED, RESTARTED
+from amtp_site.devstack.base import PORT_MOVED, RESTARTED, port_free
 from tests.devstack_cli import alive, manage
 
 
@@ -64,6 +65,27 @@ def stop_with_clients_connected(state):
         time.sleep(0.1)
     assert not any(alive(state[n]["pid"]) for n in port)
     pg.close(), kv.close(), grpc.close()
+
+
+def test_a_port_whose_old_connections_linger_in_time_wait_is_free_for_a_server():
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers bind
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    server.accept()[0].close()  # the server goes first, as a stopped server does
+    server.close()
+    time.sleep(0.1)
+    client.close()  # the server's side of the connection is now in TIME_WAIT
+    with socket.socket() as plain, pytest.raises(OSError):
+        plain.bind(("127.0.0.1", port))  # why a plain probe moved restarted services
+    assert port_free(port)
+    with socket.socket() as taken:  # another server took it
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        assert not port_free(port)
 
 
 def test_a_port_taken_by_another_process_moves_the_service_and_says_so(tmp_path):
