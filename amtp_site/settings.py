@@ -103,7 +103,11 @@ TEMPLATES = [
 DATABASE_URL = os.environ.get("DATABASE_URL") or _stack.get(
     "DATABASE_URL", "postgres://postgres@127.0.0.1:5432/amtp"
 )
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+# Health checks: a connection that died with its server (a PostgreSQL restart) is replaced
+# before it is used, instead of failing the first query of each thread.
+DATABASES = {
+    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+}
 if os.environ.get("AMTP_TEST_DATABASE_NAME"):  # parallel test sessions on one server
     DATABASES["default"]["TEST"] = {"NAME": os.environ["AMTP_TEST_DATABASE_NAME"]}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

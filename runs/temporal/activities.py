@@ -11,17 +11,29 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import logging
 import threading
 from datetime import timedelta
 
 from asgiref.sync import sync_to_async
-from django.db import connections
+from django.db import DatabaseError, connections
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from amtp_site.errors import AmtpError, amtp_error_in
 from runs import lifecycle, pipeline, slots
 from runs.temporal import types as t
+
+logger = logging.getLogger(__name__)
+
+
+def _note_error(run_id: str, stage: str, error_type: str, message: str) -> None:
+    """Show the attempt's error on the stage, best effort: when PostgreSQL is the thing that
+    is down, the attempt's own error must still reach Temporal (and its retry policy)."""
+    try:
+        lifecycle.stage_error(run_id, stage, error_type, message)
+    except DatabaseError as exc:
+        logger.warning("could not record %s on %s of run %s: %s", error_type, stage, run_id, exc)
 
 
 def _typed(stage: str | None):
@@ -38,10 +50,10 @@ def _typed(stage: str | None):
                 exc = raised if isinstance(raised, AmtpError) else amtp_error_in(raised)
                 if exc is None:
                     if stage and isinstance(raised, Exception):
-                        lifecycle.stage_error(arg, stage, type(raised).__name__, str(raised))
+                        _note_error(arg, stage, type(raised).__name__, str(raised))
                     raise
                 if stage:
-                    lifecycle.stage_error(arg, stage, type(exc).__name__, exc.message)
+                    _note_error(arg, stage, type(exc).__name__, exc.message)
                 retry_after = exc.details.get("retry_after")
                 raise ApplicationError(
                     exc.message,

@@ -7,13 +7,16 @@ from django.conf import settings
 from runs.temporal.types import RetrySettings, WorkflowParams
 
 
-def retry_settings() -> RetrySettings:
+def retry_settings(*, bookkeeping: bool = False) -> RetrySettings:
+    """Spec 003's policy. ``bookkeeping``: the same without an attempt cap (0), for the
+    activities that only write the run's own state, idempotently: a PostgreSQL or Valkey
+    outage of any length delays them, it cannot fail a run whose work is done."""
     policy = settings.AMTP_RETRY_POLICY
     return RetrySettings(
         initial_interval_s=policy["initial_interval"].total_seconds(),
         backoff_coefficient=policy["backoff_coefficient"],
         maximum_interval_s=policy["maximum_interval"].total_seconds(),
-        maximum_attempts=policy["maximum_attempts"],
+        maximum_attempts=0 if bookkeeping else policy["maximum_attempts"],
         non_retryable_error_types=list(policy["non_retryable_error_types"]),
     )
 
@@ -23,6 +26,7 @@ def workflow_params(run) -> WorkflowParams:
         run_id=str(run.run_id),
         require_approval=run.repository.require_approval,
         retry=retry_settings(),
+        bookkeeping_retry=retry_settings(bookkeeping=True),
         agent_timeout_s=settings.AMTP_AGENT_ACTIVITY_TIMEOUT_S,
         heartbeat_timeout_s=settings.AMTP_HEARTBEAT_TIMEOUT_S,
         bookkeeping_timeout_s=settings.AMTP_BOOKKEEPING_TIMEOUT_S,

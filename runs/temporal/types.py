@@ -38,7 +38,8 @@ STAGE_OF = dict(STAGES)  # activity name -> stage name
 
 @dataclass
 class RetrySettings:
-    """Spec 003: 2 s, ×2, 30 s, 20 attempts, the non-retryable list derived from errors.py."""
+    """Spec 003: 2 s, ×2, 30 s, 20 attempts, the non-retryable list derived from errors.py.
+    ``maximum_attempts=0`` is Temporal's "no cap" (the bookkeeping activities')."""
 
     initial_interval_s: float = 2.0
     backoff_coefficient: float = 2.0
@@ -52,6 +53,11 @@ class WorkflowParams:
     run_id: str
     require_approval: bool = False
     retry: RetrySettings = field(default_factory=RetrySettings)
+    # The activities that only write the run's own state (idempotent compare-and-swaps):
+    # the same backoff without an attempt cap, so an outage of any length delays them only.
+    bookkeeping_retry: RetrySettings = field(
+        default_factory=lambda: RetrySettings(maximum_attempts=0)
+    )
     agent_timeout_s: float = 900.0
     # Agent processes heartbeat; a worker that dies is noticed after this, not agent_timeout_s.
     heartbeat_timeout_s: float = 60.0

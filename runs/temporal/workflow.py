@@ -17,6 +17,9 @@ with workflow.unsafe.imports_passed_through():
     from runs.temporal import types as t
 
 POLICY_APPROVAL = "The repository requires a human approval before AMTP opens a pull request."
+# Bookkeeping retries without an attempt cap (params.bookkeeping_retry); runs whose history
+# predates it keep retrying bookkeeping with the agents' policy.
+BOOKKEEPING_RETRY_PATCH = "bookkeeping-retry-without-cap"
 
 
 def _cause(err: BaseException) -> ApplicationError | None:
@@ -66,6 +69,7 @@ class TestGenerationWorkflow:
     async def run(self, params: t.WorkflowParams) -> str:
         self.params = params
         self.retry = _retry_policy(params.retry)
+        self.book_retry = _retry_policy(params.bookkeeping_retry)
         run_id = params.run_id
         slot = False
         try:
@@ -112,12 +116,17 @@ class TestGenerationWorkflow:
                 body = (cause.details or [{}])[0].get("body", cause.message)
                 await self._hold(t.ApprovalRequest(run_id, "branch-protection", body))
 
+    def _bookkeeping_retry(self) -> RetryPolicy:
+        return self.book_retry if workflow.patched(BOOKKEEPING_RETRY_PATCH) else self.retry
+
     async def _book(self, name: str, arg) -> None:
+        # Taking the slot may wait for another run (RepoConcurrencyLimited): the spec's cap.
+        retry = self.retry if name == t.ACQUIRE_SLOT else self._bookkeeping_retry()
         await workflow.execute_activity(
             name,
             arg,
             start_to_close_timeout=timedelta(seconds=self.params.bookkeeping_timeout_s),
-            retry_policy=self.retry,
+            retry_policy=retry,
         )
 
     async def _agent(self, name: str, run_id: str) -> str:
@@ -136,7 +145,7 @@ class TestGenerationWorkflow:
         approval_id = await workflow.execute_activity(
             t.REQUEST_APPROVAL,
             request,
-            retry_policy=self.retry,
+            retry_policy=self._bookkeeping_retry(),
             start_to_close_timeout=timedelta(seconds=self.params.bookkeeping_timeout_s),
         )
         try:

@@ -26,7 +26,7 @@ class Command(BaseCommand):
         selected = tuple(s for s in (services or devstack.SERVICES) if s not in external)
         if action == "up":
             try:
-                devstack.up(selected)
+                devstack.up(selected, say=self.stderr.write)
             except devstack.DevstackError as exc:
                 raise CommandError(str(exc)) from exc
         elif action == "down":

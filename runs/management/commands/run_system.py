@@ -19,6 +19,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError, close_old_connections
 
 from agents.providers.probe import check_providers
 from amtp_site import devstack
@@ -121,7 +122,12 @@ class Command(BaseCommand):
 
     def _report(self, run: Run, stop: threading.Event) -> None:
         while not stop.is_set():
-            run.refresh_from_db()
+            close_old_connections()  # after a PostgreSQL restart: a new connection
+            try:
+                run.refresh_from_db()
+            except DatabaseError:  # PostgreSQL is down; the run goes on without us
+                stop.wait(1)
+                continue
             if run.is_terminal:
                 break
             time.sleep(1)

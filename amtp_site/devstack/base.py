@@ -1,0 +1,163 @@
+"""What the embedded services share: their folder and ``state.json``, ports and processes.
+
+Imported by settings (through ``amtp_site.devstack``): it must not import Django.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+STACK_DIR = Path(os.environ.get("AMTP_DEVSTACK_DIR", BASE_DIR / ".devstack")).resolve()
+STATE_FILE = STACK_DIR / "state.json"
+START_TIMEOUT = 60.0
+
+Say = Callable[[str], None]
+
+PORT_MOVED = (
+    "{service}: port {old}, recorded in {state_file}, is taken by another process "
+    "(`ss -ltnp 'sport = :{old}'` names it), so {service} now listens on port {new}. "
+    "Processes that read the old address when they started (run_worker, runserver, "
+    "run_system) must be restarted."
+)
+UI_PORT_MOVED = "{service}: port {old} is taken by another process; the web UI is on {new}"
+RESTARTED = "{service} was not running: started again on its recorded port {port}"
+
+
+class DevstackError(RuntimeError):
+    """A service did not start; the message carries the tail of its log."""
+
+
+def read_state() -> dict:
+    try:
+        return json.loads(STATE_FILE.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def write_state(state: dict) -> None:
+    STACK_DIR.mkdir(parents=True, exist_ok=True)
+    tmp = STATE_FILE.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2, sort_keys=True))
+    tmp.replace(STATE_FILE)
+
+
+# --- ports -------------------------------------------------------------------------------
+
+
+def port_open(port: int) -> bool:
+    """Something accepts connections on 127.0.0.1:``port``."""
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def port_free(port: int) -> bool:
+    """A server could listen on ``port`` now. Probed with SO_REUSEADDR, as PostgreSQL, Valkey
+    and Temporal bind: the connections of a stopped server linger in TIME_WAIT for a minute,
+    which would refuse a plain bind but do not stop the server from listening again."""
+    if port_open(port):
+        return False
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _any_free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def choose_port(service: str, recorded: int | None, say: Say, *, ui: bool = False) -> int:
+    """The port recorded for ``service`` when it is free, so clients that read the address
+    before the restart find the service again; otherwise a free port, and ``say`` why."""
+    if recorded and port_free(recorded):
+        return recorded
+    port = _any_free_port()
+    if recorded:
+        message = UI_PORT_MOVED if ui else PORT_MOVED
+        say(message.format(service=service, old=recorded, new=port, state_file=STATE_FILE))
+    return port
+
+
+# --- processes ---------------------------------------------------------------------------
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still answers kill(0); treat it as gone.
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return True
+
+
+def log_tail(path: Path, lines: int = 25) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log written)"
+
+
+def wait_for_port(name: str, port: int, log: Path, pid_alive=lambda: True) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if port_open(port):
+            return
+        if not pid_alive():
+            break
+        time.sleep(0.2)
+    raise DevstackError(
+        f"{name} did not start on 127.0.0.1:{port}. Log tail ({log}):\n{log_tail(log)}"
+    )
+
+
+def stop_pid(pid: int | None, timeout: float = 20.0) -> None:
+    if not pid_alive(pid):
+        return
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if pid_alive(pid):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def spawn(cmd: list[str], log: Path, **kwargs) -> subprocess.Popen:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        # start_new_session: the server outlives this command and is stopped as a group.
+        return subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            **kwargs,
+        )

