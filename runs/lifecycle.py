@@ -63,6 +63,20 @@ def stage_pass(run_id: str, name: str) -> None:
     )
 
 
+def stage_close(
+    run_id: str, name: str, status: str, *, note: str = "", error_type: str = "", message: str = ""
+) -> None:
+    """A running stage → ``status`` with a note (why it was skipped, what it found) or an error
+    the run goes on after (VerifyTests that could not verify, PR opened unverified)."""
+    Stage.objects.filter(run_id=run_id, name=name, status=StageStatus.RUNNING).update(
+        status=status,
+        finished_at=Now(),
+        note=note[:10_000],
+        error_type=error_type,
+        error_message=message[:10_000],
+    )
+
+
 def stage_error(run_id: str, name: str, error_type: str, message: str) -> None:
     """Record an attempt's error while Temporal decides whether to retry (stage stays open)."""
     Stage.objects.filter(run_id=run_id, name=name, status__in=OPEN_STAGE).update(
