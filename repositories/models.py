@@ -63,6 +63,7 @@ class Repository(models.Model):
     preview_url = models.CharField(
         max_length=500,
         blank=True,
+        default="",
         db_default="",
         help_text="A running instance of the app (http(s) URL). When set, the generated tests "
         "run against it before the pull request is opened; a run can override it.",

@@ -73,6 +73,7 @@ class Run(models.Model):
     target_url = models.CharField(
         max_length=500,
         blank=True,
+        default="",
         db_default="",
         help_text="Where the generated tests run (empty: the repository's preview URL).",
     )
@@ -149,7 +150,10 @@ class Stage(models.Model):
     error_type = models.CharField(max_length=100, blank=True)
     error_message = models.TextField(blank=True)
     note = models.TextField(
-        blank=True, db_default="", help_text="Why a stage was skipped, or what it found."
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Why a stage was skipped, or what it found.",
     )
 
     class Meta:

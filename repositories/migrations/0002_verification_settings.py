@@ -42,6 +42,7 @@ class Migration(migrations.Migration):
             field=models.CharField(
                 blank=True,
                 db_default="",
+                default="",
                 help_text="A running instance of the app (http(s) URL). When set, the generated tests run against it before the pull request is opened; a run can override it.",
                 max_length=500,
             ),

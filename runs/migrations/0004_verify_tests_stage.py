@@ -26,6 +26,7 @@ class Migration(migrations.Migration):
             field=models.CharField(
                 blank=True,
                 db_default="",
+                default="",
                 help_text="Where the generated tests run (empty: the repository's preview URL).",
                 max_length=500,
             ),
@@ -34,7 +35,10 @@ class Migration(migrations.Migration):
             model_name="stage",
             name="note",
             field=models.TextField(
-                blank=True, db_default="", help_text="Why a stage was skipped, or what it found."
+                blank=True,
+                db_default="",
+                default="",
+                help_text="Why a stage was skipped, or what it found.",
             ),
         ),
         migrations.AlterField(

@@ -17,7 +17,8 @@ def _heal_in_child(payload: dict, test_dir: str) -> tuple[str, dict, dict]:
     try:
         result = run_test_healer(payload, test_dir=test_dir)
     except AmtpError as exc:  # typed errors do not all survive pickling: send their words
-        return "error", {"type": type(exc).__name__, "message": exc.message}, {}
+        said = {"type": type(exc).__name__, "message": exc.message}
+        return "error", {**said, "problems": exc.details.get("problems") or []}, {}
     return "ok", result.output, result.meta
 
 
@@ -28,6 +29,6 @@ def heal_in_fresh_process(payload: dict, *, test_dir: str, meta: list[dict]) -> 
     with ProcessPoolExecutor(1, mp_context=context, initializer=django_setup) as pool:
         outcome, output, info = pool.submit(_heal_in_child, payload, test_dir).result()
     if outcome == "error":
-        raise AmtpError(f"{output['type']}: {output['message']}")
+        raise AmtpError(f"{output['type']}: {output['message']}", problems=output["problems"])
     meta.append(info)
     return output

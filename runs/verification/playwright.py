@@ -148,7 +148,7 @@ def tool_versions(runner: Runner) -> dict[str, str]:
     return versions
 
 
-def _config(runner: Runner, budget_s: float) -> str:
+def _config(runner: Runner, base_url: str, budget_s: float) -> str:
     config = {
         "testDir": ".",
         "testMatch": "**/*.spec.ts",
@@ -159,6 +159,7 @@ def _config(runner: Runner, budget_s: float) -> str:
         "globalTimeout": max(1000, int(budget_s * 1000)),
         "reporter": [["json", {"outputFile": "report.json"}], ["line"]],
         "use": {
+            "baseURL": base_url,
             "trace": "retain-on-failure",
             "screenshot": "only-on-failure",
             "launchOptions": {
@@ -201,7 +202,7 @@ def execute(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(entry["contents"], encoding="utf-8")
     (scratch / "node_modules").symlink_to(runner.runner_dir / "node_modules")
-    (scratch / "playwright.config.mjs").write_text(_config(runner, budget_s))
+    (scratch / "playwright.config.mjs").write_text(_config(runner, base_url, budget_s))
     cmd = ["node", str(runner.runner_dir / CLI), "test", "--config", "playwright.config.mjs"]
     env = scrubbed_env(scratch, base_url, runner)
     process = subprocess.Popen(

@@ -244,8 +244,10 @@ def _heal_round(session: Session, heal: Heal) -> None:
     try:
         output = heal(heal_input(session))
     except AmtpError as exc:
+        problems = exc.details.get("problems") or []
+        said = f"{exc.message}: {'; '.join(problems)}" if problems else exc.message
         for row in failing:
-            row.reason = HEAL_FAILED.format(error=clean(exc.message, 500))
+            row.reason = HEAL_FAILED.format(error=clean(said, 1000))
         session.rounds.append({"phase": "heal", "duration_ms": _ms(began)})
         return
     session.rounds.append({"phase": "heal", "duration_ms": _ms(began)})
