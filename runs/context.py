@@ -203,4 +203,12 @@ def run_context(run: Run) -> dict:
             for a in artifacts.values()
         ],
     }
+    report = artifacts.get(ArtifactKind.VERIFICATION_REPORT)
+    if report is not None and report.content["status"] == "verified":
+        totals = report.content["totals"]
+        document["test_results"] = {
+            "total": totals["tests"],
+            "passing": totals["passed"] + totals["flaky"] + totals["healed"],
+            "failing": totals["failed"] + totals["quarantined"],
+        }
     return schemas.validate(SCHEMA, document)

@@ -76,7 +76,7 @@ def measure(name: str, depth: str) -> dict:
                 evidence_dir=Path(evidence),
             )
             began = time.monotonic()
-            report = verify(plan, heal=lambda p: run_test_healer(p, test_dir="e2e/amtp").output)
+            report = verify(plan, heal=lambda p, _s: run_test_healer(p, test_dir="e2e/amtp").output)
             seconds = time.monotonic() - began
     finally:
         server.shutdown()

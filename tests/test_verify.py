@@ -96,7 +96,7 @@ def spec(name: str, contents: str) -> dict:
     return {"path": f"e2e/amtp/{name}.spec.ts", "contents": contents}
 
 
-def no_heal(payload):
+def no_heal(payload, seconds):
     raise AssertionError("nothing failed, so nothing should be healed")
 
 
@@ -156,7 +156,7 @@ def test_a_heal_that_deletes_assertions_is_refused_and_the_test_dropped(tmp_path
     weakened = MISSING_NOTE.replace("  expect(response.ok()).toBeTruthy();\n", "", 1)
     assert weakened != MISSING_NOTE
 
-    def heal(payload):
+    def heal(payload, seconds):
         ctx = AgentContext(
             run_id=payload["run_id"],
             extra={

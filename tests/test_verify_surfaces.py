@@ -60,6 +60,8 @@ def test_the_api_shows_the_verification_totals_and_each_stage_note(client):
     }
     notes = {s["name"]: s["note"] for s in body["stages"]}
     assert notes["verify_tests"] == "no target URL: ..." and notes["crawl_repo"] == ""
+    context = client.get(f"/api/runs/{run.run_id}/context").json()
+    assert context["test_results"] == {"total": 2, "passing": 2, "failing": 0}
     fresh = RunFactory()
     assert client.get(f"/api/runs/{fresh.run_id}").json()["verification"] is None
 

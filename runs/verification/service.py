@@ -50,8 +50,10 @@ def verification_report(run: Run, code: dict) -> tuple[dict, dict]:
     )
     heals: list[dict] = []
 
-    def heal(payload: dict) -> dict:
-        return heal_in_fresh_process(payload, test_dir=plan.test_dir, meta=heals)
+    def heal(payload: dict, seconds: float) -> dict:
+        return heal_in_fresh_process(
+            payload, test_dir=plan.test_dir, max_seconds=seconds, meta=heals
+        )
 
     try:
         report = verify(plan, heal=heal)

@@ -50,7 +50,8 @@ HEAL_FAILED = "the healing session failed ({error})"
 HEAL_UNSAID = "changed by the healing session (it did not say how)"
 NOT_LOCATED = "could not be quarantined automatically (its title is not a string literal)"
 
-Heal = Callable[[dict], dict]  # heal input → heal output (both validated by the agent runner)
+# (heal input, seconds left) → heal output (both validated by the agent runner)
+Heal = Callable[[dict, float], dict]
 
 
 @dataclass(frozen=True)
@@ -238,11 +239,11 @@ def heal_input(session: Session) -> dict:
 
 def _heal_round(session: Session, heal: Heal) -> None:
     """One round: the Test Engineer's corrections applied and their files re-run."""
-    session.left()
+    left = session.left()
     began = time.monotonic()
     failing = session.failing()
     try:
-        output = heal(heal_input(session))
+        output = heal(heal_input(session), left)
     except AmtpError as exc:
         problems = exc.details.get("problems") or []
         said = f"{exc.message}: {'; '.join(problems)}" if problems else exc.message
