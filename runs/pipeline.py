@@ -195,7 +195,7 @@ def verify_tests(run_id: str) -> str:
     when the repository opens the PR anyway, fails with the reason while the run goes on."""
     from runs.verification.service import REPORT_SCHEMA, verification_report
 
-    lifecycle.create_stages(Run.objects.get(pk=run_id))  # runs started before this stage
+    lifecycle.stages_upgrade(run_id)  # a run started before this stage existed
     run = _begin(run_id, VERIFY_TESTS)
     code = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_ENGINEER_OUTPUT)
     target = run.target_url or run.repository.preview_url

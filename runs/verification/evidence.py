@@ -36,15 +36,15 @@ def keep(attempt: Attempt | None, *, scratch: Path, folder: Path, prefix: str) -
         return []
     kept = []
     for name, content_type, path in attempt.attachments:
-        source = Path(path)
+        source = Path(path).resolve()  # a symlink out of the scratch directory is not kept
+        results = (scratch / "results").resolve()
         kind = KINDS.get(name) or ("video" if content_type.startswith("video/") else None)
-        inside = source.resolve().is_relative_to(scratch.resolve())
-        if kind is None or not inside or not source.is_file():
+        if kind is None or not source.is_relative_to(results) or not source.is_file():
             continue
         size = source.stat().st_size
         if size > MAX_FILE_BYTES:
             continue
-        relative = source.resolve().relative_to((scratch / "results").resolve())
+        relative = source.relative_to(results)
         name_parts = [_safe(prefix), *(_safe(p) for p in relative.parts)]
         target = folder.joinpath(*name_parts)
         target.parent.mkdir(parents=True, exist_ok=True)
