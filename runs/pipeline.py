@@ -29,6 +29,7 @@ from runs.temporal.types import (
     STAGE_OF,
     VERIFY_TESTS,
 )
+from runs.verification.service import REPORT_SCHEMA, target_url_of, verification_report
 from runs.verification.summary import pull_request_contents, totals_note
 
 UNVERIFIED_NOTE = "the pull request is opened anyway, marked unverified"
@@ -193,13 +194,10 @@ def verify_tests(run_id: str) -> str:
     """Run the generated tests against the run's target URL, heal, quarantine, report. The
     stage passes (verified), is skipped (no target URL, no device: the note says why) or,
     when the repository opens the PR anyway, fails with the reason while the run goes on."""
-    from runs.verification.service import REPORT_SCHEMA, verification_report
-
     lifecycle.stages_upgrade(run_id)  # a run started before this stage existed
     run = _begin(run_id, VERIFY_TESTS)
     code = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_ENGINEER_OUTPUT)
-    target = run.target_url or run.repository.preview_url
-    key_input = {"upstream": str(code.artifact_id), "target_url": target}
+    key_input = {"upstream": str(code.artifact_id), "target_url": target_url_of(run)}
     key = idempotency_key(run_id, VERIFY_TESTS, key_input)
     artifact_id = _reuse(key, run, ArtifactKind.VERIFICATION_REPORT)
     if artifact_id is None:

@@ -19,6 +19,7 @@ from agents.test_engineer import (
     HEAL_TOUCHED_PASSING,
     heal_problems,
 )
+from amtp_site.errors import ContractViolation
 from repositories import targets
 from runs.verification import summary
 from tests.contract_examples import VERIFICATION_REPORT
@@ -237,3 +238,9 @@ def test_a_run_from_before_the_stage_gets_the_engineers_pull_request():
         CODE["pr_title"],
         CODE["pr_body"],
     )
+
+
+def test_nothing_left_after_dropping_every_test_is_said_plainly():
+    report = {**copy.deepcopy(VERIFICATION_REPORT), "files": []}
+    with pytest.raises(ContractViolation, match="every generated test failed"):
+        summary.pull_request_contents(CODE, report, "e2e/amtp")

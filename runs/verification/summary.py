@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from amtp_site.errors import ContractViolation
+
 MAX_ROWS = 200
 MARK = {
     "passed": "✅ passed",
@@ -13,6 +15,10 @@ MARK = {
     "skipped": "⏭️ not run",
 }
 UNVERIFIED_TITLE = "[unverified] "
+ALL_DROPPED = (
+    "every generated test failed against the app and was dropped (the repository drops failing "
+    "tests): there is nothing to open a pull request with; see the verification report"
+)
 
 
 def _cell(text: str, limit: int = 300) -> str:
@@ -97,5 +103,7 @@ def pull_request_contents(code: dict, report: dict | None, test_dir: str) -> tup
     title = code["pr_title"]
     if report["status"] == "unverified":
         title = (UNVERIFIED_TITLE + title)[:256]
+    if not report["files"]:
+        raise ContractViolation(ALL_DROPPED)
     body = code["pr_body"].rstrip("\n") + "\n" + pr_section(report, test_dir)
     return report["files"], title, body

@@ -183,7 +183,10 @@ def verify(plan: Plan, *, heal: Heal) -> dict:
     """The ``verification_report`` content for ``plan`` (see the module docstring)."""
     if plan.framework == "maestro":
         check_generated_files(plan.files, framework="maestro", test_dir=plan.test_dir)
-        rows = [Row(f["path"], f["path"].rsplit("/", 1)[-1], 1, "skipped") for f in plan.files]
+        rows = [
+            Row(f["path"], f["path"].rsplit("/", 1)[-1], 1, "skipped", reason=NO_DEVICE)
+            for f in plan.files
+        ]
         return _report(plan, Session(plan), rows, "not_executed", NO_DEVICE, {})
     if not plan.target_url:
         return not_run(plan, "skipped", NO_TARGET)
