@@ -217,9 +217,11 @@ def execute(
     try:
         output, _ = process.communicate(timeout=budget_s + GRACE_S)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
+        _kill_group(process.pid)
         process.communicate()
         raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s)) from None
+    finally:
+        _kill_group(process.pid)  # workers or browsers Playwright left behind, if any
     (scratch / "playwright.log").write_bytes(output)
     report = scratch / "report.json"
     if not report.is_file():
@@ -231,6 +233,13 @@ def execute(
     if time.monotonic() - started > budget_s + GRACE_S:
         raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
     return parse_report(data)
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def parse_report(data: dict) -> list[TestResult]:

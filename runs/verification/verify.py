@@ -123,7 +123,7 @@ class Session:
 
     def execute(self, phase: str, paths: list[str]) -> list[TestResult]:
         began = time.monotonic()
-        with TemporaryDirectory(prefix="amtp-verify-") as scratch:
+        with TemporaryDirectory(prefix="amtp-verify-", ignore_cleanup_errors=True) as scratch:
             files = [{"path": p, "contents": self.files[p]} for p in paths]
             results = execute(
                 files,
