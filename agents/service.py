@@ -17,7 +17,7 @@ import schemas
 from agents.case_generator import TestCaseGenerator
 from agents.providers import make_provider
 from agents.runner import UPSTREAM, Agent, AgentContext, AgentResult, Budgets, run_agent
-from agents.test_engineer import TestEngineer
+from agents.test_engineer import HealingTestEngineer, TestEngineer
 
 
 def budgets() -> Budgets:
@@ -70,7 +70,6 @@ def run_repo_crawler(payload: dict, *, commit_sha: str) -> AgentResult:
         )
     )
     return _with_peak_rss(result)
-    return _with_peak_rss(result)
 
 
 def run_test_case_generator(payload: dict, *, upstream_artifact_id: str) -> AgentResult:
@@ -113,3 +112,28 @@ def _run_after_upstream(
         )
     )
     return _with_peak_rss(result)
+
+
+def run_test_healer(payload: dict, *, test_dir: str) -> AgentResult:
+    """The Test Engineer's healing session (fresh provider, same budgets and repair turns): the
+    failing tests of ``payload`` (``verification/heal_input``) fixed where the app says how."""
+    agent = HealingTestEngineer()
+    ctx = AgentContext(
+        run_id=payload["run_id"],
+        extra={
+            "test_dir": test_dir,
+            "files": {f["path"]: f["contents"] for f in payload["files"]},
+            "failing": {f["path"]: {x["title"] for x in f["failures"]} for f in payload["files"]},
+        },
+    )
+    provider = make_provider(agent.name, output_schema=schemas.load(agent.output_schema))
+    return asyncio.run(
+        run_agent(
+            agent,
+            payload=payload,
+            ctx=ctx,
+            provider=provider,
+            budgets=budgets(),
+            repairs=settings.AMTP_REPAIR_TURNS,
+        )
+    )

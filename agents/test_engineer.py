@@ -1,13 +1,18 @@
-"""Agent 3, the Test Engineer: test cases → Playwright or Maestro files and PR metadata.
+"""Agent 3, the Test Engineer: test cases → Playwright or Maestro files and PR metadata; and,
+in a session of its own, the healing of the tests that failed against the running app.
 
 The files are untrusted: agents.file_policy checks paths, sizes and syntax before anything is
-stored. Branch names in the answer are never trusted: the run's own replace them.
+stored. Branch names in the answer are never trusted: the run's own replace them. A heal is
+checked test by test (agents.spec_blocks): passing tests untouched, failing ones neither
+deleted, skipped nor reduced to fewer assertions.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from agents import spec_blocks
 from agents.file_policy import check_generated_files
 from agents.runner import Agent, AgentContext
 from amtp_site.errors import ContractViolation
@@ -41,3 +46,89 @@ class TestEngineer(Agent):
             problems.extend(exc.problems)
         if problems:
             raise ContractViolation("generated files break the file policy", problems)
+
+
+# --- the healing session -------------------------------------------------------------------
+
+HEAL_NEW_FILE = "healing may only change the files it was given"
+HEAL_DELETED = "a failing test was deleted; fix it or leave it unchanged (AMTP quarantines it)"
+HEAL_SKIPPED = (
+    "a healed test may not be skipped or marked fixme/fail; AMTP quarantines with a reason"
+)
+HEAL_NO_ASSERTION = "a healed test must still assert something about the app"
+HEAL_ONLY_DELETES = "the heal only deletes assertions; that is weakening the test, not fixing it"
+HEAL_TOUCHED_PASSING = "a test that passed was changed or removed; change failing tests only"
+HEAL_NEW_TEST = "healing fixes failing tests; it does not add new ones"
+# expect(true), expect(1), expect("x"): an assertion about a literal says nothing about the app.
+_TRIVIAL = re.compile(r"^expect\(\s*(true|false|null|undefined|-?\d[\d.]*|'[^']*'|\"[^\"]*\")\s*\)")
+
+
+class HealingTestEngineer(TestEngineer):
+    """The Test Engineer in a fresh session, asked to fix the tests that failed against the
+    running app. Its answer may change only the failing tests, and only honestly."""
+
+    name = "test_engineer_heal"
+
+    @property
+    def input_schema(self) -> str:
+        return "verification/heal_input"
+
+    @property
+    def output_schema(self) -> str:
+        return "verification/heal_output"
+
+    def assemble(self, answer: Any, ctx: AgentContext) -> Any:
+        return answer
+
+    def check(self, output: dict[str, Any], ctx: AgentContext) -> None:
+        given: dict[str, str] = ctx.extra["files"]
+        failing: dict[str, set[str]] = ctx.extra["failing"]
+        problems = []
+        if output["run_id"] != ctx.run_id:
+            problems.append(f"$.run_id: must be the input's run_id {ctx.run_id}")
+        for entry in output["files"]:
+            path = entry["path"]
+            if path not in given:
+                problems.append(f"{path}: {HEAL_NEW_FILE}")
+            else:
+                problems += [
+                    f"{path}: {p}"
+                    for p in heal_problems(given[path], entry["contents"], failing[path])
+                ]
+        if output["files"]:
+            try:
+                check_generated_files(
+                    output["files"], framework="playwright", test_dir=ctx.extra["test_dir"]
+                )
+            except ContractViolation as exc:
+                problems.extend(exc.problems)
+        if problems:
+            raise ContractViolation("the heal breaks the healing rules", problems)
+
+
+def _real(expects: tuple[str, ...]) -> set[str]:
+    return {e for e in expects if not _TRIVIAL.match(e)}
+
+
+def heal_problems(original: str, healed: str, failing: set[str]) -> list[str]:
+    """Why ``healed`` is not an honest heal of the ``failing`` tests of ``original``."""
+    before = {b.title: b for b in spec_blocks.blocks(original)}
+    after = {b.title: b for b in spec_blocks.blocks(healed)}
+    problems = [f"test {t!r}: {HEAL_NEW_TEST}" for t in after.keys() - before.keys()]
+    for title, old in before.items():
+        new = after.get(title)
+        if title not in failing:
+            if new is None or new.text != old.text:
+                problems.append(f"test {title!r}: {HEAL_TOUCHED_PASSING}")
+            continue
+        if new is None:
+            problems.append(f"test {title!r}: {HEAL_DELETED}")
+        elif new.text == old.text:
+            continue  # left as it was: it stays failing
+        elif new.modifier:
+            problems.append(f"test {title!r}: {HEAL_SKIPPED}")
+        elif not _real(new.expects):
+            problems.append(f"test {title!r}: {HEAL_NO_ASSERTION}")
+        elif _real(new.expects) < _real(old.expects):
+            problems.append(f"test {title!r}: {HEAL_ONLY_DELETES}")
+    return problems

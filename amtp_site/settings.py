@@ -189,6 +189,19 @@ AMTP_MAX_BYTES_READ = env_int("AMTP_MAX_BYTES_READ", 2_000_000)
 AMTP_AGENT_MAX_SECONDS = float(os.environ.get("AMTP_AGENT_MAX_SECONDS", "600"))
 AMTP_REPAIR_TURNS = env_int("AMTP_REPAIR_TURNS", 1)
 
+# VerifyTests: the generated Playwright tests run against the run's target URL before the PR.
+AMTP_VERIFY_TIMEOUT_S = float(os.environ.get("AMTP_VERIFY_TIMEOUT_S", "600"))  # whole stage
+AMTP_VERIFY_TEST_TIMEOUT_S = float(os.environ.get("AMTP_VERIFY_TEST_TIMEOUT_S", "30"))
+AMTP_VERIFY_RETRIES = env_int("AMTP_VERIFY_RETRIES", 2)  # re-runs of a failing test: flaky?
+AMTP_VERIFY_HEAL_ROUNDS = env_int("AMTP_VERIFY_HEAL_ROUNDS", 1)
+AMTP_VERIFY_EVIDENCE_DIR = Path(
+    os.environ.get("AMTP_VERIFY_EVIDENCE_DIR") or devstack.STACK_DIR / "evidence"
+).resolve()
+AMTP_VERIFY_RUNNER_DIR = Path(
+    os.environ.get("AMTP_VERIFY_RUNNER_DIR") or BASE_DIR / "infra" / "playwright"
+).resolve()
+AMTP_VERIFY_CHROMIUM = os.environ.get("AMTP_VERIFY_CHROMIUM", "/usr/bin/chromium")
+
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("AMTP_MAX_REQUEST_BYTES", 2 * 1024 * 1024)
 
 LANGUAGE_CODE = "en-us"

@@ -28,6 +28,13 @@ class Host(models.TextChoices):
     LOCAL = "local"
 
 
+class FailingTests(models.TextChoices):
+    """What a generated test that still fails after healing becomes in the pull request."""
+
+    FIXME = "fixme", "kept as test.fixme with its failure reason"
+    DROP = "drop", "dropped (listed in the pull request body)"
+
+
 class Repository(models.Model):
     """Per-repository settings (ours): host, defaults, webhook triggers, approval, limits."""
 
@@ -53,6 +60,27 @@ class Repository(models.Model):
     require_approval = models.BooleanField(
         default=False, help_text="Hold every run for a human approval before the PR is opened."
     )
+    preview_url = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="A running instance of the app (http(s) URL). When set, the generated tests "
+        "run against it before the pull request is opened; a run can override it.",
+    )
+    failing_tests = models.CharField(
+        max_length=8,
+        choices=FailingTests.choices,
+        default=FailingTests.FIXME,
+        db_default=FailingTests.FIXME,
+        help_text="What a generated test still failing after healing becomes.",
+    )
+    open_pr_unverified = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="When the tests cannot be run (target unreachable, timeout, runner missing), "
+        "open the pull request anyway, marked unverified, instead of failing the run.",
+    )
     max_concurrent_runs = models.PositiveIntegerField(default=2)
     rate_limit_runs = models.PositiveIntegerField(default=30, help_text="Runs per window.")
     rate_limit_window_seconds = models.PositiveIntegerField(default=3600)
@@ -67,6 +95,7 @@ class Repository(models.Model):
             one_of("host", Host, "repositories_host_valid"),
             one_of("default_depth_level", DepthLevel, "repositories_depth_valid"),
             one_of("default_framework", Framework, "repositories_framework_valid"),
+            one_of("failing_tests", FailingTests, "repositories_failing_tests_valid"),
             models.CheckConstraint(
                 condition=Q(full_name__regex=r"^[^/]+/[^/]+$"), name="repositories_full_name_valid"
             ),

@@ -21,6 +21,7 @@ from repositories.models import Host, Repository
 from repositories.names import full_name_problem
 from repositories.paths import checked_test_dir
 from repositories.refnames import ref_problem
+from repositories.targets import target_url_problem
 
 LOCAL_PATH_REQUIRED = "a repository on the 'local' host needs the path of its git repository"
 LOCAL_PATH_NOT_ABSOLUTE = "give an absolute path"
@@ -100,6 +101,7 @@ _RULES: dict[str, Callable[[Any], list[str]]] = {
     "default_branch": lambda branch: _listed(ref_problem(branch)),
     "test_dir": lambda test_dir: checked_test_dir(test_dir)[1],
     "webhook_branches": _branch_problems,
+    "preview_url": lambda url: _listed(target_url_problem(url)),
     **dict.fromkeys(LIMITS, _at_least_one),
 }
 

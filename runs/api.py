@@ -95,6 +95,7 @@ def create_run(
             depth_level=payload.depth_level or "",
             target_framework=payload.target_framework or "",
             base_branch=payload.base_branch or "",
+            target_url=payload.target_url or "",
             trigger=Run.Trigger.API,
             requested_by=principal.name,
             request_key=idempotency_key,

@@ -12,6 +12,7 @@ from pydantic import ConfigDict, field_validator
 from repositories.models import DepthLevel, Framework
 from repositories.names import FULL_NAME_PATTERN, full_name_problem
 from repositories.refnames import ref_problem
+from repositories.targets import MAX_TARGET_URL_LENGTH, TARGET_URL_PATTERN, target_url_problem
 from runs import selectors
 from runs.models import Run, RunStatus, Trigger
 
@@ -51,11 +52,28 @@ class RunIn(Schema):
         pattern=REF_PATTERN,
         description="PR base (default: the default branch).",
     )
+    target_url: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_TARGET_URL_LENGTH,
+        json_schema_extra={"pattern": TARGET_URL_PATTERN},  # checked by _target_url
+        description="A running instance of the app: the generated tests run against it before "
+        "the PR (default: the repository's preview URL; none: verification is skipped).",
+        examples=["https://preview.acme.test"],
+    )
 
     @field_validator("repo_full_name")
     @classmethod
     def _full_name(cls, value: str) -> str:
         problem = full_name_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("target_url")
+    @classmethod
+    def _target_url(cls, value: str | None) -> str | None:
+        problem = target_url_problem(value) if value is not None else None
         if problem:
             raise ValueError(problem)
         return value
@@ -94,6 +112,7 @@ class StageOut(Schema):
     finished_at: datetime | None
     error_type: str
     error_message: str
+    note: str = Field(description="Why the stage was skipped, or what it found.")
 
 
 class ArtifactSummaryOut(Schema):
@@ -109,6 +128,15 @@ class ArtifactOut(ArtifactSummaryOut):
     meta: dict[str, Any]
 
 
+class VerificationOut(Schema):
+    status: str = Field(description="verified, skipped, not_executed or unverified.")
+    reason: str = Field(description="Why the tests were not (all) run; empty when verified.")
+    target_url: str
+    totals: dict[str, int] = Field(
+        description="tests, passed, failed, flaky, healed, quarantined, skipped."
+    )
+
+
 class PullRequestOut(Schema):
     number: int | None
     url: str
@@ -122,6 +150,7 @@ class RunOut(Schema):
     commit_sha: str
     base_branch: str
     base_sha: str
+    target_url: str
     depth_level: str
     target_framework: str
     status: str
@@ -150,6 +179,13 @@ class RunDetailOut(RunOut):
     stages: list[StageOut]
     artifacts: list[ArtifactSummaryOut]
     approvals: list[ApprovalOut]
+    verification: VerificationOut | None = Field(
+        description="The VerifyTests stage's outcome and totals (null until it has run)."
+    )
+
+    @staticmethod
+    def resolve_verification(run: Run) -> dict | None:
+        return selectors.verification_summary(run)
 
     @staticmethod
     def resolve_stages(run: Run) -> list:

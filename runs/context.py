@@ -23,12 +23,14 @@ AGENT_OF_STAGE = {
     Stage.Name.CRAWL_REPO: "repo-crawler",
     Stage.Name.GENERATE_TEST_CASES: "test-case-generator",
     Stage.Name.GENERATE_TEST_CODE: "test-engineer",
+    Stage.Name.VERIFY_TESTS: "test-verifier",
     Stage.Name.CREATE_PULL_REQUEST: "create-pull-request",
 }
 STAGE_OF_ARTIFACT = {
     ArtifactKind.REPO_CRAWLER_OUTPUT: Stage.Name.CRAWL_REPO,
     ArtifactKind.TEST_CASE_GENERATOR_OUTPUT: Stage.Name.GENERATE_TEST_CASES,
     ArtifactKind.TEST_ENGINEER_OUTPUT: Stage.Name.GENERATE_TEST_CODE,
+    ArtifactKind.VERIFICATION_REPORT: Stage.Name.VERIFY_TESTS,
     ArtifactKind.PULL_REQUEST: Stage.Name.CREATE_PULL_REQUEST,
 }
 TERMINAL_PHASE = {
@@ -201,4 +203,12 @@ def run_context(run: Run) -> dict:
             for a in artifacts.values()
         ],
     }
+    report = artifacts.get(ArtifactKind.VERIFICATION_REPORT)
+    if report is not None and report.content["status"] == "verified":
+        totals = report.content["totals"]
+        document["test_results"] = {
+            "total": totals["tests"],
+            "passing": totals["passed"] + totals["flaky"] + totals["healed"],
+            "failing": totals["failed"] + totals["quarantined"],
+        }
     return schemas.validate(SCHEMA, document)

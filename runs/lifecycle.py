@@ -7,7 +7,7 @@ finished run backwards (e.g. an agent child finishing after the run was cancelle
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Case, F, Value, When
 from django.db.models.functions import Coalesce, Now
 
 import schemas
@@ -24,6 +24,15 @@ def create_stages(run: Run) -> None:
         [Stage(run=run, name=name, position=i) for i, name in enumerate(Stage.ORDER)],
         ignore_conflicts=True,
     )
+
+
+def stages_upgrade(run_id: str) -> None:
+    """Give a run started before a stage existed (VerifyTests) that stage's row, and every
+    stage its position in today's order."""
+    create_stages(Run.objects.get(pk=run_id))
+    order = [When(name=name, then=Value(i)) for i, name in enumerate(Stage.ORDER)]
+    position = Case(*order, default=F("position"), output_field=Stage._meta.get_field("position"))
+    Stage.objects.filter(run_id=run_id).update(position=position)
 
 
 def mark_running(run_id: str) -> bool:
@@ -68,6 +77,20 @@ def stage_begin(run_id: str, name: str) -> bool:
 def stage_pass(run_id: str, name: str) -> None:
     Stage.objects.filter(run_id=run_id, name=name, status=StageStatus.RUNNING).update(
         status=StageStatus.PASSED, finished_at=Now()
+    )
+
+
+def stage_close(
+    run_id: str, name: str, status: str, *, note: str = "", error_type: str = "", message: str = ""
+) -> None:
+    """A running stage → ``status`` with a note (why it was skipped, what it found) or an error
+    the run goes on after (VerifyTests that could not verify, PR opened unverified)."""
+    Stage.objects.filter(run_id=run_id, name=name, status=StageStatus.RUNNING).update(
+        status=status,
+        finished_at=Now(),
+        note=note[:10_000],
+        error_type=error_type,
+        error_message=message[:10_000],
     )
 
 

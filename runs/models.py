@@ -34,6 +34,7 @@ class StageName(models.TextChoices):
     CRAWL_REPO = "crawl_repo"
     GENERATE_TEST_CASES = "generate_test_cases"
     GENERATE_TEST_CODE = "generate_test_code"
+    VERIFY_TESTS = "verify_tests"
     CREATE_PULL_REQUEST = "create_pull_request"
 
 
@@ -53,6 +54,7 @@ class ArtifactKind(models.TextChoices):
     TEST_ENGINEER_OUTPUT = "test_engineer_output"
     FAILURE_REPORT = "failure_report"
     PULL_REQUEST = "pull_request"
+    VERIFICATION_REPORT = "verification_report"
 
 
 class Run(models.Model):
@@ -68,6 +70,13 @@ class Run(models.Model):
     ref = models.CharField(max_length=255)
     commit_sha = models.CharField(max_length=40, blank=True, help_text="The ref, resolved.")
     base_branch = models.CharField(max_length=255)
+    target_url = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Where the generated tests run (empty: the repository's preview URL).",
+    )
     base_sha = models.CharField(
         max_length=40, blank=True, help_text="Head of base_branch when the run was crawled."
     )
@@ -140,6 +149,12 @@ class Stage(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     error_type = models.CharField(max_length=100, blank=True)
     error_message = models.TextField(blank=True)
+    note = models.TextField(
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Why a stage was skipped, or what it found.",
+    )
 
     class Meta:
         db_table = "stages"

@@ -1,4 +1,4 @@
-"""The four stages as plain service functions; the Temporal activities are thin wrappers.
+"""The stages as plain service functions; the Temporal activities are thin wrappers.
 
 Each agent stage is idempotent per spec 003: its key is
 ``sha256(run_id ":" activity ":" canonical_json(input))``; when ``activity_idempotency`` (or
@@ -19,7 +19,7 @@ from amtp_site.canonical import idempotency_key
 from amtp_site.errors import RunNotActive
 from repositories.hosts import host_for
 from runs import lifecycle
-from runs.models import ActivityIdempotency, Artifact, ArtifactKind, Run
+from runs.models import ActivityIdempotency, Artifact, ArtifactKind, Run, StageStatus
 from runs.pull_requests import head_branch_for, pull_request_create
 from runs.temporal.types import (
     CRAWL_REPO,
@@ -27,7 +27,12 @@ from runs.temporal.types import (
     GENERATE_TEST_CASES,
     GENERATE_TEST_CODE,
     STAGE_OF,
+    VERIFY_TESTS,
 )
+from runs.verification.service import REPORT_SCHEMA, target_url_of, verification_report
+from runs.verification.summary import pull_request_contents, totals_note
+
+UNVERIFIED_NOTE = "the pull request is opened anyway, marked unverified"
 
 
 def _begin(run_id: str, activity: str) -> Run:
@@ -185,14 +190,51 @@ def generate_test_code(run_id: str) -> str:
     )
 
 
+def verify_tests(run_id: str) -> str:
+    """Run the generated tests against the run's target URL, heal, quarantine, report. The
+    stage passes (verified), is skipped (no target URL, no device: the note says why) or,
+    when the repository opens the PR anyway, fails with the reason while the run goes on."""
+    lifecycle.stages_upgrade(run_id)  # a run started before this stage existed
+    run = _begin(run_id, VERIFY_TESTS)
+    code = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_ENGINEER_OUTPUT)
+    key_input = {"upstream": str(code.artifact_id), "target_url": target_url_of(run)}
+    key = idempotency_key(run_id, VERIFY_TESTS, key_input)
+    artifact_id = _reuse(key, run, ArtifactKind.VERIFICATION_REPORT)
+    if artifact_id is None:
+        content, meta = verification_report(run, code.content)
+        result = AgentResult(output=content, meta=meta)
+        artifact_id = _persist(
+            run, ArtifactKind.VERIFICATION_REPORT, REPORT_SCHEMA, result, key, VERIFY_TESTS
+        )
+    report = Artifact.objects.get(pk=artifact_id).content
+    stage = STAGE_OF[VERIFY_TESTS]
+    if report["status"] == "verified":
+        lifecycle.stage_close(run_id, stage, StageStatus.PASSED, note=totals_note(report))
+    elif report["status"] == "unverified":
+        error_type, _, message = report["reason"].partition(": ")
+        lifecycle.stage_close(
+            run_id,
+            stage,
+            StageStatus.FAILED,
+            error_type=error_type,
+            message=message,
+            note=UNVERIFIED_NOTE,
+        )
+    else:
+        lifecycle.stage_close(run_id, stage, StageStatus.SKIPPED, note=report["reason"])
+    return artifact_id
+
+
 def create_pull_request(run_id: str) -> str:
     run = _begin(run_id, CREATE_PULL_REQUEST)
     code = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_ENGINEER_OUTPUT).content
-    key = idempotency_key(
-        run_id, CREATE_PULL_REQUEST, {"files": sorted(f["path"] for f in code["files"])}
+    report = (
+        Artifact.objects.filter(run=run, kind=ArtifactKind.VERIFICATION_REPORT)
+        .values_list("content", flat=True)
+        .first()
     )
-    artifact = pull_request_create(
-        run=run, files=code["files"], title=code["pr_title"], body=code["pr_body"]
-    )
+    files, title, body = pull_request_contents(code, report, run.repository.test_dir)
+    key = idempotency_key(run_id, CREATE_PULL_REQUEST, {"files": sorted(f["path"] for f in files)})
+    artifact = pull_request_create(run=run, files=files, title=title, body=body)
     _record(run, key, CREATE_PULL_REQUEST, str(artifact.artifact_id))
     return _finish(run, CREATE_PULL_REQUEST, str(artifact.artifact_id))

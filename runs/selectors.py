@@ -43,3 +43,31 @@ def failure_report(run: Run) -> dict | None:
         .values_list("content", flat=True)
         .first()
     )
+
+
+def verification_summary(run: Run) -> dict | None:
+    """Status, reason, target URL and totals of the run's verification report (the test
+    files and per-test rows stay in PostgreSQL)."""
+    row = (
+        run.artifacts.filter(kind=ArtifactKind.VERIFICATION_REPORT)
+        .values("content__status", "content__reason", "content__target_url", "content__totals")
+        .first()
+    )
+    if row is None:
+        return None
+    return {key.removeprefix("content__"): value for key, value in row.items()}
+
+
+REPORT_FIELDS = ("status", "reason", "target_url", "totals", "tests", "tool_versions", "timings")
+
+
+def verification_report(run: Run) -> dict | None:
+    """The run's verification report without its file contents (for the run page)."""
+    row = (
+        run.artifacts.filter(kind=ArtifactKind.VERIFICATION_REPORT)
+        .values(*(f"content__{name}" for name in REPORT_FIELDS))
+        .first()
+    )
+    if row is None:
+        return None
+    return {key.removeprefix("content__"): value for key, value in row.items()}

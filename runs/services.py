@@ -15,6 +15,7 @@ from amtp_site import audit
 from amtp_site.errors import IdempotencyKeyReused, OrchestratorUnavailable, RunError
 from amtp_site.temporal import connect
 from repositories.models import Repository
+from repositories.targets import target_url_problem
 from runs import lifecycle, slots
 from runs.models import Run
 from runs.temporal.client import workflow_params
@@ -24,6 +25,7 @@ RUN_FINISHED = "run {run_id} already finished ({status}); nothing to cancel"
 CANCEL_RECORDED = "Cancellation requested"
 RAN_AGAIN = "Run again as run {run_id}"
 AGAIN_OF = "Started as a run again of run {run_id}"
+TARGET_URL_INVALID = "target_url: {problem}"
 IDEMPOTENCY_KEY_REUSED = (
     "Idempotency-Key {key!r} was used for a different request (run {run_id}); use a new key"
 )
@@ -36,6 +38,7 @@ def run_create(
     depth_level: str = "",
     target_framework: str = "",
     base_branch: str = "",
+    target_url: str = "",
     trigger: str = Run.Trigger.API,
     requested_by: str = "",
     request_key: str | None = None,
@@ -49,13 +52,17 @@ def run_create(
     it if it is still pending (the first request may have met an unreachable Temporal), and a
     repeat with other inputs raises IdempotencyKeyReused. ``run.created`` tells which it was.
     ``peek_rate_limit`` refuses a new run whose repository window is full (the API's 429); the
-    workflow takes the slot, never this.
+    workflow takes the slot, never this. ``target_url`` (where VerifyTests runs the tests)
+    overrides the repository's preview URL; an invalid one raises RunError.
     """
+    if problem := target_url_problem(target_url):
+        raise RunError(TARGET_URL_INVALID.format(problem=problem))
     asked = {
         "ref": ref,
         "depth_level": depth_level,
         "target_framework": target_framework,
         "base_branch": base_branch,
+        "target_url": target_url,
     }
     key = f"{request_scope}:{request_key}" if request_key and request_scope else request_key
     existing = Run.objects.filter(request_key=key).first() if key else None
@@ -87,6 +94,7 @@ def _insert(
     depth_level: str,
     target_framework: str,
     base_branch: str,
+    target_url: str,
     **fields,
 ) -> Run:
     """Fill in the repository's defaults, validate, insert the run with its stages."""
@@ -111,6 +119,7 @@ def _insert(
             depth_level=depth_level,
             target_framework=target_framework or repository.default_framework,
             base_branch=base_branch or repository.default_branch,
+            target_url=target_url,
             **fields,
         )
         lifecycle.create_stages(run)
@@ -193,6 +202,7 @@ def run_again(
             depth_level=run.depth_level,
             target_framework=run.target_framework,
             base_branch=run.base_branch,
+            target_url=run.target_url,
             trigger=trigger,
             requested_by=requested_by,
         )

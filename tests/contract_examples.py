@@ -98,6 +98,87 @@ PULL_REQUEST = {
     "adopted": False,
 }
 
+SPEC_FILE = ENGINEER_OUTPUT["files"][0]
+
+VERIFICATION_REPORT = {
+    "run_id": RUN_ID,
+    "status": "verified",
+    "reason": "",
+    "target_url": "https://preview.acme.test",
+    "framework": "playwright",
+    "tool_versions": {"@playwright/test": "1.65.1", "node": "v20.20.2"},
+    "settings": {
+        "retries": 2,
+        "heal_rounds": 1,
+        "timeout_s": 600,
+        "test_timeout_s": 30,
+        "failing_tests": "fixme",
+    },
+    "timings": {
+        "started_at": "2025-01-15T10:30:00Z",
+        "finished_at": "2025-01-15T10:30:21.5Z",
+        "duration_ms": 21500,
+        "rounds": [{"phase": "run", "duration_ms": 15000}, {"phase": "heal", "duration_ms": 900}],
+    },
+    "totals": {
+        "tests": 2,
+        "passed": 1,
+        "failed": 0,
+        "flaky": 0,
+        "healed": 1,
+        "quarantined": 0,
+        "skipped": 0,
+    },
+    "tests": [
+        {
+            "id": "e2e/amtp/users.spec.ts:2 › lists users",
+            "title": "lists users",
+            "file": "e2e/amtp/users.spec.ts",
+            "status": "healed",
+            "duration_ms": 812,
+            "attempts": 4,
+            "error": "",
+            "reason": "",
+            "heal": "GET /users answers HTML: tested as a page",
+            "evidence": [{"kind": "trace", "path": "run-1/users-lists/trace.zip", "bytes": 5381}],
+        }
+    ],
+    "files": [SPEC_FILE],
+    "evidence_dir": "/srv/amtp/evidence/3f2b8c1e-9a4d-4e6f-8b21-5c7d9e0f1a2b",
+}
+
+HEAL_INPUT = {
+    "run_id": RUN_ID,
+    "framework": "playwright",
+    "target_url": "https://preview.acme.test",
+    "files": [
+        {
+            **SPEC_FILE,
+            "failures": [
+                {
+                    "title": "lists users",
+                    "line": 2,
+                    "error": "SyntaxError: Unexpected token '<' is not valid JSON",
+                    "snapshot": {
+                        "method": "GET",
+                        "url": "https://preview.acme.test/api/users",
+                        "status": 200,
+                        "content_type": "text/html",
+                        "body": "<!doctype html><h1>Users</h1>",
+                        "page": "",
+                    },
+                }
+            ],
+        }
+    ],
+}
+
+HEAL_OUTPUT = {
+    "run_id": RUN_ID,
+    "files": [SPEC_FILE],
+    "changes": [{"file": SPEC_FILE["path"], "title": "lists users", "change": "tested as a page"}],
+}
+
 VALID = {
     "repo_crawler/input": CRAWLER_INPUT,
     "repo_crawler/output": CRAWLER_OUTPUT,
@@ -108,6 +189,9 @@ VALID = {
     "handoff/envelope": ENVELOPE,
     "artifacts/failure_report": FAILURE_REPORT,
     "artifacts/pull_request": PULL_REQUEST,
+    "verification/report": VERIFICATION_REPORT,
+    "verification/heal_input": HEAL_INPUT,
+    "verification/heal_output": HEAL_OUTPUT,
 }
 
 

@@ -293,7 +293,7 @@ def test_run_again_keeps_the_inputs_and_reports_an_unreachable_orchestrator(sett
         "develop",
     )
     assert again.trigger == "form" and again.requested_by == user.username
-    assert again.status == "pending" and again.stages.count() == 4
+    assert again.status == "pending" and again.stages.count() == 5
     [message] = flashed(response)
     assert message.startswith(runs_admin.RUN_AGAIN_PENDING.split(":")[0].format(run_id=run.pk))
 
@@ -327,6 +327,7 @@ def _repository_form(**overrides) -> dict:
         "default_depth_level": "core",
         "default_framework": "playwright",
         "test_dir": "e2e/amtp",
+        "failing_tests": "fixme",
         "webhook_branches": "main, release/1.x",
         "max_concurrent_runs": 2,
         "rate_limit_runs": 30,

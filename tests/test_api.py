@@ -127,6 +127,7 @@ def test_create_run_defaults_from_the_repository_and_starts_the_workflow(client,
         "crawl_repo",
         "generate_test_cases",
         "generate_test_code",
+        "verify_tests",
         "create_pull_request",
     ]
     description = describe(run.run_id)

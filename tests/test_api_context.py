@@ -45,14 +45,17 @@ def test_context_of_a_fresh_run(client):
 def test_context_of_a_held_run_and_of_a_passed_run(client):
     run = RunFactory(status="running", repository__require_approval=True)
     create_stages(run)
-    run.stages.filter(position__lt=3).update(status="passed", started_at=timezone.now())
-    run.stages.filter(position=3).update(status="awaiting_approval", started_at=timezone.now())
+    held = run.stages.filter(name="create_pull_request")
+    run.stages.exclude(name="create_pull_request").update(
+        status="passed", started_at=timezone.now()
+    )
+    held.update(status="awaiting_approval", started_at=timezone.now())
     code = ArtifactFactory(
         run=run,
         kind="test_engineer_output",
         content={"files": [{"path": "e2e/amtp/login.spec.ts", "contents": "x"}]},
     )
-    approval = ApprovalFactory(run=run, stage=run.stages.get(position=3), approver="policy")
+    approval = ApprovalFactory(run=run, stage=held.get(), approver="policy")
     document = client.get(f"/api/runs/{run.run_id}/context").json()
     spec_validator().validate(document)
     assert (document["current_agent"], document["next_agent"], document["phase"]) == (

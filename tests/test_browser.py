@@ -1,6 +1,7 @@
 """The operator's path in a real browser: Debian's Chromium, driven by Playwright, against the
-live server and a real worker. Launch a run from the form, watch it pass, read an artifact;
-then approve a held run from the admin.
+live server and a real worker. Launch a run from the form, watch its tests get verified against
+the demo app and the run pass, read the verification report and an artifact; then approve a
+held run from the admin.
 
 Chromium comes from apt (``scripts/ensure_chromium.sh``), never from ``playwright install``,
 which downloads a browser build this project's machines cannot fetch.
@@ -14,6 +15,7 @@ import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
 from approvals.models import Approval
+from runs.demo_app import DemoTasks, serve
 from runs.models import Run
 from tests.factories import RepositoryFactory
 from tests.gitrepo import make_git_repo
@@ -60,6 +62,16 @@ def local_repo(tmp_path, name: str, **settings):
     )
 
 
+@pytest.fixture
+def demo_app(tmp_path, monkeypatch):
+    """The demo web app's stand-in on loopback; evidence files go to the test's folder."""
+    monkeypatch.setenv("AMTP_VERIFY_EVIDENCE_DIR", str(tmp_path / "evidence"))
+    server, url = serve(DemoTasks())
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
 @contextmanager
 def admin_page(live_server, username: str):
     """A logged-in page. Open it only after the test's ORM work: the sync API keeps an event
@@ -96,9 +108,9 @@ def screenshot(page: Page, path) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_launch_from_the_form_watch_it_pass_and_read_an_artifact(
-    tmp_path, live_server, worker, operator
+    tmp_path, live_server, worker, operator, demo_app
 ):
-    repo = local_repo(tmp_path, "web")
+    repo = local_repo(tmp_path, "web", preview_url=demo_app)
     with admin_page(live_server, operator) as page:
         page.goto("/launch/")
         page.select_option("#id_repository", label="acme/web")
@@ -113,6 +125,12 @@ def test_launch_from_the_form_watch_it_pass_and_read_an_artifact(
         expect(page.locator("#amtp-timeline .amtp-badge-passed")).to_have_count(
             page.locator("#amtp-timeline tbody tr").count()
         )
+        report = page.locator("#amtp-verification")
+        expect(report.locator("h2 .amtp-badge")).to_have_text("verified")
+        expect(report).to_contain_text(f"against {demo_app}")
+        rows = report.locator("tbody tr")
+        expect(rows.filter(has_text="tc_page_home")).to_have_count(1)
+        expect(report.locator("tbody .amtp-badge-passed")).to_have_count(rows.count())
 
         page.locator("#amtp-artifacts").get_by_role("link", name="Test Engineer Output").click()
         expect(page.locator(".amtp-file summary").first).to_contain_text(".spec.ts")

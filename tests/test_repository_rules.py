@@ -33,6 +33,7 @@ GITHUB_FORM = {
     "default_depth_level": "core",
     "default_framework": "playwright",
     "test_dir": "e2e/amtp",
+    "failing_tests": "fixme",
     "webhook_branches": "",
     "max_concurrent_runs": 2,
     "rate_limit_runs": 30,

@@ -25,6 +25,7 @@ KINDS = (
     "repo_crawler_output",
     "test_case_generator_output",
     "test_engineer_output",
+    "verification_report",
     "pull_request",
 )
 

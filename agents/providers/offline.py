@@ -16,6 +16,7 @@ from typing import Any
 
 from agents.offline.cases import generate_cases
 from agents.offline.code import generate_files
+from agents.offline.heal import heal_files
 from agents.offline.stack import MAX_READS, detect, plan_reads
 from agents.providers.base import Completion, Provider, ToolCall, ToolSpec
 
@@ -100,6 +101,9 @@ class OfflineProvider(Provider):
     ) -> Completion:
         if self.agent == "repo_crawler":
             completion = self._crawl(messages)
+        elif self.agent == "test_engineer_heal":  # no envelope: the heal input itself
+            answer = heal_files(json.loads(messages[0]["content"]))
+            completion = Completion(text=json.dumps(answer), stop_reason="end_turn")
         else:
             envelope = json.loads(messages[0]["content"])
             if self.agent == "test_case_generator":

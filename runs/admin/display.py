@@ -24,6 +24,13 @@ STATUS_COLOURS = {
     "rejected": "#b91c1c",
     "skipped": "#94a3b8",
     "cancelled": "#4b5563",
+    # verification: the report's status and each test's
+    "verified": "#15803d",
+    "unverified": "#b91c1c",
+    "not_executed": "#94a3b8",
+    "healed": "#0f766e",
+    "flaky": "#b45309",
+    "quarantined": "#7c3aed",
 }
 LINKED_SCHEMES = ("http", "https")
 EMPTY = "—"
@@ -88,3 +95,12 @@ def external_link(url: str, text: str = "") -> SafeString | str:
 def pull_request(number: int | None, url: str) -> SafeString | str:
     text = f"#{number}" if number else ""
     return external_link(url, text) if url else text or EMPTY
+
+
+def verification(report: dict | None) -> dict | None:
+    """The verification report for the run page: badges on it and on each test."""
+    if report is None:
+        return None
+    tests = [{**test, "badge": badge(test["status"])} for test in report["tests"]]
+    totals = {k: v for k, v in report["totals"].items() if k != "tests" and v}
+    return {**report, "badge": badge(report["status"]), "tests": tests, "counts": totals}

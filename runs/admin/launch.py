@@ -24,6 +24,7 @@ from django.urls import reverse
 from amtp_site.errors import AmtpError
 from repositories.models import DepthLevel, Framework, Repository
 from repositories.refnames import MAX_REF_LENGTH, ref_problem
+from repositories.targets import MAX_TARGET_URL_LENGTH, target_url_problem
 from runs.models import Run
 from runs.services import OrchestratorUnavailable, run_create
 
@@ -50,6 +51,14 @@ class LaunchRunForm(forms.Form):
         required=False, choices=[REPOSITORY_DEFAULT, *Framework.choices]
     )
     base_branch = _ref_field("Branch the pull request targets. Empty: the default branch.")
+    target_url = forms.CharField(
+        required=False,
+        max_length=MAX_TARGET_URL_LENGTH,
+        strip=True,
+        label="Target URL",
+        help_text="A running instance of the app; the generated tests run against it before the "
+        "pull request. Empty: the repository's preview URL (none: verification is skipped).",
+    )
     submission = forms.UUIDField(widget=forms.HiddenInput, initial=uuid.uuid4)
 
     def _clean_ref(self, name: str) -> str:
@@ -65,11 +74,24 @@ class LaunchRunForm(forms.Form):
     def clean_base_branch(self):
         return self._clean_ref("base_branch")
 
+    def clean_target_url(self):
+        value = self.cleaned_data["target_url"]
+        if problem := target_url_problem(value):
+            raise forms.ValidationError(problem)
+        return value
+
     def run_inputs(self) -> dict:
         data = self.cleaned_data
         return {
             k: data[k]
-            for k in ("repository", "ref", "depth_level", "target_framework", "base_branch")
+            for k in (
+                "repository",
+                "ref",
+                "depth_level",
+                "target_framework",
+                "base_branch",
+                "target_url",
+            )
         }
 
 
@@ -81,9 +103,10 @@ def repository_defaults() -> dict[str, dict[str, str]]:
             "base_branch": repo.default_branch,
             "depth_level": repo.default_depth_level,
             "target_framework": repo.default_framework,
+            "target_url": repo.preview_url,
         }
         for repo in Repository.objects.only(
-            "default_branch", "default_depth_level", "default_framework"
+            "default_branch", "default_depth_level", "default_framework", "preview_url"
         )
     }
 

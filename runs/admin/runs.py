@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponseRedirect
+from django.http import FileResponse, Http404, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_POST
@@ -24,6 +24,7 @@ from runs.admin.launch import LAUNCH_PERMISSION
 from runs.admin.render import highlighted, pretty_json, pygments_css
 from runs.models import Run
 from runs.services import run_again, run_cancel
+from runs.verification.service import evidence_file
 
 MAX_BULK_RUNS = 50
 REFRESH_SECONDS = 5
@@ -136,6 +137,11 @@ class RunAdmin(admin.ModelAdmin):
         return [
             path("<path:object_id>/cancel/", wrap(self.cancel_view), name="runs_run_cancel"),
             path("<path:object_id>/run-again/", wrap(self.run_again_view), name="runs_run_again"),
+            path(
+                "<uuid:object_id>/evidence/<path:name>",
+                wrap(self.evidence_view),
+                name="runs_run_evidence",
+            ),
             *super().get_urls(),
         ]
 
@@ -167,6 +173,7 @@ class RunAdmin(admin.ModelAdmin):
             "stages": stages,
             "artifacts": selectors.run_artifacts(run),
             "failure_report": highlighted(pretty_json(report, 20_000)[0]) if report else None,
+            "verification": show.verification(selectors.verification_report(run)),
             "pygments_css": pygments_css(),
             "can_cancel": not run.is_terminal and self.has_change_permission(request),
             "can_run_again": self.has_launch_permission(request),
@@ -209,6 +216,17 @@ class RunAdmin(admin.ModelAdmin):
             return None
         self.message_user(request, RUN_AGAIN_STARTED.format(new_id=new.pk, run_id=run.pk))
         return new
+
+    def evidence_view(self, request, object_id, name):
+        """A trace or screenshot the verification kept, as a download (view permission)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        run = self._run_or_404(request, str(object_id))
+        report = selectors.verification_report(run)
+        path = evidence_file(run, name, report["tests"]) if report else None
+        if path is None:
+            raise Http404("no such evidence file")
+        return FileResponse(path.open("rb"), as_attachment=True, filename=path.name)
 
     @method_decorator(require_POST)
     def cancel_view(self, request, object_id):

@@ -17,6 +17,7 @@ RELEASE_SLOT = "DecrRepoConcurrency"
 CRAWL_REPO = "CrawlRepo"
 GENERATE_TEST_CASES = "GenerateTestCases"
 GENERATE_TEST_CODE = "GenerateTestCode"
+VERIFY_TESTS = "VerifyTests"
 CREATE_PULL_REQUEST = "CreatePullRequest"
 REQUEST_APPROVAL = "RequestApproval"
 EXPIRE_APPROVAL = "ExpireApproval"
@@ -24,16 +25,20 @@ MARK_PASSED = "MarkRunPassed"
 MARK_FAILED = "MarkRunFailed"
 MARK_CANCELLED = "MarkRunCancelled"
 
-# The four stages in the order they run: (activity name, stage name). The workflow, the agent
-# activities and a run's ``stages`` rows (Stage.ORDER) are built from this table. Both names
-# are stored (recorded histories, idempotency keys, the database): never rename one.
+# The stages in the order they run: (activity name, stage name). The agent activities and a
+# run's ``stages`` rows (Stage.ORDER) are built from this table. Both names are stored
+# (recorded histories, idempotency keys, the database): never rename one.
 STAGES = (
     (CRAWL_REPO, "crawl_repo"),
     (GENERATE_TEST_CASES, "generate_test_cases"),
     (GENERATE_TEST_CODE, "generate_test_code"),
+    (VERIFY_TESTS, "verify_tests"),
     (CREATE_PULL_REQUEST, "create_pull_request"),
 )
 STAGE_OF = dict(STAGES)  # activity name -> stage name
+AGENT_STAGES = (CRAWL_REPO, GENERATE_TEST_CASES, GENERATE_TEST_CODE)  # the workflow's first loop
+# Workflows started before VerifyTests existed replay without it (workflow.patched).
+VERIFY_PATCH = "verify-tests"
 
 
 @dataclass

@@ -76,8 +76,10 @@ class TestGenerationWorkflow:
             await self._book(t.MARK_RUNNING, run_id)
             slot = True
             await self._book(t.ACQUIRE_SLOT, run_id)
-            for name, _stage in t.STAGES[:-1]:  # the agents; the last stage opens the PR
+            for name in t.AGENT_STAGES:
                 await self._agent(name, run_id)
+            if workflow.patched(t.VERIFY_PATCH):
+                await self._agent(t.VERIFY_TESTS, run_id)
             if params.require_approval:
                 await self._hold(t.ApprovalRequest(run_id, "policy", POLICY_APPROVAL))
             await self._pull_request(run_id)

@@ -10,6 +10,7 @@ from amtp_site.errors import AmtpError, RepositoryInvalid
 from repositories.models import DepthLevel, Framework, Host, Repository
 from repositories.names import full_name_problem
 from repositories.services import repository_create
+from repositories.targets import target_url_problem
 from runs.models import Run
 from runs.services import run_create
 
@@ -28,6 +29,13 @@ class Command(BaseCommand):
         parser.add_argument("--framework", default="", choices=["", *Framework.values])
         parser.add_argument("--base-branch", default="")
         parser.add_argument(
+            "--target-url",
+            default="",
+            metavar="URL",
+            help="a running instance of the app to verify the tests against "
+            "(default: the repository's preview URL)",
+        )
+        parser.add_argument(
             "--local",
             default="",
             metavar="PATH",
@@ -36,10 +44,10 @@ class Command(BaseCommand):
         parser.add_argument("--wait", action="store_true")
         parser.add_argument("--timeout", type=float, default=3600, help="seconds to --wait")
 
-    def handle(
-        self, *args, repo, ref, depth_level, framework, base_branch, local, wait, timeout, **options
-    ):
-        repository = self._repository(repo, local)
+    def handle(self, *args, repo, ref, depth_level, framework, base_branch, **options):
+        if problem := target_url_problem(options["target_url"]):
+            raise CommandError(f"--target-url: {problem}")
+        repository = self._repository(repo, options["local"])
         try:
             run = run_create(
                 repository=repository,
@@ -47,6 +55,7 @@ class Command(BaseCommand):
                 depth_level=depth_level,
                 target_framework=framework,
                 base_branch=base_branch,
+                target_url=options["target_url"],
                 trigger=Run.Trigger.CLI,
                 requested_by="cli",
             )
@@ -57,8 +66,8 @@ class Command(BaseCommand):
             f"({run.depth_level}, {run.target_framework})"
         )
         self.stdout.write(f"  admin: http://127.0.0.1:8000/admin/runs/run/{run.run_id}/change/")
-        if wait:
-            self._wait(run, timeout)
+        if options["wait"]:
+            self._wait(run, options["timeout"])
 
     def _repository(self, full_name: str, local: str) -> Repository:
         if problem := full_name_problem(full_name):
@@ -106,10 +115,14 @@ class Command(BaseCommand):
         while time.monotonic() < deadline:
             run.refresh_from_db()
             for stage in run.stages.order_by("position"):
-                state = f"{stage.status}" + (
-                    f" ({stage.error_type}: {stage.error_message[:200]})"
-                    if stage.error_type
-                    else ""
+                state = (
+                    f"{stage.status}"
+                    + (
+                        f" ({stage.error_type}: {stage.error_message[:200]})"
+                        if stage.error_type
+                        else ""
+                    )
+                    + (f" — {stage.note[:200]}" if stage.note else "")
                 )
                 if seen.get(stage.name) != state:
                     seen[stage.name] = state

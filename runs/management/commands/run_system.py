@@ -1,9 +1,10 @@
 """``manage.py run_system``: the main job behind ``make run``.
 
 Brings up the embedded services (unless external ones are configured), migrates, ensures the
-admin login, creates the two demo repositories on first start, starts the worker and the web
-server, launches a demo run and prints where to look. Keeps serving until Ctrl-C, then stops
-everything it started.
+admin login, creates the two demo repositories on first start, serves a stand-in of the demo
+web app on loopback (demo/web's preview URL, so the demo run is verified), starts the worker
+and the web server, launches a demo run and prints where to look. Keeps serving until Ctrl-C,
+then stops everything it started.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from django.db import DatabaseError, close_old_connections
 from agents.providers.probe import check_providers
 from amtp_site import devstack
 from repositories.hosts.probe import check_github
+from repositories.services import repository_update
 from runs import demo
+from runs.demo_app import DemoTasks, serve
 from runs.models import Run
 from runs.services import run_create
 
@@ -54,6 +57,7 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         call_command("ensure_admin")
         repos = demo.ensure_demo_repositories(devstack.STACK_DIR / "demo")
+        app = self._serve_demo_app(repos["web"])
         self._say_provider()
         children = [
             self._spawn("worker", [sys.executable, "manage.py", "run_worker"]),
@@ -87,7 +91,16 @@ class Command(BaseCommand):
                         stop.set()
                 stop.wait(1)
         finally:
+            app.shutdown()
             self._shutdown(children, started)
+
+    def _serve_demo_app(self, repository):
+        """The demo web app's stand-in on loopback, as demo/web's preview URL: the demo run's
+        tests are verified against it (runs/demo_app.py says why a stand-in)."""
+        server, url = serve(DemoTasks())
+        repository_update(repository=repository, preview_url=url)
+        self.stdout.write(f"demo web app (stand-in for demo/web) at {url}")
+        return server
 
     def _say_provider(self) -> None:
         provider = settings.AMTP_LLM_PROVIDER

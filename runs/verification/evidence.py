@@ -1,0 +1,96 @@
+"""The evidence of a failed attempt: kept files (trace, screenshot, error context) and the bounded
+snapshot of what the app answered, for the healing session.
+
+Files are copied out of the scratch directory into ``AMTP_VERIFY_EVIDENCE_DIR/<run_id>/`` and
+named in the report by their path relative to that folder, so the admin can offer them for
+download and nothing else. The snapshot reads Playwright's own trace: its network log holds
+the last response the test received (API request or page navigation), and the error context
+holds the page's accessibility snapshot at the failure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import zipfile
+from pathlib import Path
+
+from runs.verification.playwright import Attempt
+
+KINDS = {"trace": "trace", "screenshot": "screenshot", "error-context": "error_context"}
+MAX_FILE_BYTES = 50 * 1024 * 1024
+SNAPSHOT_CHARS = 2000
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_PAGE_YAML = re.compile(r"```yaml\n(.*?)```", re.S)
+EMPTY_SNAPSHOT = {"method": "", "url": "", "status": 0, "content_type": "", "body": "", "page": ""}
+
+
+def _safe(part: str) -> str:
+    return _SAFE.sub("-", part).lstrip(".-_") or "x"
+
+
+def keep(attempt: Attempt | None, *, scratch: Path, folder: Path, prefix: str) -> list[dict]:
+    """Copy the attempt's attachments under ``folder/prefix/`` and describe them."""
+    if attempt is None:
+        return []
+    kept = []
+    for name, content_type, path in attempt.attachments:
+        source = Path(path).resolve()  # a symlink out of the scratch directory is not kept
+        results = (scratch / "results").resolve()
+        kind = KINDS.get(name) or ("video" if content_type.startswith("video/") else None)
+        if kind is None or not source.is_relative_to(results) or not source.is_file():
+            continue
+        size = source.stat().st_size
+        if size > MAX_FILE_BYTES:
+            continue
+        relative = source.relative_to(results)
+        name_parts = [_safe(prefix), *(_safe(p) for p in relative.parts)]
+        target = folder.joinpath(*name_parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        kept.append({"kind": kind, "path": "/".join(name_parts), "bytes": size})
+    return kept
+
+
+def snapshot(attempt: Attempt | None) -> dict:
+    """What the app answered at the failure, bounded: the last network response recorded in
+    the trace, and the page's accessibility snapshot from the error context."""
+    found = dict(EMPTY_SNAPSHOT)
+    if attempt is None:
+        return found
+    for name, _type, path in attempt.attachments:
+        if name == "trace" and Path(path).is_file():
+            found.update(_last_response(Path(path)))
+        elif name == "error-context" and Path(path).is_file():
+            match = _PAGE_YAML.search(Path(path).read_text(errors="replace"))
+            found["page"] = match.group(1).strip()[:SNAPSHOT_CHARS] if match else ""
+    return found
+
+
+def _last_response(trace: Path) -> dict:
+    try:
+        with zipfile.ZipFile(trace) as archive:
+            last = None
+            for name in sorted(n for n in archive.namelist() if n.endswith(".network")):
+                for line in archive.read(name).decode("utf-8", "replace").splitlines():
+                    entry = json.loads(line) if line.strip() else {}
+                    if entry.get("type") == "resource-snapshot":
+                        last = entry["snapshot"]
+            if last is None:
+                return {}
+            response = last.get("response", {})
+            content = response.get("content", {})
+            body = ""
+            if content.get("_file") in archive.namelist():
+                raw = archive.read(content["_file"])[: SNAPSHOT_CHARS * 4]
+                body = raw.decode("utf-8", "replace")[:SNAPSHOT_CHARS]
+            return {
+                "method": str(last.get("request", {}).get("method", ""))[:16],
+                "url": str(last.get("request", {}).get("url", ""))[:2000],
+                "status": max(0, int(response.get("status", 0))),
+                "content_type": str(content.get("mimeType", ""))[:200],
+                "body": body,
+            }
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError):
+        return {}

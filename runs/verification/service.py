@@ -1,0 +1,78 @@
+"""The VerifyTests stage's inputs from the run, the repository and settings."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.conf import settings
+
+import schemas
+from amtp_site.errors import VerificationError
+from runs.models import Run
+from runs.verification.healer import heal_in_fresh_process
+from runs.verification.playwright import Runner
+from runs.verification.verify import Plan, not_run, verify
+
+REPORT_SCHEMA = "verification/report"
+
+
+def runner_from_settings() -> Runner:
+    return Runner(
+        runner_dir=settings.AMTP_VERIFY_RUNNER_DIR,
+        chromium=settings.AMTP_VERIFY_CHROMIUM,
+        retries=settings.AMTP_VERIFY_RETRIES,
+        test_timeout_s=settings.AMTP_VERIFY_TEST_TIMEOUT_S,
+    )
+
+
+def target_url_of(run: Run) -> str:
+    """The run's own target URL, else its repository's preview URL ("" when neither)."""
+    return run.target_url or run.repository.preview_url
+
+
+def verification_report(run: Run, code: dict) -> tuple[dict, dict]:
+    """(report content, meta) for the run's generated ``code`` (test_engineer output).
+
+    A failure to run the tests at all (VerificationError) fails the stage, unless the
+    repository opens the pull request anyway: then the report says ``unverified`` and why."""
+    plan = Plan(
+        run_id=str(run.run_id),
+        framework=code["framework"],
+        files=code["files"],
+        target_url=target_url_of(run),
+        test_dir=run.repository.test_dir,
+        failing_tests=run.repository.failing_tests,
+        heal_rounds=settings.AMTP_VERIFY_HEAL_ROUNDS,
+        budget_s=settings.AMTP_VERIFY_TIMEOUT_S,
+        runner=runner_from_settings(),
+        evidence_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
+    )
+    heals: list[dict] = []
+
+    def heal(payload: dict, seconds: float) -> dict:
+        return heal_in_fresh_process(
+            payload, test_dir=plan.test_dir, max_seconds=seconds, meta=heals
+        )
+
+    try:
+        report = verify(plan, heal=heal)
+    except VerificationError as exc:
+        if not run.repository.open_pr_unverified:
+            raise
+        report = not_run(plan, "unverified", f"{type(exc).__name__}: {exc.message}")
+    meta = {"pid": os.getpid(), "heal_sessions": heals}
+    return schemas.validate(REPORT_SCHEMA, report), meta
+
+
+def evidence_file(run: Run, path: str, tests: list[dict]) -> Path | None:
+    """The kept evidence file ``path`` of ``run``: only a path its report lists, and only
+    inside the run's own evidence folder (None otherwise, or when it is gone)."""
+    listed = {e["path"] for test in tests for e in test["evidence"]}
+    if path not in listed:
+        return None
+    folder = (settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id)).resolve()
+    candidate = (folder / path).resolve()
+    if not candidate.is_relative_to(folder) or not candidate.is_file():
+        return None
+    return candidate

@@ -1,0 +1,109 @@
+"""The verification report as the pull request sees it: a summary line, the per-test table
+(passed / healed / quarantined / flaky) and how to run the suite locally."""
+
+from __future__ import annotations
+
+from amtp_site.errors import ContractViolation
+
+MAX_ROWS = 100  # with the cell limits below the section stays far under GitHub's 65,536
+MARK = {
+    "passed": "✅ passed",
+    "healed": "🩹 healed",
+    "flaky": "⚠️ flaky",
+    "quarantined": "🚧 quarantined",
+    "failed": "❌ failed",
+    "skipped": "⏭️ not run",
+}
+UNVERIFIED_TITLE = "[unverified] "
+ALL_DROPPED = (
+    "every generated test failed against the app and was dropped (the repository drops failing "
+    "tests): there is nothing to open a pull request with; see the verification report"
+)
+
+
+def _cell(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _headline(report: dict) -> str:
+    totals, status = report["totals"], report["status"]
+    if status == "skipped":
+        return f"**Not run** — {report['reason']}."
+    if status == "not_executed":
+        return f"**Not executed** — {report['reason']}. No flow is reported as passed."
+    if status == "unverified":
+        return f"**⚠️ Unverified** — the tests could not be run: {report['reason']}"
+    counts = " · ".join(
+        f"{totals[k]} {k}"
+        for k in ("passed", "healed", "flaky", "quarantined", "failed")
+        if totals[k]
+    )
+    versions = report["tool_versions"]
+    tools = f"Playwright Test {versions.get('@playwright/test', '?')}"
+    if versions.get("chromium"):
+        tools += f" on {versions['chromium']}"
+    settings = report["settings"]
+    return (
+        f"Ran {totals['tests']} test(s) against {report['target_url']} with {tools} "
+        f"(retries {settings['retries']}, {settings['heal_rounds']} healing round(s)) in "
+        f"{report['timings']['duration_ms'] / 1000:.1f} s: **{counts or 'nothing to run'}**."
+    )
+
+
+def pr_section(report: dict, test_dir: str) -> str:
+    lines = ["", "## Verification", "", _headline(report), ""]
+    tests = report["tests"]
+    if report["status"] == "verified" and tests:
+        lines += ["| test | file | result | notes |", "| --- | --- | --- | --- |"]
+        for test in tests[:MAX_ROWS]:
+            note = test["heal"] or test["reason"] or test["error"]
+            lines.append(
+                f"| {_cell(test['title'], 120)} | `{_cell(test['file'], 100)}` | "
+                f"{MARK[test['status']]} | {_cell(note)} |"
+            )
+        if len(tests) > MAX_ROWS:
+            lines.append(f"| … {len(tests) - MAX_ROWS} more in the verification report | | | |")
+        lines.append("")
+        if report["totals"]["quarantined"]:
+            lines.append(
+                "Quarantined tests failed against the app after healing: "
+                + (
+                    "they are dropped from this pull request (listed above)."
+                    if report["settings"]["failing_tests"] == "drop"
+                    else "they are kept as `test.fixme(...)` with the reason in a comment above "
+                    "each; remove `.fixme` once the app is fixed."
+                )
+            )
+            lines.append("")
+    if report["framework"] == "playwright":
+        lines += [
+            "Run the suite locally against your app:",
+            "",
+            "```sh",
+            "npm install --save-dev @playwright/test && npx playwright install chromium",
+            f"BASE_URL=http://localhost:3000 npx playwright test {test_dir}",
+            "```",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def totals_note(report: dict) -> str:
+    """e.g. "6 tests: 3 passed, 2 healed, 1 quarantined" (the stage's note)."""
+    totals = report["totals"]
+    parts = [f"{totals[k]} {k}" for k in MARK if totals[k]]
+    return f"{totals['tests']} tests: {', '.join(parts) or 'none ran'}"
+
+
+def pull_request_contents(code: dict, report: dict | None, test_dir: str) -> tuple[list, str, str]:
+    """(files, title, body) of the pull request: the Test Engineer's, with the verification's
+    files (healed, quarantined, dropped) and its section in the body when there is a report."""
+    if report is None:  # a run started before VerifyTests existed
+        return code["files"], code["pr_title"], code["pr_body"]
+    title = code["pr_title"]
+    if report["status"] == "unverified":
+        title = (UNVERIFIED_TITLE + title)[:256]
+    if not report["files"]:
+        raise ContractViolation(ALL_DROPPED)
+    body = code["pr_body"].rstrip("\n") + "\n" + pr_section(report, test_dir)
+    return report["files"], title, body

@@ -1,0 +1,340 @@
+"""VerifyTests: run the generated tests against the target, heal what failed, report.
+
+``verify(plan, heal=...)`` returns the ``verification_report`` content:
+
+1. Maestro flows cannot run here (no device): validated, reported ``not_executed``, each flow
+   ``skipped``; never ``passed``. Without a target URL: ``skipped``, with the reason.
+2. Otherwise the tools and the target are checked (VerifierNotInstalled, TargetUnreachable),
+   then every spec runs once (Playwright's retries tell ``flaky`` from ``failed``).
+3. Each healing round hands the failing tests, their errors and snapshots to the Test Engineer
+   (``heal``: a fresh process and session) and re-runs the files it changed; a test passing
+   now is ``healed``.
+4. A test still failing is quarantined: ``test.fixme`` under a comment with its reason, or
+   dropped when the repository says so. Never deleted silently, never weakened.
+
+The whole stage shares one time budget (``budget_s``); past it, VerificationTimedOut.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+from agents import spec_blocks
+from agents.file_policy import check_generated_files
+from amtp_site.errors import AmtpError, VerificationTimedOut
+from runs.verification import evidence
+from runs.verification.playwright import (
+    TIMED_OUT,
+    Runner,
+    TestResult,
+    clean,
+    execute,
+    preflight,
+    probe,
+    tool_versions,
+)
+
+NO_TARGET = (
+    "no target URL: set the repository's preview URL (or the run's target_url) to run the "
+    "generated tests against a live app before the pull request"
+)
+NO_DEVICE = "not executed: no device or emulator here; flow YAML and commands were validated"
+QUARANTINED = "failed against {url} after {rounds} healing round(s): {error}"
+HEAL_FAILED = "the healing session failed ({error})"
+HEAL_UNSAID = "changed by the healing session (it did not say how)"
+NOT_LOCATED = "could not be quarantined automatically (its title is not a string literal)"
+
+# (heal input, seconds left) → heal output (both validated by the agent runner)
+Heal = Callable[[dict, float], dict]
+
+
+@dataclass(frozen=True)
+class Plan:
+    run_id: str
+    framework: str
+    files: list[dict]
+    target_url: str
+    test_dir: str
+    failing_tests: str  # "fixme" | "drop"
+    heal_rounds: int
+    budget_s: float
+    runner: Runner
+    evidence_dir: Path  # this run's folder
+
+
+@dataclass
+class Row:
+    """One test of the report, as it evolves through the rounds."""
+
+    file: str
+    title: str
+    line: int
+    status: str
+    duration_ms: int = 0
+    attempts: int = 0
+    error: str = ""
+    reason: str = ""
+    heal: str = ""
+    evidence: list[dict] = field(default_factory=list)
+    snapshot: dict = field(default_factory=dict)
+
+    def entry(self) -> dict:
+        return {
+            "id": clean(f"{self.file}:{self.line} › {self.title}", 300),
+            "title": clean(self.title, 1000),
+            "file": self.file,
+            "status": self.status,
+            "duration_ms": self.duration_ms,
+            "attempts": self.attempts,
+            "error": self.error,
+            "reason": clean(self.reason, 2000),
+            "heal": clean(self.heal, 2000),
+            "evidence": self.evidence,
+        }
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+class Session:
+    """One stage's executions: the current files, the rows, the rounds and the budget."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.files = {f["path"]: f["contents"] for f in plan.files}
+        self.rows: dict[tuple[str, str], Row] = {}
+        self.rounds: list[dict] = []
+        self.started = _now()
+        self.clock = time.monotonic()
+        self.deadline = self.clock + plan.budget_s
+
+    def left(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise VerificationTimedOut(TIMED_OUT.format(budget=self.plan.budget_s))
+        return left
+
+    def execute(self, phase: str, paths: list[str]) -> list[TestResult]:
+        began = time.monotonic()
+        with TemporaryDirectory(prefix="amtp-verify-", ignore_cleanup_errors=True) as scratch:
+            files = [{"path": p, "contents": self.files[p]} for p in paths]
+            results = execute(
+                files,
+                scratch=Path(scratch),
+                base_url=self.plan.target_url,
+                runner=self.plan.runner,
+                budget_s=self.left(),
+            )
+            for result in results:
+                self._record(result, Path(scratch), f"{phase}-{len(self.rounds) + 1}")
+        self.rounds.append({"phase": phase, "duration_ms": _ms(began)})
+        return results
+
+    def _record(self, result: TestResult, scratch: Path, prefix: str) -> None:
+        key = (result.file, result.title)
+        row = self.rows.get(key)
+        if row is None:
+            row = self.rows[key] = Row(result.file, result.title, result.line, result.status)
+        elif row.status != "failed":
+            return  # a rerun re-runs the file's passing tests too; their first result stands
+        elif result.status in ("passed", "flaky"):  # a failing test passing on the rerun
+            row.status, row.error = ("healed" if row.heal else "flaky"), ""
+        failure = result.failure
+        row.line = result.line
+        row.duration_ms += result.duration_ms
+        row.attempts += len(result.attempts)
+        if failure is not None:
+            row.error = failure.error if row.status in ("failed", "flaky") else row.error
+            row.snapshot = evidence.snapshot(failure)
+            row.evidence += evidence.keep(
+                failure, scratch=scratch, folder=self.plan.evidence_dir, prefix=prefix
+            )
+
+    def failing(self) -> list[Row]:
+        return [row for row in self.rows.values() if row.status == "failed"]
+
+
+_SNIPPET = re.compile(r"^\s*(>?\s*\d+ \||\|\s|at |Call log:)")
+
+
+def headline(error: str) -> str:
+    """An error on one line: its message lines, without the code snippet and call log."""
+    lines = []
+    for line in error.splitlines():
+        if _SNIPPET.match(line):
+            break
+        if line.strip():
+            lines.append(line.strip())
+    return clean(" · ".join(lines) or "(no message)", 300)
+
+
+def _ms(since: float) -> int:
+    return max(0, int((time.monotonic() - since) * 1000))
+
+
+def verify(plan: Plan, *, heal: Heal) -> dict:
+    """The ``verification_report`` content for ``plan`` (see the module docstring)."""
+    if plan.framework == "maestro":
+        check_generated_files(plan.files, framework="maestro", test_dir=plan.test_dir)
+        rows = [
+            Row(f["path"], f["path"].rsplit("/", 1)[-1], 1, "skipped", reason=NO_DEVICE)
+            for f in plan.files
+        ]
+        return _report(plan, Session(plan), rows, "not_executed", NO_DEVICE, {})
+    if not plan.target_url:
+        return not_run(plan, "skipped", NO_TARGET)
+    preflight(plan.runner)
+    probe(plan.target_url)
+    versions = tool_versions(plan.runner)
+    session = Session(plan)
+    session.execute("run", list(session.files))
+    for _ in range(plan.heal_rounds):
+        if not session.failing():
+            break
+        _heal_round(session, heal)
+    _quarantine(session)
+    return _report(plan, session, list(session.rows.values()), "verified", "", versions)
+
+
+def not_run(plan: Plan, status: str, reason: str) -> dict:
+    """The report of tests that were not run (``skipped``, ``unverified``): each listed."""
+    rows = [
+        Row(f["path"], b.title, b.line, "skipped", reason=reason)
+        for f in plan.files
+        for b in spec_blocks.blocks(f["contents"])
+    ]
+    return _report(plan, Session(plan), rows, status, reason, {})
+
+
+def heal_input(session: Session) -> dict:
+    by_file: dict[str, list[Row]] = {}
+    for row in session.failing():
+        by_file.setdefault(row.file, []).append(row)
+    return {
+        "run_id": session.plan.run_id,
+        "framework": "playwright",
+        "target_url": session.plan.target_url,
+        "files": [
+            {
+                "path": path,
+                "contents": session.files[path],
+                "failures": [
+                    {
+                        "title": clean(r.title, 1000),
+                        "line": max(1, r.line),
+                        "error": r.error,
+                        "snapshot": {**evidence.EMPTY_SNAPSHOT, **r.snapshot},
+                    }
+                    for r in rows
+                ],
+            }
+            for path, rows in by_file.items()
+        ],
+    }
+
+
+def _heal_round(session: Session, heal: Heal) -> None:
+    """One round: the Test Engineer's corrections applied and their files re-run."""
+    left = session.left()
+    began = time.monotonic()
+    failing = session.failing()
+    try:
+        output = heal(heal_input(session), left)
+    except AmtpError as exc:
+        problems = exc.details.get("problems") or []
+        said = f"{exc.message}: {'; '.join(problems)}" if problems else exc.message
+        for row in failing:
+            row.reason = HEAL_FAILED.format(error=clean(said, 1000))
+        session.rounds.append({"phase": "heal", "duration_ms": _ms(began)})
+        return
+    session.rounds.append({"phase": "heal", "duration_ms": _ms(began)})
+    said = {(c["file"], c["title"]): c["change"] for c in output["changes"]}
+    changed = []
+    for entry in output["files"]:
+        before, path = session.files.get(entry["path"]), entry["path"]
+        if before is None or before == entry["contents"]:
+            continue
+        changed.append(path)
+        for row in (r for r in failing if r.file == path):
+            old = spec_blocks.find(before, title=row.title, line=row.line)
+            new = spec_blocks.find(entry["contents"], title=row.title)
+            if old is not None and new is not None and old.text != new.text:
+                row.heal = said.get((path, row.title)) or HEAL_UNSAID
+        session.files[path] = entry["contents"]
+    if changed:
+        session.execute("rerun", changed)
+
+
+def _quarantine(session: Session) -> None:
+    """Every test still failing: ``test.fixme`` with its reason, or dropped (the setting)."""
+    plan = session.plan
+    by_file: dict[str, list[Row]] = {}
+    for row in session.failing():
+        by_file.setdefault(row.file, []).append(row)
+    for path, rows in by_file.items():
+        source = session.files[path]
+        for row in sorted(rows, key=lambda r: r.line, reverse=True):  # bottom-up: lines hold
+            block = spec_blocks.find(source, title=row.title, line=row.line)
+            if block is None:
+                row.reason = NOT_LOCATED
+                continue
+            why = QUARANTINED.format(
+                url=plan.target_url, rounds=plan.heal_rounds, error=headline(row.error)
+            )
+            row.reason = f"{why}; {row.reason}" if row.reason else why
+            if plan.failing_tests == "drop":
+                source = spec_blocks.drop(source, block)
+            else:
+                source = spec_blocks.mark_fixme(source, block, row.reason)
+            row.status = "quarantined"
+        if spec_blocks.blocks(source):
+            session.files[path] = source
+        else:
+            del session.files[path]  # every test of the file was dropped
+    if session.files:
+        check_generated_files(
+            [{"path": p, "contents": c} for p, c in session.files.items()],
+            framework="playwright",
+            test_dir=plan.test_dir,
+        )
+
+
+def _report(
+    plan: Plan, session: Session, rows: list[Row], status: str, reason: str, versions: dict
+) -> dict:
+    totals = {
+        key: sum(r.status == key for r in rows)
+        for key in ("passed", "failed", "flaky", "healed", "quarantined", "skipped")
+    }
+    return {
+        "run_id": plan.run_id,
+        "status": status,
+        "reason": reason,
+        "target_url": plan.target_url,
+        "framework": plan.framework,
+        "tool_versions": versions,
+        "settings": {
+            "retries": plan.runner.retries,
+            "heal_rounds": plan.heal_rounds,
+            "timeout_s": plan.budget_s,
+            "test_timeout_s": plan.runner.test_timeout_s,
+            "failing_tests": plan.failing_tests,
+        },
+        "timings": {
+            "started_at": session.started,
+            "finished_at": _now(),
+            "duration_ms": _ms(session.clock),
+            "rounds": session.rounds,
+        },
+        "totals": {"tests": len(rows), **totals},
+        "tests": [row.entry() for row in rows],
+        "files": [{"path": p, "contents": c} for p, c in session.files.items()],
+        "evidence_dir": str(plan.evidence_dir),
+    }

@@ -1,0 +1,115 @@
+"""Benchmark VerifyTests with the offline provider: the share of generated tests that pass against
+the live app before and after the healing round (docs/benchmarks.md).
+
+For each app and depth level the offline rules write the tests exactly as a run would (the same
+reads, detection, cases and files), VerifyTests runs them with Playwright Test on Debian's
+Chromium against the app served on loopback, heals with the offline provider and quarantines
+the rest. Apps: the demo web app (`make run`'s stand-in for demo/web) and the issue's Flask
+notes service (tests/verify_apps.py). Needs no database, Valkey or Temporal.
+
+    .venv/bin/python scripts/bench_verify.py [--depths smoke,core,standard,deep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "amtp_site.settings")
+os.environ["AMTP_LLM_PROVIDER"] = "offline"
+
+import django  # noqa: E402
+
+django.setup()
+
+from agents.offline import detect, generate_cases, generate_files, plan_reads  # noqa: E402
+from agents.service import run_test_healer  # noqa: E402
+from runs.demo_app import DemoTasks, serve  # noqa: E402
+from runs.demo_content import DEMO_WEB  # noqa: E402
+from runs.verification.service import runner_from_settings  # noqa: E402
+from runs.verification.verify import Plan, verify  # noqa: E402
+from tests.verify_apps import NOTES_REPO, NotesApp  # noqa: E402
+
+RUN_ID = "00000000-0000-4000-8000-000000000001"
+APPS = {"demo/web": (DEMO_WEB, DemoTasks), "notes (Flask)": (NOTES_REPO, NotesApp)}
+
+
+def offline_files(repo: dict[str, str], depth: str) -> list[dict]:
+    paths = sorted(repo)
+    entry_points, stack = detect(paths, {p: repo[p] for p in plan_reads(paths)})
+    crawl = {
+        "run_id": RUN_ID,
+        "repo_full_name": "bench/app",
+        "ref": "main",
+        "file_tree": [{"path": p, "size": len(repo[p]), "sha": "0" * 40} for p in paths],
+        "entry_points": entry_points,
+        "detected_stack": stack,
+        "cache_hits": 0,
+    }
+    cases = generate_cases({**crawl, "depth_level": depth}, depth)["test_cases"]
+    return generate_files(
+        {"target_framework": "playwright", "test_cases": cases}, test_dir="e2e/amtp", app_id=None
+    )
+
+
+def measure(name: str, depth: str) -> dict:
+    repo, app_class = APPS[name]
+    server, url = serve(app_class())
+    try:
+        with tempfile.TemporaryDirectory() as evidence:
+            plan = Plan(
+                run_id=RUN_ID,
+                framework="playwright",
+                files=offline_files(repo, depth),
+                target_url=url,
+                test_dir="e2e/amtp",
+                failing_tests="fixme",
+                heal_rounds=1,
+                budget_s=600,
+                runner=runner_from_settings(),
+                evidence_dir=Path(evidence),
+            )
+            began = time.monotonic()
+            report = verify(plan, heal=lambda p, _s: run_test_healer(p, test_dir="e2e/amtp").output)
+            seconds = time.monotonic() - began
+    finally:
+        server.shutdown()
+        server.server_close()
+    totals = report["totals"]
+    before = totals["passed"] + totals["flaky"]
+    return {**totals, "before": before, "after": before + totals["healed"], "seconds": seconds}
+
+
+def _share(count: int, total: int) -> str:
+    return f"{count} ({100 * count / total:.0f}%)" if total else "0"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--depths", default="smoke,core,standard,deep")
+    args = parser.parse_args()
+    print(
+        "| app | depth | tests | passing before healing | after healing | healed | flaky "
+        "| quarantined | failed unlabelled | seconds |"
+    )
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name in APPS:
+        for depth in args.depths.split(","):
+            m = measure(name, depth)
+            print(
+                f"| {name} | {depth} | {m['tests']} | {_share(m['before'], m['tests'])} "
+                f"| {_share(m['after'], m['tests'])} "
+                f"| {m['healed']} | {m['flaky']} | {m['quarantined']} | {m['failed']} "
+                f"| {m['seconds']:.1f} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
