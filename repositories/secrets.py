@@ -90,9 +90,11 @@ _COMPILED = [(kind, re.compile(pattern, re.DOTALL)) for kind, pattern in VALUE_R
 
 # ``password = "..."``, ``"apiKey": "..."``, ``JWT_SECRET=...``: the value is redacted when it
 # looks random (see _looks_random), so code reading a secret from elsewhere is left alone.
+# The name starts a token and its parts are bounded: an unanchored ``[\w.-]*`` made a long
+# token (one 60 kB line of a minified file) cost quadratic time, long enough to hang a crawl.
 _ASSIGNMENT = re.compile(
-    r"(?i)[\w.-]*(?:secret|passw(?:or)?d|pwd|token|api[_-]?key|access[_-]?key|private[_-]?key"
-    r"|auth[_-]?key|credentials?)[\w.-]*[\"']?\s*(?:=>|:=|=|:)\s*[\"'`]?"
+    r"(?i)(?<![\w.-])[\w.-]{0,64}?(?:secret|passw(?:or)?d|pwd|token|api[_-]?key|access[_-]?key"
+    r"|private[_-]?key|auth[_-]?key|credentials?)[\w.-]{0,64}[\"']?\s*(?:=>|:=|=|:)\s*[\"'`]?"
     r"(?P<value>[^\s\"'`,;]{8,})"
 )
 _REFERENCE = re.compile(r"^(?:\$|%|<|\{|\[|process\.|os\.|env\.|ENV\[|settings\.|config\.)")

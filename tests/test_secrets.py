@@ -158,3 +158,15 @@ def test_the_mcp_server_hides_refuses_and_redacts(hostile_repo, valkey):
     stored = hostile.valkey_text(valkey)
     assert "server/index.js" in stored  # the cache holds the file: redacted
     assert hostile.leaked(stored) == []
+
+
+def test_redaction_is_linear_on_one_huge_line():
+    """A minified bundle is one long token: the assignment rule once took quadratic time on it
+    (60 kB: ~3 minutes, enough to time the crawler's MCP call out). Linear is milliseconds; the
+    bound below is three orders of magnitude above that, and far below the quadratic time."""
+    import time
+
+    for text in ("x" * 200_000, "secret" * 40_000, "token:" + "x" * 200_000):
+        started = time.monotonic()
+        secrets.redact(text)
+        assert time.monotonic() - started < 5, text[:20]
