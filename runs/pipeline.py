@@ -185,14 +185,15 @@ def generate_test_code(run_id: str) -> str:
     )
 
 
-def create_pull_request(run_id: str) -> str:
+def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> str:
+    """Open the PR; ``stop()`` says the run's cancellation was requested (see pull_requests)."""
     run = _begin(run_id, CREATE_PULL_REQUEST)
     code = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_ENGINEER_OUTPUT).content
     key = idempotency_key(
         run_id, CREATE_PULL_REQUEST, {"files": sorted(f["path"] for f in code["files"])}
     )
     artifact = pull_request_create(
-        run=run, files=code["files"], title=code["pr_title"], body=code["pr_body"]
+        run=run, files=code["files"], title=code["pr_title"], body=code["pr_body"], stop=stop
     )
     _record(run, key, CREATE_PULL_REQUEST, str(artifact.artifact_id))
     return _finish(run, CREATE_PULL_REQUEST, str(artifact.artifact_id))

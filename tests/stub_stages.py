@@ -1,25 +1,49 @@
 """Stand-ins for the stage activities, registered under their real names (the conventions'
 way to test a workflow): the real workflow and bookkeeping activities run around them, so a
-test of slots, limits or cancellation runs in seconds without agents or hosts."""
+test of slots, limits or cancellation runs in seconds without agents or hosts. Like the real
+ones, they heartbeat, which is how a cancel request reaches them."""
 
-import functools
+import asyncio
 import time
+
+from asgiref.sync import sync_to_async
+from django.db import connections
+from temporalio import activity
 
 from runs import lifecycle
 from runs.temporal import types as t
-from runs.temporal.activities import BOOKKEEPING_ACTIVITIES, bookkeeping_activity
+from runs.temporal.activities import BOOKKEEPING_ACTIVITIES
 
 
-def _stage(name: str, seconds: float, run_id: str) -> str:
-    lifecycle.stage_begin(run_id, t.STAGE_OF[name])
-    time.sleep(seconds)
-    lifecycle.stage_pass(run_id, t.STAGE_OF[name])
-    return f"stub-{name}"
+def _in_thread(fn, *args):
+    try:
+        return fn(*args)
+    finally:
+        connections.close_all()
 
 
-def stub_activities(seconds: float = 0.0) -> list:
-    """Every stage a stub taking ``seconds``; the real bookkeeping activities."""
-    stubs = [
-        bookkeeping_activity(name, functools.partial(_stage, name, seconds)) for name, _ in t.STAGES
-    ]
+def _stub(name: str, seconds: float):
+    stage_name = t.STAGE_OF[name]
+
+    async def stage(run_id: str) -> str:
+        await sync_to_async(_in_thread, thread_sensitive=False)(
+            lifecycle.stage_begin, run_id, stage_name
+        )
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            activity.heartbeat()
+            await asyncio.sleep(0.1)
+        await sync_to_async(_in_thread, thread_sensitive=False)(
+            lifecycle.stage_pass, run_id, stage_name
+        )
+        return f"stub-{name}"
+
+    stage.__name__ = stage.__qualname__ = name
+    return activity.defn(name=name)(stage)
+
+
+def stub_activities(seconds: float = 0.0, slow: str | None = None) -> list:
+    """Every stage a stub that takes no time, or ``seconds`` for the stage named ``slow``
+    (every stage if None); the real bookkeeping activities."""
+    stubs = [_stub(name, seconds if slow in (None, stage) else 0.0) for name, stage in t.STAGES]
     return [*stubs, *BOOKKEEPING_ACTIVITIES]

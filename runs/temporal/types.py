@@ -23,6 +23,9 @@ EXPIRE_APPROVAL = "ExpireApproval"
 MARK_PASSED = "MarkRunPassed"
 MARK_FAILED = "MarkRunFailed"
 MARK_CANCELLED = "MarkRunCancelled"
+DISCARD_PULL_REQUEST = "DiscardPullRequest"
+# Runs started before a cancel stopped CreatePullRequest replay without it (workflow.patched).
+CANCEL_PATCH = "cancel-stops-pull-request"
 
 # The four stages in the order they run: (activity name, stage name). The workflow, the agent
 # activities and a run's ``stages`` rows (Stage.ORDER) are built from this table. Both names

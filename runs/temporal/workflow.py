@@ -11,7 +11,8 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from runs.temporal import types as t
@@ -66,6 +67,8 @@ class TestGenerationWorkflow:
     async def run(self, params: t.WorkflowParams) -> str:
         self.params = params
         self.retry = _retry_policy(params.retry)
+        # A cancel waits for CreatePullRequest to stop, then takes back what it wrote.
+        self._cancel_stops_pr = workflow.patched(t.CANCEL_PATCH)
         run_id = params.run_id
         slot = False
         try:
@@ -80,9 +83,12 @@ class TestGenerationWorkflow:
             await self._book(t.MARK_PASSED, run_id)
             return "passed"
         except asyncio.CancelledError:
-            await self._book(t.MARK_CANCELLED, run_id)
+            await self._cancelled(run_id)
             raise
         except ActivityError as err:
+            if self._cancel_stops_pr and is_cancelled_exception(err):
+                await self._cancelled(run_id)  # the activity stopped for the cancel
+                raise
             failure = _failure(run_id, self._stage, err)
             await self._book(t.MARK_FAILED, failure)
             raise ApplicationError(
@@ -112,6 +118,14 @@ class TestGenerationWorkflow:
                 body = (cause.details or [{}])[0].get("body", cause.message)
                 await self._hold(t.ApprovalRequest(run_id, "branch-protection", body))
 
+    async def _cancelled(self, run_id: str) -> None:
+        await self._book(t.MARK_CANCELLED, run_id)
+        if self._cancel_stops_pr and self._stage == t.STAGE_OF[t.CREATE_PULL_REQUEST]:
+            try:
+                await self._book(t.DISCARD_PULL_REQUEST, run_id)
+            except ActivityError as err:  # the run is cancelled; the host keeps what it has
+                workflow.logger.warning("could not take back run %s's PR: %s", run_id, err)
+
     async def _book(self, name: str, arg) -> None:
         await workflow.execute_activity(
             name,
@@ -128,6 +142,9 @@ class TestGenerationWorkflow:
             start_to_close_timeout=timedelta(seconds=self.params.agent_timeout_s),
             heartbeat_timeout=timedelta(seconds=self.params.heartbeat_timeout_s),
             retry_policy=self.retry,
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+            if self._cancel_stops_pr and name == t.CREATE_PULL_REQUEST
+            else ActivityCancellationType.TRY_CANCEL,
         )
 
     async def _hold(self, request: t.ApprovalRequest) -> None:
