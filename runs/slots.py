@@ -13,15 +13,19 @@ refuse with the same ``RateLimitExceeded`` and the same message.
 from __future__ import annotations
 
 import logging
+import uuid
 
 import redis
+from django.conf import settings
 
 from amtp_site import valkey
 from amtp_site.canonical import idempotency_key
 from amtp_site.errors import RateLimitExceeded, RepoConcurrencyLimited
 from amtp_site.valkey import WindowDecision
 from repositories.models import Repository
-from runs.models import ActivityIdempotency, Run
+from runs import lifecycle
+from runs.lifecycle import OPEN_RUN
+from runs.models import ActivityIdempotency, Run, Stage
 from runs.temporal.types import ACQUIRE_SLOT
 
 logger = logging.getLogger(__name__)
@@ -30,7 +34,7 @@ RATE_LIMITED = (
     "{repo} already started {count} runs in the last {window} s (limit {limit}); "
     "try again in {retry_after} s"
 )
-CONCURRENCY_LIMITED = "{repo} already has {limit} runs in progress; waiting"
+CONCURRENCY_LIMITED = "{repo} already has {limit} runs in progress; waiting for a slot"
 
 
 def _rate_limited(name: str, repository: Repository, window: WindowDecision) -> RateLimitExceeded:
@@ -85,19 +89,54 @@ def window_admit(run: Run) -> None:
 
 
 def slot_acquire(run_id: str) -> None:
-    """Admit the run to its window (unless admitted at submit), then count it as running
-    (workflow only)."""
+    """Admit the run to its window (unless admitted at submit), then count it among the
+    repository's runs in progress, or raise RepoConcurrencyLimited (workflow only)."""
     run = Run.objects.select_related("repository").get(pk=run_id)
     repository = run.repository
     _admit(run)
-    running = valkey.concurrency_incr(run.repo_full_name, run_id)
+    running = _take(run)
+    if running > repository.max_concurrent_runs and _forget_finished(run.repo_full_name):
+        running = _take(run)  # a finished run's place was never given back: it is free now
     if running > repository.max_concurrent_runs:
-        valkey.concurrency_decr(run.repo_full_name, run_id)
-        raise RepoConcurrencyLimited(
-            CONCURRENCY_LIMITED.format(
-                repo=run.repo_full_name, limit=repository.max_concurrent_runs
-            )
+        message = CONCURRENCY_LIMITED.format(
+            repo=run.repo_full_name, limit=repository.max_concurrent_runs
         )
+        # The first stage shows it while the run waits; starting that stage clears it.
+        lifecycle.stage_error(run_id, Stage.ORDER[0], RepoConcurrencyLimited.__name__, message)
+        raise RepoConcurrencyLimited(message)
+
+
+def _take(run: Run) -> int:
+    return valkey.concurrency_incr(
+        run.repo_full_name,
+        str(run.run_id),
+        limit=run.repository.max_concurrent_runs,
+        lease=settings.AMTP_SLOT_LEASE_S,
+    )
+
+
+def _forget_finished(repo: str) -> list[str]:
+    """PostgreSQL is the truth: a counted run that is no longer open (its release was lost:
+    a crash, an outage) gives its place back."""
+    members = valkey.concurrency_members(repo)
+    ids = [m for m in members if _is_uuid(m)]
+    open_ids = {
+        str(pk)
+        for pk in Run.objects.filter(pk__in=ids, status__in=OPEN_RUN).values_list("pk", flat=True)
+    }
+    finished = [m for m in members if m not in open_ids]
+    for member in finished:
+        logger.warning("%s: run %s had ended without releasing its slot", repo, member)
+        valkey.concurrency_decr(repo, member)
+    return finished
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
 
 
 def slot_release(run_id: str) -> None:

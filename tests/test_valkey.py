@@ -82,3 +82,25 @@ def test_two_concurrent_holders_run_one_at_a_time(valkey):
     for t in threads:
         t.join(10)
     assert sorted(done) == ["run-0", "run-1"] and overlaps == []
+
+
+def test_a_lease_that_ends_before_the_release_leaves_no_count_behind(valkey):
+    """A run held longer than its lease (an approval): its place ends with the lease, its late
+    release is a no-op, and another run counted meanwhile neither extends it nor is blocked by
+    it. (The counter of old kept the late run's +1 for good: every INCR refreshed it.)"""
+    assert valkey_mod.concurrency_incr(REPO, "held", lease=2) == 1
+    time.sleep(1.2)
+    assert valkey_mod.concurrency_incr(REPO, "other", lease=2) == 2
+    time.sleep(1.2)  # "held"'s lease is over, "other"'s is not
+    assert valkey_mod.concurrency_members(REPO) == ["other"]
+    assert valkey_mod.concurrency_decr(REPO, "held") == 1  # the late release
+    assert valkey_mod.concurrency_decr(REPO, "other") == 0
+    assert valkey.exists(valkey_mod.concurrency_key(REPO)) == 0
+
+
+def test_a_run_is_counted_only_within_the_limit(valkey):
+    assert valkey_mod.concurrency_incr(REPO, "a", limit=2) == 1
+    assert valkey_mod.concurrency_incr(REPO, "b", limit=2) == 2
+    assert valkey_mod.concurrency_incr(REPO, "c", limit=2) == 3  # over: not added
+    assert valkey_mod.concurrency_incr(REPO, "a", limit=2) == 2  # already counted: kept
+    assert sorted(valkey_mod.concurrency_members(REPO)) == ["a", "b"]
