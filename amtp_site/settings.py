@@ -127,8 +127,10 @@ AMTP_AGENT_ACTIVITY_TIMEOUT_S = float(os.environ.get("AMTP_AGENT_ACTIVITY_TIMEOU
 AMTP_HEARTBEAT_TIMEOUT_S = float(os.environ.get("AMTP_HEARTBEAT_TIMEOUT_S", "60"))
 AMTP_BOOKKEEPING_TIMEOUT_S = float(os.environ.get("AMTP_BOOKKEEPING_TIMEOUT_S", "60"))
 AMTP_APPROVAL_TIMEOUT_S = float(os.environ.get("AMTP_APPROVAL_TIMEOUT_S", str(7 * 24 * 3600)))
-# How long a run keeps its concurrency slot without giving it back: longer than any run lives
+# How long a run waits for a concurrency slot ("waiting for a slot" on its first stage), and
+# how long it keeps one without giving it back: longer than any run lives
 # (two approval holds and a day). A finished run's slot is freed sooner: PostgreSQL says so.
+AMTP_SLOT_WAIT_S = float(os.environ.get("AMTP_SLOT_WAIT_S", str(24 * 3600)))
 AMTP_SLOT_LEASE_S = env_int("AMTP_SLOT_LEASE_S", int(2 * AMTP_APPROVAL_TIMEOUT_S) + 24 * 3600)
 AMTP_WORKER_PROCESSES = env_int("AMTP_WORKER_PROCESSES", 2)
 

@@ -9,10 +9,11 @@ import time
 from asgiref.sync import sync_to_async
 from django.db import connections
 from temporalio import activity
+from temporalio.activity import _Definition
 
 from runs import lifecycle
 from runs.temporal import types as t
-from runs.temporal.activities import BOOKKEEPING_ACTIVITIES
+from runs.temporal.worker import app_activities
 
 
 def _in_thread(fn, *args):
@@ -44,6 +45,11 @@ def _stub(name: str, seconds: float):
 
 def stub_activities(seconds: float = 0.0, slow: str | None = None) -> list:
     """Every stage a stub that takes no time, or ``seconds`` for the stage named ``slow``
-    (every stage if None); the real bookkeeping activities."""
+    (every stage if None); every other activity the real one (bookkeeping, approvals)."""
     stubs = [_stub(name, seconds if slow in (None, stage) else 0.0) for name, stage in t.STAGES]
-    return [*stubs, *BOOKKEEPING_ACTIVITIES]
+    others = [a for a in app_activities() if _name(a) not in t.STAGE_OF]
+    return [*stubs, *others]
+
+
+def _name(fn) -> str:
+    return _Definition.must_from_callable(fn).name

@@ -7,6 +7,7 @@ activity, referred to by name so no Django code enters the workflow sandbox.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import timedelta
 
 from temporalio import workflow
@@ -74,7 +75,7 @@ class TestGenerationWorkflow:
         try:
             await self._book(t.MARK_RUNNING, run_id)
             slot = True
-            await self._book(t.ACQUIRE_SLOT, run_id)
+            await self._acquire_slot(run_id)
             for name, _stage in t.STAGES[:-1]:  # the agents; the last stage opens the PR
                 await self._agent(name, run_id)
             if params.require_approval:
@@ -125,6 +126,20 @@ class TestGenerationWorkflow:
                 await self._book(t.DISCARD_PULL_REQUEST, run_id)
             except ActivityError as err:  # the run is cancelled; the host keeps what it has
                 workflow.logger.warning("could not take back run %s's PR: %s", run_id, err)
+
+    async def _acquire_slot(self, run_id: str) -> None:
+        """While the repository runs its maximum, wait (for up to ``slot_wait_s``) instead of
+        failing after the general policy's attempts."""
+        if not workflow.patched(t.SLOT_WAIT_PATCH):
+            return await self._book(t.ACQUIRE_SLOT, run_id)
+        r = self.params.retry
+        await workflow.execute_activity(
+            t.ACQUIRE_SLOT,
+            run_id,
+            start_to_close_timeout=timedelta(seconds=self.params.bookkeeping_timeout_s),
+            schedule_to_close_timeout=timedelta(seconds=self.params.slot_wait_s),
+            retry_policy=_retry_policy(dataclasses.replace(r, maximum_attempts=0)),
+        )
 
     async def _book(self, name: str, arg) -> None:
         await workflow.execute_activity(
