@@ -7,6 +7,7 @@ a lost window or counter only relaxes a limit for a while.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,6 +44,22 @@ def concurrency_key(repo: str) -> str:
     # A new name for the sorted set: the string counter of earlier versions just expires.
     return f"amtp:rl:repo:{repo}:running"
 
+
+# Take the lock, or take over this run's own, atomically (no GET-then-SET race with another
+# run taking an expired lock); returns the holder, ARGV[1] when it is ours.
+_ACQUIRE = """
+if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return ARGV[1] end
+local holder = redis.call("GET", KEYS[1])
+if holder == ARGV[1] then redis.call("PEXPIRE", KEYS[1], ARGV[2]) end
+return holder
+"""
+# Renew the lease only while the lock is ours.
+_RENEW = """
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+  return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+end
+return 0
+"""
 
 # Only the holder may release (spec 003, verbatim).
 _RELEASE = """
@@ -148,25 +165,40 @@ def concurrency_members(repo: str, conn=None) -> list[str]:
 
 
 @contextmanager
-def pr_lock(repo: str, run_id: str, conn=None) -> Iterator[None]:
-    """``SET amtp:rl:repo:{repo}:pr_lock {run_id} NX EX 120``; CAS release in ``finally``."""
+def pr_lock(repo: str, run_id: str, conn=None, *, ttl: float = PR_LOCK_TTL) -> Iterator[None]:
+    """``SET amtp:rl:repo:{repo}:pr_lock {run_id} NX PX``, or take over this run's own lock (an
+    attempt that crashed holding it), in one step; renewed every third of ``ttl`` while held,
+    so a slow holder keeps it; compare-and-delete release in ``finally``."""
     conn = conn or client()
-    key = pr_lock_key(repo)
-    if not conn.set(key, run_id, nx=True, ex=PR_LOCK_TTL):
-        holder = conn.get(key)
-        holder = holder.decode() if isinstance(holder, bytes) else holder
-        if holder != run_id:
-            raise RepoPrLockContended(
-                f"another run ({holder}) is opening a pull request on {repo}; retrying with backoff",
-                repo=repo,
-                holder=holder,
-            )
-        # Our own lock from an attempt that crashed: take it over, refreshing the TTL.
-        conn.set(key, run_id, ex=PR_LOCK_TTL)
+    key, ms = pr_lock_key(repo), int(ttl * 1000)
+    holder = conn.eval(_ACQUIRE, 1, key, run_id, ms)
+    holder = holder.decode() if isinstance(holder, bytes) else holder
+    if holder != run_id:
+        raise RepoPrLockContended(
+            f"another run ({holder}) is opening a pull request on {repo}; retrying with backoff",
+            repo=repo,
+            holder=holder,
+        )
+    released = threading.Event()
+    renewal = threading.Thread(
+        target=_renew, args=(conn, key, run_id, ms, released), daemon=True, name="pr-lock"
+    )
+    renewal.start()
     try:
         yield
     finally:
+        released.set()
+        renewal.join()
         release_pr_lock(repo, run_id, conn)
+
+
+def _renew(conn, key: str, run_id: str, ms: int, released: threading.Event) -> None:
+    while not released.wait(ms / 3000):
+        try:
+            if not conn.eval(_RENEW, 1, key, run_id, ms):
+                return  # not ours any more (Valkey lost it): a lost lock stays lost
+        except redis.RedisError:
+            continue  # Valkey away for a moment: the next renewal may reach it
 
 
 def release_pr_lock(repo: str, run_id: str, conn=None) -> bool:
