@@ -1,6 +1,7 @@
 """Concurrent submits on the real stack (R6, R7): the limits and the deduplication hold when
 requests race, not only one at a time."""
 
+import json
 import threading
 import time
 from collections import Counter
@@ -8,11 +9,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.db import connections
+from django.test import Client
 
 from amtp_site.errors import RateLimitExceeded
 from amtp_site.valkey import window_key
-from runs import slots
+from runs import slots, webhooks
 from runs.models import Run
+from runs.models_api import WebhookDelivery
 from runs.services import run_create
 from runs.temporal.worker_thread import WorkerThread
 from tests import api_support
@@ -23,6 +26,7 @@ from tests.temporal_worker import FAST_RETRY, wait_terminal
 
 pytestmark = pytest.mark.django_db(transaction=True)
 api_env, make_token = api_support.api_env, api_support.make_token
+SECRET = "webhook-test-secret"
 
 
 def race(count: int, request):
@@ -79,4 +83,66 @@ def test_a_run_admitted_at_submit_is_never_refused_by_its_workflow(api_env, valk
     time.sleep(3)
     valkey.zadd(window_key("acme/busy"), {"a-later-run": int(valkey.time()[0])})
     slots.slot_acquire(str(run.run_id))  # the workflow's check: not refused
+    assert Run.objects.count() == 1
+
+
+# --- R7: one request, one run ---------------------------------------------------------------
+
+
+def test_twenty_concurrent_submits_with_one_idempotency_key_make_one_run(api_env, make_token):
+    RepositoryFactory(full_name="acme/shop")
+    secret = make_token()
+    body = {"repo_full_name": "acme/shop"}
+    responses = race(20, lambda i: post(bearer(secret), "/api/runs", body, Idempotency_Key="k"))
+    assert Counter(r.status_code for r in responses) == {201: 1, 200: 19}
+    assert len({r.json()["run_id"] for r in responses}) == 1
+    assert Run.objects.count() == 1
+
+
+def deliver(delivery_id: str):
+    body = json.dumps(
+        {
+            "ref": "refs/heads/main",
+            "after": "a" * 40,
+            "repository": {"full_name": "acme/shop"},
+            "sender": {"login": "octocat"},
+        }
+    ).encode()
+    headers = {
+        "X-GitHub-Event": "push",
+        "X-GitHub-Delivery": delivery_id,
+        "X-Hub-Signature-256": webhooks.signature_for(SECRET, body),
+    }
+    return Client().post(
+        "/api/webhooks/github", body, content_type="application/json", headers=headers
+    )
+
+
+@pytest.fixture
+def hooked(api_env):
+    api_env.GITHUB_WEBHOOK_SECRET = SECRET
+    return RepositoryFactory(full_name="acme/shop", webhook_enabled=True, default_branch="main")
+
+
+def test_ten_concurrent_identical_deliveries_make_one_run(hooked):
+    responses = race(10, lambda i: deliver("d-same"))
+    assert sorted(r.status_code for r in responses) == [200] * 9 + [201]
+    assert Run.objects.count() == 1 and WebhookDelivery.objects.count() == 1
+
+
+def test_one_push_resent_under_new_delivery_ids_makes_one_run(hooked):
+    first = deliver("d-first")
+    assert first.status_code == 201
+    run_id = first.json()["run_id"]
+    again = race(5, lambda i: deliver(f"d-again-{i}"))  # a captured push, replayed
+    assert [r.json()["status"] for r in again] == ["duplicate"] * 5
+    assert {r.json()["run_id"] for r in again} == {run_id}
+    assert Run.objects.count() == 1
+    notes = WebhookDelivery.objects.exclude(delivery_id="d-first").values_list("note", flat=True)
+    assert set(notes) == {webhooks.PUSH_SEEN.format(sha="a" * 40, branch="main", run_id=run_id)}
+
+
+def test_concurrent_new_deliveries_of_one_push_make_one_run(hooked):
+    responses = race(10, lambda i: deliver(f"d-{i}"))
+    assert sorted(r.status_code for r in responses) == [200] * 9 + [201]
     assert Run.objects.count() == 1
