@@ -1,10 +1,13 @@
-"""A slow repository host for the cancellation tests, test side only (like tests/faults.py).
+"""Slow stages for the cancellation and heartbeat tests, test side only (like tests/faults.py).
 
-:class:`SlowPullRequests` is a Temporal worker interceptor: in the agent process that runs
-CreatePullRequest, the local host's ``open_pull_request`` writes the branch and the pull
-request as usual, writes ``marker`` (the agent process's pid), then takes ``seconds`` more,
-as a GitHub host does between its writes. A cancel sent once the marker exists arrives while
-CreatePullRequest is writing.
+:class:`SlowDown` is a Temporal worker interceptor. In the agent process that runs
+``activity``, one step takes ``seconds`` more, with the agent's heartbeats going on:
+
+- ``where="after_writing"`` (CreatePullRequest): the local host writes the branch and the
+  pull request as usual, writes ``marker`` (the agent process's pid), then takes its time, as
+  a GitHub host does between writes. A cancel sent once the marker exists arrives while
+  CreatePullRequest is writing.
+- ``where="at_start"``: the stage takes its time before it begins (a long LLM call).
 """
 
 from __future__ import annotations
@@ -18,34 +21,43 @@ from pathlib import Path
 from temporalio import activity
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
-from runs.temporal.types import CREATE_PULL_REQUEST
-
 
 @dataclasses.dataclass(frozen=True)
 class Slow:
-    marker: str
+    activity: str
     seconds: float
+    where: str = "after_writing"
+    marker: str = ""
 
 
 def _in_agent_process(slow: Slow, fn, *args):
     """Picklable (module-level); the patch dies with the agent process (one task each)."""
-    from repositories.hosts.local import LocalGitHost
+    if slow.where == "after_writing":
+        from repositories.hosts.local import LocalGitHost as patched
 
-    original = LocalGitHost.open_pull_request
+        name = "open_pull_request"
+    else:
+        from runs import pipeline as patched
 
-    def slow_open(self, **kwargs):
-        result = original(self, **kwargs)
-        Path(slow.marker).write_text(str(os.getpid()))
-        time.sleep(slow.seconds)
+        name = "_begin"
+    original = getattr(patched, name)
+
+    def slow_down(*a, **kw):
+        if slow.where == "at_start":
+            time.sleep(slow.seconds)
+        result = original(*a, **kw)
+        if slow.where == "after_writing":
+            Path(slow.marker).write_text(str(os.getpid()))
+            time.sleep(slow.seconds)
         return result
 
-    LocalGitHost.open_pull_request = slow_open
+    setattr(patched, name, slow_down)
     return fn(*args)
 
 
-class SlowPullRequests(Interceptor):
-    def __init__(self, marker: str, seconds: float) -> None:
-        self.slow = Slow(marker, seconds)
+class SlowDown(Interceptor):
+    def __init__(self, activity: str, seconds: float, where="after_writing", marker="") -> None:
+        self.slow = Slow(activity, seconds, where, marker)
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
         return _Inbound(next, self.slow)
@@ -57,7 +69,7 @@ class _Inbound(ActivityInboundInterceptor):
         self.slow = slow
 
     async def execute_activity(self, input: ExecuteActivityInput):
-        if activity.info().activity_type == CREATE_PULL_REQUEST:
+        if activity.info().activity_type == self.slow.activity:
             slowed = functools.partial(_in_agent_process, self.slow, input.fn)
             input = dataclasses.replace(input, fn=slowed)
         return await super().execute_activity(input)

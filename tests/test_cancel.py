@@ -14,7 +14,7 @@ from runs.temporal.worker_thread import WorkerThread
 from tests.factories import RepositoryFactory
 from tests.gitrepo import git, make_git_repo
 from tests.samples import DEMO_WEB
-from tests.slow_host import SlowPullRequests
+from tests.slow_host import SlowDown
 from tests.stub_stages import stub_activities
 from tests.temporal_worker import wait_for, wait_terminal
 from tests.test_workflow import record_histories  # noqa: F401  (AMTP_RECORD_HISTORIES=1)
@@ -37,7 +37,7 @@ def test_cancel_while_the_pull_request_is_being_written(tmp_path, temporal_env):
     marker = tmp_path / "written"
     path = make_git_repo(tmp_path / "web", DEMO_WEB)
     repo = RepositoryFactory(full_name="acme/web", host="local", local_path=path)
-    slow = SlowPullRequests(str(marker), seconds=6)
+    slow = SlowDown(t.CREATE_PULL_REQUEST, 6, marker=str(marker))
     with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=2, interceptors=[slow]):
         run = run_create(repository=repo, depth_level="smoke")
         wait_until(marker.exists, 120, "CreatePullRequest to write")

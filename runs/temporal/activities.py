@@ -76,10 +76,12 @@ def _heartbeating(fn):
         stop = threading.Event()
 
         def beat():
-            while not stop.wait(every):
+            while True:  # at once: the worker stops beating for it when this one starts
                 try:
                     context.run(activity.heartbeat)
                 except Exception:  # the activity is finishing; nothing left to keep alive
+                    return
+                if stop.wait(every):
                     return
 
         threading.Thread(target=beat, daemon=True, name="heartbeat").start()

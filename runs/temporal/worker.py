@@ -31,6 +31,7 @@ from amtp_site.child import django_setup
 from amtp_site.errors import AgentProcessDied
 from amtp_site.temporal import connect
 from runs.temporal.activities import CANCEL_NOTICE_S
+from runs.temporal.agent_gate import AgentPoolGate
 from runs.temporal.workflow import TestGenerationWorkflow
 
 log = logging.getLogger(__name__)
@@ -137,7 +138,8 @@ def build_worker(
         graceful_shutdown_timeout=timedelta(seconds=10),
         # Heartbeats reach Temporal this often, and a cancel request reaches agents with them.
         max_heartbeat_throttle_interval=timedelta(seconds=CANCEL_NOTICE_S),
-        interceptors=list(interceptors),
+        # Agent activities beyond the pool's processes wait in the gate, heartbeating.
+        interceptors=[AgentPoolGate(getattr(pool, "max_workers", 1)), *interceptors],
     )
 
 
