@@ -16,7 +16,7 @@ from amtp_site.errors import RepoPrLockContended
 
 REPO = "acme/states"
 RUNS = st.sampled_from(["run-a", "run-b", "run-c"])
-TTL = 0.5  # seconds: the waits below outlast it, so only renewal keeps a holder's lease
+TTL = 1.0  # seconds: the waits below outlast it, so only renewal keeps a holder's lease
 LIMIT = 2
 
 
@@ -115,7 +115,7 @@ def test_lock_and_slots_hold_their_promises(states):
     run_state_machine_as_test(
         states,
         settings=settings(
-            max_examples=15,
+            max_examples=10,
             stateful_step_count=12,
             deadline=None,
             database=None,
