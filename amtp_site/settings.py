@@ -143,6 +143,11 @@ AMTP_AGENT_ACTIVITY_TIMEOUT_S = float(os.environ.get("AMTP_AGENT_ACTIVITY_TIMEOU
 AMTP_HEARTBEAT_TIMEOUT_S = float(os.environ.get("AMTP_HEARTBEAT_TIMEOUT_S", "60"))
 AMTP_BOOKKEEPING_TIMEOUT_S = float(os.environ.get("AMTP_BOOKKEEPING_TIMEOUT_S", "60"))
 AMTP_APPROVAL_TIMEOUT_S = float(os.environ.get("AMTP_APPROVAL_TIMEOUT_S", str(7 * 24 * 3600)))
+# How long a run waits for a concurrency slot ("waiting for a slot" on its first stage), and
+# how long it keeps one without giving it back: longer than any run lives
+# (two approval holds and a day). A finished run's slot is freed sooner: PostgreSQL says so.
+AMTP_SLOT_WAIT_S = float(os.environ.get("AMTP_SLOT_WAIT_S", str(24 * 3600)))
+AMTP_SLOT_LEASE_S = env_int("AMTP_SLOT_LEASE_S", int(2 * AMTP_APPROVAL_TIMEOUT_S) + 24 * 3600)
 AMTP_WORKER_PROCESSES = env_int("AMTP_WORKER_PROCESSES", 2)
 
 # Repository hosts.
@@ -154,6 +159,9 @@ GITHUB_APP_ID = os.environ.get("GITHUB_APP_ID", "")
 GITHUB_APP_PRIVATE_KEY = os.environ.get("GITHUB_APP_PRIVATE_KEY", "")
 GITHUB_WEBHOOK_SECRET = os.environ.get("GITHUB_WEBHOOK_SECRET", "")
 AMTP_WEBHOOK_MAX_BYTES = env_int("AMTP_WEBHOOK_MAX_BYTES", 1024 * 1024)
+# One push (repository, branch, SHA) starts one run within this long, whatever delivery ids
+# it comes under (a replayed capture, a proxy that re-sends).
+AMTP_WEBHOOK_PUSH_DEDUPE_S = env_int("AMTP_WEBHOOK_PUSH_DEDUPE_S", 24 * 3600)
 # GitHub asks integrations to space out content-creating requests (secondary rate limits).
 GITHUB_SECONDS_BETWEEN_WRITES = float(os.environ.get("GITHUB_SECONDS_BETWEEN_WRITES", "1.0"))
 AMTP_MCP_CACHE_TTL = env_int("AMTP_MCP_CACHE_TTL", 24 * 3600)

@@ -7,6 +7,7 @@ a lost window or counter only relaxes a limit for a while.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,8 +41,25 @@ def window_key(repo: str) -> str:
 
 
 def concurrency_key(repo: str) -> str:
-    return f"amtp:rl:repo:{repo}:concurrency"
+    # A new name for the sorted set: the string counter of earlier versions just expires.
+    return f"amtp:rl:repo:{repo}:running"
 
+
+# Take the lock, or take over this run's own, atomically (no GET-then-SET race with another
+# run taking an expired lock); returns the holder, ARGV[1] when it is ours.
+_ACQUIRE = """
+if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return ARGV[1] end
+local holder = redis.call("GET", KEYS[1])
+if holder == ARGV[1] then redis.call("PEXPIRE", KEYS[1], ARGV[2]) end
+return holder
+"""
+# Renew the lease only while the lock is ours.
+_RENEW = """
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+  return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+end
+return 0
+"""
 
 # Only the holder may release (spec 003, verbatim).
 _RELEASE = """
@@ -72,23 +90,30 @@ redis.call("EXPIRE", KEYS[1], window)
 return {1, count + 1, 0}
 """
 
-# INCR/DECR per repository with the spec's EXPIRE 3600 safety net; a per-run marker makes
-# both idempotent, so a retried activity cannot count a run twice (or release it twice).
-_INCR = """
-if redis.call("SET", KEYS[2], "1", "NX", "EX", ARGV[1]) then
-  local n = redis.call("INCR", KEYS[1])
-  redis.call("EXPIRE", KEYS[1], ARGV[1])
-  return n
+# The runs in progress per repository: a sorted set of run ids scored by the end of their
+# lease (Valkey time). A member leaves when its run releases it or when its lease ends, so a
+# release that never comes (or comes after the lease) cannot leave the count too high, and
+# counting or adding never extends another run's lease. The key itself expires with the
+# longest lease. Returns the count with this run; above ``limit`` the run was not added.
+_TAKE = """
+local time = redis.call("TIME")
+local now = tonumber(time[1]) + tonumber(time[2]) / 1e6
+local lease, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now)
+local count = redis.call("ZCARD", KEYS[1])
+local held = redis.call("ZSCORE", KEYS[1], ARGV[1])
+if not held then
+  if limit >= 0 and count >= limit then return count + 1 end
+  count = count + 1
 end
-return tonumber(redis.call("GET", KEYS[1]) or "0")
+redis.call("ZADD", KEYS[1], now + lease, ARGV[1])
+if redis.call("TTL", KEYS[1]) < lease then redis.call("EXPIRE", KEYS[1], math.ceil(lease)) end
+return count
 """
-_DECR = """
-if redis.call("DEL", KEYS[2]) == 1 then
-  local n = redis.call("DECR", KEYS[1])
-  if n <= 0 then redis.call("DEL", KEYS[1]) return 0 end
-  return n
-end
-return tonumber(redis.call("GET", KEYS[1]) or "0")
+_MEMBERS = """
+local time = redis.call("TIME")
+local now = tonumber(time[1]) + tonumber(time[2]) / 1e6
+return redis.call("ZRANGEBYSCORE", KEYS[1], "(" .. now, "+inf")
 """
 
 
@@ -109,43 +134,71 @@ def rate_limit_check(
     return WindowDecision(bool(allowed), int(count), int(retry_after))
 
 
-def concurrency_incr(repo: str, run_id: str, conn=None) -> int:
+def concurrency_incr(
+    repo: str, run_id: str, *, limit: int | None = None, lease: int = CONCURRENCY_TTL, conn=None
+) -> int:
+    """Count ``run_id`` among ``repo``'s runs in progress for ``lease`` seconds (again: its
+    lease starts over) unless that would exceed ``limit``; the count with it either way."""
     conn = conn or client()
-    marker = f"{concurrency_key(repo)}:{run_id}"
-    return int(conn.eval(_INCR, 2, concurrency_key(repo), marker, CONCURRENCY_TTL))
+    return int(
+        conn.eval(
+            _TAKE, 1, concurrency_key(repo), run_id, int(lease), -1 if limit is None else limit
+        )
+    )
 
 
 def concurrency_decr(repo: str, run_id: str, conn=None) -> int:
+    """Release ``run_id``'s place (once; a second release is a no-op); the count left."""
     conn = conn or client()
-    marker = f"{concurrency_key(repo)}:{run_id}"
-    return int(conn.eval(_DECR, 2, concurrency_key(repo), marker))
+    conn.zrem(concurrency_key(repo), run_id)
+    return concurrency_count(repo, conn)
 
 
 def concurrency_count(repo: str, conn=None) -> int:
+    return len(concurrency_members(repo, conn))
+
+
+def concurrency_members(repo: str, conn=None) -> list[str]:
+    """The run ids counted now (leases not over), soonest lease end first."""
     conn = conn or client()
-    return int(conn.get(concurrency_key(repo)) or 0)
+    return [m.decode() for m in conn.eval_ro(_MEMBERS, 1, concurrency_key(repo))]
 
 
 @contextmanager
-def pr_lock(repo: str, run_id: str, conn=None) -> Iterator[None]:
-    """``SET amtp:rl:repo:{repo}:pr_lock {run_id} NX EX 120``; CAS release in ``finally``."""
+def pr_lock(repo: str, run_id: str, conn=None, *, ttl: float = PR_LOCK_TTL) -> Iterator[None]:
+    """``SET amtp:rl:repo:{repo}:pr_lock {run_id} NX PX``, or take over this run's own lock (an
+    attempt that crashed holding it), in one step; renewed every third of ``ttl`` while held,
+    so a slow holder keeps it; compare-and-delete release in ``finally``."""
     conn = conn or client()
-    key = pr_lock_key(repo)
-    if not conn.set(key, run_id, nx=True, ex=PR_LOCK_TTL):
-        holder = conn.get(key)
-        holder = holder.decode() if isinstance(holder, bytes) else holder
-        if holder != run_id:
-            raise RepoPrLockContended(
-                f"another run ({holder}) is opening a pull request on {repo}; retrying with backoff",
-                repo=repo,
-                holder=holder,
-            )
-        # Our own lock from an attempt that crashed: take it over, refreshing the TTL.
-        conn.set(key, run_id, ex=PR_LOCK_TTL)
+    key, ms = pr_lock_key(repo), int(ttl * 1000)
+    holder = conn.eval(_ACQUIRE, 1, key, run_id, ms)
+    holder = holder.decode() if isinstance(holder, bytes) else holder
+    if holder != run_id:
+        raise RepoPrLockContended(
+            f"another run ({holder}) is opening a pull request on {repo}; retrying with backoff",
+            repo=repo,
+            holder=holder,
+        )
+    released = threading.Event()
+    renewal = threading.Thread(
+        target=_renew, args=(conn, key, run_id, ms, released), daemon=True, name="pr-lock"
+    )
+    renewal.start()
     try:
         yield
     finally:
+        released.set()
+        renewal.join()
         release_pr_lock(repo, run_id, conn)
+
+
+def _renew(conn, key: str, run_id: str, ms: int, released: threading.Event) -> None:
+    while not released.wait(ms / 3000):
+        try:
+            if not conn.eval(_RENEW, 1, key, run_id, ms):
+                return  # not ours any more (Valkey lost it): a lost lock stays lost
+        except redis.RedisError:
+            continue  # Valkey away for a moment: the next renewal may reach it
 
 
 def release_pr_lock(repo: str, run_id: str, conn=None) -> bool:

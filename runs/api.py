@@ -100,7 +100,7 @@ def create_run(
             requested_by=principal.name,
             request_key=idempotency_key,
             request_scope=f"api:{principal.key}",
-            peek_rate_limit=True,
+            admit_at_submit=True,
         )
     except SchemaValidationError as exc:
         raise _schema_problem(exc) from exc

@@ -225,7 +225,8 @@ def verify_tests(run_id: str) -> str:
     return artifact_id
 
 
-def create_pull_request(run_id: str) -> str:
+def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> str:
+    """Open the PR; ``stop()`` says the run's cancellation was requested (see pull_requests)."""
     run = _begin(run_id, CREATE_PULL_REQUEST)
     code = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_ENGINEER_OUTPUT).content
     report = (
@@ -235,6 +236,6 @@ def create_pull_request(run_id: str) -> str:
     )
     files, title, body = pull_request_contents(code, report, run.repository.test_dir)
     key = idempotency_key(run_id, CREATE_PULL_REQUEST, {"files": sorted(f["path"] for f in files)})
-    artifact = pull_request_create(run=run, files=files, title=title, body=body)
+    artifact = pull_request_create(run=run, files=files, title=title, body=body, stop=stop)
     _record(run, key, CREATE_PULL_REQUEST, str(artifact.artifact_id))
     return _finish(run, CREATE_PULL_REQUEST, str(artifact.artifact_id))

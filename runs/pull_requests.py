@@ -3,36 +3,64 @@
 The head branch comes from the run id, never from model output, so every attempt of one run
 targets the same branch: a retry after a crash, or after the ``pr_lock`` was lost to a Valkey
 restart, finds the branch/PR of the earlier attempt and adopts it instead of opening a second.
+
+Cancellation: right before writing and again before recording, the run must still be open
+and its cancellation not requested (``stop``: Temporal's, carried by heartbeats); otherwise
+nothing is written, or what was just written is taken back (PR closed, head branch deleted),
+and RunNotActive is raised. The workflow takes back whatever is left once the activity has
+stopped (``pull_request_discard``), so a cancelled run never leaves a PR or a head branch.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from django.db import transaction
 
 import schemas
 from amtp_site import valkey
-from repositories.hosts import host_for
+from amtp_site.errors import RunNotActive
+from repositories.hosts import PullRequestResult, RepositoryHost, host_for
+from runs.lifecycle import OPEN_RUN
 from runs.models import Artifact, ArtifactKind, Run
 
 PR_SCHEMA = "artifacts/pull_request"
+NOT_WRITTEN = "run {run_id} is {status}: its pull request is not written"
 
 
 def head_branch_for(run: Run) -> str:
     return f"amtp/run-{run.run_id}"
 
 
-def pull_request_create(*, run: Run, files: list[dict], title: str, body: str) -> Artifact:
+def _never() -> bool:
+    return False
+
+
+def _go_on(run: Run, stop: Callable[[], bool], *, lock: bool = False) -> None:
+    """Raise RunNotActive unless the run is still open and not being cancelled."""
+    rows = Run.objects.filter(pk=run.pk)
+    status = (rows.select_for_update() if lock else rows).values_list("status", flat=True)
+    status = "being cancelled" if stop() else status.first()
+    if status not in OPEN_RUN:
+        raise RunNotActive(NOT_WRITTEN.format(run_id=run.run_id, status=status))
+
+
+def pull_request_create(
+    *, run: Run, files: list[dict], title: str, body: str, stop: Callable[[], bool] = _never
+) -> Artifact:
     """Open (or adopt) the run's pull request and record the ``pull_request`` artifact.
 
     Raises RepoPrLockContended (retryable), StaleBaseBranch, BranchProtectionViolation,
-    GitHubForbidden and the host's other typed errors.
+    GitHubForbidden and the host's other typed errors; RunNotActive when the run stopped.
     """
     existing = Artifact.objects.filter(run=run, kind=ArtifactKind.PULL_REQUEST).first()
     if existing is not None:
         return existing
+    host = host_for(run.repository)
     head_branch = head_branch_for(run)
     with valkey.pr_lock(run.repo_full_name, str(run.run_id)):
-        result = host_for(run.repository).open_pull_request(
+        _go_on(run, stop)
+        result = host.open_pull_request(
             base_branch=run.base_branch,
             expected_base_sha=run.base_sha or run.commit_sha,
             head_branch=head_branch,
@@ -40,6 +68,16 @@ def pull_request_create(*, run: Run, files: list[dict], title: str, body: str) -
             title=title,
             body=body,
         )
+        try:
+            return _record(run, result, files, stop)
+        except RunNotActive:
+            host.discard_pull_request(head_branch=head_branch, base_branch=run.base_branch)
+            raise
+
+
+def _record(
+    run: Run, result: PullRequestResult, files: list[dict], stop: Callable[[], bool]
+) -> Artifact:
     content = schemas.validate(
         PR_SCHEMA,
         {
@@ -57,6 +95,7 @@ def pull_request_create(*, run: Run, files: list[dict], title: str, body: str) -
         },
     )
     with transaction.atomic():
+        _go_on(run, stop, lock=True)  # the run row stays locked: no cancel in between
         artifact, _ = Artifact.objects.get_or_create(
             run=run,
             kind=ArtifactKind.PULL_REQUEST,
@@ -66,3 +105,17 @@ def pull_request_create(*, run: Run, files: list[dict], title: str, body: str) -
             pr_number=result.number, pr_url=result.url, head_branch=result.head_branch
         )
     return artifact
+
+
+def pull_request_discard(run_id: str) -> bool:
+    """After a run was cancelled: close its pull request and delete its head branch, if
+    CreatePullRequest wrote them (a run in any other state is left alone)."""
+    run = Run.objects.select_related("repository").get(pk=run_id)
+    if run.status != Run.Status.CANCELLED:
+        return False
+    host: RepositoryHost = host_for(run.repository)
+    discarded = host.discard_pull_request(
+        head_branch=head_branch_for(run), base_branch=run.base_branch
+    )
+    Run.objects.filter(pk=run.pk).update(pr_number=None, pr_url="", head_branch="")
+    return discarded

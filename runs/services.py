@@ -43,7 +43,7 @@ def run_create(
     requested_by: str = "",
     request_key: str | None = None,
     request_scope: str = "",
-    peek_rate_limit: bool = False,
+    admit_at_submit: bool = False,
 ) -> Run:
     """Validate, insert the run ``pending`` with its stages, start the workflow (id = run id).
 
@@ -51,9 +51,10 @@ def run_create(
     ids) makes the request idempotent: a repeat returns the run the first one created, starting
     it if it is still pending (the first request may have met an unreachable Temporal), and a
     repeat with other inputs raises IdempotencyKeyReused. ``run.created`` tells which it was.
-    ``peek_rate_limit`` refuses a new run whose repository window is full (the API's 429); the
-    workflow takes the slot, never this. ``target_url`` (where VerifyTests runs the tests)
-    overrides the repository's preview URL; an invalid one raises RunError.
+    ``admit_at_submit`` takes the new run's place in its repository's window in the
+    transaction that inserts it, and refuses the run (RateLimitExceeded, the API's 429) when the
+    window is full; otherwise the workflow admits the run. ``target_url`` (where VerifyTests
+    runs the tests) overrides the repository's preview URL; an invalid one raises RunError.
     """
     if problem := target_url_problem(target_url):
         raise RunError(TARGET_URL_INVALID.format(problem=problem))
@@ -68,11 +69,10 @@ def run_create(
     existing = Run.objects.filter(request_key=key).first() if key else None
     if existing is not None:
         return _replay(existing, repository, asked, request_key)
-    if peek_rate_limit:
-        slots.window_check(repository)
     try:
         run = _insert(
             repository,
+            admit=admit_at_submit,
             trigger=trigger,
             requested_by=requested_by[:200],
             request_key=key or None,
@@ -95,9 +95,11 @@ def _insert(
     target_framework: str,
     base_branch: str,
     target_url: str,
+    admit: bool = False,
     **fields,
 ) -> Run:
-    """Fill in the repository's defaults, validate, insert the run with its stages."""
+    """Fill in the repository's defaults, validate, insert the run with its stages (and,
+    with ``admit``, its place in the window: a refusal rolls the insert back)."""
     run_id = uuid.uuid4()
     ref = ref or repository.default_branch
     depth_level = depth_level or repository.default_depth_level
@@ -123,6 +125,8 @@ def _insert(
             **fields,
         )
         lifecycle.create_stages(run)
+        if admit:
+            slots.window_admit(run)
     return run
 
 

@@ -1,21 +1,32 @@
-"""A run's slot: one place in its repository's sliding run window and one of its concurrent
-runs. The workflow takes the slot (``slot_acquire``) and gives it back (``slot_release``); the
-API only looks (``window_check``) so it can answer 429 before creating a run. Both refuse
-with the same ``RateLimitExceeded`` and the same message.
+"""A run's slot: its place in its repository's sliding run window (the rate limit) and its
+place among the repository's runs in progress (the concurrency limit).
+
+A run is admitted to the window once. A surface that can answer "try again later" (the
+API's 429) admits it at submit, in the transaction that inserts the run (``window_admit``),
+so concurrent submits can never all pass a full window; the workflow admits the others
+(``slot_acquire``). The admission is recorded in ``activity_idempotency`` under the
+RateLimitCheck activity's key, so the workflow never checks an admitted run again, not even
+after its window entry has slid out (a run that waited for a slot, or for Temporal). Both
+refuse with the same ``RateLimitExceeded`` and the same message.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 
 import redis
+from django.conf import settings
 
 from amtp_site import valkey
+from amtp_site.canonical import idempotency_key
 from amtp_site.errors import RateLimitExceeded, RepoConcurrencyLimited
 from amtp_site.valkey import WindowDecision
-from amtp_site.valkey_peek import window_peek
 from repositories.models import Repository
-from runs.models import Run
+from runs import lifecycle
+from runs.lifecycle import OPEN_RUN
+from runs.models import ActivityIdempotency, Run, Stage
+from runs.temporal.types import ACQUIRE_SLOT
 
 logger = logging.getLogger(__name__)
 
@@ -23,7 +34,7 @@ RATE_LIMITED = (
     "{repo} already started {count} runs in the last {window} s (limit {limit}); "
     "try again in {retry_after} s"
 )
-CONCURRENCY_LIMITED = "{repo} already has {limit} runs in progress; waiting"
+CONCURRENCY_LIMITED = "{repo} already has {limit} runs in progress; waiting for a slot"
 
 
 def _rate_limited(name: str, repository: Repository, window: WindowDecision) -> RateLimitExceeded:
@@ -39,46 +50,95 @@ def _rate_limited(name: str, repository: Repository, window: WindowDecision) -> 
     )
 
 
-def slot_acquire(run_id: str) -> None:
-    """Add the run to its repository's window, then count it as running (workflow only)."""
-    run = Run.objects.select_related("repository").get(pk=run_id)
+def _admission_key(run_id: str) -> str:
+    return idempotency_key(run_id, ACQUIRE_SLOT, run_id)
+
+
+def _admit(run: Run) -> None:
+    """Add the run to its repository's window once, or raise RateLimitExceeded."""
+    key = _admission_key(str(run.run_id))
+    if ActivityIdempotency.objects.filter(idem_key=key).exists():
+        return
     repository = run.repository
     window = valkey.rate_limit_check(
         run.repo_full_name,
-        run_id,
+        str(run.run_id),
         limit=repository.rate_limit_runs,
         window_seconds=repository.rate_limit_window_seconds,
     )
     if not window.allowed:
         raise _rate_limited(run.repo_full_name, repository, window)
-    running = valkey.concurrency_incr(run.repo_full_name, run_id)
-    if running > repository.max_concurrent_runs:
-        valkey.concurrency_decr(run.repo_full_name, run_id)
-        raise RepoConcurrencyLimited(
-            CONCURRENCY_LIMITED.format(
-                repo=run.repo_full_name, limit=repository.max_concurrent_runs
+    ActivityIdempotency.objects.bulk_create(
+        [
+            ActivityIdempotency(
+                idem_key=key, run=run, activity_name=ACQUIRE_SLOT, result={"admitted": True}
             )
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def window_admit(run: Run) -> None:
+    """Admit a run being created, or raise RateLimitExceeded. Call it inside the transaction
+    that inserts the run, so a refusal leaves no run behind. A Valkey failure admits nothing
+    and refuses nothing: the workflow checks the window instead."""
+    try:
+        _admit(run)
+    except redis.RedisError as exc:
+        logger.warning("rate-limit check for %s failed: %s", run.repo_full_name, exc)
+
+
+def slot_acquire(run_id: str) -> None:
+    """Admit the run to its window (unless admitted at submit), then count it among the
+    repository's runs in progress, or raise RepoConcurrencyLimited (workflow only)."""
+    run = Run.objects.select_related("repository").get(pk=run_id)
+    repository = run.repository
+    _admit(run)
+    running = _take(run)
+    if running > repository.max_concurrent_runs and _forget_finished(run.repo_full_name):
+        running = _take(run)  # a finished run's place was never given back: it is free now
+    if running > repository.max_concurrent_runs:
+        message = CONCURRENCY_LIMITED.format(
+            repo=run.repo_full_name, limit=repository.max_concurrent_runs
         )
+        # The first stage shows it while the run waits; starting that stage clears it.
+        lifecycle.stage_error(run_id, Stage.ORDER[0], RepoConcurrencyLimited.__name__, message)
+        raise RepoConcurrencyLimited(message)
+
+
+def _take(run: Run) -> int:
+    return valkey.concurrency_incr(
+        run.repo_full_name,
+        str(run.run_id),
+        limit=run.repository.max_concurrent_runs,
+        lease=settings.AMTP_SLOT_LEASE_S,
+    )
+
+
+def _forget_finished(repo: str) -> list[str]:
+    """PostgreSQL is the truth: a counted run that is no longer open (its release was lost:
+    a crash, an outage) gives its place back."""
+    members = valkey.concurrency_members(repo)
+    ids = [m for m in members if _is_uuid(m)]
+    open_ids = {
+        str(pk)
+        for pk in Run.objects.filter(pk__in=ids, status__in=OPEN_RUN).values_list("pk", flat=True)
+    }
+    finished = [m for m in members if m not in open_ids]
+    for member in finished:
+        logger.warning("%s: run %s had ended without releasing its slot", repo, member)
+        valkey.concurrency_decr(repo, member)
+    return finished
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
 
 
 def slot_release(run_id: str) -> None:
     run = Run.objects.get(pk=run_id)
     valkey.concurrency_decr(run.repo_full_name, run_id)
-
-
-def window_check(repository: Repository) -> None:
-    """Raise RateLimitExceeded if the window is full now; only looks, never takes a slot.
-
-    A Valkey failure lets the request through: the workflow checks the window again.
-    """
-    try:
-        window = window_peek(
-            repository.full_name,
-            limit=repository.rate_limit_runs,
-            window_seconds=repository.rate_limit_window_seconds,
-        )
-    except redis.RedisError as exc:
-        logger.warning("rate-limit peek for %s failed: %s", repository.full_name, exc)
-        return
-    if not window.allowed:
-        raise _rate_limited(repository.full_name, repository, window)

@@ -13,16 +13,20 @@ import json
 import re
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 from urllib.parse import parse_qs
 
+import redis
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
+from django.utils import timezone
 from ninja import Router, Schema, Status
 from pydantic import BaseModel, Field
 from pydantic import ValidationError as PayloadInvalid
 
+from amtp_site import valkey
 from amtp_site.bodies import read_body
 from amtp_site.errors import OrchestratorUnavailable
 from amtp_site.problems import Problem, documented, field_error
@@ -55,6 +59,7 @@ BRANCH_DELETED = "the push deleted {ref}"
 NOT_A_BRANCH = "{ref} is not a branch"
 BRANCH_NOT_WATCHED = "branch {branch} does not start runs for {repo} (watched: {watched})"
 DUPLICATE = "delivery {delivery} was already received"
+PUSH_SEEN = "push of {sha} to {branch} already started run {run_id}"
 PONG = "pong"
 REQUEST_SCOPE = "github-delivery"  # a run's request_key is github-delivery:<X-GitHub-Delivery>
 
@@ -154,6 +159,8 @@ def webhook_delivery_receive(*, delivery_id: str, event: str, payload: dict) -> 
     answer = {"status": str(plan.outcome), "delivery": delivery_id, "note": plan.note}
     if plan.repository is None:
         return 200, answer
+    if (seen := _push_seen(plan, delivery)) is not None:
+        return 200, seen
     sender = (plan.push.sender or {}).get("login", "")
     try:
         run = run_create(
@@ -173,6 +180,51 @@ def webhook_delivery_receive(*, delivery_id: str, event: str, payload: dict) -> 
     delivery.run = run
     delivery.save(update_fields=["run"])
     return 201, {**answer, "run_id": run.run_id}
+
+
+def _push_key(plan: Plan) -> str:
+    return f"amtp:webhook:push:{plan.repo_name}:{plan.branch}:{plan.push.after}"
+
+
+def _push_seen(plan: Plan, delivery: WebhookDelivery) -> dict | None:
+    """A push GitHub (or anyone replaying it) sent before under another delivery id, within
+    ``AMTP_WEBHOOK_PUSH_DEDUPE_S``: this delivery is recorded as ignored, pointing at the
+    first one's run, and nothing starts. Concurrent deliveries of one push race for a Valkey
+    key; the run table catches the ones that come after Valkey lost it."""
+    window = settings.AMTP_WEBHOOK_PUSH_DEDUPE_S
+    try:
+        first = valkey.client().set(
+            _push_key(plan), delivery.delivery_id, nx=True, ex=window, get=True
+        )
+    except redis.RedisError:
+        first = None
+    earlier = Run.objects.filter(
+        repository=plan.repository,
+        trigger=Run.Trigger.WEBHOOK,
+        ref=plan.push.after,
+        base_branch=plan.branch,
+        created_at__gte=timezone.now() - timedelta(seconds=window),
+    ).first()
+    if first is None and earlier is None:
+        return None
+    if earlier is None:  # the first delivery is still creating its run
+        earlier_id = (
+            WebhookDelivery.objects.filter(delivery_id=first.decode())
+            .values_list("run_id", flat=True)
+            .first()
+        )
+    else:
+        earlier_id = earlier.run_id
+    delivery.outcome = DeliveryOutcome.IGNORED
+    delivery.note = PUSH_SEEN.format(sha=plan.push.after, branch=plan.branch, run_id=earlier_id)
+    delivery.run_id = earlier_id
+    delivery.save(update_fields=["outcome", "note", "run"])
+    return {
+        "status": "duplicate",
+        "delivery": delivery.delivery_id,
+        "note": delivery.note,
+        "run_id": earlier_id,
+    }
 
 
 def _retry_start(delivery: WebhookDelivery) -> dict:

@@ -184,8 +184,11 @@ def test_exhausted_rate_limit_is_429_with_retry_after_and_takes_no_slot(client, 
 def test_rate_limit_with_room_left_creates_the_run(client, api_env, valkey):
     RepositoryFactory(full_name="acme/busy", rate_limit_runs=3)
     fill_window(valkey, "acme/busy", 2)
-    assert post(client, "/api/runs", {"repo_full_name": "acme/busy"}).status_code == 201
-    assert valkey.zcard(window_key("acme/busy")) == 2  # the workflow takes the slot, not the API
+    response = post(client, "/api/runs", {"repo_full_name": "acme/busy"})
+    assert response.status_code == 201
+    # The API takes the run's place in the window as it creates the run (R6: atomic).
+    assert valkey.zcard(window_key("acme/busy")) == 3
+    assert valkey.zscore(window_key("acme/busy"), response.json()["run_id"]) is not None
 
 
 def test_unreachable_temporal_is_503_and_a_retry_starts_the_run(client, repo, api_env):

@@ -8,11 +8,13 @@ from amtp_site.errors import (
     BranchProtectionViolation,
     GitHubRateLimited,
     RepoPrLockContended,
+    RunNotActive,
     StaleBaseBranch,
 )
 from repositories.hosts.github_limits import QUIET
+from repositories.hosts.local import LocalGitHost
 from runs.models import Artifact
-from runs.pull_requests import head_branch_for, pull_request_create
+from runs.pull_requests import head_branch_for, pull_request_create, pull_request_discard
 from tests.factories import RepositoryFactory, RunFactory
 from tests.gitrepo import commit_files, git, make_git_repo
 
@@ -152,3 +154,42 @@ def test_repeated_secondary_limits_wait_longer_across_processes(github_run, valk
         pull_request_create(run=run, files=FILES, title="t", body="b")
     assert caught.value.details["retry_after"] == 60
     assert pull_request_create(run=run, files=FILES, title="t", body="b").content["number"] == 1
+
+
+# --- cancellation (R18) ---------------------------------------------------------------------
+
+
+def test_a_run_no_longer_open_writes_nothing(run):
+    run.status = "cancelled"
+    run.save()
+    with pytest.raises(RunNotActive, match="is cancelled: its pull request is not written"):
+        pull_request_create(run=run, files=FILES, title="t", body="b")
+    assert branches(run) == ["main"]
+    assert valkey_mod.client().get(valkey_mod.pr_lock_key("acme/web")) is None
+
+
+def test_a_cancel_noticed_after_writing_takes_the_pull_request_back(run):
+    """The cancel request arrives while the host writes: the branch is deleted, the PR closed,
+    nothing recorded on the run."""
+    asked = iter([False, True])  # before writing: carry on; before recording: cancelled
+    with pytest.raises(RunNotActive, match="is being cancelled"):
+        pull_request_create(run=run, files=FILES, title="t", body="b", stop=lambda: next(asked))
+    assert branches(run) == ["main"]
+    host = LocalGitHost("acme/web", run.repository.local_path)
+    assert [p["state"] for p in host.pull_requests()] == ["closed"]
+    assert not Artifact.objects.filter(run=run, kind="pull_request").exists()
+    run.refresh_from_db()
+    assert (run.pr_number, run.head_branch) == (None, "")
+
+
+def test_discard_takes_back_only_a_cancelled_runs_pull_request(run):
+    pull_request_create(run=run, files=FILES, title="t", body="b")
+    assert pull_request_discard(str(run.pk)) is False  # not cancelled: left alone
+    assert head_branch_for(run) in branches(run)
+    run.status = "cancelled"
+    run.save()
+    assert pull_request_discard(str(run.pk)) is True
+    assert pull_request_discard(str(run.pk)) is False  # nothing left to take back
+    assert branches(run) == ["main"]
+    run.refresh_from_db()
+    assert (run.pr_number, run.pr_url, run.head_branch) == (None, "", "")

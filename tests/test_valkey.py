@@ -82,3 +82,79 @@ def test_two_concurrent_holders_run_one_at_a_time(valkey):
     for t in threads:
         t.join(10)
     assert sorted(done) == ["run-0", "run-1"] and overlaps == []
+
+
+def test_a_lease_that_ends_before_the_release_leaves_no_count_behind(valkey):
+    """A run held longer than its lease (an approval): its place ends with the lease, its late
+    release is a no-op, and another run counted meanwhile neither extends it nor is blocked by
+    it. (The counter of old kept the late run's +1 for good: every INCR refreshed it.)"""
+    assert valkey_mod.concurrency_incr(REPO, "held", lease=2) == 1
+    time.sleep(1.2)
+    assert valkey_mod.concurrency_incr(REPO, "other", lease=2) == 2
+    time.sleep(1.2)  # "held"'s lease is over, "other"'s is not
+    assert valkey_mod.concurrency_members(REPO) == ["other"]
+    assert valkey_mod.concurrency_decr(REPO, "held") == 1  # the late release
+    assert valkey_mod.concurrency_decr(REPO, "other") == 0
+    assert valkey.exists(valkey_mod.concurrency_key(REPO)) == 0
+
+
+def test_a_run_is_counted_only_within_the_limit(valkey):
+    assert valkey_mod.concurrency_incr(REPO, "a", limit=2) == 1
+    assert valkey_mod.concurrency_incr(REPO, "b", limit=2) == 2
+    assert valkey_mod.concurrency_incr(REPO, "c", limit=2) == 3  # over: not added
+    assert valkey_mod.concurrency_incr(REPO, "a", limit=2) == 2  # already counted: kept
+    assert sorted(valkey_mod.concurrency_members(REPO)) == ["a", "b"]
+
+
+def test_a_slow_holder_keeps_its_lease(valkey):
+    """Held three times longer than its TTL (several GitHub calls of up to 30 s): renewed, so
+    no other run gets in meanwhile; released at the end."""
+    key = valkey_mod.pr_lock_key(REPO)
+    with valkey_mod.pr_lock(REPO, "slow", ttl=1):
+        for _ in range(6):
+            time.sleep(0.5)
+            assert valkey.get(key) == b"slow"
+            with pytest.raises(RepoPrLockContended):
+                with valkey_mod.pr_lock(REPO, "other", ttl=1):
+                    pass
+    assert valkey.get(key) is None
+
+
+def test_a_lock_lost_while_held_is_not_renewed_over_its_new_holder(valkey):
+    key = valkey_mod.pr_lock_key(REPO)
+    with valkey_mod.pr_lock(REPO, "first", ttl=1):
+        valkey.set(key, "second")  # lost (a flush, an expiry) and taken by another run
+        time.sleep(1)
+        assert valkey.get(key) == b"second"
+    assert valkey.get(key) == b"second"  # and the first's release leaves it alone
+
+
+class _Interleaved:
+    """The connection, with ``between()`` run right after any GET: the moment another run can
+    step in between reading the lock and writing it."""
+
+    def __init__(self, conn, between):
+        self.conn, self.between = conn, between
+
+    def __getattr__(self, name):
+        return getattr(self.conn, name)
+
+    def get(self, key):
+        value = self.conn.get(key)
+        self.between()
+        return value
+
+
+def test_taking_over_ones_own_stale_lock_cannot_overwrite_another_run(valkey):
+    key = valkey_mod.pr_lock_key(REPO)
+    valkey.set(key, "run-a", px=200)  # run-a's crashed attempt left its lock, about to expire
+    others = []
+
+    def expires_and_run_b_takes_it():
+        valkey.delete(key)
+        if valkey.set(key, "run-b", nx=True):
+            others.append("run-b")
+
+    conn = _Interleaved(valkey, expires_and_run_b_takes_it)
+    with valkey_mod.pr_lock(REPO, "run-a", conn=conn):
+        assert valkey.get(key) == b"run-a" and others == []  # one holder, whatever the timing

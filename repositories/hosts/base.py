@@ -66,6 +66,12 @@ class RepositoryHost(ABC):
         adopts (``adopted=True``) an existing head branch / PR created by an earlier attempt.
         """
 
+    @abstractmethod
+    def discard_pull_request(self, *, head_branch: str, base_branch: str) -> bool:
+        """Take back what ``open_pull_request`` wrote for a run that was cancelled: close the
+        pull request from ``head_branch`` and delete the branch. Idempotent; False when there
+        was nothing to take back."""
+
 
 def check_files(files: dict[str, str]) -> None:
     """A host's last guard before it writes: the Test Engineer's file policy has checked these

@@ -192,6 +192,21 @@ class PullRequestWrites:
                 raise
             return found, True
 
+    def discard_pull_request(self, *, head_branch: str, base_branch: str) -> bool:
+        """Close the run's PR and delete its head branch (a cancelled run takes back what it
+        wrote); False when there was nothing to take back."""
+        with self._errors(f"take back the pull request from {head_branch}"):
+            pr = self._find_pull(head_branch, base_branch)
+            if pr is not None and pr.state == "open":
+                pr.edit(state="closed")
+            try:
+                self._repo().get_git_ref(f"heads/{head_branch}").delete()
+            except GithubException as exc:  # 422 "Reference does not exist": already gone
+                if exc.status not in (404, 422):
+                    raise
+                return pr is not None
+            return True
+
     def _branch_sha(self, branch: str) -> str | None:
         try:
             return self._repo().get_git_ref(f"heads/{branch}").object.sha

@@ -268,6 +268,25 @@ class LocalGitHost(RepositoryHost):
                 return self._recorded(pull, winner, adopted=True)
             return self._recorded(pull, head_sha, adopted=False)
 
+    def discard_pull_request(self, *, head_branch: str, base_branch: str) -> bool:
+        self._check_branch(head_branch, "head branch")
+        with self._pulls_lock():
+            ref = f"refs/heads/{head_branch}"
+            head = self._rev_parse(ref)
+            if head is not None:  # deleted only if it still points where we saw it
+                self._git("update-ref", "-m", "amtp: discard pull request", "-d", ref, head)
+            data = self._load_pulls()
+            records = [
+                p
+                for p in data["pulls"]
+                if p["head_branch"] == head_branch and p.get("state") != "closed"
+            ]
+            for record in records:
+                record["state"] = "closed"
+            if records:
+                self._save_pulls(data)
+        return head is not None or bool(records)
+
     def pull_requests(self) -> list[dict]:
         """Every recorded pull request of this repository, by number."""
         return sorted(self._load_pulls()["pulls"], key=lambda p: p["number"])

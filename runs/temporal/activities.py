@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import inspect
 import logging
 import threading
 from datetime import timedelta
@@ -18,10 +19,10 @@ from datetime import timedelta
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, connections
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, CancelledError
 
 from amtp_site.errors import AmtpError, amtp_error_in
-from runs import lifecycle, pipeline, slots
+from runs import lifecycle, pipeline, pull_requests, slots
 from runs.temporal import types as t
 
 logger = logging.getLogger(__name__)
@@ -71,41 +72,61 @@ def _typed(stage: str | None):
 # --- agent activities (process pool) ---------------------------------------------------
 
 
+# Heartbeats also carry a cancel request to the agent process (the answer to a heartbeat
+# says so): at least this often, and the worker sends them on as often (worker.py).
+CANCEL_NOTICE_S = 5.0
+
+
 def _heartbeating(fn):
     """Heartbeat from a side thread while the agent works, so Temporal notices a dead worker
-    within the heartbeat timeout instead of the (long) start-to-close timeout."""
+    within the heartbeat timeout instead of the (long) start-to-close timeout, and the agent
+    learns of a cancel request (``activity.is_cancelled()``). An attempt that fails once its
+    run's cancellation was requested (it stopped before writing) is reported as cancelled."""
 
     @functools.wraps(fn)
     def inner(arg):
         context = contextvars.copy_context()  # the activity context lives in contextvars
-        every = max(
-            1.0,
-            activity.info().heartbeat_timeout.total_seconds() / 4
-            if activity.info().heartbeat_timeout
-            else 15.0,
-        )
+        timeout = activity.info().heartbeat_timeout
+        every = max(1.0, min(timeout.total_seconds() / 4 if timeout else 15.0, CANCEL_NOTICE_S))
         stop = threading.Event()
 
         def beat():
-            while not stop.wait(every):
+            while True:  # at once: the worker stops beating for it when this one starts
                 try:
                     context.run(activity.heartbeat)
                 except Exception:  # the activity is finishing; nothing left to keep alive
+                    return
+                if stop.wait(every):
                     return
 
         threading.Thread(target=beat, daemon=True, name="heartbeat").start()
         try:
             return fn(arg)
+        except Exception as exc:
+            if activity.is_cancelled():
+                raise CancelledError(f"stopped: the run was cancelled ({exc})") from exc
+            raise
         finally:
             stop.set()
 
     return inner
 
 
+def _stoppable(stage_fn):
+    """A stage that checks for a cancel before it writes (``stop``) gets Temporal's."""
+    if "stop" not in inspect.signature(stage_fn).parameters:
+        return stage_fn
+
+    def stage(run_id: str) -> str:
+        return stage_fn(run_id, stop=activity.is_cancelled)
+
+    return stage
+
+
 def _agent_activity(name: str, stage: str):
     """``pipeline.<stage>`` as the agent activity ``name``. The process pool pickles an
     activity by module and name, so each one is published here as ``activities.<stage>``."""
-    fn = _heartbeating(_typed(stage)(getattr(pipeline, stage)))
+    fn = _heartbeating(_typed(stage)(_stoppable(getattr(pipeline, stage))))
     fn.__module__, fn.__name__, fn.__qualname__ = __name__, stage, stage
     globals()[stage] = fn
     return activity.defn(name=name)(fn)
@@ -143,6 +164,7 @@ BOOKKEEPING_ACTIVITIES = [
     bookkeeping_activity(t.MARK_PASSED, lifecycle.mark_passed),
     bookkeeping_activity(t.MARK_FAILED, lifecycle.mark_failed, t.Failure),
     bookkeeping_activity(t.MARK_CANCELLED, lifecycle.mark_cancelled),
+    bookkeeping_activity(t.DISCARD_PULL_REQUEST, pull_requests.pull_request_discard),
 ]
 
 ACTIVITIES = [*AGENT_ACTIVITIES, *BOOKKEEPING_ACTIVITIES]

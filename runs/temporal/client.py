@@ -31,4 +31,5 @@ def workflow_params(run) -> WorkflowParams:
         heartbeat_timeout_s=settings.AMTP_HEARTBEAT_TIMEOUT_S,
         bookkeeping_timeout_s=settings.AMTP_BOOKKEEPING_TIMEOUT_S,
         approval_timeout_s=settings.AMTP_APPROVAL_TIMEOUT_S,
+        slot_wait_s=settings.AMTP_SLOT_WAIT_S,
     )

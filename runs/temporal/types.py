@@ -24,6 +24,11 @@ EXPIRE_APPROVAL = "ExpireApproval"
 MARK_PASSED = "MarkRunPassed"
 MARK_FAILED = "MarkRunFailed"
 MARK_CANCELLED = "MarkRunCancelled"
+DISCARD_PULL_REQUEST = "DiscardPullRequest"
+# Runs started before a cancel stopped CreatePullRequest replay without it (workflow.patched).
+CANCEL_PATCH = "cancel-stops-pull-request"
+# Runs started before a run waited for its slot (instead of failing) replay without it.
+SLOT_WAIT_PATCH = "wait-for-a-slot"
 
 # The stages in the order they run: (activity name, stage name). The agent activities and a
 # run's ``stages`` rows (Stage.ORDER) are built from this table. Both names are stored
@@ -68,6 +73,8 @@ class WorkflowParams:
     heartbeat_timeout_s: float = 60.0
     bookkeeping_timeout_s: float = 60.0
     approval_timeout_s: float = 7 * 24 * 3600.0
+    # How long a run waits for a concurrency slot (retrying at the policy's longest interval).
+    slot_wait_s: float = 24 * 3600.0
 
 
 @dataclass

@@ -30,6 +30,8 @@ from temporalio.worker import Interceptor, SharedStateManager, Worker
 from amtp_site.child import django_setup
 from amtp_site.errors import AgentProcessDied
 from amtp_site.temporal import connect
+from runs.temporal.activities import CANCEL_NOTICE_S
+from runs.temporal.agent_gate import AgentPoolGate
 from runs.temporal.workflow import TestGenerationWorkflow
 
 log = logging.getLogger(__name__)
@@ -134,7 +136,10 @@ def build_worker(
         shared_state_manager=SharedStateManager.create_from_multiprocessing(manager),
         max_concurrent_activities=max(4, settings.AMTP_WORKER_PROCESSES * 4),
         graceful_shutdown_timeout=timedelta(seconds=10),
-        interceptors=list(interceptors),
+        # Heartbeats reach Temporal this often, and a cancel request reaches agents with them.
+        max_heartbeat_throttle_interval=timedelta(seconds=CANCEL_NOTICE_S),
+        # Agent activities beyond the pool's processes wait in the gate, heartbeating.
+        interceptors=[AgentPoolGate(getattr(pool, "max_workers", 1)), *interceptors],
     )
 
 

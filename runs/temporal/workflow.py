@@ -7,11 +7,13 @@ activity, referred to by name so no Django code enters the workflow sandbox.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from runs.temporal import types as t
@@ -70,12 +72,14 @@ class TestGenerationWorkflow:
         self.params = params
         self.retry = _retry_policy(params.retry)
         self.book_retry = _retry_policy(params.bookkeeping_retry)
+        # A cancel waits for CreatePullRequest to stop, then takes back what it wrote.
+        self._cancel_stops_pr = workflow.patched(t.CANCEL_PATCH)
         run_id = params.run_id
         slot = False
         try:
             await self._book(t.MARK_RUNNING, run_id)
             slot = True
-            await self._book(t.ACQUIRE_SLOT, run_id)
+            await self._acquire_slot(run_id)
             for name in t.AGENT_STAGES:
                 await self._agent(name, run_id)
             if workflow.patched(t.VERIFY_PATCH):
@@ -86,9 +90,12 @@ class TestGenerationWorkflow:
             await self._book(t.MARK_PASSED, run_id)
             return "passed"
         except asyncio.CancelledError:
-            await self._book(t.MARK_CANCELLED, run_id)
+            await self._cancelled(run_id)
             raise
         except ActivityError as err:
+            if self._cancel_stops_pr and is_cancelled_exception(err):
+                await self._cancelled(run_id)  # the activity stopped for the cancel
+                raise
             failure = _failure(run_id, self._stage, err)
             await self._book(t.MARK_FAILED, failure)
             raise ApplicationError(
@@ -121,6 +128,28 @@ class TestGenerationWorkflow:
     def _bookkeeping_retry(self) -> RetryPolicy:
         return self.book_retry if workflow.patched(BOOKKEEPING_RETRY_PATCH) else self.retry
 
+    async def _cancelled(self, run_id: str) -> None:
+        await self._book(t.MARK_CANCELLED, run_id)
+        if self._cancel_stops_pr and self._stage == t.STAGE_OF[t.CREATE_PULL_REQUEST]:
+            try:
+                await self._book(t.DISCARD_PULL_REQUEST, run_id)
+            except ActivityError as err:  # the run is cancelled; the host keeps what it has
+                workflow.logger.warning("could not take back run %s's PR: %s", run_id, err)
+
+    async def _acquire_slot(self, run_id: str) -> None:
+        """While the repository runs its maximum, wait (for up to ``slot_wait_s``) instead of
+        failing after the general policy's attempts."""
+        if not workflow.patched(t.SLOT_WAIT_PATCH):
+            return await self._book(t.ACQUIRE_SLOT, run_id)
+        r = self.params.retry
+        await workflow.execute_activity(
+            t.ACQUIRE_SLOT,
+            run_id,
+            start_to_close_timeout=timedelta(seconds=self.params.bookkeeping_timeout_s),
+            schedule_to_close_timeout=timedelta(seconds=self.params.slot_wait_s),
+            retry_policy=_retry_policy(dataclasses.replace(r, maximum_attempts=0)),
+        )
+
     async def _book(self, name: str, arg) -> None:
         # Taking the slot may wait for another run (RepoConcurrencyLimited): the spec's cap.
         retry = self.retry if name == t.ACQUIRE_SLOT else self._bookkeeping_retry()
@@ -139,6 +168,9 @@ class TestGenerationWorkflow:
             start_to_close_timeout=timedelta(seconds=self.params.agent_timeout_s),
             heartbeat_timeout=timedelta(seconds=self.params.heartbeat_timeout_s),
             retry_policy=self.retry,
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+            if self._cancel_stops_pr and name == t.CREATE_PULL_REQUEST
+            else ActivityCancellationType.TRY_CANCEL,
         )
 
     async def _hold(self, request: t.ApprovalRequest) -> None:
