@@ -9,8 +9,6 @@ Ollama cuts a prompt longer than its context window without saying so. Each find
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from django.conf import settings
 
 from agents.providers import DEFAULT_MODELS, check_model, make_provider, model_for
@@ -25,6 +23,7 @@ from amtp_site.errors import (
     LlmProviderRejected,
     LlmQuotaExhausted,
 )
+from amtp_site.findings import Finding
 
 AGENT = "repo_crawler"  # the agent with tools and the longest prompts
 SYSTEM = "You are a connectivity check. Answer with the single word OK."
@@ -69,12 +68,6 @@ CONTEXT_SMALL = (
 CUT = "it kept only {kept} of a prompt of about {tokens} tokens and dropped the rest silently"
 REFUSED = "it refused a prompt of about {tokens} tokens ({message})"
 CONTEXT_UNKNOWN = "the server reports no token usage, so its context window could not be checked"
-
-
-@dataclass(frozen=True)
-class Finding:
-    level: str  # "ok" | "warning" | "error"
-    text: str
 
 
 def check_providers() -> list[Finding]:

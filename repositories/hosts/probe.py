@@ -5,12 +5,11 @@ is wrong in words a user can act on. Each finding is ``ok``, ``warning`` (runs m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import requests
 from django.conf import settings
 from github import Auth, Github, GithubException, GithubIntegration
 
+from amtp_site.findings import Finding
 from repositories.hosts import github_errors as answers
 
 NO_CREDENTIAL = (
@@ -52,12 +51,6 @@ NOT_THE_API = (
 UNREACHABLE = "GitHub: cannot reach GITHUB_API_URL={url} ({message}); check the URL and network"
 RATE_LIMITED = "GitHub: rate limited at {url} ({message}); the credential could not be checked"
 OTHER = "GitHub answered {status} at {url}: {message}"
-
-
-@dataclass(frozen=True)
-class Finding:
-    level: str  # "ok" | "warning" | "error"
-    text: str
 
 
 def check_github() -> list[Finding]:
