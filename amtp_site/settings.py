@@ -149,6 +149,9 @@ AMTP_APPROVAL_TIMEOUT_S = float(os.environ.get("AMTP_APPROVAL_TIMEOUT_S", str(7 
 AMTP_SLOT_WAIT_S = float(os.environ.get("AMTP_SLOT_WAIT_S", str(24 * 3600)))
 AMTP_SLOT_LEASE_S = env_int("AMTP_SLOT_LEASE_S", int(2 * AMTP_APPROVAL_TIMEOUT_S) + 24 * 3600)
 AMTP_WORKER_PROCESSES = env_int("AMTP_WORKER_PROCESSES", 2)
+# reconcile_runs looks only at open runs created at least this long ago (a run being started
+# right now is not the reconciler's business).
+AMTP_RECONCILE_GRACE_S = float(os.environ.get("AMTP_RECONCILE_GRACE_S", "900"))
 
 # Repository hosts.
 # api.github.com, https://api.SUBDOMAIN.ghe.com or https://HOSTNAME/api/v3; anything else stops
