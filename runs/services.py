@@ -198,11 +198,15 @@ def run_again(
     actor: audit.Actor | None = None,
 ) -> Run:
     """A new run with the same inputs (recovery after StaleBaseBranch, or a re-check); both
-    runs' histories say so (a run saved but not started is recorded too: it exists)."""
+    runs' histories say so (a run saved but not started is recorded too: it exists).
+
+    A webhook run's ref is the pushed SHA and its base the pushed branch: run again, it runs
+    the branch as it is now (its PR is based on the branch's head, so the crawl must be too)."""
+    webhook = run.trigger == Run.Trigger.WEBHOOK
     try:
         new = run_create(
             repository=run.repository,
-            ref=run.ref,
+            ref=run.base_branch if webhook else run.ref,
             depth_level=run.depth_level,
             target_framework=run.target_framework,
             base_branch=run.base_branch,

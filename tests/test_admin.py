@@ -280,7 +280,7 @@ def test_run_again_keeps_the_inputs_and_reports_an_unreachable_orchestrator(sett
         depth_level="deep",
         target_framework="maestro",
         base_branch="develop",
-        trigger="webhook",
+        trigger="api",
     )
     response = client_for(user).post(
         RUNS, {"action": "run_again_selected", "_selected_action": [run.pk]}

@@ -6,13 +6,14 @@ import uuid
 import pytest
 from temporalio.client import WorkflowExecutionStatus
 
-from runs import webhooks
+from runs import pipeline, webhooks
 from runs.models import Run
 from runs.models_api import WebhookDelivery
+from runs.services import run_again
 from tests import api_support
 from tests.api_support import assert_problem, describe
 from tests.factories import RepositoryFactory
-from tests.gitrepo import make_git_repo
+from tests.gitrepo import commit_files, git, make_git_repo
 from tests.samples import DEMO_WEB
 from tests.temporal_worker import wait_terminal
 
@@ -259,11 +260,31 @@ def test_a_push_runs_the_whole_pipeline(tmp_path, worker, client):
         webhook_enabled=True,
         default_depth_level="smoke",
     )
-    from tests.gitrepo import git
-
     head = git(path, "rev-parse", "HEAD")
     response = deliver(client, {**push(repo="acme/web"), "after": head})
     assert response.status_code == 201, response.content
     run = wait_terminal(Run.objects.get())
     assert run.status == "passed", (run.error_type, run.error_message)
     assert run.trigger == "webhook" and run.commit_sha == head and run.pr_number == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_again_of_a_push_runs_the_branch_as_it_is_now(tmp_path, temporal_env, client):
+    """A webhook run's ref is the pushed SHA. Run again after the branch moved on, it crawls
+    the branch's new head, the commit its PR is based on (it crawled the old SHA and based the
+    PR on the new head before)."""
+    path = make_git_repo(tmp_path / "web", DEMO_WEB)
+    repo = RepositoryFactory(
+        full_name="acme/web", host="local", local_path=path, webhook_enabled=True
+    )
+    pushed = git(path, "rev-parse", "HEAD")
+    assert deliver(client, {**push(repo="acme/web"), "after": pushed}).status_code == 201
+    first = Run.objects.get()
+    assert (first.ref, first.base_branch) == (pushed, "main")
+    moved = commit_files(path, {"README.md": "moved on\n"})
+
+    again = run_again(run=first)
+    assert (again.ref, again.base_branch, again.repository) == ("main", "main", repo)
+    pipeline._resolve_commits(again)  # what the crawl stage does first
+    again.refresh_from_db()
+    assert again.commit_sha == again.base_sha == moved
