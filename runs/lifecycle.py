@@ -6,15 +6,20 @@ finished run backwards (e.g. an agent child finishing after the run was cancelle
 
 from __future__ import annotations
 
+import logging
+
 from django.db import transaction
 from django.db.models import Case, F, Value, When
 from django.db.models.functions import Coalesce, Now
 
 import schemas
+from amtp_site.errors import SchemaValidationError
 from runs.models import Artifact, ArtifactKind, Run, RunStatus, Stage, StageStatus
 from runs.signals import run_closed
 from runs.temporal.types import Failure
 
+logger = logging.getLogger(__name__)
+REPORT_SCHEMA = "artifacts/failure_report"
 OPEN_RUN = [RunStatus.PENDING, RunStatus.RUNNING]
 OPEN_STAGE = [StageStatus.PENDING, StageStatus.RUNNING, StageStatus.AWAITING_APPROVAL]
 
@@ -137,22 +142,29 @@ def mark_failed(failure: Failure) -> bool:
         )
     _close_open_stages(failure.run_id, StageStatus.SKIPPED)
     run_closed.send(sender=Run, run_id=failure.run_id, why=f"run failed: {failure.error_type}")
+    _report(failure)
+    return True
+
+
+def _report(failure: Failure) -> None:
+    """The ``failure_report`` artifact. One the contract refuses (a StaleBaseBranch whose
+    observed head is not a SHA) is left out, not allowed to roll the run's end back: the run
+    row and its stage still carry the error type and message."""
     if failure.error_type == "StaleBaseBranch":
-        content = {
-            k: failure.details[k] for k in ("base_branch", "observed_head", "expected_parent")
-        }
-        content = {"error": "StaleBaseBranch", **content}
+        keys = ("base_branch", "observed_head", "expected_parent")
+        content = {"error": "StaleBaseBranch", **{k: failure.details.get(k) for k in keys}}
     else:
         content = {"error": failure.error_type, "message": failure.message, "stage": failure.stage}
+    try:
+        content = schemas.validate(REPORT_SCHEMA, content)
+    except SchemaValidationError as exc:
+        logger.warning("run %s: no failure_report (%s)", failure.run_id, exc)
+        return
     Artifact.objects.get_or_create(
         run_id=failure.run_id,
         kind=ArtifactKind.FAILURE_REPORT,
-        defaults={
-            "schema_id": schemas.schema_id("artifacts/failure_report"),
-            "content": schemas.validate("artifacts/failure_report", content),
-        },
+        defaults={"schema_id": schemas.schema_id(REPORT_SCHEMA), "content": content},
     )
-    return True
 
 
 @transaction.atomic

@@ -91,6 +91,28 @@ def test_a_late_failure_of_a_run_whose_stages_all_passed_leaves_it_passed():
     assert set(run.stages.values_list("status", flat=True)) == {"passed"}
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("observed", ["deleted", "unknown", None])
+def test_a_failure_report_the_contract_refuses_does_not_keep_the_run_running(observed):
+    """A StaleBaseBranch whose observed head is not a SHA (what the GitHub host once reported
+    for a deleted or unreadable base) used to fail the report's validation, roll back
+    mark_failed and leave the run running for ever (its bookkeeping retried without a cap)."""
+    run = open_run()
+    details = {"base_branch": "main", "observed_head": observed, "expected_parent": "a" * 40}
+    failure = t.Failure(
+        str(run.run_id), "create_pull_request", "StaleBaseBranch", "base moved", details
+    )
+    assert lifecycle.mark_failed(failure) is True
+    run.refresh_from_db()
+    assert (run.status, run.error_type, run.error_message) == (
+        "failed",
+        "StaleBaseBranch",
+        "base moved",
+    )
+    assert run.stages.get(name="create_pull_request").status == "failed"
+    assert not run.artifacts.filter(kind="failure_report").exists()
+
+
 def test_bookkeeping_retries_without_a_cap_and_the_agents_keep_the_spec_policy(settings):
     agents, bookkeeping = retry_settings(), retry_settings(bookkeeping=True)
     assert agents.maximum_attempts == 20 and bookkeeping.maximum_attempts == 0
