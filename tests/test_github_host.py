@@ -612,3 +612,61 @@ def test_hundred_thousand_files(gh, host):
     assert len(entries) == 100_000 and entries[0].path == "pkg000/mod0000.py"
     assert gh.count("GET", "/git/trees/") == 2 + 200
     assert time.monotonic() - started < 60
+
+
+# -- taking back a cancelled run's pull request ------------------------------------------
+def _call(gh, method: str, path: str, body: dict | None = None) -> tuple[int, dict | None]:
+    """One raw request to the fake, as a client that is not PyGithub sends it."""
+    import urllib.error
+    import urllib.request
+
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(f"{gh.api_url}/repos/{REPO}{path}", data, method=method)
+    request.add_header("Authorization", f"token {gh.token}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            raw = response.read()
+            return response.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_take_back_closes_the_pr_and_deletes_the_branch(gh, host):
+    result = open_pr(host, gh)
+    assert host.discard_pull_request(head_branch="amtp/run-1", base_branch="main") is True
+    [pr] = gh.pulls(REPO)
+    assert (pr["number"], pr["state"]) == (result.number, "closed") and pr["closed_at"]
+    assert "refs/heads/amtp/run-1" not in gh.refs(REPO)
+    assert gh.count("PATCH", r"/pulls/1$") == gh.count("DELETE", "/git/refs/heads/amtp/run-1") == 1
+    # Again (a retried DiscardPullRequest): the PR is closed already, the ref gone (422).
+    host.discard_pull_request(head_branch="amtp/run-1", base_branch="main")
+    assert gh.count("PATCH") == 1 and gh.pulls(REPO)[0]["state"] == "closed"
+
+
+def test_take_back_of_a_branch_without_a_pr_deletes_it_and_of_nothing_writes_nothing(gh, host):
+    assert host.discard_pull_request(head_branch="amtp/run-1", base_branch="main") is False
+    gh.push(REPO, "amtp/run-2", NEW_FILES)  # a crash between the ref and the PR
+    assert host.discard_pull_request(head_branch="amtp/run-2", base_branch="main") is True
+    assert "refs/heads/amtp/run-2" not in gh.refs(REPO)
+    assert gh.count("PATCH") == 0 and gh.pulls(REPO) == []
+
+
+def test_the_fakes_close_and_delete_answer_as_github(gh, host):
+    """docs.github.com/rest/pulls/pulls#update-a-pull-request and
+    docs.github.com/rest/git/refs#delete-a-reference."""
+    open_pr(host, gh)
+    status, body = _call(gh, "PATCH", "/pulls/1", {"state": "merged"})
+    assert (status, body["message"], body["errors"][0]["field"]) == (
+        422,
+        "Validation Failed",
+        "state",
+    )
+    status, body = _call(gh, "PATCH", "/pulls/1", {"state": "closed"})
+    assert (status, body["state"], body["number"]) == (200, "closed", 1)
+    assert _call(gh, "DELETE", "/git/refs/heads/amtp/run-1") == (204, None)
+    status, body = _call(gh, "DELETE", "/git/refs/heads/amtp/run-1")
+    assert (status, body["message"]) == (422, "Reference does not exist")
+    assert body["documentation_url"].endswith("/git/refs#delete-a-reference")
+    status, body = _call(gh, "PATCH", "/pulls/1", {"state": "open"})  # its branch is gone
+    assert status == 422 and "branch has been deleted" in body["errors"][0]["message"]
+    assert _call(gh, "PATCH", "/pulls/9", {"state": "closed"})[0] == 404

@@ -200,9 +200,13 @@ class PullRequestWrites:
             if pr is not None and pr.state == "open":
                 pr.edit(state="closed")
             try:
-                self._repo().get_git_ref(f"heads/{head_branch}").delete()
-            except GithubException as exc:  # 422 "Reference does not exist": already gone
-                if exc.status not in (404, 422):
+                ref = self._repo().get_git_ref(f"heads/{head_branch}")
+                # Read it first: PyGithub's lazy ref points at GET's git/ref/{ref}; DELETE is
+                # documented on git/refs/{ref}, the "url" GitHub answers with.
+                ref.object  # noqa: B018
+                ref.delete()
+            except GithubException as exc:  # 404 / 422 "Reference does not exist": gone
+                if exc.status not in (404, 422) or answers.is_not_the_api(exc):
                     raise
                 return pr is not None
             return True

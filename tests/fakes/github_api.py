@@ -87,6 +87,7 @@ _ROUTES = [  # (verb, path pattern, handler); the first group is always the repo
         ("GET", _R + "/git/matching-refs/(.*)", "matching_refs"),
         ("POST", _R + "/git/refs", "create_ref"),
         ("PATCH", _R + "/git/refs/(.+)", "update_ref"),
+        ("DELETE", _R + "/git/refs/(.+)", "delete_ref"),
         ("GET", _R + "/git/commits/([^/]+)", "get_commit"),
         ("POST", _R + "/git/commits", "create_commit"),
         ("GET", _R + "/git/trees/(.+)", "get_tree"),
@@ -98,6 +99,7 @@ _ROUTES = [  # (verb, path pattern, handler); the first group is always the repo
         ("GET", _R + "/pulls", "list_pulls"),
         ("POST", _R + "/pulls", "create_pull"),
         ("GET", _R + r"/pulls/(\d+)", "get_pull"),
+        ("PATCH", _R + r"/pulls/(\d+)", "update_pull"),
     ]
 ]
 
@@ -373,7 +375,7 @@ class FakeRepo:
             "merged": False,
             "created_at": pr["created"],
             "updated_at": pr["created"],
-            "closed_at": None,
+            "closed_at": pr.get("closed"),
             "merged_at": None,
         }
 
@@ -952,6 +954,22 @@ class FakeGitHub:
         repo.refs[ref] = sha
         return 200, repo.ref_json(ref)
 
+    def _delete_ref(self, repo: FakeRepo, ref: str, **_) -> tuple:
+        """DELETE git/refs/{ref} (docs.github.com/rest/git/refs#delete-a-reference): 204 No
+        Content; a ref that does not exist is 422 "Reference does not exist" (the body GitHub
+        sends: jcabi/jcabi-github#1335). Open PRs from a deleted branch close with it
+        (docs.github.com/repositories/configuring-branches-and-merges-in-your-repository/
+        managing-branches-in-your-repository/deleting-and-restoring-branches-in-a-repository).
+        Protection of the deleted branch is not modelled: AMTP deletes only its own amtp/*."""
+        ref = f"refs/{ref}"
+        if ref not in repo.refs:
+            raise Reply(422, "Reference does not exist", doc=f"{DOCS}/git/refs#delete-a-reference")
+        del repo.refs[ref]
+        for pr in repo.pulls:
+            if pr["state"] == "open" and f"refs/heads/{pr['head']}" == ref:
+                pr["state"], pr["closed"] = "closed", _iso(time.time())
+        return 204, None
+
     # -- git objects ----------------------------------------------------------------------
     def _get_commit(self, repo: FakeRepo, sha: str, **_) -> tuple:
         return 200, repo.commit_json(sha)
@@ -1129,6 +1147,28 @@ class FakeGitHub:
         }
         repo.pulls.append(pr)
         return 201, repo.pull_json(pr, self.url)
+
+    def _update_pull(self, repo: FakeRepo, number: str, body: dict, **_) -> tuple:
+        """PATCH pulls/{n} (docs.github.com/rest/pulls/pulls#update-a-pull-request): title,
+        body, state ``open`` or ``closed``; 200 with the pull request. Another state is 422
+        Validation Failed naming the field; reopening a PR whose head branch is gone is 422."""
+        pr = next((p for p in repo.pulls if p["number"] == int(number)), None)
+        if pr is None:
+            raise Reply(404, "Not Found")
+        doc = f"{DOCS}/pulls/pulls#update-a-pull-request"
+        state = body.get("state", pr["state"])
+        if state not in ("open", "closed"):
+            error = {"resource": "PullRequest", "field": "state", "code": "invalid"}
+            raise Reply(422, "Validation Failed", errors=[error], doc=doc)
+        if state == "open" and pr["state"] == "closed":
+            if f"refs/heads/{pr['head']}" not in repo.refs:
+                message = f"state cannot be changed. The {pr['head']} branch has been deleted."
+                error = {"resource": "PullRequest", "code": "custom", "message": message}
+                raise Reply(422, "Validation Failed", errors=[error], doc=doc)
+        pr.update({k: body[k] for k in ("title", "body") if k in body})
+        if state != pr["state"]:
+            pr["state"], pr["closed"] = state, _iso(time.time()) if state == "closed" else None
+        return 200, repo.pull_json(pr, self.url)
 
     @staticmethod
     def _invalid_pull(error: dict) -> None:
