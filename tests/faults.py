@@ -65,22 +65,48 @@ def _in_agent_process(fault: Fault, fn, *args):
     return fn(*args)
 
 
+@dataclasses.dataclass(frozen=True)
+class BadAnswer:
+    """The model's raw answer in ``activity``'s agent process, on the given attempts of it:
+    what a real model sometimes sends (prose instead of JSON, JSON off the contract)."""
+
+    activity: str
+    text: str
+    attempts: tuple[int, ...] = (1,)
+
+
+def _answer_badly(bad: BadAnswer, fn, *args):
+    """Picklable, in the agent process (which ends with the activity, and the patch with it)."""
+    if activity.info().attempt in bad.attempts:
+        from agents.providers.base import Completion
+        from agents.providers.offline import OfflineProvider
+
+        def complete(self, **_) -> Completion:
+            return Completion(text=bad.text, stop_reason="end_turn")
+
+        OfflineProvider.complete = complete
+    return fn(*args)
+
+
 class FaultOnce(Interceptor):
-    def __init__(self, fault: Fault) -> None:
+    """Worker interceptor: ``fault`` (a Fault, or a BadAnswer) in its activity's process."""
+
+    def __init__(self, fault: Fault | BadAnswer) -> None:
         self.fault = fault
+        self.inject = _answer_badly if isinstance(fault, BadAnswer) else _in_agent_process
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
-        return _Inbound(next, self.fault)
+        return _Inbound(next, self)
 
 
 class _Inbound(ActivityInboundInterceptor):
-    def __init__(self, next: ActivityInboundInterceptor, fault: Fault) -> None:
+    def __init__(self, next: ActivityInboundInterceptor, outer: FaultOnce) -> None:
         super().__init__(next)
-        self.fault = fault
+        self.outer = outer
 
     async def execute_activity(self, input: ExecuteActivityInput):
-        if activity.info().activity_type == self.fault.activity:
-            faulty = functools.partial(_in_agent_process, self.fault, input.fn)
+        if activity.info().activity_type == self.outer.fault.activity:
+            faulty = functools.partial(self.outer.inject, self.outer.fault, input.fn)
             input = dataclasses.replace(input, fn=faulty)
         return await super().execute_activity(input)
 
