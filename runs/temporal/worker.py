@@ -1,5 +1,7 @@
 """The Temporal worker: the workflow, bookkeeping activities in the event loop, agent
-activities in a process pool where every task gets a fresh, spawned process.
+activities in a process pool where every task gets a fresh process, forked from a template
+that has already set Django up and imported the agent stack
+(:mod:`runs.temporal.agent_template`).
 
 Supervision: if an agent process dies (OOM kill, segfault), ``concurrent.futures`` marks the
 whole pool broken, and Temporal would stop the worker. :class:`RespawningProcessPool` turns
@@ -16,6 +18,8 @@ import asyncio
 import concurrent.futures
 import logging
 import multiprocessing
+import multiprocessing.forkserver
+import os
 import signal
 import threading
 from collections.abc import Sequence
@@ -37,8 +41,32 @@ from runs.temporal.workflow import TestGenerationWorkflow
 log = logging.getLogger(__name__)
 
 
+TEMPLATE = "runs.temporal.agent_template"
+_template_env: dict[str, str] | None = None  # the environment the forkserver was started with
+
+
+def _environment() -> dict[str, str]:
+    """What an agent process's settings are read from (pytest's own per-test variable aside)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+
+
+def agent_context() -> multiprocessing.context.BaseContext:
+    """multiprocessing's forkserver, preloading the agent template. The forkserver is started
+    on the first fork and keeps the environment of that moment; when the environment has
+    changed since (tests set a child's settings through it between workers), it is stopped
+    and the next fork starts a new one."""
+    global _template_env
+    env = _environment()
+    if _template_env is not None and env != _template_env:
+        multiprocessing.forkserver._forkserver._stop()
+    _template_env = env
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([TEMPLATE])
+    return context
+
+
 class RespawningProcessPool(concurrent.futures.Executor):
-    """A spawn process pool that survives the death of a child.
+    """A process pool, one fresh process per task, that survives the death of a child.
 
     Temporal shuts the whole worker down when its executor raises ``BrokenExecutor``, and a
     ``ProcessPoolExecutor`` is broken for good once any child dies. So the attempt whose process
@@ -54,11 +82,12 @@ class RespawningProcessPool(concurrent.futures.Executor):
         self.respawns = 0
 
     def _new_pool(self) -> concurrent.futures.ProcessPoolExecutor:
+        self._env = _environment()
         return concurrent.futures.ProcessPoolExecutor(
             max_workers=self.max_workers,
-            mp_context=multiprocessing.get_context("spawn"),
-            max_tasks_per_child=1,
-            initializer=django_setup,  # a fresh Django, no inherited state
+            mp_context=agent_context(),
+            max_tasks_per_child=1,  # the child exits after its task; a new one is forked
+            initializer=django_setup,  # a no-op after the template's; the set-up if it failed
         )
 
     def _respawn(self) -> None:
@@ -70,6 +99,9 @@ class RespawningProcessPool(concurrent.futures.Executor):
 
     def submit(self, fn, /, *args, **kwargs) -> concurrent.futures.Future:
         with self._lock:
+            if self._env != _environment():  # forks made ahead would carry the old settings
+                self._pool.shutdown(wait=True)  # (tests only: a worker's settings stay put)
+                self._pool = self._new_pool()
             if self._broken:
                 self._respawn()
             try:
