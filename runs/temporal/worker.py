@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import multiprocessing
 import multiprocessing.forkserver
@@ -50,6 +51,17 @@ def _environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
 
 
+def _stop_template() -> None:
+    """Stop the forkserver (its children live on). ``_stop`` alone closes the pipe whose end
+    tells it to exit and waits for it, but a process forked from this one since (the heartbeat
+    manager, a fake service) holds a copy of that pipe and would keep it waiting forever."""
+    server = multiprocessing.forkserver._forkserver
+    if server._forkserver_pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server._forkserver_pid, signal.SIGTERM)
+    server._stop()
+
+
 def agent_context() -> multiprocessing.context.BaseContext:
     """multiprocessing's forkserver, preloading the agent template. The forkserver is started
     on the first fork and keeps the environment of that moment; when the environment has
@@ -58,7 +70,7 @@ def agent_context() -> multiprocessing.context.BaseContext:
     global _template_env
     env = _environment()
     if _template_env is not None and env != _template_env:
-        multiprocessing.forkserver._forkserver._stop()
+        _stop_template()
     _template_env = env
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([TEMPLATE])
