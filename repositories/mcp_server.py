@@ -15,7 +15,6 @@ Answers are compact JSON text only: the same data is not sent again as structure
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -34,7 +33,7 @@ from amtp_site.child import connection_env
 from amtp_site.errors import AmtpError
 from repositories.hosts import host_for_repo
 from repositories.overview import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
-from repositories.reader import CachedRepoReader
+from repositories.reader import CachedRepoReader, answer_text
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER_NAME = "amtp-github-mcp"
@@ -72,12 +71,12 @@ def build_server(*, crawl_id: str = "", allowed_repo: str = "") -> MCPServer:
 
     def call(fn, *args) -> CallToolResult:
         try:
-            answer: dict[str, Any] = fn(*args)
+            answer: dict[str, Any] | str = fn(*args)
         except AmtpError as exc:
             raise ToolError(exc.message) from exc
         finally:  # asgiref's thread outlives the session when the server runs in-process
             connections.close_all()
-        text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+        text = answer if isinstance(answer, str) else answer_text(answer)
         return CallToolResult(content=[TextContent(type="text", text=text)])
 
     @server.tool(name=TREE_TOOL, description=TREE_DESCRIPTION, structured_output=False)
@@ -91,7 +90,7 @@ def build_server(*, crawl_id: str = "", allowed_repo: str = "") -> MCPServer:
         page_size: int = DEFAULT_PAGE_SIZE,
     ) -> CallToolResult:
         return await sync_to_async(call)(
-            lambda: reader(repo).tree(
+            lambda: reader(repo).tree_text(
                 ref, depth_level, prefix=prefix, glob=glob, page=page, page_size=page_size
             )
         )

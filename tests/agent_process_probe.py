@@ -21,6 +21,7 @@ def one_task(name: str) -> dict:
         "setting": os.environ.get("AMTP_PROBE_SETTING"),
     }
     MARK = name
+    os.write(2, f"agent process says {name}\n".encode())  # reaches the worker's stderr
     with connection.cursor() as cursor:  # the process's own connection works
         cursor.execute("SELECT 1")
         found["query"] = cursor.fetchone()[0]

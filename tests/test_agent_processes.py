@@ -18,7 +18,7 @@ def child_settings(monkeypatch):
         monkeypatch.setenv(key, value)
 
 
-def test_every_task_gets_a_fresh_forked_process_with_nothing_carried_over(child_settings):
+def test_every_task_gets_a_fresh_forked_process_with_nothing_carried_over(child_settings, capfd):
     pool = RespawningProcessPool(2)
     try:
         tasks = [pool.submit(one_task, f"task {i}").result(60) for i in range(6)]
@@ -32,6 +32,9 @@ def test_every_task_gets_a_fresh_forked_process_with_nothing_carried_over(child_
     # Forked by the template (the forkserver), not started by the worker itself.
     assert {t["parent"] for t in tasks} != {os.getpid()}
     assert len({t["parent"] for t in tasks}) == 1
+    # They write where the worker writes now, not where the template's stderr was.
+    err = capfd.readouterr().err
+    assert all(f"agent process says task {i}" in err for i in range(6)), err
 
 
 def test_a_changed_environment_reaches_the_next_agent_process(child_settings, monkeypatch):

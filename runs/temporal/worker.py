@@ -26,6 +26,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures.process import BrokenProcessPool
 from datetime import timedelta
+from multiprocessing import reduction
 
 from django.apps import apps
 from django.conf import settings
@@ -60,6 +61,24 @@ def _stop_template() -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(server._forkserver_pid, signal.SIGTERM)
     server._stop()
+
+
+class _WorkerStdio:
+    """The worker's stdout and stderr as they are now, handed to an agent process as it
+    starts (pickled with its start-up arguments): a forked one would otherwise write where the
+    template's were when it started, not where the worker's are now (tests capture them)."""
+
+    def __reduce__(self):
+        return _adopt_stdio, (reduction.DupFd(1), reduction.DupFd(2))
+
+
+def _adopt_stdio(out, err) -> None:
+    os.dup2(out.detach(), 1)
+    os.dup2(err.detach(), 2)
+
+
+def _agent_process_setup(_stdio: _WorkerStdio | None) -> None:
+    django_setup()  # a no-op after the template's; the set-up if that failed
 
 
 def agent_context() -> multiprocessing.context.BaseContext:
@@ -99,7 +118,8 @@ class RespawningProcessPool(concurrent.futures.Executor):
             max_workers=self.max_workers,
             mp_context=agent_context(),
             max_tasks_per_child=1,  # the child exits after its task; a new one is forked
-            initializer=django_setup,  # a no-op after the template's; the set-up if it failed
+            initializer=_agent_process_setup,
+            initargs=(_WorkerStdio(),),
         )
 
     def _respawn(self) -> None:
