@@ -435,6 +435,7 @@ def main() -> None:
     use_scratch_stack(database=DB_NAME, valkey_db=VALKEY_DB)
     from django.conf import settings
 
+    import repositories.mcp_server  # noqa: F401 -- an agent process has it preloaded too
     from amtp_site import valkey as valkey_mod
     from repositories.models import Repository
 
