@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import gc
 import logging
 import multiprocessing
 import multiprocessing.forkserver
@@ -78,6 +79,7 @@ def _adopt_stdio(out, err) -> None:
 
 
 def _agent_process_setup(_stdio: _WorkerStdio | None) -> None:
+    gc.enable()  # the template turned it off and froze what it made (agent_template.py)
     django_setup()  # a no-op after the template's; the set-up if that failed
 
 
