@@ -4,7 +4,7 @@ in-memory transport the Repo Crawler uses."""
 
 import pytest
 
-from repositories.reader import crawl_cache_hits
+from repositories.reader import crawl_cache_hits, tree_key
 from tests.factories import RepositoryFactory
 from tests.gitrepo import commit_files, make_git_repo
 from tests.mcp_client import call_tools, client
@@ -120,6 +120,9 @@ def test_github_host_second_crawl_makes_no_api_calls_and_a_new_commit_is_fresh(s
         cold_calls = len(gh.ledger) - before
         assert crawl_cache_hits(valkey, "gh-1") == 0 and cold_calls >= 2
         before = len(gh.ledger)
+        # Warm answers are served as cached (the page's text, the readable index), so not
+        # even the cached tree is needed: without it, GitHub still sees no call.
+        assert valkey.delete(tree_key("acme/api", sha)) == 1
         _, (_, warm), (_, warm_file) = call_tools(calls, crawl_id="gh-2")
         assert len(gh.ledger) == before, gh.ledger[before:]  # nothing reached GitHub
         assert crawl_cache_hits(valkey, "gh-2") == 2
