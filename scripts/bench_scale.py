@@ -72,7 +72,9 @@ def start_fake(sizes: list[int]):
 
 class PeakSampler(threading.Thread):
     """Every 0.2 s, the high-water RSS (VmHWM) of this process's descendants: agent processes
-    (the worker's pool) and MCP servers (``manage.py mcp_github``). ``take()`` returns the
+    (the worker's pool, forked from the agent template) and MCP server processes
+    (``manage.py mcp_github``: none since the crawler runs its server in-process, so that
+    column reads 0 and the server's memory is in the crawler's). ``take()`` returns the
     peaks since the last call. The agents' own ``meta.peak_rss_mib`` is read before the
     artifact is stored; this also sees what storing it costs."""
 
@@ -114,6 +116,8 @@ def _descendants(root: int, ignore: set[int]) -> list[tuple[int, str]]:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             if pid in ignore or not cmdline.startswith((b"/", b"python")):
                 continue  # git, the fake GitHub
+            if b"multiprocessing.forkserver" in cmdline or b"resource_tracker" in cmdline:
+                continue  # the agent template (its children are the agents) and its helper
             found.append((pid, "mcp" if b"mcp_github" in cmdline else "agent"))
     return found
 
