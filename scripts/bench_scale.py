@@ -108,16 +108,20 @@ def _descendants(root: int, ignore: set[int]) -> list[tuple[int, str]]:
         with contextlib.suppress(OSError, ValueError, IndexError):
             ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
             children.setdefault(ppid, []).append(int(stat.parent.name))
-    found, queue = [], list(children.get(root, []))
+    found, templates = [], set()
+    queue = [(pid, root) for pid in children.get(root, [])]
     while queue:
-        pid = queue.pop()
-        queue += children.get(pid, [])
+        pid, parent = queue.pop()
+        queue += [(child, pid) for child in children.get(pid, [])]
         with contextlib.suppress(OSError):
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             if pid in ignore or not cmdline.startswith((b"/", b"python")):
                 continue  # git, the fake GitHub
-            if b"multiprocessing.forkserver" in cmdline or b"resource_tracker" in cmdline:
-                continue  # the agent template (its children are the agents) and its helper
+            if b"resource_tracker" in cmdline:
+                continue
+            if b"multiprocessing.forkserver" in cmdline and parent not in templates:
+                templates.add(pid)  # the agent template; its children (same cmdline) are agents
+                continue
             found.append((pid, "mcp" if b"mcp_github" in cmdline else "agent"))
     return found
 
