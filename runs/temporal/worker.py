@@ -70,12 +70,21 @@ class _WorkerStdio:
     template's were when it started, not where the worker's are now (tests capture them)."""
 
     def __reduce__(self):
-        return _adopt_stdio, (reduction.DupFd(1), reduction.DupFd(2))
+        return _adopt_stdio, tuple(_dup_if_open(fd) for fd in (1, 2))
 
 
-def _adopt_stdio(out, err) -> None:
-    os.dup2(out.detach(), 1)
-    os.dup2(err.detach(), 2)
+def _dup_if_open(fd: int):
+    try:
+        os.fstat(fd)
+    except OSError:  # closed (a daemon without output): the child keeps the template's
+        return None
+    return reduction.DupFd(fd)
+
+
+def _adopt_stdio(*fds) -> None:
+    for target, fd in enumerate(fds, start=1):
+        if fd is not None:
+            os.dup2(fd.detach(), target)
 
 
 def _agent_process_setup(_stdio: _WorkerStdio | None) -> None:
