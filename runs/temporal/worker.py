@@ -54,9 +54,11 @@ def _environment() -> dict[str, str]:
 
 
 def _stop_template() -> None:
-    """Stop the forkserver (its children live on). ``_stop`` alone closes the pipe whose end
-    tells it to exit and waits for it, but a process forked from this one since (the heartbeat
-    manager, a fake service) holds a copy of that pipe and would keep it waiting forever."""
+    """Stop the forkserver, so that the next fork starts a new one. Only when no pool has an
+    agent process running: a pool sees its children as dead once their forkserver is gone.
+    ``_stop`` alone closes the pipe whose end tells it to exit and waits for it, but a process
+    forked from this one since (the heartbeat manager, a fake service) holds a copy of that
+    pipe and would keep it waiting forever."""
     server = multiprocessing.forkserver._forkserver
     if server._forkserver_pid is not None:
         with contextlib.suppress(ProcessLookupError):
