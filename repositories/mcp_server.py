@@ -2,7 +2,8 @@
 
 Two tools, named exactly ``repo.tree`` and ``repo.read_file``, over the repository-host
 interface, cached in Valkey (:mod:`repositories.reader`). Run it with
-``python manage.py mcp_github`` (stdio); any MCP client can use it. Bad arguments come back as
+``python manage.py mcp_github`` (stdio); any MCP client can use it. The Repo Crawler runs the
+same server object in its own process over the SDK's in-memory transport (:mod:`agents.crawler`). Bad arguments come back as
 MCP tool errors (``isError``) whose text says what was wrong. Secret-bearing files are
 neither listed nor readable and secret-looking values are redacted (:mod:`repositories.secrets`),
 so no credential reaches the model, its vendor, an artifact or the cache.
@@ -14,21 +15,27 @@ Answers are compact JSON text only: the same data is not sent again as structure
 
 from __future__ import annotations
 
-import json
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connections
+from mcp import StdioServerParameters
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
 from amtp_site import valkey
+from amtp_site.child import connection_env
 from amtp_site.errors import AmtpError
 from repositories.hosts import host_for_repo
 from repositories.overview import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
-from repositories.reader import CachedRepoReader
+from repositories.reader import CachedRepoReader, answer_text
 
+ROOT = Path(__file__).resolve().parent.parent
 SERVER_NAME = "amtp-github-mcp"
 TREE_TOOL = "repo.tree"
 READ_TOOL = "repo.read_file"
@@ -64,10 +71,12 @@ def build_server(*, crawl_id: str = "", allowed_repo: str = "") -> MCPServer:
 
     def call(fn, *args) -> CallToolResult:
         try:
-            answer: dict[str, Any] = fn(*args)
+            answer: dict[str, Any] | str = fn(*args)
         except AmtpError as exc:
             raise ToolError(exc.message) from exc
-        text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+        finally:  # asgiref's thread outlives the session when the server runs in-process
+            connections.close_all()
+        text = answer if isinstance(answer, str) else answer_text(answer)
         return CallToolResult(content=[TextContent(type="text", text=text)])
 
     @server.tool(name=TREE_TOOL, description=TREE_DESCRIPTION, structured_output=False)
@@ -81,7 +90,7 @@ def build_server(*, crawl_id: str = "", allowed_repo: str = "") -> MCPServer:
         page_size: int = DEFAULT_PAGE_SIZE,
     ) -> CallToolResult:
         return await sync_to_async(call)(
-            lambda: reader(repo).tree(
+            lambda: reader(repo).tree_text(
                 ref, depth_level, prefix=prefix, glob=glob, page=page, page_size=page_size
             )
         )
@@ -97,3 +106,16 @@ def build_server(*, crawl_id: str = "", allowed_repo: str = "") -> MCPServer:
         return await sync_to_async(call)(lambda: reader(repo).read_file(ref, path))
 
     return server
+
+
+def stdio_server_params(*, crawl_id: str = "", repo: str = "") -> StdioServerParameters:
+    """How an MCP client in this installation starts ``manage.py mcp_github`` on stdio, against
+    this process's database and Valkey (the tests and ``scripts/bench_crawl.py`` do)."""
+    env = {**os.environ, **connection_env()}
+    env["DJANGO_SETTINGS_MODULE"] = os.environ.get("DJANGO_SETTINGS_MODULE", "amtp_site.settings")
+    return StdioServerParameters(
+        command=sys.executable,
+        args=[str(ROOT / "manage.py"), "mcp_github", "--crawl-id", crawl_id, "--repo", repo],
+        env=env,
+        cwd=str(ROOT),
+    )

@@ -67,6 +67,22 @@ def overview_key(repo: str, sha: str, depth_level: str) -> str:
     return f"amtp:mcp:{repo}:{sha}:overview:{depth_level}:{RULES_VERSION}"
 
 
+def page_key(repo: str, sha: str, depth_level: str, page: int, page_size: int) -> str:
+    return f"amtp:mcp:{repo}:{sha}:page:{depth_level}:{page}:{page_size}:{RULES_VERSION}"
+
+
+def readable_key(repo: str, sha: str) -> str:
+    return f"amtp:mcp:{repo}:{sha}:readable:{RULES_VERSION}"
+
+
+KNOWN = "\0"  # a field no path can be: marks a readable index as written (it may be empty)
+
+
+def answer_text(answer: dict) -> str:
+    """A tool answer as MCP sends it: compact JSON text, once (no structured copy)."""
+    return json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+
+
 def file_key(repo: str, sha: str, path: str) -> str:
     return f"amtp:mcp:{repo}:{sha}:file:{path}"
 
@@ -171,17 +187,50 @@ class CachedRepoReader:
             self._hit()
         return answer
 
+    def tree_text(self, ref: str, depth_level: str, **args) -> str:
+        """``tree`` as the text the MCP server answers. A page of the whole tree (no prefix or
+        glob) at a commit never changes, so its text is cached as is: a warm crawl's pages
+        cost a Valkey read each, not a parse of the whole tree."""
+        page, size = args.get("page", 1), args.get("page_size", DEFAULT_PAGE_SIZE)
+        if args.get("prefix") or args.get("glob") or type(page) is not int or type(size) is not int:
+            return answer_text(self.tree(ref, depth_level, **args))
+        sha = self.commit_sha(ref)
+        key = page_key(self.repo, sha, depth_level, page, size)
+        cached = self.conn.get(key)
+        if cached is not None:
+            self._hit()
+            return cached.decode("utf-8")
+        answer = self.tree(sha, depth_level, **args)  # invalid arguments raise here
+        text = answer_text(answer)
+        if page <= max(answer["pages"], 1):  # not the empty pages past the end
+            self.conn.set(key, text.encode("utf-8"), ex=self.ttl)
+        return text
+
+    def _readable_size(self, sha: str, path: str) -> int | None:
+        """The size of ``path`` if a deep crawl may read it, else None: never .git, dependency
+        or build folders. From the commit's index in Valkey (one lookup, not a parse of the
+        whole tree), which the first read of the commit writes."""
+        if sha in self._readable:
+            return self._readable[sha].get(path)
+        key = readable_key(self.repo, sha)
+        size, known = self.conn.pipeline().hget(key, path).hexists(key, KNOWN).execute()
+        if known:
+            return None if size is None or path == KNOWN else int(size)
+        rows, ranks = self._indexed(sha)  # a lookup, not a served response
+        readable = {r[0]: r[1] for r, k in zip(rows, ranks, strict=True) if k >= 0}
+        self.conn.pipeline().hset(key, mapping={KNOWN: -1, **readable}).expire(
+            key, self.ttl
+        ).execute()
+        self._readable[sha] = readable
+        return readable.get(path)
+
     def read_file(self, ref: str, path: str) -> dict:
         sha = self.commit_sha(ref)
         if is_secret_path(path):
             raise RepositoryAccessError(SECRET_FILE.format(path=path))
         if is_binary_path(path):
             raise RepositoryAccessError(f"{path!r} is a binary file; only text files can be read")
-        # Only what a deep crawl may list is readable: never .git, dependency or build folders.
-        if sha not in self._readable:
-            rows, ranks = self._indexed(sha)  # a lookup, not a served response
-            self._readable[sha] = {r[0]: r[1] for r, k in zip(rows, ranks, strict=True) if k >= 0}
-        size = self._readable[sha].get(path)
+        size = self._readable_size(sha, path)
         if size is None:
             raise RepositoryAccessError(
                 f"{path!r} is not a file in {self.repo} at {sha[:12]}; use a path listed by repo.tree"

@@ -1,14 +1,16 @@
 """Benchmark a deep crawl of a 100,000-file repository through the real MCP server.
 
-A fake GitHub (tests/fakes/github_api.py, real HTTP on loopback) serves a generated monorepo;
-``manage.py mcp_github`` is spawned exactly as the Repo Crawler spawns it and asked what the
-crawler asks: the ``repo.tree`` overview (deep), the whole tree in pages of 5,000, then a
-batch of ``repo.read_file`` calls: once with an empty cache, once
-warm, then cold against a fake that truncates recursive tree listings (github.com's real limits,
-then a lower entry limit). It prints GitHub API calls (from the fake's ledger), wall time, peak
-memory and Valkey cache hits per crawl.
+A fake GitHub (tests/fakes/github_api.py, real HTTP on loopback) serves a generated monorepo.
+The MCP server is reached as the Repo Crawler reaches it (in this process, over the MCP SDK's
+in-memory transport; ``--transport stdio``: ``manage.py mcp_github`` spawned, as an external
+client does) and asked what the crawler asks: the ``repo.tree`` overview (deep), the whole
+tree in pages of 5,000, then a batch of ``repo.read_file`` calls: once with an empty cache,
+once warm, then cold against a fake that truncates recursive tree listings (github.com's real
+limits, then a lower entry limit). It prints GitHub API calls (from the fake's ledger), wall
+time, peak memory and Valkey cache hits per crawl, and ``RATIO`` lines against the goals.
 
     .venv/bin/python scripts/bench_crawl.py [--files 100000] [--reads 20] [--truncate-at 20000]
+                                            [--transport memory|stdio]
 
 Uses its own PostgreSQL database (amtp_bench_crawl, recreated), Valkey DB 14 (flushed) and
 starts the embedded devstack if it is not running; dev data is never touched. See
@@ -305,16 +307,17 @@ def mcp_server_pid() -> int:
 # --- one crawl -----------------------------------------------------------------------------
 
 
-async def _session(sha: str, reads: list[str], crawl_id: str) -> dict:
-    """What the Repo Crawler does: the overview, the whole tree in pages, then the reads."""
+async def _session(sha: str, reads: list[str], crawl_id: str, transport: str) -> dict:
+    """What the Repo Crawler does: the overview, the whole tree in pages, then the reads. Over
+    the in-memory transport to the server in this process, as the crawler does, or over stdio
+    to ``manage.py mcp_github``, as an external client does."""
     from mcp import Client
 
-    from agents.crawler import mcp_server_params
-    from repositories.mcp_server import READ_TOOL, TREE_TOOL
+    from repositories.mcp_server import READ_TOOL, TREE_TOOL, build_server, stdio_server_params
     from repositories.overview import MAX_PAGE_SIZE
 
     t0 = time.perf_counter()
-    out: dict = {"errors": [], "tree_bytes": 0, "entries": 0}
+    out: dict = {"errors": [], "tree_bytes": 0, "structured": 0, "entries": 0}
 
     async def call(client, name: str, args: dict) -> dict | None:
         result = await client.call_tool(name, {"repo": REPO, "ref": sha, **args})
@@ -323,12 +326,17 @@ async def _session(sha: str, reads: list[str], crawl_id: str) -> dict:
             out["errors"].append(f"{name} {args}: {text[:200]}")
             return None
         if name == TREE_TOOL:
-            out["tree_bytes"] += len(text.encode()) + len(json.dumps(result.structured_content))
+            out["tree_bytes"] += len(text.encode())
+            if result.structured_content is not None:  # the same data a second time
+                out["structured"] += 1
+                out["tree_bytes"] += len(json.dumps(result.structured_content))
         return result.structured_content or json.loads(text)
 
-    async with Client(
-        mcp_server_params(crawl_id=crawl_id, repo=REPO), read_timeout_seconds=600
-    ) as client:
+    if transport == "memory":  # the same JSON-RPC session, without a second Python
+        target, mode = build_server(crawl_id=crawl_id, allowed_repo=REPO), "legacy"
+    else:
+        target, mode = stdio_server_params(crawl_id=crawl_id, repo=REPO), "auto"
+    async with Client(target, mode=mode, read_timeout_seconds=600) as client:
         t1 = time.perf_counter()
         out["startup_s"] = t1 - t0
         first = await call(client, TREE_TOOL, {"depth_level": "deep", "page_size": 0})
@@ -345,21 +353,22 @@ async def _session(sha: str, reads: list[str], crawl_id: str) -> dict:
             await call(client, READ_TOOL, {"path": path})
         out["reads_s"] = time.perf_counter() - t1 - out["tree_s"]
         out["tool_calls"] = 1 + pages + len(reads)
-        out["server_peak_mb"] = vm_hwm_mb(mcp_server_pid())  # before it exits
+        stdio = transport == "stdio"
+        out["server_peak_mb"] = vm_hwm_mb(mcp_server_pid()) if stdio else float("nan")
         t2 = time.perf_counter()
-    out["shutdown_s"] = time.perf_counter() - t2  # the client closes stdin, the server exits
+    out["shutdown_s"] = time.perf_counter() - t2  # stdio: the client closes stdin, the server exits
     out["tools_s"] = out["tree_s"] + out["reads_s"]
     return out
 
 
-def crawl(fake: FakeProcess, valkey, label: str) -> dict:
+def crawl(fake: FakeProcess, valkey, label: str, transport: str) -> dict:
     from repositories.reader import crawl_cache_hits
 
     crawl_id = f"bench-{label}-{uuid.uuid4().hex[:8]}"
     mark = fake.ask("mark")
     reset_peak()
     started = time.perf_counter()
-    out = asyncio.run(_session(fake.info["sha"], fake.info["reads"], crawl_id))
+    out = asyncio.run(_session(fake.info["sha"], fake.info["reads"], crawl_id, transport))
     out["reads"] = fake.info["reads"]
     out["wall_s"] = time.perf_counter() - started
     out["client_peak_mb"] = vm_hwm_mb()
@@ -372,14 +381,15 @@ def report(label: str, r: dict) -> None:
     api = r["api"]
     print(f"\n{label}")
     print(
-        f"  wall time          {r['wall_s']:7.2f} s  (server start {r['startup_s']:.2f} s, "
+        f"  wall time          {r['wall_s']:7.2f} s  (session start {r['startup_s']:.2f} s, "
         f"tool calls {r['tools_s']:.2f} s: overview {r['overview_s']:.2f} s, whole tree "
         f"{r['tree_s']:.2f} s, {len(r['reads'])} reads {r['reads_s']:.2f} s; "
         f"shutdown {r['shutdown_s']:.2f} s)"
     )
     print(
         f"  deep tree entries  {r['entries']:7d}  ({r['tree_bytes'] / 2**20:.1f} MiB of tree "
-        f"answers, sent once; overview {r['overview_kib']:.1f} KiB)"
+        f"answers; {r['structured']} of them also as structured content; overview "
+        f"{r['overview_kib']:.1f} KiB)"
     )
     print(
         f"  GitHub API calls   {api['total']:7d}  (recursive trees {api['trees_recursive']}, "
@@ -387,9 +397,11 @@ def report(label: str, r: dict) -> None:
         f"; trees inside dropped folders {api['trees_in_dropped_dirs']}; "
         f"errors {api['errors']})"
     )
+    server = r["server_peak_mb"]
     print(
-        f"  peak memory        MCP server {r['server_peak_mb']:.0f} MiB, "
-        f"client {r['client_peak_mb']:.0f} MiB"
+        f"  peak memory        client {r['client_peak_mb']:.0f} MiB"
+        + ("" if server != server else f", MCP server process {server:.0f} MiB")
+        + (" (the server runs in the client's process)" if server != server else "")
     )
     print(
         f"  cache hits         {r['hits']} / {r['tool_calls']} tool calls = "
@@ -409,6 +421,13 @@ def main() -> None:
         default=20_000,
         help="max_recursive_entries of the fake for the truncated crawl",
     )
+    parser.add_argument(
+        "--transport",
+        choices=["memory", "stdio"],
+        default="memory",
+        help="memory: the server in this process, as the Repo Crawler runs it (default); "
+        "stdio: manage.py mcp_github in a process of its own, as an external client runs it",
+    )
     args = parser.parse_args()
 
     from amtp_site.scratch_stack import use_scratch_stack
@@ -416,6 +435,7 @@ def main() -> None:
     use_scratch_stack(database=DB_NAME, valkey_db=VALKEY_DB)
     from django.conf import settings
 
+    import repositories.mcp_server  # noqa: F401 -- an agent process has it preloaded too
     from amtp_site import valkey as valkey_mod
     from repositories.models import Repository
 
@@ -438,10 +458,11 @@ def main() -> None:
             f"listing: {'yes' if info['github_truncates'] else 'no'} (first "
             f"{info['github_keeps']} entries kept); lifted for the cold and warm runs"
         )
-        cold = crawl(fake, valkey, "cold")
+        print(f"transport: {args.transport}")
+        cold = crawl(fake, valkey, "cold", args.transport)
         report("cold crawl (empty cache)", cold)
-        warm = crawl(fake, valkey, "warm")
-        report("warm crawl (same commit, new MCP server process)", warm)
+        warm = crawl(fake, valkey, "warm", args.transport)
+        report("warm crawl (same commit, a new MCP server and session)", warm)
 
         # The fallback walk (GitHubHost._walk): first with github.com's own limits, then with
         # max_recursive_entries lowered so that subtrees are cut too.
@@ -451,11 +472,20 @@ def main() -> None:
         ]:
             fake.ask("limits", entries, size)
             valkey.flushdb()
-            report(f"cold crawl with {label}", crawl(fake, valkey, "truncated"))
+            report(f"cold crawl with {label}", crawl(fake, valkey, "truncated", args.transport))
         valkey.flushdb()
         print(
             f"warm / cold: wall time {cold['wall_s'] / warm['wall_s']:.1f}x faster, tool calls "
             f"{cold['tools_s'] / warm['tools_s']:.1f}x faster"
+        )
+        print(
+            f"RATIO crawl_warm_speedup: {cold['wall_s'] / warm['wall_s']:.1f} "
+            f"(cold {cold['wall_s']:.2f} s / warm {warm['wall_s']:.2f} s end to end, "
+            f"{args.transport}; goal >= 10)"
+        )
+        print(
+            f"RATIO crawl_tree_copies: {2 if cold['structured'] + warm['structured'] else 1} "
+            "(copies of each tree answer: text, plus structured content if any; goal 1)"
         )
         goal = cold["api"]["trees_recursive"] + cold["api"]["trees_one_level"] == 1
         print(

@@ -72,7 +72,9 @@ def start_fake(sizes: list[int]):
 
 class PeakSampler(threading.Thread):
     """Every 0.2 s, the high-water RSS (VmHWM) of this process's descendants: agent processes
-    (the worker's pool) and MCP servers (``manage.py mcp_github``). ``take()`` returns the
+    (the worker's pool, forked from the agent template) and MCP server processes
+    (``manage.py mcp_github``: none since the crawler runs its server in-process, so that
+    column reads 0 and the server's memory is in the crawler's). ``take()`` returns the
     peaks since the last call. The agents' own ``meta.peak_rss_mib`` is read before the
     artifact is stored; this also sees what storing it costs."""
 
@@ -106,14 +108,20 @@ def _descendants(root: int, ignore: set[int]) -> list[tuple[int, str]]:
         with contextlib.suppress(OSError, ValueError, IndexError):
             ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
             children.setdefault(ppid, []).append(int(stat.parent.name))
-    found, queue = [], list(children.get(root, []))
+    found, templates = [], set()
+    queue = [(pid, root) for pid in children.get(root, [])]
     while queue:
-        pid = queue.pop()
-        queue += children.get(pid, [])
+        pid, parent = queue.pop()
+        queue += [(child, pid) for child in children.get(pid, [])]
         with contextlib.suppress(OSError):
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             if pid in ignore or not cmdline.startswith((b"/", b"python")):
                 continue  # git, the fake GitHub
+            if b"resource_tracker" in cmdline:
+                continue
+            if b"multiprocessing.forkserver" in cmdline and parent not in templates:
+                templates.add(pid)  # the agent template; its children (same cmdline) are agents
+                continue
             found.append((pid, "mcp" if b"mcp_github" in cmdline else "agent"))
     return found
 

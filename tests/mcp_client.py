@@ -1,24 +1,32 @@
-"""Talk to `manage.py mcp_github` the way the crawler does: a real MCP session over stdio."""
+"""Talk to amtp-github-mcp through a real MCP client session: over stdio to
+`manage.py mcp_github`, as an external client does, or in-process over the SDK's in-memory
+transport, as the Repo Crawler does (agents/crawler.py)."""
 
 import asyncio
 import json
 
 from mcp import Client
 
-from agents.crawler import mcp_server_params
+from repositories.mcp_server import build_server, stdio_server_params
 
 
-def call_tools(calls, *, crawl_id="", repo=""):
+def client(*, crawl_id="", repo="", transport="stdio") -> Client:
+    if transport == "memory":
+        server = build_server(crawl_id=crawl_id, allowed_repo=repo)
+        return Client(server, mode="legacy", read_timeout_seconds=60)
+    return Client(stdio_server_params(crawl_id=crawl_id, repo=repo), read_timeout_seconds=60)
+
+
+def call_tools(calls, *, crawl_id="", repo="", transport="stdio"):
     """Run [(tool, args), ...] in one session; return [tool names, (is_error, payload), ...]."""
 
     async def main():
         results = []
-        params = mcp_server_params(crawl_id=crawl_id, repo=repo)
-        async with Client(params, read_timeout_seconds=60) as client:
-            tools = await client.list_tools()
+        async with client(crawl_id=crawl_id, repo=repo, transport=transport) as session:
+            tools = await session.list_tools()
             results.append(sorted(t.name for t in tools.tools))
             for name, args in calls:
-                result = await client.call_tool(name, args)
+                result = await session.call_tool(name, args)
                 text = "".join(getattr(c, "text", "") for c in result.content)
                 if result.is_error:
                     results.append((True, text))

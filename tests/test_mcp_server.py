@@ -1,13 +1,16 @@
-"""amtp-github-mcp through a real MCP client session over stdio, on a local git repository."""
+"""amtp-github-mcp through a real MCP client session, on a local git repository: over stdio
+(`manage.py mcp_github`, for external clients) and, where marked, also in-process over the
+in-memory transport the Repo Crawler uses."""
 
 import pytest
 
-from repositories.reader import crawl_cache_hits
+from repositories.reader import crawl_cache_hits, tree_key
 from tests.factories import RepositoryFactory
 from tests.gitrepo import commit_files, make_git_repo
-from tests.mcp_client import call_tools
+from tests.mcp_client import call_tools, client
 
 pytestmark = pytest.mark.django_db(transaction=True)
+both_transports = pytest.mark.parametrize("transport", ["stdio", "memory"])
 
 FILES = {
     "package.json": '{"name": "web", "scripts": {"start": "node server.js"}}',
@@ -44,7 +47,8 @@ def test_tools_are_named_exactly_and_tree_is_filtered(repo):
     assert len(deep["commit_sha"]) == 40
 
 
-def test_bad_arguments_come_back_as_tool_errors_that_say_what_is_wrong(repo):
+@both_transports
+def test_bad_arguments_come_back_as_tool_errors_that_say_what_is_wrong(repo, transport):
     _, *results = call_tools(
         [
             ("repo.tree", {"repo": "acme/nope", "ref": "main"}),
@@ -57,7 +61,8 @@ def test_bad_arguments_come_back_as_tool_errors_that_say_what_is_wrong(repo):
             ),
             ("repo.read_file", {"repo": "acme/web", "ref": "main", "path": "big.txt"}),
             ("repo.read_file", {"repo": "acme/web", "ref": "main", "path": "logo.png"}),
-        ]
+        ],
+        transport=transport,
     )
     assert all(is_error for is_error, _ in results)
     messages = [text for _, text in results]
@@ -87,11 +92,12 @@ def test_second_crawl_of_the_same_commit_hits_the_cache_and_a_new_commit_does_no
     assert crawl_cache_hits(valkey, "crawl-3") == 0
 
 
-def test_a_session_pinned_to_one_repository_cannot_read_another(repo, tmp_path):
+@both_transports
+def test_a_session_pinned_to_one_repository_cannot_read_another(repo, tmp_path, transport):
     other = make_git_repo(tmp_path / "other", {"a.txt": "secret"})
     RepositoryFactory(full_name="acme/other", host="local", local_path=str(other))
     _, (is_error, text) = call_tools(
-        [("repo.tree", {"repo": "acme/other", "ref": "main"})], repo="acme/web"
+        [("repo.tree", {"repo": "acme/other", "ref": "main"})], repo="acme/web", transport=transport
     )
     assert is_error and "may only read acme/web" in text
 
@@ -114,6 +120,9 @@ def test_github_host_second_crawl_makes_no_api_calls_and_a_new_commit_is_fresh(s
         cold_calls = len(gh.ledger) - before
         assert crawl_cache_hits(valkey, "gh-1") == 0 and cold_calls >= 2
         before = len(gh.ledger)
+        # Warm answers are served as cached (the page's text, the readable index), so not
+        # even the cached tree is needed: without it, GitHub still sees no call.
+        assert valkey.delete(tree_key("acme/api", sha)) == 1
         _, (_, warm), (_, warm_file) = call_tools(calls, crawl_id="gh-2")
         assert len(gh.ledger) == before, gh.ledger[before:]  # nothing reached GitHub
         assert crawl_cache_hits(valkey, "gh-2") == 2
@@ -128,7 +137,8 @@ def test_github_host_second_crawl_makes_no_api_calls_and_a_new_commit_is_fresh(s
         assert new_tree["commit_sha"] == moved and new_file["content"] == "// v2\n"
 
 
-def test_tree_pages_filters_and_hostile_arguments_over_the_protocol(repo):
+@both_transports
+def test_tree_pages_filters_and_hostile_arguments_over_the_protocol(repo, transport):
     base = {"repo": "acme/web", "ref": "main", "depth_level": "deep"}
     _, *results = call_tools(
         [
@@ -142,7 +152,8 @@ def test_tree_pages_filters_and_hostile_arguments_over_the_protocol(repo):
             ("repo.tree", {**base, "glob": "../*"}),
             ("repo.tree", {**base, "page": 0}),
             ("repo.tree", {**base, "page_size": -1}),
-        ]
+        ],
+        transport=transport,
     )
     (e1, first), (e2, second), (e3, src), (e4, js), (e5, huge), *refused = results
     assert not any((e1, e2, e3, e4, e5))
@@ -158,15 +169,12 @@ def test_tree_pages_filters_and_hostile_arguments_over_the_protocol(repo):
         assert word in text, text
 
 
-def test_answers_are_sent_once_as_compact_text(repo):
+@both_transports
+def test_answers_are_sent_once_as_compact_text(repo, transport):
     import asyncio
 
-    from mcp import Client
-
-    from agents.crawler import mcp_server_params
-
     async def raw():
-        async with Client(mcp_server_params(crawl_id="", repo=""), read_timeout_seconds=60) as c:
+        async with client(transport=transport) as c:
             return await c.call_tool("repo.tree", {"repo": "acme/web", "ref": "main"})
 
     result = asyncio.run(raw())

@@ -1,5 +1,7 @@
 """The Temporal worker: the workflow, bookkeeping activities in the event loop, agent
-activities in a process pool where every task gets a fresh, spawned process.
+activities in a process pool where every task gets a fresh process, forked from a template
+that has already set Django up and imported the agent stack
+(:mod:`runs.temporal.agent_template`).
 
 Supervision: if an agent process dies (OOM kill, segfault), ``concurrent.futures`` marks the
 whole pool broken, and Temporal would stop the worker. :class:`RespawningProcessPool` turns
@@ -14,13 +16,18 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import gc
 import logging
 import multiprocessing
+import multiprocessing.forkserver
+import os
 import signal
 import threading
 from collections.abc import Sequence
 from concurrent.futures.process import BrokenProcessPool
 from datetime import timedelta
+from multiprocessing import reduction
 
 from django.apps import apps
 from django.conf import settings
@@ -37,8 +44,73 @@ from runs.temporal.workflow import TestGenerationWorkflow
 log = logging.getLogger(__name__)
 
 
+TEMPLATE = "runs.temporal.agent_template"
+_template_env: dict[str, str] | None = None  # the environment the forkserver was started with
+
+
+def _environment() -> dict[str, str]:
+    """What an agent process's settings are read from (pytest's own per-test variable aside)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+
+
+def _stop_template() -> None:
+    """Stop the forkserver, so that the next fork starts a new one. Only when no pool has an
+    agent process running: a pool sees its children as dead once their forkserver is gone.
+    ``_stop`` alone closes the pipe whose end tells it to exit and waits for it, but a process
+    forked from this one since (the heartbeat manager, a fake service) holds a copy of that
+    pipe and would keep it waiting forever."""
+    server = multiprocessing.forkserver._forkserver
+    if server._forkserver_pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server._forkserver_pid, signal.SIGTERM)
+    server._stop()
+
+
+class _WorkerStdio:
+    """The worker's stdout and stderr as they are now, handed to an agent process as it
+    starts (pickled with its start-up arguments): a forked one would otherwise write where the
+    template's were when it started, not where the worker's are now (tests capture them)."""
+
+    def __reduce__(self):
+        return _adopt_stdio, tuple(_dup_if_open(fd) for fd in (1, 2))
+
+
+def _dup_if_open(fd: int):
+    try:
+        os.fstat(fd)
+    except OSError:  # closed (a daemon without output): the child keeps the template's
+        return None
+    return reduction.DupFd(fd)
+
+
+def _adopt_stdio(*fds) -> None:
+    for target, fd in enumerate(fds, start=1):
+        if fd is not None:
+            os.dup2(fd.detach(), target)
+
+
+def _agent_process_setup(_stdio: _WorkerStdio | None) -> None:
+    gc.enable()  # the template turned it off and froze what it made (agent_template.py)
+    django_setup()  # a no-op after the template's; the set-up if that failed
+
+
+def agent_context() -> multiprocessing.context.BaseContext:
+    """multiprocessing's forkserver, preloading the agent template. The forkserver is started
+    on the first fork and keeps the environment of that moment; when the environment has
+    changed since (tests set a child's settings through it between workers), it is stopped
+    and the next fork starts a new one."""
+    global _template_env
+    env = _environment()
+    if _template_env is not None and env != _template_env:
+        _stop_template()
+    _template_env = env
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([TEMPLATE])
+    return context
+
+
 class RespawningProcessPool(concurrent.futures.Executor):
-    """A spawn process pool that survives the death of a child.
+    """A process pool, one fresh process per task, that survives the death of a child.
 
     Temporal shuts the whole worker down when its executor raises ``BrokenExecutor``, and a
     ``ProcessPoolExecutor`` is broken for good once any child dies. So the attempt whose process
@@ -54,11 +126,13 @@ class RespawningProcessPool(concurrent.futures.Executor):
         self.respawns = 0
 
     def _new_pool(self) -> concurrent.futures.ProcessPoolExecutor:
+        self._env = _environment()
         return concurrent.futures.ProcessPoolExecutor(
             max_workers=self.max_workers,
-            mp_context=multiprocessing.get_context("spawn"),
-            max_tasks_per_child=1,
-            initializer=django_setup,  # a fresh Django, no inherited state
+            mp_context=agent_context(),
+            max_tasks_per_child=1,  # the child exits after its task; a new one is forked
+            initializer=_agent_process_setup,
+            initargs=(_WorkerStdio(),),
         )
 
     def _respawn(self) -> None:
@@ -70,6 +144,9 @@ class RespawningProcessPool(concurrent.futures.Executor):
 
     def submit(self, fn, /, *args, **kwargs) -> concurrent.futures.Future:
         with self._lock:
+            if self._env != _environment():  # forks made ahead would carry the old settings
+                self._pool.shutdown(wait=True)  # (tests only: a worker's settings stay put)
+                self._pool = self._new_pool()
             if self._broken:
                 self._respawn()
             try:

@@ -1,0 +1,62 @@
+"""The template every agent process is forked from.
+
+The worker's agent pool uses multiprocessing's forkserver, which preloads this module once in
+its own single-threaded process: Django is set up and the whole agent stack is imported there,
+so a fresh agent process costs a fork (milliseconds), not a Python start-up, ``django.setup()``
+and the SDK imports (2-4 s of CPU). Each activity still runs in a process that has never run
+another one: the template runs none, and the pool forks one child per task
+(``max_tasks_per_child=1``). The template holds no open database connection, Valkey
+connection, thread or event loop for its children to inherit.
+
+What an agent process needs is listed here, in one place; add a module when an agent starts
+importing a heavy one lazily.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import logging
+import threading
+
+from amtp_site.child import django_setup
+
+log = logging.getLogger(__name__)
+
+PRELOAD = (
+    "runs.temporal.activities",  # what the pool unpickles; runs.pipeline and the stages
+    "agents.service",
+    "agents.crawler",  # the MCP SDK
+    "repositories.mcp_server",  # the MCP server the crawler runs in its own process
+    "repositories.hosts.github",  # PyGithub
+    "agents.providers.offline",
+    "agents.providers.anthropic",  # the vendors' SDKs
+    "agents.providers.openai",
+)
+
+
+def warm() -> None:
+    gc.disable()  # no collection leaves holes in the pages the children share
+    django_setup()
+    for name in PRELOAD:
+        importlib.import_module(name)
+    from django.db import connections
+
+    connections.close_all()  # each child opens its own; none is shared through the fork
+    if threading.active_count() > 1:  # forking a process with threads can deadlock its child
+        log.warning("agent template: threads running after preload: %s", threading.enumerate())
+    # A child's collections skip what the template made, instead of touching every object
+    # (measured: a full collection in a child took 2-3 s of copy-on-write faults on a loaded
+    # machine). Each child turns collection back on (runs.temporal.worker).
+    gc.freeze()
+
+
+# The forkserver forgives only an ImportError in a preloaded module and dies on anything else,
+# which would leave the pool unable to start any process: log it instead, and every child
+# then sets itself up (the pool's initializer), as slowly as a spawned one.
+try:
+    warm()
+    READY = True
+except Exception:
+    log.exception("the agent process template could not preload; agent processes start cold")
+    READY = False

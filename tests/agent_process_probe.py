@@ -1,0 +1,28 @@
+"""A task for the agent process pool's tests (tests/test_agent_processes.py). Its own small
+module: a pool process imports it by name, and should not pay for pytest."""
+
+import os
+import sys
+
+MARK: str | None = None  # set by a task; a later task must never see it
+
+
+def one_task(name: str) -> dict:
+    """What a task finds when it starts in its process, then leaves a mark there."""
+    global MARK
+    from django.db import connection
+
+    found = {
+        "pid": os.getpid(),
+        "parent": os.getppid(),
+        "mark_found": MARK,
+        "connection_inherited": connection.connection is not None,
+        "preloaded": all(m in sys.modules for m in ("agents.crawler", "anthropic", "openai")),
+        "setting": os.environ.get("AMTP_PROBE_SETTING"),
+    }
+    MARK = name
+    os.write(2, f"agent process says {name}\n".encode())  # reaches the worker's stderr
+    with connection.cursor() as cursor:  # the process's own connection works
+        cursor.execute("SELECT 1")
+        found["query"] = cursor.fetchone()[0]
+    return found
