@@ -1,0 +1,44 @@
+"""R2, bounded: runs in flight while the real worker's process group is SIGKILLed at random
+moments and started again. ``scripts/chaos.py`` is the long version (30 runs, 5 kills)."""
+
+import os
+import random
+
+import pytest
+
+from tests.chaos import launch, unleash
+from tests.factories import RepositoryFactory
+from tests.gitrepo import make_git_repo
+from tests.samples import DEMO_WEB
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_three_runs_survive_two_kills_of_the_worker(tmp_path, temporal_env):
+    # A dead worker's activities are retried after these timeouts (the defaults are 60 s).
+    temporal_env.AMTP_HEARTBEAT_TIMEOUT_S = 5
+    temporal_env.AMTP_BOOKKEEPING_TIMEOUT_S = 5
+    # An activity in flight at each kill loses an attempt to it.
+    temporal_env.AMTP_RETRY_POLICY["maximum_attempts"] = 10
+    repositories = [
+        RepositoryFactory(
+            full_name=f"acme/web-{i}",
+            host="local",
+            local_path=make_git_repo(tmp_path / f"web-{i}", DEMO_WEB),
+        )
+        for i in range(3)
+    ]
+    seed = int(os.environ.get("AMTP_CHAOS_SEED") or random.randrange(1 << 32))
+    runs = launch(repositories, 3)
+    chaos = unleash(
+        runs,
+        temporal_env.TEMPORAL_TASK_QUEUE,
+        tmp_path,
+        kills=2,
+        rng=random.Random(seed),
+        gap=(0, 4),  # once a stage runs (a stage takes a few seconds)
+        timeout=180,
+    )
+    print(chaos.report())
+    assert len(chaos.kills) == 2
+    assert not chaos.failed, f"seed {seed}:\n{chaos.report()}"
