@@ -8,7 +8,8 @@ run_worker``, its agent processes in its process group) is SIGKILLed ``--kills``
 5): each time once it has moved a stage, after a random ``--gap`` more, then started again
 after a random ``--pause``. Then, checked: every run terminal and ``passed``; one head branch
 per run and no other; at most one PR per run; no stage left ``running``; every repository's
-count of runs in progress back to 0. Prints the figures; exit code 1 when a check fails.
+count of runs in progress back to 0; no process of a killed worker left. Prints the figures;
+exit code 1 when a check fails.
 
     .venv/bin/python scripts/chaos.py [--runs 30] [--kills 5] [--seed N]
 

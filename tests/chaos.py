@@ -30,6 +30,7 @@ CHECKS = (
     "at most one PR per run",
     "no stage left running",
     "concurrency counts back to 0",
+    "no process of a killed worker left",
 )
 
 
@@ -44,6 +45,7 @@ class Chaos:
     runs: list[Run]
     kills: list[Kill] = field(default_factory=list)
     wall_s: float = 0.0
+    killed: list = field(default_factory=list)  # every process of the killed workers
     failed: dict[str, str] = field(default_factory=dict)  # check -> what broke it
 
     def report(self) -> str:
@@ -90,6 +92,7 @@ def unleash(
             running = _running(runs)
             if not _open(runs):
                 break
+            chaos.killed += _group(worker.pid)
             kill_worker(worker)
             chaos.kills.append(Kill(time.monotonic() - started, running))
             time.sleep(rng.uniform(*pause))
@@ -101,7 +104,30 @@ def unleash(
     finally:
         stop_worker(worker)
     chaos.failed = check(runs)
+    if left := [p for p in chaos.killed if _alive(p)]:
+        chaos.failed[CHECKS[5]] = "; ".join(" ".join(p.cmdline())[:200] for p in left)
     return chaos
+
+
+def _group(pid: int) -> list:
+    """The worker and every process it started (the crawler's MCP server is in a session of
+    its own: it must end when its agent process dies)."""
+    import psutil  # pgserver's dependency
+
+    try:
+        worker = psutil.Process(pid)
+        return [worker, *worker.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _alive(process) -> bool:
+    import psutil
+
+    try:  # is_running() compares start times: a reused pid is not the same process
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _running(runs: list[Run]) -> dict[str, int]:

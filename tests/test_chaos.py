@@ -1,7 +1,7 @@
 """R2, bounded: runs in flight while the real worker's process group is SIGKILLed at random
 moments and started again. ``scripts/chaos.py`` is the long version (30 runs, 5 kills); here
 two runs (each agent activity is a fresh process: a run costs seconds of CPU) and two kills,
-with the five checks of tests/chaos.py. ``AMTP_CHAOS_SEED`` replays a failure's random gaps."""
+with the checks of tests/chaos.py. ``AMTP_CHAOS_SEED`` replays a failure's random gaps."""
 
 import os
 import random
