@@ -117,11 +117,13 @@ def test_worker_killed_after_writing_the_pull_request_adopts_it(tmp_path, tempor
     host = LocalGitHost(repo.full_name, path)
     assert [p["head_branch"] for p in host.pull_requests()] == [head_branch_for(run)]
     assert not run.artifacts.filter(kind="pull_request").exists()  # not recorded: killed first
+    killed = time.monotonic()
     second = start_worker(tmp_path / "w2.log", queue, processes=2)
     try:
         run = wait_terminal(run, timeout=90)
     finally:
         stop_worker(second)
+    print(f"R3: {run.status} {time.monotonic() - killed:.1f} s after the kill")
     assert_exactly_one_of_everything(run, repo)
     assert len(host.pull_requests()) == 1
     assert run.artifacts.get(kind="pull_request").content["adopted"] is True
