@@ -44,7 +44,7 @@ def main() -> int:
     parser.add_argument("--repositories", type=int, default=10)
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--seed", type=int, default=None, help="random by default (printed)")
-    parser.add_argument("--gap", type=float, nargs=2, default=(2.0, 40.0), metavar=("MIN", "MAX"))
+    parser.add_argument("--gap", type=float, nargs=2, default=(10.0, 150.0), metavar=("MIN", "MAX"))
     parser.add_argument("--pause", type=float, nargs=2, default=(0.0, 5.0), metavar=("MIN", "MAX"))
     parser.add_argument("--processes", type=int, default=2, help="agent processes")
     parser.add_argument("--timeout", type=float, default=10.0, help="heartbeat/bookkeeping, s")
