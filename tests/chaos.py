@@ -52,7 +52,7 @@ class Chaos:
         lines = [f"{len(self.runs)} runs, {len(self.kills)} kills, wall time {self.wall_s:.1f} s"]
         for number, kill in enumerate(self.kills, 1):
             running = ", ".join(f"{n} × {s}" for s, n in sorted(kill.running.items())) or "-"
-            lines.append(f"  kill {number} at {kill.after_s:5.1f} s; stages marked running: {running}")
+            lines.append(f"  kill {number} at {kill.after_s:5.1f} s; stages running: {running}")
         lines += [f"  {c}: {self.failed.get(c, 'holds')}" for c in CHECKS]
         return "\n".join(lines)
 
