@@ -8,9 +8,10 @@ import random
 
 import pytest
 
-from tests.chaos import launch, unleash
-from tests.factories import RepositoryFactory
-from tests.gitrepo import make_git_repo
+from amtp_site import valkey as valkey_mod
+from tests.chaos import CHECKS, check, launch, unleash
+from tests.factories import RepositoryFactory, RunFactory, StageFactory
+from tests.gitrepo import git, make_git_repo
 from tests.samples import DEMO_WEB
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,3 +45,13 @@ def test_two_runs_survive_two_kills_of_the_worker(tmp_path, temporal_env):
     print(chaos.report())
     assert len(chaos.kills) == 2
     assert not chaos.failed, f"seed {seed}:\n{chaos.report()}"
+
+
+def test_the_checks_catch_what_they_look_for(tmp_path, valkey):
+    """A run left running, a stage left running, a stray branch, a leaked slot: each named."""
+    path = make_git_repo(tmp_path / "web", DEMO_WEB)
+    run = RunFactory(repository=RepositoryFactory(host="local", local_path=path), status="running")
+    StageFactory(run=run, status="running")
+    git(path, "branch", "amtp/run-stray", "main")
+    valkey_mod.concurrency_incr(run.repo_full_name, str(run.run_id))
+    assert sorted(check([run])) == sorted(CHECKS[i] for i in (0, 1, 3, 4))

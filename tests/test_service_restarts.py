@@ -217,8 +217,9 @@ def test_pr_lock_lost_while_held_makes_no_second_pull_request(tmp_path, temporal
     second is refused it; Valkey is killed and started again (or FLUSHALL): the second goes
     ahead, the first finishes later, one PR each, nothing left in Valkey."""
     agent_retries(temporal_env, 60)  # the second run is refused while the first holds the lock
+    temporal_env.AMTP_AGENT_ACTIVITY_TIMEOUT_S = 600  # the first holds until released
     marker, release = tmp_path / "written", tmp_path / "release"
-    slow = SlowDown(t.CREATE_PULL_REQUEST, 120, marker=str(marker), release=str(release), once=True)
+    slow = SlowDown(t.CREATE_PULL_REQUEST, 600, marker=str(marker), release=str(release), once=True)
     repo = local_repo(tmp_path, "web", DEMO_WEB)
     conn, lock = valkey_mod.client(), valkey_mod.pr_lock_key(repo.full_name)
     with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=2, interceptors=[slow]):
@@ -227,7 +228,7 @@ def test_pr_lock_lost_while_held_makes_no_second_pull_request(tmp_path, temporal
         holder = conn.get(lock).decode()
         held, refused = sorted(runs, key=lambda r: str(r.run_id) != holder)
         stage = refused.stages.get(name="create_pull_request")
-        wait_until(lambda: refused_the_lock(stage), 120, "the second run to be refused the lock")
+        wait_until(lambda: refused_the_lock(stage), 300, "the second run to be refused the lock")
         lost = time.monotonic()
         if loss == "restart":
             state = devstack.read_state()["valkey"]
