@@ -9,6 +9,8 @@ with PostgreSQL and is replaced the way each web request does it (``close_old_co
 with health checks). PostgreSQL and Valkey are the suite's own servers (``.devstack/test``),
 so their tests bring them back before they end; Temporal gets a scratch server of its own.
 ``scripts/restart_drill.py`` is the long version (run_system, four runs, 30 s outages).
+The last test (R4) loses the pr_lock while a run holds it: Valkey killed and started again,
+or FLUSHALL.
 """
 
 import asyncio
