@@ -7,10 +7,8 @@ committed (before the stage is marked passed and the result reported), the agent
 (``crash``) or hangs until it is killed (``hang``). Once: the marker file records that it
 happened, with the pid of the process. The interceptor runs in the worker process, the fault in
 the agent process, so what dies is the process that did the work, as in a real crash.
-
-    python -m tests.faults <task queue> <activity>:<crash|hang>:<marker file>
-
-runs the real worker process (what ``manage.py run_worker`` runs, one agent process) with it.
+``python -m tests.worker_process <queue> 1 fault:<activity>:<crash|hang>:<marker>`` runs the
+real worker process with it (tests/worker_process.py).
 """
 
 from __future__ import annotations
@@ -18,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -109,23 +106,3 @@ class _Inbound(ActivityInboundInterceptor):
             faulty = functools.partial(self.outer.inject, self.outer.fault, input.fn)
             input = dataclasses.replace(input, fn=faulty)
         return await super().execute_activity(input)
-
-
-def main(task_queue: str, spec: str) -> None:
-    import asyncio
-
-    from amtp_site.child import django_setup
-
-    django_setup()
-    from runs.temporal.worker import run_worker
-
-    interceptors = [FaultOnce(Fault.parse(spec))]
-    asyncio.run(run_worker(task_queue=task_queue, processes=1, interceptors=interceptors))
-
-
-if __name__ == "__main__":
-    # Through the importable module, not __main__: the pool pickles Fault and
-    # _in_agent_process by their module's name.
-    from tests.faults import main as importable_main
-
-    importable_main(*sys.argv[1:])

@@ -5,9 +5,15 @@
 
 - ``where="after_writing"`` (CreatePullRequest): the local host writes the branch and the
   pull request as usual, writes ``marker`` (the agent process's pid), then takes its time, as
-  a GitHub host does between writes. A cancel sent once the marker exists arrives while
-  CreatePullRequest is writing.
+  a GitHub host does between writes, with the run's ``pr_lock`` held. A cancel sent once the
+  marker exists arrives while CreatePullRequest is writing; a worker killed then dies after
+  the PR was written, before the activity completes. With ``release``, the host goes on as
+  soon as that file exists (at most ``seconds``); with ``once``, only the first writer (the
+  one that wrote ``marker``) is slowed.
 - ``where="at_start"``: the stage takes its time before it begins (a long LLM call).
+
+``Slow.parse("<activity>:<seconds>:<marker>[:<release>]")`` is the after-writing-once form
+that ``python -m tests.worker_process`` takes on its command line.
 """
 
 from __future__ import annotations
@@ -28,6 +34,18 @@ class Slow:
     seconds: float
     where: str = "after_writing"
     marker: str = ""
+    release: str = ""
+    once: bool = False
+
+    @classmethod
+    def parse(cls, spec: str) -> Slow:
+        activity, seconds, marker, release = [*spec.split(":", 3), ""][:4]
+        return cls(activity, float(seconds), marker=marker, release=release, once=True)
+
+    def take_time(self) -> None:
+        deadline = time.monotonic() + self.seconds
+        while time.monotonic() < deadline and not (self.release and Path(self.release).exists()):
+            time.sleep(0.05)
 
 
 def _in_agent_process(slow: Slow, fn, *args):
@@ -46,9 +64,9 @@ def _in_agent_process(slow: Slow, fn, *args):
         if slow.where == "at_start":
             time.sleep(slow.seconds)
         result = original(*a, **kw)
-        if slow.where == "after_writing":
+        if slow.where == "after_writing" and not (slow.once and Path(slow.marker).exists()):
             Path(slow.marker).write_text(str(os.getpid()))
-            time.sleep(slow.seconds)
+            slow.take_time()
         return result
 
     setattr(patched, name, slow_down)
@@ -56,8 +74,8 @@ def _in_agent_process(slow: Slow, fn, *args):
 
 
 class SlowDown(Interceptor):
-    def __init__(self, activity: str, seconds: float, where="after_writing", marker="") -> None:
-        self.slow = Slow(activity, seconds, where, marker)
+    def __init__(self, activity: str, seconds: float, where="after_writing", **more) -> None:
+        self.slow = Slow(activity, seconds, where, **more)
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
         return _Inbound(next, self.slow)

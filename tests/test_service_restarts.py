@@ -9,6 +9,8 @@ with PostgreSQL and is replaced the way each web request does it (``close_old_co
 with health checks). PostgreSQL and Valkey are the suite's own servers (``.devstack/test``),
 so their tests bring them back before they end; Temporal gets a scratch server of its own.
 ``scripts/restart_drill.py`` is the long version (run_system, four runs, 30 s outages).
+The last test (R4) loses the pr_lock while a run holds it: Valkey killed and started again,
+or FLUSHALL.
 """
 
 import asyncio
@@ -25,14 +27,18 @@ from temporalio import activity
 from temporalio.worker import ActivityInboundInterceptor, Interceptor
 
 from amtp_site import devstack
+from amtp_site import valkey as valkey_mod
 from amtp_site.devstack.base import RESTARTED
 from amtp_site.temporal import connect
+from repositories.hosts.local import LocalGitHost
+from runs.pull_requests import head_branch_for
 from runs.services import run_create
 from runs.temporal import types as t
 from runs.temporal.worker_thread import WorkerThread
 from tests.devstack_cli import alive, manage
 from tests.gitrepo import git
 from tests.samples import DEMO_WEB
+from tests.slow_host import SlowDown
 from tests.temporal_worker import FAST_RETRY, wait_terminal
 from tests.test_workflow import HISTORIES, local_repo, strip_stack_traces
 
@@ -204,3 +210,59 @@ def test_temporal_killed_mid_run_then_started_again(request, tmp_path, temporal_
     finally:
         manage(stack, "down", "temporal")
     assert_passed_with_one_pr(run, repo)
+
+
+@pytest.mark.skipif("valkey" in EXTERNAL, reason="VALKEY_URL is external")
+@pytest.mark.parametrize("loss", ["restart", "flushall"])
+def test_pr_lock_lost_while_held_makes_no_second_pull_request(tmp_path, temporal_env, loss):
+    """R4: two runs on one repository; the first has written its PR and holds the pr_lock, the
+    second is refused it; Valkey is killed and started again (or FLUSHALL): the second goes
+    ahead, the first finishes later, one PR each, nothing left in Valkey."""
+    agent_retries(temporal_env, 60)  # the second run is refused while the first holds the lock
+    temporal_env.AMTP_AGENT_ACTIVITY_TIMEOUT_S = 600  # the first holds until released
+    marker, release = tmp_path / "written", tmp_path / "release"
+    slow = SlowDown(t.CREATE_PULL_REQUEST, 600, marker=str(marker), release=str(release), once=True)
+    repo = local_repo(tmp_path, "web", DEMO_WEB)
+    conn, lock = valkey_mod.client(), valkey_mod.pr_lock_key(repo.full_name)
+    with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=2, interceptors=[slow]):
+        runs = [run_create(repository=repo, depth_level="smoke") for _ in range(2)]
+        wait_until(marker.exists, 120, "the first PR to be written")
+        holder = conn.get(lock).decode()
+        held, refused = sorted(runs, key=lambda r: str(r.run_id) != holder)
+        stage = refused.stages.get(name="create_pull_request")
+        wait_until(lambda: refused_the_lock(stage), 300, "the second run to be refused the lock")
+        lost = time.monotonic()
+        if loss == "restart":
+            state = devstack.read_state()["valkey"]
+            kill_and_wait(state["pid"], signal.SIGKILL)
+            up_again(devstack.STACK_DIR, "valkey", state["port"])
+        else:
+            conn.flushall()
+        refused = wait_terminal(refused, timeout=60)  # while the first still holds on
+        went_ahead = time.monotonic() - lost
+        held.refresh_from_db()
+        assert not release.exists() and held.status == "running"
+        release.touch()
+        held = wait_terminal(held, timeout=60)
+        print(f"R4 {loss}: the refused run passed {went_ahead:.1f} s after the loss began")
+        assert {workflow_result(held), workflow_result(refused)} == {"passed"}
+    for run in (held, refused):
+        assert run.status == "passed", (run.error_type, run.error_message)
+        assert run.artifacts.filter(kind="pull_request").count() == 1
+    heads = sorted(head_branch_for(r) for r in runs)
+    assert git(repo.local_path, "branch", "--list", "amtp/*").split() == heads
+    pulls = LocalGitHost(repo.full_name, repo.local_path).pull_requests()
+    assert sorted(p["head_branch"] for p in pulls) == heads
+    assert conn.get(lock) is None and valkey_mod.concurrency_count(repo.full_name) == 0
+
+
+def refused_the_lock(stage) -> bool:
+    stage.refresh_from_db()
+    return stage.error_type == "RepoPrLockContended"
+
+
+def wait_until(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)

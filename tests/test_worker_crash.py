@@ -1,15 +1,12 @@
 """Crash recovery: a dead agent process or a killed worker never duplicates work."""
 
-import os
 import re
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
+from repositories.hosts.local import LocalGitHost
+from runs.pull_requests import head_branch_for
 from runs.services import run_create
 from runs.temporal import types as t
 from runs.temporal.worker_thread import WorkerThread
@@ -18,9 +15,9 @@ from tests.faults import Fault, FaultOnce
 from tests.gitrepo import git, make_git_repo
 from tests.samples import DEMO_WEB
 from tests.temporal_worker import wait_terminal
+from tests.worker_process import kill_worker, start_worker, stop_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ROOT = Path(__file__).resolve().parent.parent
 KINDS = (
     "repo_crawler_output",
     "test_case_generator_output",
@@ -62,19 +59,6 @@ def test_agent_process_dying_after_persisting_is_retried_without_a_second_llm_ca
     assert llm_calls(capfd.readouterr().err, "test_case_generator") == 1
 
 
-def start_worker(log_path: Path, queue: str, fault: str) -> subprocess.Popen:
-    """The real worker process with one agent process, as ``manage.py run_worker`` runs it,
-    plus the fault (tests/faults.py)."""
-    out = open(log_path, "w")
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.faults", queue, fault],
-        cwd=ROOT,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
 def test_worker_killed_mid_activity_then_restarted_completes_the_run(
     tmp_path, temporal_env, settings
 ):
@@ -84,7 +68,7 @@ def test_worker_killed_mid_activity_then_restarted_completes_the_run(
     settings.AMTP_AGENT_ACTIVITY_TIMEOUT_S = 600
     marker = tmp_path / "hanging"
     # The first worker's agent process persists the test cases, then hangs until killed.
-    fault = f"{t.GENERATE_TEST_CASES}:hang:{marker}"
+    fault = f"fault:{t.GENERATE_TEST_CASES}:hang:{marker}"
     queue = settings.TEMPORAL_TASK_QUEUE
     repo = RepositoryFactory(
         full_name="acme/web", host="local", local_path=make_git_repo(tmp_path / "web", DEMO_WEB)
@@ -97,14 +81,12 @@ def test_worker_killed_mid_activity_then_restarted_completes_the_run(
             time.sleep(0.1)
         assert marker.exists(), (tmp_path / "w1.log").read_text()[-3000:]
     finally:
-        os.killpg(first.pid, signal.SIGKILL)  # the worker and its agent processes, no goodbye
-        first.wait(10)
+        kill_worker(first)  # the worker and its agent processes, no goodbye
     second = start_worker(tmp_path / "w2.log", queue, fault)
     try:
         run = wait_terminal(run, timeout=90)
     finally:
-        os.killpg(second.pid, signal.SIGTERM)
-        second.wait(30)
+        stop_worker(second)
     assert_exactly_one_of_everything(run, repo)
     logs = (tmp_path / "w1.log").read_text() + (tmp_path / "w2.log").read_text()
     crawl = run.artifacts.get(kind="repo_crawler_output")
@@ -112,3 +94,37 @@ def test_worker_killed_mid_activity_then_restarted_completes_the_run(
     assert llm_calls(logs, "test_case_generator") == 1  # persisted before the kill: reused
     assert llm_calls(logs, "test_engineer") == 1
     assert run.stages.get(name="generate_test_cases").attempts == 2
+
+
+def test_worker_killed_after_writing_the_pull_request_adopts_it(tmp_path, temporal_env, settings):
+    """R3: the branch and the PR are written, CreatePullRequest has not completed, and the
+    worker's process group is SIGKILLed: the retry, on a new worker, adopts that PR."""
+    settings.AMTP_HEARTBEAT_TIMEOUT_S = 5  # the dead attempt is retried after this
+    marker = tmp_path / "written"
+    queue = settings.TEMPORAL_TASK_QUEUE
+    path = make_git_repo(tmp_path / "web", DEMO_WEB)
+    repo = RepositoryFactory(full_name="acme/web", host="local", local_path=path)
+    slow = f"slow:{t.CREATE_PULL_REQUEST}:600:{marker}"  # written, then it holds
+    first = start_worker(tmp_path / "w1.log", queue, slow, processes=2)
+    try:
+        run = run_create(repository=repo, depth_level="smoke")
+        deadline = time.monotonic() + 120
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), (tmp_path / "w1.log").read_text()[-3000:]
+    finally:
+        kill_worker(first)
+    host = LocalGitHost(repo.full_name, path)
+    assert [p["head_branch"] for p in host.pull_requests()] == [head_branch_for(run)]
+    assert not run.artifacts.filter(kind="pull_request").exists()  # not recorded: killed first
+    killed = time.monotonic()
+    second = start_worker(tmp_path / "w2.log", queue, processes=2)
+    try:
+        run = wait_terminal(run, timeout=90)
+    finally:
+        stop_worker(second)
+    print(f"R3: {run.status} {time.monotonic() - killed:.1f} s after the kill")
+    assert_exactly_one_of_everything(run, repo)
+    assert len(host.pull_requests()) == 1
+    assert run.artifacts.get(kind="pull_request").content["adopted"] is True
+    assert run.stages.get(name="create_pull_request").attempts == 2
