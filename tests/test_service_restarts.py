@@ -36,7 +36,7 @@ from tests.samples import DEMO_WEB
 from tests.temporal_worker import FAST_RETRY, wait_terminal
 from tests.test_workflow import HISTORIES, local_repo, strip_stack_traces
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.serial]
 EXTERNAL = devstack.external_services()  # read before the fixtures point children at the test DB
 
 
