@@ -13,6 +13,9 @@ RUNNER_STAMP := $(RUNNER)/node_modules/.installed-lock
 # `make test` uses its own embedded stack, started and stopped around the suite, so it never
 # touches the data of `make run`.
 TEST_STACK := $(CURDIR)/.devstack/test
+# pytest-xdist workers for the parallel part of `make test` (tests marked `serial` run after it,
+# alone). 2 suits a 2-core machine; TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
 
 .PHONY: run test lint venv devstack-down clean
 
@@ -44,9 +47,7 @@ lint: $(STAMP)
 test: lint $(RUNNER_STAMP)
 	bash scripts/ensure_chromium.sh
 	AMTP_DEVSTACK_DIR=$(TEST_STACK) $(DEV) \
-		bash -c '$(PY) manage.py devstack up >/dev/null || exit 1; \
-		$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
-		$(PY) manage.py devstack down >/dev/null; exit $$rc'
+		bash scripts/test.sh $(PY) $(TEST_WORKERS) $(PYTEST_ARGS)
 
 devstack-down: $(STAMP)
 	$(DEV) $(PY) manage.py devstack down

@@ -22,7 +22,10 @@ def valkey(settings):
     """A real Valkey connection on a database of its own, emptied before and after the test."""
     import redis
 
-    settings.VALKEY_URL = settings.VALKEY_URL.rsplit("/", 1)[0] + "/15"
+    # One database per pytest-xdist worker (gw0: 15, gw1: 14, ...), so parallel tests never
+    # flush each other's keys.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    settings.VALKEY_URL = settings.VALKEY_URL.rsplit("/", 1)[0] + f"/{15 - int(worker[2:])}"
     client = redis.Redis.from_url(settings.VALKEY_URL)
     client.flushdb()
     yield client

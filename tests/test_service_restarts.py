@@ -42,7 +42,7 @@ from tests.slow_host import SlowDown
 from tests.temporal_worker import FAST_RETRY, wait_terminal
 from tests.test_workflow import HISTORIES, local_repo, strip_stack_traces
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.serial]
 EXTERNAL = devstack.external_services()  # read before the fixtures point children at the test DB
 
 
