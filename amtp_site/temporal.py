@@ -1,9 +1,28 @@
-"""The Temporal client, from settings. Retries are Temporal's own (the SDK client adds none)."""
+"""The Temporal client, from settings. Retries are Temporal's own (the SDK client adds none).
+
+Async code (the worker) calls :func:`connect`. Sync code (the web: starting, cancelling and
+signalling runs) calls :func:`call`, which runs the request on one long-lived client per
+process instead of connecting for each request: a connection costs a TCP (and TLS) handshake
+and a ``GetSystemInfo`` round trip, most of what ``POST /api/runs`` used to spend
+(docs/benchmarks.md, ``bench_submit.py``). The SDK's client may be used from another event
+loop than the one that made it but is not thread-safe (temporalio/sdk-python#147), so the
+client lives on one event loop in a daemon thread of its own and every caller's coroutine
+runs there. The SDK's runtime does not survive a fork (it refuses to connect in a child of a
+process that used it), so a pre-forking server such as gunicorn must not connect before it
+forks: nothing here connects at import time.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
 from django.conf import settings
 from temporalio.client import Client
+
+T = TypeVar("T")
 
 
 async def connect() -> Client:
@@ -13,3 +32,45 @@ async def connect() -> Client:
         api_key=settings.TEMPORAL_API_KEY or None,
         tls=settings.TEMPORAL_TLS,
     )
+
+
+class _Loop:
+    """An event loop in a daemon thread and the clients made on it, by connection settings
+    (a changed TEMPORAL_ADDRESS gets a client of its own)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.clients: dict[tuple, Client] = {}
+        threading.Thread(target=self.loop.run_forever, name="temporal-client", daemon=True).start()
+
+
+_loop: _Loop | None = None
+_lock = threading.Lock()
+
+
+def _this_process() -> _Loop:
+    global _loop
+    with _lock:
+        if _loop is None:
+            _loop = _Loop()
+        return _loop
+
+
+def call(request: Callable[[Client], Awaitable[T]]) -> T:
+    """Run ``request(client)`` on this process's long-lived client and return its result.
+    A connection that fails raises as :func:`connect` does and is tried again next call."""
+    here = _this_process()
+    key = (
+        settings.TEMPORAL_ADDRESS,
+        settings.TEMPORAL_NAMESPACE,
+        settings.TEMPORAL_API_KEY,
+        settings.TEMPORAL_TLS,
+    )
+
+    async def run() -> T:
+        client = here.clients.get(key)
+        if client is None:
+            client = here.clients[key] = await connect()
+        return await request(client)
+
+    return asyncio.run_coroutine_threadsafe(run(), here.loop).result()
