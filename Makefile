@@ -13,8 +13,10 @@ RUNNER_STAMP := $(RUNNER)/node_modules/.installed-lock
 # `make test` uses its own embedded stack, started and stopped around the suite, so it never
 # touches the data of `make run`.
 TEST_STACK := $(CURDIR)/.devstack/test
+# `make bench` too (docs/benchmarks.md): each benchmark makes its own database and Valkey DB.
+BENCH_STACK := $(CURDIR)/.devstack/bench
 
-.PHONY: run test lint venv devstack-down clean
+.PHONY: run test lint venv bench devstack-down clean
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +48,14 @@ test: lint $(RUNNER_STAMP)
 	AMTP_DEVSTACK_DIR=$(TEST_STACK) $(DEV) \
 		bash -c '$(PY) manage.py devstack up >/dev/null || exit 1; \
 		$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+		$(PY) manage.py devstack down >/dev/null; exit $$rc'
+
+# Every benchmark, then a table of their RATIO lines. BENCH_ARGS="--only submit,workers" runs
+# some, BENCH_ARGS=--full runs each with its own (larger) defaults.
+bench: $(STAMP) $(RUNNER_STAMP)
+	AMTP_DEVSTACK_DIR=$(BENCH_STACK) $(DEV) \
+		bash -c '$(PY) manage.py devstack up >/dev/null || exit 1; \
+		$(PY) scripts/bench_all.py $(BENCH_ARGS); rc=$$?; \
 		$(PY) manage.py devstack down >/dev/null; exit $$rc'
 
 devstack-down: $(STAMP)

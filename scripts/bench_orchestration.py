@@ -292,6 +292,13 @@ def report(n: int, amtp: dict, bare: dict) -> None:
         f"goal: AMTP's orchestration costs at most {GOAL}x the bare workflow -> "
         f"{'met' if met else 'NOT met'}"
     )
+    print(f"RATIO orchestration_per_run: {per_run_median:.2f}x (goal <= {GOAL}x; median per run)")
+    print(
+        f"RATIO orchestration_throughput: {amtp['per_min'] / bare['per_min']:.2f}x "
+        "(goal >= 0.7x of the bare workflow's runs/min)"
+    )
+    crawl = amtp_b["pool"].get(t.CRAWL_REPO, 0.0)
+    print(f"RATIO orchestration_crawl_repo_s: {crawl:.2f} s (goal <= 1.5 s; CrawlRepo, demo repo)")
 
 
 if __name__ == "__main__":
