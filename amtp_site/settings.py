@@ -150,7 +150,11 @@ TEMPORAL_ADDRESS = _services["TEMPORAL_ADDRESS"]
 TEMPORAL_NAMESPACE = os.environ.get("TEMPORAL_NAMESPACE", "default")
 TEMPORAL_TASK_QUEUE = os.environ.get("TEMPORAL_TASK_QUEUE", "amtp-activities")
 TEMPORAL_API_KEY = os.environ.get("TEMPORAL_API_KEY", "")
-TEMPORAL_TLS = env_bool("TEMPORAL_TLS", bool(TEMPORAL_API_KEY))
+# mTLS (Temporal Cloud's certificate authentication, or a self-hosted cluster's): PEM files.
+TEMPORAL_TLS_CLIENT_CERT_FILE = os.environ.get("TEMPORAL_TLS_CLIENT_CERT_FILE", "")
+TEMPORAL_TLS_CLIENT_KEY_FILE = os.environ.get("TEMPORAL_TLS_CLIENT_KEY_FILE", "")
+TEMPORAL_TLS_SERVER_CA_FILE = os.environ.get("TEMPORAL_TLS_SERVER_CA_FILE", "")  # private CA
+TEMPORAL_TLS = env_bool("TEMPORAL_TLS", bool(TEMPORAL_API_KEY or TEMPORAL_TLS_CLIENT_CERT_FILE))
 
 # Activity retry policy: spec 003, from one place. Tests shrink the intervals.
 AMTP_RETRY_POLICY = {

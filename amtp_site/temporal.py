@@ -17,10 +17,12 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TypeVar
 
 from django.conf import settings
 from temporalio.client import Client
+from temporalio.service import TLSConfig
 
 T = TypeVar("T")
 
@@ -30,8 +32,21 @@ async def connect() -> Client:
         settings.TEMPORAL_ADDRESS,
         namespace=settings.TEMPORAL_NAMESPACE,
         api_key=settings.TEMPORAL_API_KEY or None,
-        tls=settings.TEMPORAL_TLS,
+        tls=tls_config(),
     )
+
+
+def tls_config() -> TLSConfig | bool:
+    """``TEMPORAL_TLS`` alone: TLS with the system's roots (an API key needs it). With
+    certificate files: mTLS, and a private CA when ``TEMPORAL_TLS_SERVER_CA_FILE`` is set."""
+    files = {
+        "client_cert": settings.TEMPORAL_TLS_CLIENT_CERT_FILE,
+        "client_private_key": settings.TEMPORAL_TLS_CLIENT_KEY_FILE,
+        "server_root_ca_cert": settings.TEMPORAL_TLS_SERVER_CA_FILE,
+    }
+    if not settings.TEMPORAL_TLS or not any(files.values()):
+        return settings.TEMPORAL_TLS
+    return TLSConfig(**{name: Path(path).read_bytes() for name, path in files.items() if path})
 
 
 class _Loop:
@@ -65,6 +80,7 @@ def call(request: Callable[[Client], Awaitable[T]]) -> T:
         settings.TEMPORAL_NAMESPACE,
         settings.TEMPORAL_API_KEY,
         settings.TEMPORAL_TLS,
+        settings.TEMPORAL_TLS_CLIENT_CERT_FILE,
     )
 
     async def run() -> T:

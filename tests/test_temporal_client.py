@@ -50,3 +50,18 @@ def test_requests_share_one_connection_until_the_address_changes(connects, setti
 
 async def _same(client):
     return client
+
+
+def test_tls_settings_choose_plain_tls_or_mtls(settings, tmp_path):
+    """API key: TLS with the system's roots. Certificate files: mTLS with their bytes."""
+    from temporalio.service import TLSConfig
+
+    settings.TEMPORAL_TLS = False
+    assert temporal.tls_config() is False
+    settings.TEMPORAL_TLS = True
+    assert temporal.tls_config() is True
+    (tmp_path / "c.pem").write_bytes(b"CERT")
+    (tmp_path / "k.pem").write_bytes(b"KEY")
+    settings.TEMPORAL_TLS_CLIENT_CERT_FILE = str(tmp_path / "c.pem")
+    settings.TEMPORAL_TLS_CLIENT_KEY_FILE = str(tmp_path / "k.pem")
+    assert temporal.tls_config() == TLSConfig(client_cert=b"CERT", client_private_key=b"KEY")
