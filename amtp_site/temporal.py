@@ -2,14 +2,15 @@
 
 Async code (the worker) calls :func:`connect`. Sync code (the web: starting, cancelling and
 signalling runs) calls :func:`call`, which runs the request on one long-lived client per
-process instead of connecting for each request: a connection costs a TCP (and TLS) handshake
-and a ``GetSystemInfo`` round trip, most of what ``POST /api/runs`` used to spend
-(docs/benchmarks.md, ``bench_submit.py``). The SDK's client may be used from another event
-loop than the one that made it but is not thread-safe (temporalio/sdk-python#147), so the
-client lives on one event loop in a daemon thread of its own and every caller's coroutine
-runs there. The SDK's runtime does not survive a fork (it refuses to connect in a child of a
-process that used it), so a pre-forking server such as gunicorn must not connect before it
-forks: nothing here connects at import time.
+process instead of connecting for each request (a TCP handshake and a ``GetSystemInfo`` round
+trip: 1-3 ms on loopback, a TLS handshake and a WAN round trip more against Temporal Cloud).
+The SDK's client is not thread-safe; its documented way to use it from other threads is to
+keep the event loop that made it and hand each call to that loop with
+``asyncio.run_coroutine_threadsafe`` (https://python.temporal.io/temporalio.client.Client.html),
+so the client lives on one event loop in a daemon thread of its own. The SDK's runtime does
+not survive a fork (it refuses to connect in the child of a process that used it), so a
+pre-forking server such as gunicorn must not connect before it forks: nothing here connects
+at import time.
 """
 
 from __future__ import annotations
