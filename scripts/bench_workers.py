@@ -168,6 +168,11 @@ def main() -> None:
             f"{os.cpu_count()} CPUs here)"
         )
 
+    # The Temporal SDK's runtime threads can abort the interpreter's shutdown
+    # (temporalio/sdk-python#300: "PyGILState_Release ... finalizing"): skip it, all is printed.
+    sys.stdout.flush()
+    os._exit(0)
+
 
 if __name__ == "__main__":
     main()
