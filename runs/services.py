@@ -123,7 +123,9 @@ def _insert(
             target_url=target_url,
             **fields,
         )
-        lifecycle.create_stages(run)
+        # What the answer shows of a run inserted just now: these stages, nothing else yet
+        # (RunDetailOut reads nothing more for it).
+        run.inserted_stages = lifecycle.create_stages(run)
         if admit:
             slots.window_admit(run)
     return run
