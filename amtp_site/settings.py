@@ -42,7 +42,7 @@ def env_list(name: str, default: str) -> list[str]:
 
 
 NO_SERVICES = (
-    "{missing} not set and no embedded devstack is running in {folder} (it has no "
+    "{missing} {verb} not set and no embedded devstack is running in {folder} (it has no "
     "state.json): run `python manage.py devstack up` (with the same AMTP_DEVSTACK_DIR), or set "
     "{missing} to your own services (docs/deployment.md)"
 )
@@ -57,8 +57,13 @@ def _service_urls() -> dict[str, str]:
     found = {var: os.environ.get(var) or stack.get(var, "") for var in devstack.ENV_VARS.values()}
     missing = [var for var, value in found.items() if not value]
     if missing and not env_bool("AMTP_SERVICES_NOT_NEEDED", False):
-        listed = ", ".join(missing) + (" is" if len(missing) == 1 else " are")
-        raise ImproperlyConfigured(NO_SERVICES.format(missing=listed, folder=devstack.STACK_DIR))
+        raise ImproperlyConfigured(
+            NO_SERVICES.format(
+                missing=", ".join(missing),
+                verb="is" if len(missing) == 1 else "are",
+                folder=devstack.STACK_DIR,
+            )
+        )
     placeholders = {
         "DATABASE_URL": "postgres://not-configured.invalid/amtp",
         "VALKEY_URL": "redis://not-configured.invalid/0",

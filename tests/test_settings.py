@@ -110,6 +110,7 @@ def test_without_services_or_a_devstack_it_says_so_instead_of_guessing(tmp_path)
     assert result.returncode != 0
     assert "DATABASE_URL, VALKEY_URL, TEMPORAL_ADDRESS are not set" in result.stderr
     assert str(tmp_path) in result.stderr and "manage.py devstack up" in result.stderr
+    assert "or set DATABASE_URL, VALKEY_URL, TEMPORAL_ADDRESS to your own services" in result.stderr
 
     partly = bare_manage({**empty, "DATABASE_URL": "postgres://db.example.com/amtp"}, "check")
     assert "VALKEY_URL, TEMPORAL_ADDRESS are not set" in partly.stderr
