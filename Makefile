@@ -16,8 +16,10 @@ TEST_STACK := $(CURDIR)/.devstack/test
 # pytest-xdist workers for the parallel part of `make test` (tests marked `serial` run after it,
 # alone). 2 suits a 2-core machine; TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 2
+# `make bench` too (docs/benchmarks.md): each benchmark makes its own database and Valkey DB.
+BENCH_STACK := $(CURDIR)/.devstack/bench
 
-.PHONY: run test lint venv devstack-down clean
+.PHONY: run test lint venv bench devstack-down clean
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,6 +50,14 @@ test: lint $(RUNNER_STAMP)
 	bash scripts/ensure_chromium.sh
 	AMTP_DEVSTACK_DIR=$(TEST_STACK) $(DEV) \
 		bash scripts/test.sh $(PY) $(TEST_WORKERS) $(PYTEST_ARGS)
+
+# Every benchmark, then a table of their RATIO lines. BENCH_ARGS="--only submit,workers" runs
+# some, BENCH_ARGS=--full runs each with its own (larger) defaults.
+bench: $(STAMP) $(RUNNER_STAMP)
+	AMTP_DEVSTACK_DIR=$(BENCH_STACK) $(DEV) \
+		bash -c '$(PY) manage.py devstack up >/dev/null || exit 1; \
+		$(PY) scripts/bench_all.py $(BENCH_ARGS); rc=$$?; \
+		$(PY) manage.py devstack down >/dev/null; exit $$rc'
 
 devstack-down: $(STAMP)
 	$(DEV) $(PY) manage.py devstack down

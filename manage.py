@@ -4,6 +4,8 @@ import sys
 
 if __name__ == "__main__":
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "amtp_site.settings")
+    if sys.argv[1:2] == ["devstack"]:  # starts the services settings would otherwise ask for
+        os.environ["AMTP_SERVICES_NOT_NEEDED"] = "1"
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

@@ -41,7 +41,38 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-_stack = devstack.urls()
+NO_SERVICES = (
+    "{missing} {verb} not set and no embedded devstack is running in {folder} (it has no "
+    "state.json): run `python manage.py devstack up` (with the same AMTP_DEVSTACK_DIR), or set "
+    "{missing} to your own services (docs/deployment.md)"
+)
+
+
+def _service_urls() -> dict[str, str]:
+    """DATABASE_URL, VALKEY_URL and TEMPORAL_ADDRESS: from the environment, else from the
+    devstack's state.json. Never a guess such as 127.0.0.1:5432, which would be the machine's
+    own PostgreSQL. A process that opens no connection (``manage.py devstack``, which starts
+    them) sets AMTP_SERVICES_NOT_NEEDED and gets unusable placeholders instead of the error."""
+    stack = devstack.urls()
+    found = {var: os.environ.get(var) or stack.get(var, "") for var in devstack.ENV_VARS.values()}
+    missing = [var for var, value in found.items() if not value]
+    if missing and not env_bool("AMTP_SERVICES_NOT_NEEDED", False):
+        raise ImproperlyConfigured(
+            NO_SERVICES.format(
+                missing=", ".join(missing),
+                verb="is" if len(missing) == 1 else "are",
+                folder=devstack.STACK_DIR,
+            )
+        )
+    placeholders = {
+        "DATABASE_URL": "postgres://not-configured.invalid/amtp",
+        "VALKEY_URL": "redis://not-configured.invalid/0",
+        "TEMPORAL_ADDRESS": "not-configured.invalid:7233",
+    }
+    return {var: value or placeholders[var] for var, value in found.items()}
+
+
+_services = _service_urls()
 
 NO_SECRET_KEY = (
     "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is not true: set it to a long random "
@@ -100,9 +131,7 @@ TEMPLATES = [
     },
 ]
 
-DATABASE_URL = os.environ.get("DATABASE_URL") or _stack.get(
-    "DATABASE_URL", "postgres://postgres@127.0.0.1:5432/amtp"
-)
+DATABASE_URL = _services["DATABASE_URL"]
 # Health checks: a connection that died with its server (a PostgreSQL restart) is replaced
 # before it is used, instead of failing the first query of each thread.
 DATABASES = {
@@ -112,7 +141,7 @@ if os.environ.get("AMTP_TEST_DATABASE_NAME"):  # parallel test sessions on one s
     DATABASES["default"]["TEST"] = {"NAME": os.environ["AMTP_TEST_DATABASE_NAME"]}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-VALKEY_URL = os.environ.get("VALKEY_URL") or _stack.get("VALKEY_URL", "redis://127.0.0.1:6379/0")
+VALKEY_URL = _services["VALKEY_URL"]
 CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",
@@ -122,13 +151,15 @@ CACHES = {
     }
 }
 
-TEMPORAL_ADDRESS = os.environ.get("TEMPORAL_ADDRESS") or _stack.get(
-    "TEMPORAL_ADDRESS", "127.0.0.1:7233"
-)
+TEMPORAL_ADDRESS = _services["TEMPORAL_ADDRESS"]
 TEMPORAL_NAMESPACE = os.environ.get("TEMPORAL_NAMESPACE", "default")
 TEMPORAL_TASK_QUEUE = os.environ.get("TEMPORAL_TASK_QUEUE", "amtp-activities")
 TEMPORAL_API_KEY = os.environ.get("TEMPORAL_API_KEY", "")
-TEMPORAL_TLS = env_bool("TEMPORAL_TLS", bool(TEMPORAL_API_KEY))
+# mTLS (Temporal Cloud's certificate authentication, or a self-hosted cluster's): PEM files.
+TEMPORAL_TLS_CLIENT_CERT_FILE = os.environ.get("TEMPORAL_TLS_CLIENT_CERT_FILE", "")
+TEMPORAL_TLS_CLIENT_KEY_FILE = os.environ.get("TEMPORAL_TLS_CLIENT_KEY_FILE", "")
+TEMPORAL_TLS_SERVER_CA_FILE = os.environ.get("TEMPORAL_TLS_SERVER_CA_FILE", "")  # private CA
+TEMPORAL_TLS = env_bool("TEMPORAL_TLS", bool(TEMPORAL_API_KEY or TEMPORAL_TLS_CLIENT_CERT_FILE))
 
 # Activity retry policy: spec 003, from one place. Tests shrink the intervals.
 AMTP_RETRY_POLICY = {

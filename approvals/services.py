@@ -4,17 +4,15 @@ admin or the API: the row first, then the signal), expire (nobody decided in tim
 
 from __future__ import annotations
 
-from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.db.models.functions import Now
 
-from amtp_site import audit
+from amtp_site import audit, temporal
 from amtp_site.errors import (
     ApprovalAlreadyDecided,
     ApprovalDecisionInvalid,
     OrchestratorUnavailable,
 )
-from amtp_site.temporal import connect
 from approvals.models import Approval, Decision
 from runs import lifecycle
 from runs.temporal.types import APPROVAL_SIGNAL, ApprovalDecision, ApprovalRequest
@@ -76,15 +74,14 @@ def approval_decide(
             )
         )
 
-    async def signal():
-        client = await connect()
+    async def signal(client):
         await client.get_workflow_handle(str(approval.run_id)).signal(
             APPROVAL_SIGNAL,
             ApprovalDecision(str(approval.approval_id), decision, decided_by, comment),
         )
 
     try:
-        async_to_sync(signal)()
+        temporal.call(signal)
     except Exception as exc:
         # Without the signal the workflow would wait until its timeout and nobody could decide
         # again: put the approval back to pending and say so.

@@ -183,21 +183,28 @@ class RunDetailOut(RunOut):
         description="The VerifyTests stage's outcome and totals (null until it has run)."
     )
 
+    # A run inserted by this request (``run_create``) has its stages at hand and no artifact,
+    # approval or verification yet: answering it reads nothing (bench_submit.py).
+
     @staticmethod
     def resolve_verification(run: Run) -> dict | None:
-        return selectors.verification_summary(run)
+        return None if _just_inserted(run) else selectors.verification_summary(run)
 
     @staticmethod
     def resolve_stages(run: Run) -> list:
-        return selectors.run_stages(run)
+        return run.inserted_stages if _just_inserted(run) else selectors.run_stages(run)
 
     @staticmethod
     def resolve_artifacts(run: Run) -> list:
-        return list(selectors.run_artifacts(run))
+        return [] if _just_inserted(run) else list(selectors.run_artifacts(run))
 
     @staticmethod
     def resolve_approvals(run: Run) -> list:
-        return list(selectors.run_approvals(run))
+        return [] if _just_inserted(run) else list(selectors.run_approvals(run))
+
+
+def _just_inserted(run: Run) -> bool:
+    return getattr(run, "inserted_stages", None) is not None
 
 
 class RunFilters(Schema):

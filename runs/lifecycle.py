@@ -24,8 +24,8 @@ OPEN_RUN = [RunStatus.PENDING, RunStatus.RUNNING]
 OPEN_STAGE = [StageStatus.PENDING, StageStatus.RUNNING, StageStatus.AWAITING_APPROVAL]
 
 
-def create_stages(run: Run) -> None:
-    Stage.objects.bulk_create(
+def create_stages(run: Run) -> list[Stage]:
+    return Stage.objects.bulk_create(
         [Stage(run=run, name=name, position=i) for i, name in enumerate(Stage.ORDER)],
         ignore_conflicts=True,
     )

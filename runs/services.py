@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import uuid
 
-from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
 import schemas
-from amtp_site import audit
+from amtp_site import audit, temporal
 from amtp_site.errors import IdempotencyKeyReused, OrchestratorUnavailable, RunError
-from amtp_site.temporal import connect
 from repositories.models import Repository
 from repositories.targets import target_url_problem
 from runs import lifecycle, slots
@@ -124,7 +123,9 @@ def _insert(
             target_url=target_url,
             **fields,
         )
-        lifecycle.create_stages(run)
+        # What the answer shows of a run inserted just now: these stages, nothing else yet
+        # (RunDetailOut reads nothing more for it).
+        run.inserted_stages = lifecycle.create_stages(run)
         if admit:
             slots.window_admit(run)
     return run
@@ -148,8 +149,7 @@ def _replay(run: Run, repository: Repository, asked: dict, request_key: str) -> 
 def run_start(run: Run) -> None:
     params = workflow_params(run)  # reads the repository: not from the async function below
 
-    async def start():
-        client = await connect()
+    async def start(client):
         await client.start_workflow(
             WORKFLOW_NAME,
             params,
@@ -159,10 +159,10 @@ def run_start(run: Run) -> None:
         )
 
     try:
-        async_to_sync(start)()
+        temporal.call(start)
     except WorkflowAlreadyStartedError:
         pass  # the same run started twice is still one workflow
-    except RuntimeError as exc:
+    except (RuntimeError, RPCError) as exc:  # cannot connect; the server refused or is gone
         raise OrchestratorUnavailable(
             f"could not start run {run.run_id} on Temporal at {settings.TEMPORAL_ADDRESS}: {exc}; "
             "the run stays pending",
@@ -177,12 +177,11 @@ def run_cancel(*, run: Run, actor: audit.Actor | None = None) -> None:
     if run.is_terminal:
         raise RunError(RUN_FINISHED.format(run_id=run.run_id, status=run.status))
 
-    async def cancel():
-        client = await connect()
+    async def cancel(client):
         await client.get_workflow_handle(str(run.run_id)).cancel()
 
     try:
-        async_to_sync(cancel)()
+        temporal.call(cancel)
     except Exception as exc:  # no workflow (never started): cancel the row directly
         if run.status != Run.Status.PENDING:
             raise OrchestratorUnavailable(f"could not cancel run {run.run_id}: {exc}") from exc

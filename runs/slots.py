@@ -54,10 +54,11 @@ def _admission_key(run_id: str) -> str:
     return idempotency_key(run_id, ACQUIRE_SLOT, run_id)
 
 
-def _admit(run: Run) -> None:
-    """Add the run to its repository's window once, or raise RateLimitExceeded."""
+def _admit(run: Run, *, new: bool = False) -> None:
+    """Add the run to its repository's window once, or raise RateLimitExceeded. A ``new``
+    run (inserted in this transaction) cannot have been admitted yet: no need to look."""
     key = _admission_key(str(run.run_id))
-    if ActivityIdempotency.objects.filter(idem_key=key).exists():
+    if not new and ActivityIdempotency.objects.filter(idem_key=key).exists():
         return
     repository = run.repository
     window = valkey.rate_limit_check(
@@ -83,7 +84,7 @@ def window_admit(run: Run) -> None:
     that inserts the run, so a refusal leaves no run behind. A Valkey failure admits nothing
     and refuses nothing: the workflow checks the window instead."""
     try:
-        _admit(run)
+        _admit(run, new=True)
     except redis.RedisError as exc:
         logger.warning("rate-limit check for %s failed: %s", run.repo_full_name, exc)
 

@@ -494,6 +494,12 @@ def main() -> None:
             f"non-blob calls, {cold['api']['blobs']} blob reads); warm crawl: "
             f"{warm['api']['total']} calls; load average {os.getloadavg()[0]:.1f}"
         )
+        trees = cold["api"]["trees_recursive"] + cold["api"]["trees_one_level"]
+        print(f"RATIO crawl_cold_tree_calls: {trees} (goal == 1 per untruncated deep crawl)")
+        print(
+            f"RATIO crawl_warm_cache_hits: {warm['hits'] / warm['tool_calls']:.2f} "
+            f"(goal 1.00 with 0 GitHub calls; warm crawl made {warm['api']['total']})"
+        )
     finally:
         fake.stop()
 

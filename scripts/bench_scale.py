@@ -270,6 +270,23 @@ def main() -> None:
     broken = verdict(results)
     print(f"\nload average {os.getloadavg()[0]:.1f}")
     print("Done-when bounds: " + ("all met" if not broken else "BROKEN:\n  " + "\n  ".join(broken)))
+    ratios(results)
+
+
+def ratios(results: list) -> None:
+    """One line per Done-when bound, for ``make bench``'s summary."""
+    done = [r for _, r in results if r["status"] == "passed"]
+    tokens = max((r[a]["tokens"] or 0 for r in done for a in AGENTS), default=0)
+    rss = max(
+        (max(r["sampled"]["agent"], *(r[a]["rss"] or 0 for a in AGENTS)) for r in done), default=0
+    )
+    recall = min((r.get("recall", 0) for r in done), default=0)
+    print(f"RATIO scale_runs_passed: {len(done)}/{len(results)} (goal: all)")
+    print(
+        f"RATIO scale_max_call_input_tokens: {tokens} (goal <= {LIMITS['max_call_input_tokens']})"
+    )
+    print(f"RATIO scale_min_recall: {recall:.0%} (goal >= {LIMITS['recall']:.0%})")
+    print(f"RATIO scale_peak_agent_rss_mib: {rss:.0f} (goal <= {LIMITS['peak_rss_mib']})")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "amtp_site.settings")
+os.environ.setdefault("AMTP_SERVICES_NOT_NEEDED", "1")  # no database, Valkey or Temporal
 os.environ["AMTP_LLM_PROVIDER"] = "offline"
 
 import django  # noqa: E402

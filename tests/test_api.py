@@ -135,6 +135,23 @@ def test_create_run_defaults_from_the_repository_and_starts_the_workflow(client,
     assert description.task_queue == api_env.TEMPORAL_TASK_QUEUE
 
 
+def test_create_answers_what_a_read_shows_without_reading_it_back(
+    client, repo, api_env, django_assert_num_queries
+):
+    """The 201 of a new run is built from what the request inserted (bench_submit.py): the
+    token, the repository, then one transaction (run, stages, window admission), no read
+    back; and it is what GET shows of the same run right after (no worker polls its queue)."""
+    repo.rate_limit_runs = 5
+    repo.save()
+    post(client, "/api/runs", {"repo_full_name": "acme/shop"})  # the token's last use: written
+    with django_assert_num_queries(7):  # SELECT token, SELECT repo, BEGIN, 3 INSERTs, COMMIT
+        created = post(client, "/api/runs", {"repo_full_name": "acme/shop"})
+    assert created.status_code == 201, created.content
+    shown = client.get(created["Location"]).json()
+    assert created.json() == shown
+    assert shown["artifacts"] == shown["approvals"] == [] and shown["verification"] is None
+
+
 def test_create_run_with_every_field(client, repo, api_env):
     body = {
         "repo_full_name": "acme/shop",

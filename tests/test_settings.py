@@ -84,3 +84,38 @@ def test_error_reports_mask_every_connection_url(settings):
     shown = str(safe)
     assert "db-password" not in shown and "valkey-password" not in shown
     assert safe["DATABASE_URL"] == safe["VALKEY_URL"] == "********************"
+
+
+def bare_manage(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_without_services_or_a_devstack_it_says_so_instead_of_guessing(tmp_path):
+    """No DATABASE_URL / VALKEY_URL / TEMPORAL_ADDRESS and no devstack state.json: a clear
+    error naming what to set, never the machine's own 127.0.0.1:5432 or :6379."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "VALKEY_URL", "TEMPORAL_ADDRESS", "AMTP_SERVICES_NOT_NEEDED")
+    }
+    empty = {**env, "DJANGO_DEBUG": "true", "AMTP_DEVSTACK_DIR": str(tmp_path)}
+    result = bare_manage(empty, "check")
+    assert result.returncode != 0
+    assert "DATABASE_URL, VALKEY_URL, TEMPORAL_ADDRESS are not set" in result.stderr
+    assert str(tmp_path) in result.stderr and "manage.py devstack up" in result.stderr
+    assert "or set DATABASE_URL, VALKEY_URL, TEMPORAL_ADDRESS to your own services" in result.stderr
+
+    partly = bare_manage({**empty, "DATABASE_URL": "postgres://db.example.com/amtp"}, "check")
+    assert "VALKEY_URL, TEMPORAL_ADDRESS are not set" in partly.stderr
+    assert "DATABASE_URL" not in partly.stderr.split("are not set")[0]
+
+    status = bare_manage(empty, "devstack", "status")  # what starts them needs none of them
+    assert status.returncode == 0, status.stderr
+    assert f"devstack folder: {tmp_path}" in status.stdout

