@@ -303,13 +303,6 @@ def report(n: int, amtp: dict, bare: dict) -> None:
         f"RATIO crawl_repo_seconds: {crawl:.2f} (CrawlRepo on the demo repository, activity "
         f"started -> completed, mean; goal <= {CRAWL_GOAL_S})"
     )
-    print(f"RATIO orchestration_per_run: {per_run_median:.2f}x (goal <= {GOAL}x; median per run)")
-    print(
-        f"RATIO orchestration_throughput: {amtp['per_min'] / bare['per_min']:.2f}x "
-        "(goal >= 0.7x of the bare workflow's runs/min)"
-    )
-    crawl = amtp_b["pool"].get(t.CRAWL_REPO, 0.0)
-    print(f"RATIO orchestration_crawl_repo_s: {crawl:.2f} s (goal <= 1.5 s; CrawlRepo, demo repo)")
 
 
 if __name__ == "__main__":
