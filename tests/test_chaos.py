@@ -39,7 +39,7 @@ def test_two_runs_survive_two_kills_of_the_worker(tmp_path, temporal_env):
         tmp_path,
         kills=2,
         rng=random.Random(seed),
-        gap=(0, 4),  # once the worker moved a stage; a stage takes a few seconds
+        gap=(0, 0.5),  # once the worker moved a stage; a forked agent stage takes ~1 s
         timeout=180,
     )
     print(chaos.report())
