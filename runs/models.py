@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import Q
 
 from amtp_site.constraints import one_of
+from amtp_site.indexes import newest_first, prefix_search
 from repositories.models import DepthLevel, Framework, Repository
 from runs.temporal.types import STAGES
 
@@ -110,10 +111,14 @@ class Run(models.Model):
             one_of("depth_level", DepthLevel, "runs_depth_valid"),
             one_of("target_framework", Framework, "runs_framework_valid"),
         ]
+        # One per list filter and ordering (admin and API), each ending in the page order
+        # (created_at, run_id) so a page, a deep page and a cursor page are index scans; and
+        # one per admin search column (amtp_site.lists.PrefixSearchMixin). docs/operations.md.
         indexes = [
-            models.Index(fields=["status", "-created_at"], name="runs_status_created"),
-            models.Index(fields=["repository", "-created_at"], name="runs_repo_created"),
-            models.Index(fields=["-created_at"], name="runs_created"),
+            *newest_first("runs", "run_id", "status", "repository", "repo_full_name"),
+            *newest_first("runs", "run_id", "target_framework", "trigger", "depth_level"),
+            *newest_first("runs", "run_id", None),
+            *prefix_search("runs", "repo_full_name", "ref", "requested_by"),
         ]
 
     def __str__(self) -> str:
@@ -193,6 +198,7 @@ class Artifact(models.Model):
             one_of("kind", ArtifactKind, "artifacts_kind_valid"),
             models.UniqueConstraint(fields=["run", "kind"], name="artifacts_one_per_run_and_kind"),
         ]
+        indexes = [*newest_first("artifacts", "artifact_id", None, "kind")]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.artifact_id}"

@@ -10,6 +10,7 @@ from django.contrib import admin
 from django.contrib.admin.models import LogEntry
 
 from amtp_site.audit import SURFACE_MARK, SURFACES
+from amtp_site.lists import EstimatedCountPaginator
 
 
 class SurfaceFilter(admin.SimpleListFilter):
@@ -34,6 +35,7 @@ class AuditTrailAdmin(admin.ModelAdmin):
     date_hierarchy = "action_time"
     list_select_related = ("user", "content_type")
     show_full_result_count = False
+    paginator = EstimatedCountPaginator
 
     @admin.display(description="what")
     def what(self, entry: LogEntry) -> str:
