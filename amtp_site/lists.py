@@ -16,7 +16,7 @@ import json
 import uuid
 from functools import cached_property
 
-from django.core.paginator import Paginator
+from django.core.paginator import EmptyPage, PageNotAnInteger, Paginator
 from django.db import connections
 from django.db.models import Q, QuerySet
 from django.utils.text import smart_split, unescape_string_literal
@@ -71,6 +71,21 @@ class EstimatedCountPaginator(Paginator):
     @property
     def count_exact(self) -> bool:
         return self._counted[1]
+
+    def validate_number(self, number):
+        """Beyond an estimated count there may still be rows: any page from 1 is asked for."""
+        if self.count_exact:
+            return super().validate_number(number)
+        number = super().validate_number(1) and self._int(number)
+        if number < 1:
+            raise EmptyPage(self.error_messages["min_page"])
+        return number
+
+    def _int(self, number) -> int:
+        try:
+            return int(number)
+        except (TypeError, ValueError) as exc:
+            raise PageNotAnInteger(self.error_messages["invalid_page"]) from exc
 
     def page(self, number):
         number = self.validate_number(number)

@@ -66,7 +66,12 @@ class Run(models.Model):
     TERMINAL = (Status.PASSED, Status.FAILED, Status.CANCELLED)
 
     run_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    repository = models.ForeignKey(Repository, on_delete=models.PROTECT, related_name="runs")
+    repository = models.ForeignKey(
+        Repository,
+        on_delete=models.PROTECT,
+        related_name="runs",
+        db_index=False,  # runs_repository_page starts with it
+    )
     repo_full_name = models.CharField(max_length=200)
     ref = models.CharField(max_length=255)
     commit_sha = models.CharField(max_length=40, blank=True, help_text="The ref, resolved.")

@@ -61,7 +61,7 @@ FROM (
     -- two runs per timestamp: the page order needs its tie-break on the key
     now() - (g / 2) * interval '62 seconds' AS t,
     CASE WHEN g <= 5 THEN 'pending' WHEN g <= 20 THEN 'running'
-         WHEN (g * 7919) %% 1000 < 700 THEN 'passed' WHEN (g * 7919) %% 1000 < 900 THEN 'failed'
+         WHEN (g::bigint * 7919) %% 1000 < 700 THEN 'passed' WHEN (g::bigint * 7919) %% 1000 < 900 THEN 'failed'
          ELSE 'cancelled' END AS status,
     CASE WHEN (g * 31) %% 20 < 10 THEN 'api' WHEN (g * 31) %% 20 < 17 THEN 'webhook'
          WHEN (g * 31) %% 20 < 19 THEN 'form' ELSE 'cli' END AS trigger
