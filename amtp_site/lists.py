@@ -73,10 +73,10 @@ class EstimatedCountPaginator(Paginator):
         return self._counted[1]
 
     def validate_number(self, number):
-        """Beyond an estimated count there may still be rows: any page from 1 is asked for."""
+        """Beyond an estimated count there may still be rows: any page number from 1 is valid (an empty page past the last row)."""
         if self.count_exact:
             return super().validate_number(number)
-        number = super().validate_number(1) and self._int(number)
+        number = self._int(number)
         if number < 1:
             raise EmptyPage(self.error_messages["min_page"])
         return number

@@ -239,39 +239,39 @@ def pages(client, api, data: dict) -> list[tuple[str, object, str]]:
             "/api/runs", {"limit": PER_PAGE, **({"cursor": cursor} if cursor else {})}
         ).json()["next_cursor"]
     return [
-        ("admin runs: first page", client, "/admin/runs/run/"),
-        ("admin runs: filtered (status)", client, "/admin/runs/run/?status__exact=failed"),
+        ("admin runs, first page", client, "/admin/runs/run/"),
+        ("admin runs, filtered (status)", client, "/admin/runs/run/?status__exact=failed"),
         (
-            "admin runs: filtered (repository + trigger)",
+            "admin runs, filtered (repository + trigger)",
             client,
             f"/admin/runs/run/?repository__id__exact={repository.pk}&trigger__exact=cli",
         ),
-        ("admin runs: searched (repository)", client, f"/admin/runs/run/?q={repository.full_name}"),
+        ("admin runs, searched (repository)", client, f"/admin/runs/run/?q={repository.full_name}"),
         (
-            "admin runs: searched (run id prefix)",
+            "admin runs, searched (run id prefix)",
             client,
             f"/admin/runs/run/?q={str(sample.run_id)[:8]}",
         ),
-        (f"admin runs: deep page (p={deep_page})", client, f"/admin/runs/run/?p={deep_page}"),
-        ("admin artifacts: first page", client, "/admin/runs/artifact/"),
+        (f"admin runs, deep page (p={deep_page})", client, f"/admin/runs/run/?p={deep_page}"),
+        ("admin artifacts, first page", client, "/admin/runs/artifact/"),
         (
-            "admin artifacts: filtered (kind)",
+            "admin artifacts, filtered (kind)",
             client,
             "/admin/runs/artifact/?kind__exact=failure_report",
         ),
-        ("admin approvals: pending queue", client, "/admin/approvals/approval/"),
-        ("admin approvals: all", client, "/admin/approvals/approval/?decision=all"),
-        ("admin audit trail: first page", client, "/admin/admin/logentry/"),
-        ("API runs: first page", api, f"/api/runs?limit={PER_PAGE}"),
-        ("API runs: filtered (status)", api, f"/api/runs?limit={PER_PAGE}&status=failed"),
+        ("admin approvals, pending queue", client, "/admin/approvals/approval/"),
+        ("admin approvals, all", client, "/admin/approvals/approval/?decision=all"),
+        ("admin audit trail, first page", client, "/admin/admin/logentry/"),
+        ("API runs, first page", api, f"/api/runs?limit={PER_PAGE}"),
+        ("API runs, filtered (status)", api, f"/api/runs?limit={PER_PAGE}&status=failed"),
         (
-            "API runs: filtered (repository + framework)",
+            "API runs, filtered (repository + framework)",
             api,
             f"/api/runs?limit={PER_PAGE}&repository={repository.full_name}&framework=maestro",
         ),
-        ("API runs: cursor page 50", api, f"/api/runs?limit={PER_PAGE}&cursor={cursor}"),
+        ("API runs, cursor page 50", api, f"/api/runs?limit={PER_PAGE}&cursor={cursor}"),
         (
-            f"API runs: offset {deep_offset:,}",
+            f"API runs, offset {deep_offset:,}",
             api,
             f"/api/runs?limit={PER_PAGE}&offset={deep_offset}",
         ),
@@ -338,9 +338,9 @@ def main() -> None:
         row["met"] = row["queries"] <= GOAL_QUERIES and row["p50"] <= GOAL_MS
         ratio = max(row["queries"] / GOAL_QUERIES, row["p50"] / GOAL_MS)
         print(
-            f"RATIO lists {name}: {ratio:.2f} ({row['queries']} queries, p50 {row['p50']:.1f} ms, "
-            f"p95 {row['p95']:.1f} ms) (goal ≤ {GOAL_QUERIES} queries and p50 ≤ {GOAL_MS:.0f} ms: "
-            f"ratio ≤ 1.00) {'met' if row['met'] else 'NOT MET'}",
+            f"RATIO lists, {name}: {ratio:.2f} (goal ≤ 1.00, i.e. ≤ {GOAL_QUERIES} queries and "
+            f"p50 ≤ {GOAL_MS:.0f} ms) {row['queries']} queries, p50 {row['p50']:.1f} ms, "
+            f"p95 {row['p95']:.1f} ms: {'met' if row['met'] else 'NOT MET'}",
             flush=True,
         )
         rows.append(row)

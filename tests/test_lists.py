@@ -353,3 +353,11 @@ INDEXED_LISTS = [
 def test_every_list_filter_and_search_has_an_index(big_tables):
     for queryset, index in INDEXED_LISTS:
         assert index in _plan(queryset()), (index, str(queryset().query))
+
+
+def test_admin_pages_past_an_estimated_count_are_empty_not_errors(admin_client, monkeypatch):
+    _runs(8)
+    monkeypatch.setattr(lists, "EXACT_COUNT_UP_TO", 5)
+    monkeypatch.setattr(admin.site._registry[Run], "list_per_page", 2)
+    response = admin_client.get(RUNS, {"p": "100000"})
+    assert response.status_code == 200 and listed(response) == set()
