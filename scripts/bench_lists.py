@@ -84,6 +84,7 @@ SELECT gen_random_uuid(), r.run_id, (%(names)s::text[])[p + 1], p,
        ELSE 'pending' END,
   1, r.started_at, r.finished_at, '', '', ''
 FROM runs r CROSS JOIN generate_series(0, 4) p
+ORDER BY r.run_id  -- the (run_id, ...) indexes fill in order, not at random
 """
 
 SEED_ARTIFACTS = """
@@ -96,6 +97,7 @@ FROM runs r JOIN (VALUES
   ('verification_report', 4, '{passed}'), ('pull_request', 5, '{passed}'),
   ('failure_report', 6, '{failed}')
 ) AS a(kind, k, statuses) ON r.status = ANY(a.statuses)
+ORDER BY r.run_id
 """
 
 SEED_APPROVALS = """
