@@ -47,10 +47,9 @@ def count(queryset: QuerySet, exact_up_to: int | None = None) -> tuple[int, bool
 
 
 def page(queryset: QuerySet, offset: int, limit: int) -> QuerySet:
-    """Rows ``offset`` to ``offset + limit`` of the ordered ``queryset``: the offset is walked
-    in a subquery of keys (covered by an index ending in the key), not over whole rows."""
-    if offset == 0:
-        return queryset[:limit]
+    """Rows ``offset`` to ``offset + limit`` of the ordered ``queryset``, found in a subquery
+    of keys first (an index-only scan of an index ending in the key and including the other
+    filters' columns), so the rows skipped or filtered out are never read."""
     keys = queryset.values("pk")[offset : offset + limit]
     return queryset.filter(pk__in=keys)
 

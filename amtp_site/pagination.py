@@ -95,18 +95,16 @@ class Page(LimitOffsetPagination):
         key = self.KEY
         queryset = queryset.order_by(f"-{key}", "-pk")
         total, exact = lists.count(queryset)
-        limit = pagination.limit
+        limit, offset = pagination.limit, pagination.offset
         if pagination.cursor is not None:
-            if pagination.offset:
+            if offset:
                 raise _problem("offset", CURSOR_AND_OFFSET)
             after = Position.decode(pagination.cursor)
             queryset = queryset.filter(
                 Q(**{f"{key}__lt": after.t}) | Q(**{key: after.t, "pk__lt": after.k}),
                 **{f"{key}__lte": after.t},  # lets the index start at the cursor
             )
-            items = list(queryset[: limit + 1])
-        else:
-            items = list(lists.page(queryset, pagination.offset, limit + 1))
+        items = list(lists.page(queryset, offset, limit + 1))
         last = items[limit - 1] if len(items) > limit else None
         return {
             "items": items[:limit],

@@ -52,7 +52,9 @@ class Approval(models.Model):
             ),
         ]
         indexes = [
-            *newest_first("approvals", "approval_id", None, "decision", "approver"),
+            *newest_first(
+                "approvals", "approval_id", None, "decision", "approver", include=("decision",)
+            ),
             *prefix_search("approvals", "decided_by"),
         ]
 

@@ -120,9 +120,13 @@ class Run(models.Model):
         # (created_at, run_id) so a page, a deep page and a cursor page are index scans; and
         # one per admin search column (amtp_site.lists.PrefixSearchMixin). docs/operations.md.
         indexes = [
-            *newest_first("runs", "run_id", "status", "repository", "repo_full_name"),
-            *newest_first("runs", "run_id", "target_framework", "trigger", "depth_level"),
-            *newest_first("runs", "run_id", None),
+            *newest_first(
+                "runs",
+                "run_id",
+                *("status", "repository", "repo_full_name", None),
+                *("target_framework", "trigger", "depth_level"),
+                include=("status", "target_framework", "trigger", "depth_level"),
+            ),
             *prefix_search("runs", "repo_full_name", "ref", "requested_by"),
         ]
 

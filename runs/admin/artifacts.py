@@ -47,6 +47,7 @@ class ArtifactAdmin(PrefixSearchMixin, admin.ModelAdmin):
     ordering = ("-created_at", "-artifact_id")  # newest first, on an index
     show_full_result_count = False
     paginator = EstimatedCountPaginator
+    list_per_page = 50  # as the run list: each row costs a few ms to render
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("content", "meta")
