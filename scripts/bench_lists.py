@@ -312,6 +312,15 @@ def report(rows: list[dict], data: dict, args) -> None:
             f"{row['db_ms']:.1f} | "
             f"{row['indexes']} | {'yes' if row['met'] else '**no**'} |"
         )
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        for table in ("runs", "artifacts", "approvals"):
+            cursor.execute(
+                "SELECT pg_table_size(%s) / 1048576, pg_indexes_size(%s) / 1048576", [table, table]
+            )
+            heap, indexes = cursor.fetchone()
+            print(f"{table}: table {heap:,} MiB, indexes {indexes:,} MiB")
     met = sum(row["met"] for row in rows)
     print()
     print(f"{met} of {len(rows)} pages within ≤ {GOAL_QUERIES} queries and p50 ≤ {GOAL_MS:.0f} ms")
