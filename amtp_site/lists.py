@@ -21,7 +21,7 @@ from django.db import connections
 from django.db.models import Q, QuerySet
 from django.utils.text import smart_split, unescape_string_literal
 
-EXACT_COUNT_UP_TO = 10_000
+EXACT_COUNT_UP_TO = 1_000  # a search reads up to this many rows to count them
 HEX = frozenset("0123456789abcdef")
 
 

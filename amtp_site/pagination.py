@@ -82,7 +82,7 @@ class Page(LimitOffsetPagination):
 
     class Output(Schema):
         items: list
-        count: int = Field(description="Exact up to 10,000; above, PostgreSQL's estimate.")
+        count: int = Field(description="Exact up to 1,000; above, PostgreSQL's estimate.")
         count_exact: bool = Field(description="False when count is an estimate.")
         next_cursor: str | None = Field(
             description="Pass as ?cursor= for the next page; null on the last page."

@@ -79,7 +79,7 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
     search_fields = ("repo_full_name", "ref", "requested_by")
     uuid_search_fields = ("run_id",)
     search_help_text = "Start of a run id, repository (owner/name), ref or requester."
-    # No COUNT(*) over the table: "(N total)" is off, N is estimated above 10,000 rows.
+    # No COUNT(*) over the table: "(N total)" is off, N is estimated above 1,000 rows.
     show_full_result_count = False
     paginator = EstimatedCountPaginator
     list_per_page = 50
