@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.postgres",  # OpClass in index expressions (amtp_site.indexes)
     "repositories",
     "runs",
     "approvals",

@@ -26,6 +26,7 @@ from amtp_site.errors import (
     ApprovalDecisionInvalid,
     OrchestratorUnavailable,
 )
+from amtp_site.lists import EstimatedCountPaginator, PrefixSearchMixin
 from approvals.models import Approval, Decision
 from approvals.services import MAX_COMMENT_CHARS, approval_decide
 from runs import selectors
@@ -105,7 +106,7 @@ class DecisionFilter(admin.SimpleListFilter):
 
 
 @admin.register(Approval)
-class ApprovalAdmin(admin.ModelAdmin):
+class ApprovalAdmin(PrefixSearchMixin, admin.ModelAdmin):
     change_form_template = "admin/approvals/approval/change_form.html"
     list_display = (
         "short_id",
@@ -119,9 +120,13 @@ class ApprovalAdmin(admin.ModelAdmin):
         "decided_at",
     )
     list_filter = (DecisionFilter, "approver")
-    search_fields = ("approval_id", "run__run_id", "run__repo_full_name", "decided_by")
+    search_fields = ("run__repo_full_name", "decided_by")
+    uuid_search_fields = ("approval_id", "run_id")
+    search_help_text = "Start of an approval id, run id, repository (owner/name) or decider."
     list_select_related = ("run",)
     show_full_result_count = False
+    paginator = EstimatedCountPaginator
+    list_per_page = 50  # as the run list: each row costs a few ms to render
     fields = (
         "decision_badge",
         "run_link",

@@ -7,6 +7,8 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
+from amtp_site.indexes import newest_first, prefix_search
+
 
 class Decision(models.TextChoices):
     PENDING = "pending"
@@ -49,7 +51,12 @@ class Approval(models.Model):
                 name="approvals_decided_has_time",
             ),
         ]
-        indexes = [models.Index(fields=["decision", "-created_at"], name="approvals_decision")]
+        indexes = [
+            *newest_first(
+                "approvals", "approval_id", None, "decision", "approver", include=("decision",)
+            ),
+            *prefix_search("approvals", "decided_by"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.approver} for {self.run_id}: {self.decision}"

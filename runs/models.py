@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import Q
 
 from amtp_site.constraints import one_of
+from amtp_site.indexes import newest_first, prefix_search
 from repositories.models import DepthLevel, Framework, Repository
 from runs.temporal.types import STAGES
 
@@ -65,7 +66,12 @@ class Run(models.Model):
     TERMINAL = (Status.PASSED, Status.FAILED, Status.CANCELLED)
 
     run_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    repository = models.ForeignKey(Repository, on_delete=models.PROTECT, related_name="runs")
+    repository = models.ForeignKey(
+        Repository,
+        on_delete=models.PROTECT,
+        related_name="runs",
+        db_index=False,  # runs_repository_page starts with it
+    )
     repo_full_name = models.CharField(max_length=200)
     ref = models.CharField(max_length=255)
     commit_sha = models.CharField(max_length=40, blank=True, help_text="The ref, resolved.")
@@ -110,10 +116,18 @@ class Run(models.Model):
             one_of("depth_level", DepthLevel, "runs_depth_valid"),
             one_of("target_framework", Framework, "runs_framework_valid"),
         ]
+        # One per list filter and ordering (admin and API), each ending in the page order
+        # (created_at, run_id) so a page, a deep page and a cursor page are index scans; and
+        # one per admin search column (amtp_site.lists.PrefixSearchMixin). docs/operations.md.
         indexes = [
-            models.Index(fields=["status", "-created_at"], name="runs_status_created"),
-            models.Index(fields=["repository", "-created_at"], name="runs_repo_created"),
-            models.Index(fields=["-created_at"], name="runs_created"),
+            *newest_first(
+                "runs",
+                "run_id",
+                *("status", "repository", "repo_full_name", None),
+                *("target_framework", "trigger", "depth_level"),
+                include=("status", "target_framework", "trigger", "depth_level"),
+            ),
+            *prefix_search("runs", "repo_full_name", "ref", "requested_by"),
         ]
 
     def __str__(self) -> str:
@@ -193,6 +207,7 @@ class Artifact(models.Model):
             one_of("kind", ArtifactKind, "artifacts_kind_valid"),
             models.UniqueConstraint(fields=["run", "kind"], name="artifacts_one_per_run_and_kind"),
         ]
+        indexes = [*newest_first("artifacts", "artifact_id", None, "kind")]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.artifact_id}"

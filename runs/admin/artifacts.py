@@ -17,6 +17,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from amtp_site.lists import EstimatedCountPaginator, PrefixSearchMixin
 from runs.admin.render import (
     META_PREVIEW_CHARS,
     PREVIEW_CHARS,
@@ -36,12 +37,17 @@ def download_name(artifact: Artifact) -> str:
 
 
 @admin.register(Artifact)
-class ArtifactAdmin(admin.ModelAdmin):
+class ArtifactAdmin(PrefixSearchMixin, admin.ModelAdmin):
     list_display = ("kind", "run_link", "repository", "schema_id", "created_at")
     list_filter = ("kind",)
-    search_fields = ("run__run_id", "artifact_id", "run__repo_full_name")
+    search_fields = ("run__repo_full_name",)
+    uuid_search_fields = ("artifact_id", "run_id")
+    search_help_text = "Start of an artifact id, run id or repository (owner/name)."
     list_select_related = ("run",)
+    ordering = ("-created_at", "-artifact_id")  # newest first, on an index
     show_full_result_count = False
+    paginator = EstimatedCountPaginator
+    list_per_page = 50  # as the run list: each row costs a few ms to render
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("content", "meta")
