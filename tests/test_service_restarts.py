@@ -42,7 +42,9 @@ from tests.slow_host import SlowDown
 from tests.temporal_worker import FAST_RETRY, wait_terminal
 from tests.test_workflow import HISTORIES, local_repo, strip_stack_traces
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.serial]
+pytestmark = pytest.mark.django_db(transaction=True)
+# Tests that stop or flush the shared PostgreSQL or Valkey are `serial`: `make test` runs them
+# alone. The Temporal one restarts a server of its own.
 EXTERNAL = devstack.external_services()  # read before the fixtures point children at the test DB
 
 
@@ -128,6 +130,7 @@ def agent_retries(settings, attempts: int) -> None:
     settings.AMTP_RETRY_POLICY["maximum_attempts"] = attempts
 
 
+@pytest.mark.serial
 @pytest.mark.skipif("postgres" in EXTERNAL, reason="DATABASE_URL is external")
 @pytest.mark.skipif(
     bool(os.environ.get("AMTP_TEST_DATABASE_NAME")),
@@ -161,6 +164,7 @@ def test_postgres_stopped_before_the_final_write_then_started_again(
     assert_passed_with_one_pr(run, repo)
 
 
+@pytest.mark.serial
 @pytest.mark.skipif("valkey" in EXTERNAL, reason="VALKEY_URL is external")
 def test_valkey_killed_before_the_pull_request_then_started_again(request, tmp_path, temporal_env):
     agent_retries(temporal_env, 60)  # about a minute of attempts, a second apart
@@ -212,6 +216,7 @@ def test_temporal_killed_mid_run_then_started_again(request, tmp_path, temporal_
     assert_passed_with_one_pr(run, repo)
 
 
+@pytest.mark.serial
 @pytest.mark.skipif("valkey" in EXTERNAL, reason="VALKEY_URL is external")
 @pytest.mark.parametrize("loss", ["restart", "flushall"])
 def test_pr_lock_lost_while_held_makes_no_second_pull_request(tmp_path, temporal_env, loss):
