@@ -13,8 +13,10 @@ stopped (``pull_request_discard``), so a cancelled run never leaves a PR or a he
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
+import redis
 from django.db import transaction
 
 import schemas
@@ -55,6 +57,11 @@ def pull_request_create(
     """
     existing = Artifact.objects.filter(run=run, kind=ArtifactKind.PULL_REQUEST).first()
     if existing is not None:
+        # An attempt killed between recording and releasing leaves the lock held by this run:
+        # give it back now rather than make the repository's next run wait out its TTL. Best
+        # effort: with Valkey away the lock is gone or expires by itself.
+        with contextlib.suppress(redis.RedisError):
+            valkey.release_pr_lock(run.repo_full_name, str(run.run_id))
         return existing
     host = host_for(run.repository)
     head_branch = head_branch_for(run)

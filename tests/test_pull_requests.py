@@ -58,6 +58,19 @@ def test_called_twice_still_one_pr(run):
     assert Artifact.objects.filter(run=run, kind="pull_request").count() == 1
 
 
+def test_a_retry_after_a_kill_between_recording_and_releasing_gives_the_lock_back(run, valkey):
+    """The worker died after the PR was recorded, inside ``pr_lock``: the lock is still this
+    run's. The retry finds the PR and releases the lock; another run's lock is never touched."""
+    first = pull_request_create(run=run, files=FILES, title="t", body="b")
+    lock = valkey_mod.pr_lock_key(run.repo_full_name)
+    valkey.set(lock, str(run.run_id), px=120_000)  # left by the killed attempt
+    assert pull_request_create(run=run, files=FILES, title="t", body="b").pk == first.pk
+    assert valkey.get(lock) is None
+    valkey.set(lock, "another-run", px=120_000)
+    pull_request_create(run=run, files=FILES, title="t", body="b")
+    assert valkey.get(lock) == b"another-run"
+
+
 def test_lock_lost_to_a_valkey_restart_does_not_make_a_second_pr(run, valkey):
     pull_request_create(run=run, files=FILES, title="t", body="b")
     Artifact.objects.filter(
