@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "AGENT_SCHEMAS",
     "SchemaValidationError",
+    "compile_all",
     "is_valid",
     "load",
     "schema_id",
@@ -72,6 +73,15 @@ def _validator(name: str) -> Draft202012Validator:
 @cache
 def _fast_validator(name: str) -> jsonschema_rs.Validator:
     return jsonschema_rs.validator_for(load(name), validate_formats=True)
+
+
+def compile_all() -> None:
+    """Compile both validators of every schema now (the agent process template does, so that
+    its children share them instead of compiling their own). Pure, read-only caches."""
+    for path in sorted(SCHEMA_DIR.rglob("*.json")):
+        name = path.relative_to(SCHEMA_DIR).with_suffix("").as_posix()
+        _fast_validator(name)
+        _validator(name)
 
 
 def is_valid(name: str, instance: Any) -> bool:

@@ -12,12 +12,19 @@ def one_task(name: str) -> dict:
     global MARK
     from django.db import connection
 
+    import schemas
+    from runs.temporal.agent_template import PRELOAD
+
+    schema_files = len(list(schemas.SCHEMA_DIR.rglob("*.json")))
     found = {
         "pid": os.getpid(),
         "parent": os.getppid(),
         "mark_found": MARK,
         "connection_inherited": connection.connection is not None,
-        "preloaded": all(m in sys.modules for m in ("agents.crawler", "anthropic", "openai")),
+        "preloaded": all(m in sys.modules for m in (*PRELOAD, "anthropic", "openai")),
+        # Compiled in the template (its CACHES), before this task validated anything:
+        "validators_compiled": schemas._fast_validator.cache_info().currsize == schema_files
+        and schemas._validator.cache_info().currsize == schema_files,
         "setting": os.environ.get("AMTP_PROBE_SETTING"),
     }
     MARK = name

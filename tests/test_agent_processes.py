@@ -29,6 +29,7 @@ def test_every_task_gets_a_fresh_forked_process_with_nothing_carried_over(child_
     assert not any(t["connection_inherited"] for t in tasks)
     assert all(t["query"] == 1 for t in tasks)
     assert all(t["preloaded"] for t in tasks)  # imported once, in the template
+    assert all(t["validators_compiled"] for t in tasks)  # and its read-only caches filled
     # Forked by the template (the forkserver), not started by the worker itself.
     assert {t["parent"] for t in tasks} != {os.getpid()}
     assert len({t["parent"] for t in tasks}) == 1

@@ -152,3 +152,17 @@ def test_validators_are_compiled_once():
         schemas.validate("repo_crawler/input", invalid)
     assert schemas._validator.cache_info().hits == before + 1
     assert re.match(r"^https://", schemas.schema_id("handoff/envelope"))
+
+
+def test_compile_all_compiles_every_schema_ahead_of_use():
+    """What the agent process template runs once (runs/temporal/agent_template.py CACHES)."""
+    for cached in (schemas._fast_validator, schemas._validator):
+        cached.cache_clear()
+    schemas.compile_all()
+    files = len(list(schemas.SCHEMA_DIR.rglob("*.json")))
+    assert files >= 13
+    for cached in (schemas._fast_validator, schemas._validator):
+        assert cached.cache_info().currsize == files
+    misses = schemas._fast_validator.cache_info().misses
+    schemas.validate("repo_crawler/input", valid("repo_crawler/input"))
+    assert schemas._fast_validator.cache_info().misses == misses  # nothing compiled on use
