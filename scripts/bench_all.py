@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RATIO = re.compile(r"^RATIO (?P<name>[\w.-]+): (?P<value>.+?)(?: \((?P<goal>.*)\))?$")
+RATIO = re.compile(r"^RATIO (?P<name>[\w., ()+=-]+?): (?P<value>.+?)(?: \((?P<goal>.*)\))?$")
 
 # name, script, arguments for `make bench` (smaller than the script's defaults where marked)
 BENCHMARKS = [
