@@ -52,7 +52,7 @@ test: lint $(RUNNER_STAMP)
 		bash scripts/test.sh $(PY) $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # Every benchmark, then a table of their RATIO lines. BENCH_ARGS="--only submit,workers" runs
-# some, BENCH_ARGS=--full runs each with its own (larger) defaults.
+# some.
 bench: $(STAMP) $(RUNNER_STAMP)
 	AMTP_DEVSTACK_DIR=$(BENCH_STACK) $(DEV) \
 		bash -c '$(PY) manage.py devstack up >/dev/null || exit 1; \

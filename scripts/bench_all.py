@@ -5,10 +5,9 @@ script's output as it comes, collects those lines and prints them as one table a
 It writes nothing itself. A script that is not in this checkout is reported as missing; one
 that fails is reported with its exit status, and the others still run.
 
-    .venv/bin/python scripts/bench_all.py [--only submit,workers] [--full]
+    .venv/bin/python scripts/bench_all.py [--only submit,workers]
 
-Without ``--full``, the slow ones run smaller than their own defaults (the arguments below,
-docs/benchmarks.md); ``--full`` runs every script with its defaults.
+Each script runs with its own defaults (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -23,28 +22,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RATIO = re.compile(r"^RATIO (?P<name>[\w., ()+=-]+?): (?P<value>.+?)(?: \((?P<goal>.*)\))?$")
 
-# name, script, arguments for `make bench` (smaller than the script's defaults where marked)
-BENCHMARKS = [
-    ("orchestration", "bench_orchestration.py", ["--runs", "3"]),  # default 5
-    ("crawl", "bench_crawl.py", []),
-    # default: 1k/10k/100k files x local/github x standard/deep (12 runs, ~8 min)
-    ("scale", "bench_scale.py", ["--sizes", "1000,100000", "--hosts", "local", "--depths", "deep"]),
-    ("lists", "bench_lists.py", []),
-    ("submit", "bench_submit.py", []),
-    ("workers", "bench_workers.py", ["--runs", "6"]),  # default 8
+BENCHMARKS = [  # name, script
+    ("orchestration", "bench_orchestration.py"),
+    ("crawl", "bench_crawl.py"),
+    ("scale", "bench_scale.py"),  # 1k/10k/100k files x local/github x standard/deep: 12 runs
+    ("lists", "bench_lists.py"),
+    ("submit", "bench_submit.py"),
+    ("workers", "bench_workers.py"),
 ]
 
 
-def run(name: str, script: str, args: list[str]) -> tuple[str, list[dict], float]:
+def run(name: str, script: str) -> tuple[str, list[dict], float]:
     path = ROOT / "scripts" / script
     if not path.exists():
         print(f"\n=== {name}: scripts/{script} is not in this checkout, skipped", flush=True)
         return "missing", [], 0.0
-    print(f"\n=== {name}: {' '.join(['scripts/' + script, *args])}", flush=True)
+    print(f"\n=== {name}: scripts/{script}", flush=True)
     started = time.monotonic()
     found = []
     with subprocess.Popen(
-        [sys.executable, str(path), *args],
+        [sys.executable, str(path)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -65,20 +62,19 @@ def main() -> int:
     parser.add_argument(
         "--only",
         default="",
-        help="comma-separated names: " + ", ".join(name for name, _, _ in BENCHMARKS),
+        help="comma-separated names: " + ", ".join(name for name, _ in BENCHMARKS),
     )
-    parser.add_argument("--full", action="store_true", help="each script's own defaults")
     args = parser.parse_args()
     only = {n.strip() for n in args.only.split(",") if n.strip()}
-    unknown = only - {name for name, _, _ in BENCHMARKS}
+    unknown = only - {name for name, _ in BENCHMARKS}
     if unknown:
         parser.error(f"--only: unknown {sorted(unknown)}")
 
     rows, failed = [], False
-    for name, script, smaller in BENCHMARKS:
+    for name, script in BENCHMARKS:
         if only and name not in only:
             continue
-        status, ratios, seconds = run(name, script, [] if args.full else smaller)
+        status, ratios, seconds = run(name, script)
         failed |= status not in ("ok", "missing")
         rows.append((name, status, ratios, seconds))
 

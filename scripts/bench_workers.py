@@ -141,7 +141,7 @@ def measure(counts: list[int], runs: int, workdir: Path) -> dict[int, dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=8, help="runs per worker count (8)")
+    parser.add_argument("--runs", type=int, default=40, help="runs per worker count (40)")
     parser.add_argument("--workers", default="1,2,4", help="worker counts (1,2,4)")
     args = parser.parse_args()
     counts = [int(c) for c in args.workers.split(",")]
