@@ -194,6 +194,25 @@ def test_second_call_adopts_the_same_pull_request(host: LocalGitHost, repo: str)
     assert [p["number"] for p in host.pull_requests()] == [1, 2]
 
 
+@pytest.mark.parametrize("head", ["amtp/run-7", "amtp-run-8"])
+def test_a_ref_lock_left_by_a_killed_writer_does_not_refuse_the_retry(
+    host: LocalGitHost, repo: str, head: str
+) -> None:
+    """A worker SIGKILLed inside ``git update-ref`` leaves ``<ref>.lock`` behind; git would
+    refuse every later write of that ref ("File exists"). Under the pulls lock no live AMTP
+    process can hold it, so the retry clears it, opens the PR, and can take it back."""
+    git_dir = Path(git(repo, "rev-parse", "--absolute-git-dir"))
+    lock = git_dir / "refs" / "heads" / f"{head}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("left by a killed update-ref\n")
+    result = _open(host, head=head)
+    assert not result.adopted and git(repo, "rev-parse", head) == result.head_sha
+    assert not lock.exists()
+    lock.write_text("left again\n")
+    assert host.discard_pull_request(head_branch=head, base_branch="main")
+    assert git(repo, "branch", "--list", head).strip() == "" and not lock.exists()
+
+
 def test_an_existing_branch_without_record_is_adopted(host: LocalGitHost, repo: str) -> None:
     git(repo, "branch", "amtp/run-9")
     result = _open(host, head="amtp/run-9")

@@ -144,6 +144,15 @@ class LocalGitHost(RepositoryHost):
             raise RepositoryAccessError(message, stderr=stderr)
         return out
 
+    def _update_ref(self, *args: str) -> None:
+        """``git update-ref`` under the pulls lock, where no other AMTP process writes refs: a
+        ``<ref>.lock`` there was left by a process killed inside update-ref and would refuse
+        every retry, so it goes first."""
+        ref = next(a for a in args if a.startswith("refs/heads/"))
+        git_dir = Path(self._git("rev-parse", "--absolute-git-dir").decode().strip())
+        (git_dir / f"{ref}.lock").unlink(missing_ok=True)
+        self._git("update-ref", *args)
+
     def _rev_parse(self, rev: str) -> str | None:
         ok, out, _ = self._run("rev-parse", "--verify", "--quiet", rev)
         return out.decode().strip() if ok else None
@@ -260,7 +269,7 @@ class LocalGitHost(RepositoryHost):
             try:
                 # The zero old-value makes this create-only: if the branch appeared meanwhile
                 # (the local analogue of GitHub's 422 "Reference already exists"), adopt it.
-                self._git("update-ref", "-m", "amtp: open pull request", ref, head_sha, zero)
+                self._update_ref("-m", "amtp: open pull request", ref, head_sha, zero)
             except RepositoryAccessError:
                 winner = self._rev_parse(ref)
                 if winner is None:
@@ -274,7 +283,7 @@ class LocalGitHost(RepositoryHost):
             ref = f"refs/heads/{head_branch}"
             head = self._rev_parse(ref)
             if head is not None:  # deleted only if it still points where we saw it
-                self._git("update-ref", "-m", "amtp: discard pull request", "-d", ref, head)
+                self._update_ref("-m", "amtp: discard pull request", "-d", ref, head)
             data = self._load_pulls()
             records = [
                 p
