@@ -144,14 +144,12 @@ class LocalGitHost(RepositoryHost):
             raise RepositoryAccessError(message, stderr=stderr)
         return out
 
-    def _update_ref(self, *args: str) -> None:
+    def _update_ref(self, message: str, ref: str, *values: str, delete: bool = False) -> None:
         """``git update-ref`` under the pulls lock, where no other AMTP process writes refs: a
         ``<ref>.lock`` there was left by a process killed inside update-ref and would refuse
-        every retry, so it goes first."""
-        ref = next(a for a in args if a.startswith("refs/heads/"))
-        git_dir = Path(self._git("rev-parse", "--absolute-git-dir").decode().strip())
-        (git_dir / f"{ref}.lock").unlink(missing_ok=True)
-        self._git("update-ref", *args)
+        every retry, so it goes first (refs live in the common git dir)."""
+        (self._dirs[1] / f"{ref}.lock").unlink(missing_ok=True)
+        self._git("update-ref", "-m", message, *(["-d"] if delete else []), ref, *values)
 
     def _rev_parse(self, rev: str) -> str | None:
         ok, out, _ = self._run("rev-parse", "--verify", "--quiet", rev)
@@ -269,7 +267,7 @@ class LocalGitHost(RepositoryHost):
             try:
                 # The zero old-value makes this create-only: if the branch appeared meanwhile
                 # (the local analogue of GitHub's 422 "Reference already exists"), adopt it.
-                self._update_ref("-m", "amtp: open pull request", ref, head_sha, zero)
+                self._update_ref("amtp: open pull request", ref, head_sha, zero)
             except RepositoryAccessError:
                 winner = self._rev_parse(ref)
                 if winner is None:
@@ -283,7 +281,7 @@ class LocalGitHost(RepositoryHost):
             ref = f"refs/heads/{head_branch}"
             head = self._rev_parse(ref)
             if head is not None:  # deleted only if it still points where we saw it
-                self._update_ref("-m", "amtp: discard pull request", "-d", ref, head)
+                self._update_ref("amtp: discard pull request", ref, head, delete=True)
             data = self._load_pulls()
             records = [
                 p
