@@ -225,6 +225,17 @@ def verify_tests(run_id: str) -> str:
     return artifact_id
 
 
+def skip_verification(run_id: str) -> bool:
+    """VerifyTests with nothing to run (web tests, no target URL): the stage is closed as
+    skipped with the same report, here, without an agent process. False when there is
+    something to run (a target URL, or Maestro flows to list): the VerifyTests activity runs."""
+    run = Run.objects.select_related("repository").get(pk=run_id)
+    if target_url_of(run) or run.target_framework != "playwright":
+        return False
+    verify_tests(run_id)
+    return True
+
+
 def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> str:
     """Open the PR; ``stop()`` says the run's cancellation was requested (see pull_requests)."""
     run = _begin(run_id, CREATE_PULL_REQUEST)

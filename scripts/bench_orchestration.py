@@ -267,7 +267,7 @@ def report(n: int, amtp: dict, bare: dict) -> None:
     print("\nbare workflow (4 no-op activities, same pool)")
     summary("start_workflow -> workflow result", bare, bare_b)
     # What a pool activity costs beyond its own body: the fork, unpickling, the first queries.
-    amtp_fixed = statistics.mean(amtp_b["pool"][n_] - stages.get(n_, 0.0) for n_ in agent_names)
+    amtp_fixed = statistics.mean(amtp_b["pool"][n_] - stages.get(n_, 0.0) for n_ in amtp_b["pool"])
     print(
         f"\npool activity cost beyond its body: AMTP {amtp_fixed:.2f} s, bare "
         f"{statistics.mean(bare_b['pool'].values()):.2f} s (per activity; {t.CRAWL_REPO} body "

@@ -7,7 +7,7 @@ import os
 from asgiref.sync import async_to_sync
 
 from amtp_site.temporal import connect
-from tests.test_workflow import HISTORIES, strip_stack_traces
+from tests.test_workflow import write_history
 
 
 def record_history(run, name: str) -> None:
@@ -18,5 +18,4 @@ def record_history(run, name: str) -> None:
         client = await connect()
         return (await client.get_workflow_handle(str(run.run_id)).fetch_history()).to_json()
 
-    history = json.loads(async_to_sync(fetch)())
-    (HISTORIES / f"{name}.json").write_text(json.dumps(strip_stack_traces(history), indent=1))
+    write_history(name, json.loads(async_to_sync(fetch)()))

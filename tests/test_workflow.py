@@ -72,6 +72,40 @@ def test_happy_path_on_the_local_host(tmp_path, worker, framework, files):
     ]
     assert len(set(pids)) == 3, "each agent must run in a fresh process"
     assert slot_released(repo)
+    # Bookkeeping is local (markers, no task-queue round trip); VerifyTests gets an activity
+    # (and a process) only when it has something to run: Maestro flows to list, not web
+    # tests without a target URL.
+    scheduled, local = scheduled_activities(run)
+    agents = ["CrawlRepo", "GenerateTestCases", "GenerateTestCode", "CreatePullRequest"]
+    if framework == "maestro":
+        agents.insert(3, "VerifyTests")
+    assert scheduled == agents
+    assert local == [
+        "MarkRunRunning",
+        "RateLimitCheckAndIncrRepoConcurrency",
+        "SkipVerificationWithoutTarget",  # answers False for Maestro: VerifyTests runs
+        "MarkRunPassed",
+        "DecrRepoConcurrency",
+    ]
+
+
+def scheduled_activities(run) -> tuple[list[str], list[str]]:
+    """(regular activities scheduled, local activities recorded), in order, from the run's
+    workflow history."""
+
+    async def fetch():
+        client = await connect()
+        return await client.get_workflow_handle(str(run.run_id)).fetch_history()
+
+    scheduled, local = [], []
+    for event in async_to_sync(fetch)().events:
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            scheduled.append(event.activity_task_scheduled_event_attributes.activity_type.name)
+        elif event.HasField("marker_recorded_event_attributes"):
+            details = event.marker_recorded_event_attributes.details
+            if "data" in details:  # a local activity's marker
+                local.append(json.loads(details["data"].payloads[0].data)["activity_type"])
+    return scheduled, local
 
 
 def test_policy_gate_approve_opens_the_pr(tmp_path, worker):
@@ -151,7 +185,17 @@ def record_histories(request):
     name = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")
     for run in Run.objects.all():
         history = json.loads(async_to_sync(fetch)(str(run.run_id)))
-        (HISTORIES / f"{name}.json").write_text(json.dumps(strip_stack_traces(history), indent=1))
+        write_history(name, history)
+
+
+def write_history(name: str, history: dict) -> None:
+    """A new fixture beside the old ones: ``AMTP_RECORD_HISTORIES=<tag>`` (anything but 1)
+    names it ``<name>.<tag>.json``. A recorded history is never overwritten: it stands for
+    runs in flight that today's workflow must still replay."""
+    tag = os.environ["AMTP_RECORD_HISTORIES"]
+    path = HISTORIES / (f"{name}.json" if tag == "1" else f"{name}.{tag}.json")
+    if not path.exists():
+        path.write_text(json.dumps(strip_stack_traces(history), indent=1))
 
 
 def strip_stack_traces(value):

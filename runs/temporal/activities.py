@@ -17,7 +17,7 @@ import threading
 from datetime import timedelta
 
 from asgiref.sync import sync_to_async
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, close_old_connections
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 
@@ -143,10 +143,13 @@ def bookkeeping_activity(name: str, fn, arg_type: type = str):
     typed = _typed(None)(fn)
 
     def in_thread(arg):
+        # As Django does around a request: this executor thread keeps its connection for the
+        # next bookkeeping call (CONN_MAX_AGE), health-checked first, closed once too old.
+        close_old_connections()
         try:
             return typed(arg)
         finally:
-            connections.close_all()  # this executor thread's connection only; none leak
+            close_old_connections()
 
     async def bookkeeping(arg):
         return await sync_to_async(in_thread, thread_sensitive=False)(arg)
@@ -165,6 +168,7 @@ BOOKKEEPING_ACTIVITIES = [
     bookkeeping_activity(t.MARK_FAILED, lifecycle.mark_failed, t.Failure),
     bookkeeping_activity(t.MARK_CANCELLED, lifecycle.mark_cancelled),
     bookkeeping_activity(t.DISCARD_PULL_REQUEST, pull_requests.pull_request_discard),
+    bookkeeping_activity(t.SKIP_VERIFICATION, pipeline.skip_verification),
 ]
 
 ACTIVITIES = [*AGENT_ACTIVITIES, *BOOKKEEPING_ACTIVITIES]

@@ -25,10 +25,17 @@ MARK_PASSED = "MarkRunPassed"
 MARK_FAILED = "MarkRunFailed"
 MARK_CANCELLED = "MarkRunCancelled"
 DISCARD_PULL_REQUEST = "DiscardPullRequest"
+# VerifyTests when there is nothing to run (no target URL): closes the stage as skipped with
+# the same report, without an agent process. Answers whether it did.
+SKIP_VERIFICATION = "SkipVerificationWithoutTarget"
 # Runs started before a cancel stopped CreatePullRequest replay without it (workflow.patched).
 CANCEL_PATCH = "cancel-stops-pull-request"
 # Runs started before a run waited for its slot (instead of failing) replay without it.
 SLOT_WAIT_PATCH = "wait-for-a-slot"
+# Bookkeeping runs as local activities (no task-queue round trip, no workflow task of its
+# own) and VerifyTests without a target URL is closed without an agent process. Runs started
+# before replay with regular bookkeeping activities and a VerifyTests activity.
+LOCAL_BOOKKEEPING_PATCH = "local-bookkeeping"
 
 # The stages in the order they run: (activity name, stage name). The agent activities and a
 # run's ``stages`` rows (Stage.ORDER) are built from this table. Both names are stored

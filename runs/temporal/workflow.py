@@ -12,7 +12,12 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    FailureError,
+    is_cancelled_exception,
+)
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
@@ -30,7 +35,7 @@ def _cause(err: BaseException) -> ApplicationError | None:
     return err
 
 
-def _failure(run_id: str, stage: str, err: ActivityError) -> t.Failure:
+def _failure(run_id: str, stage: str, err: FailureError) -> t.Failure:
     cause = _cause(err)
     return t.Failure(
         run_id,
@@ -74,6 +79,7 @@ class TestGenerationWorkflow:
         self.book_retry = _retry_policy(params.bookkeeping_retry)
         # A cancel waits for CreatePullRequest to stop, then takes back what it wrote.
         self._cancel_stops_pr = workflow.patched(t.CANCEL_PATCH)
+        self._local = workflow.patched(t.LOCAL_BOOKKEEPING_PATCH)
         run_id = params.run_id
         slot = False
         try:
@@ -83,7 +89,7 @@ class TestGenerationWorkflow:
             for name in t.AGENT_STAGES:
                 await self._agent(name, run_id)
             if workflow.patched(t.VERIFY_PATCH):
-                await self._agent(t.VERIFY_TESTS, run_id)
+                await self._verify(run_id)
             if params.require_approval:
                 await self._hold(t.ApprovalRequest(run_id, "policy", POLICY_APPROVAL))
             await self._pull_request(run_id)
@@ -92,7 +98,7 @@ class TestGenerationWorkflow:
         except asyncio.CancelledError:
             await self._cancelled(run_id)
             raise
-        except ActivityError as err:
+        except FailureError as err:  # a local activity's failure is not wrapped in ActivityError
             if self._cancel_stops_pr and is_cancelled_exception(err):
                 await self._cancelled(run_id)  # the activity stopped for the cancel
                 raise
@@ -125,6 +131,13 @@ class TestGenerationWorkflow:
                 body = (cause.details or [{}])[0].get("body", cause.message)
                 await self._hold(t.ApprovalRequest(run_id, "branch-protection", body))
 
+    async def _verify(self, run_id: str) -> None:
+        if self._local:
+            self._stage = t.STAGE_OF[t.VERIFY_TESTS]
+            if await self._execute(t.SKIP_VERIFICATION, run_id, self._bookkeeping_retry()):
+                return
+        await self._agent(t.VERIFY_TESTS, run_id)
+
     def _bookkeeping_retry(self) -> RetryPolicy:
         return self.book_retry if workflow.patched(BOOKKEEPING_RETRY_PATCH) else self.retry
 
@@ -133,7 +146,7 @@ class TestGenerationWorkflow:
         if self._cancel_stops_pr and self._stage == t.STAGE_OF[t.CREATE_PULL_REQUEST]:
             try:
                 await self._book(t.DISCARD_PULL_REQUEST, run_id)
-            except ActivityError as err:  # the run is cancelled; the host keeps what it has
+            except FailureError as err:  # the run is cancelled; the host keeps what it has
                 workflow.logger.warning("could not take back run %s's PR: %s", run_id, err)
 
     async def _acquire_slot(self, run_id: str) -> None:
@@ -141,6 +154,11 @@ class TestGenerationWorkflow:
         failing after the general policy's attempts."""
         if not workflow.patched(t.SLOT_WAIT_PATCH):
             return await self._book(t.ACQUIRE_SLOT, run_id)
+        if self._local:  # one quick try here; a full repository is waited for below
+            try:
+                return await self._execute(t.ACQUIRE_SLOT, run_id, RetryPolicy(maximum_attempts=1))
+            except FailureError:
+                pass
         r = self.params.retry
         await workflow.execute_activity(
             t.ACQUIRE_SLOT,
@@ -153,7 +171,13 @@ class TestGenerationWorkflow:
     async def _book(self, name: str, arg) -> None:
         # Taking the slot may wait for another run (RepoConcurrencyLimited): the spec's cap.
         retry = self.retry if name == t.ACQUIRE_SLOT else self._bookkeeping_retry()
-        await workflow.execute_activity(
+        await self._execute(name, arg, retry)
+
+    def _execute(self, name: str, arg, retry: RetryPolicy):
+        """A bookkeeping activity: local (run by this worker, recorded as a marker) on runs
+        started since the local-bookkeeping patch, a regular activity on older ones."""
+        execute = workflow.execute_local_activity if self._local else workflow.execute_activity
+        return execute(
             name,
             arg,
             start_to_close_timeout=timedelta(seconds=self.params.bookkeeping_timeout_s),
@@ -176,12 +200,7 @@ class TestGenerationWorkflow:
     async def _hold(self, request: t.ApprovalRequest) -> None:
         """Write the approvals row, wait for the decision signal (or the timeout)."""
         self._decision = None
-        approval_id = await workflow.execute_activity(
-            t.REQUEST_APPROVAL,
-            request,
-            retry_policy=self._bookkeeping_retry(),
-            start_to_close_timeout=timedelta(seconds=self.params.bookkeeping_timeout_s),
-        )
+        approval_id = await self._execute(t.REQUEST_APPROVAL, request, self._bookkeeping_retry())
         try:
             await workflow.wait_condition(
                 lambda: self._decision is not None and self._decision.approval_id == approval_id,
