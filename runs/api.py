@@ -38,16 +38,16 @@ REPO_NOT_REGISTERED = "repository {name!r} is not registered in AMTP"
 
 
 def _repository(name: str) -> Repository:
-    repository = Repository.objects.filter(full_name=name).first()
-    if repository is None:
+    try:
+        return Repository.objects.get(full_name=name)  # unique: no ordering to compile
+    except Repository.DoesNotExist:
         detail = REPO_NOT_REGISTERED.format(name=name)
         raise Problem(
             422,
             "validation-error",
             detail,
             errors=[field_error("repo_full_name", detail, type="not_registered")],
-        )
-    return repository
+        ) from None
 
 
 def _schema_problem(exc: SchemaValidationError) -> Problem:

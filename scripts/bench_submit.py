@@ -1,9 +1,10 @@
 """Benchmark ``POST /api/runs`` under concurrent clients against a bare django-ninja INSERT.
 
-Both endpoints are served by one gunicorn (gthread workers, production settings: DEBUG off)
-on a free loopback port, over real HTTP with keep-alive connections. AMTP's endpoint is the
-product's own (token auth, validation, the run and its stages in one transaction, admission
-to the repository's window in Valkey, the workflow started on Temporal); the anchor
+Both endpoints are served by one gunicorn started as docs/deployment.md says (gthread
+workers, ``--reuse-port``; production settings: DEBUG off) on a free loopback port, over real
+HTTP with keep-alive connections. AMTP's endpoint is the product's own (token auth,
+validation, the run and its stages in one transaction, admission to the repository's window
+in Valkey, the workflow started on Temporal); the anchor
 (scripts/bench_submit_app.py, never in the product's URLs) does one INSERT. Rounds alternate
 anchor and AMTP so background load hits both alike. No worker polls the runs' task queue:
 the runs stay pending, and their workflows are terminated at the end.
@@ -84,6 +85,7 @@ def start_server(port: int, workers: int, threads: int, skip_start: bool) -> sub
     }
     command = [sys.executable, "-m", "gunicorn", "--pythonpath", f"{ROOT},{ROOT / 'scripts'}"]
     command += ["--worker-class", "gthread", "--workers", str(workers), "--threads", str(threads)]
+    command += ["--reuse-port", "--timeout", "60"]  # as docs/deployment.md
     command += ["--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--backlog", "512"]
     server = subprocess.Popen([*command, "bench_submit_app:application"], env=env, cwd=ROOT)
     deadline = time.monotonic() + 60

@@ -71,6 +71,12 @@ def test_bad_tokens_are_401(make_token, how):
     assert_problem(Client(headers=headers).get("/api/runs"), 401, "unauthenticated")
 
 
+def test_a_token_works_until_it_expires(make_token):
+    user = User.objects.create(username="ci")
+    secret = make_token("runs:read", user=user, expires_at=timezone.now() + timedelta(hours=1))
+    assert Client(headers={"Authorization": f"Bearer {secret}"}).get("/api/runs").status_code == 200
+
+
 def test_missing_scope_is_403_and_changes_nothing(make_token, repo):
     client = bearer(make_token("runs:read"))
     response = post(client, "/api/runs", {"repo_full_name": "acme/shop"})
