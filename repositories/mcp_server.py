@@ -15,6 +15,7 @@ Answers are compact JSON text only: the same data is not sent again as structure
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -24,8 +25,10 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connections
 from mcp import StdioServerParameters
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.server import Settings as MCPServerSettings
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent
 
 from amtp_site import valkey
@@ -48,64 +51,93 @@ TREE_DESCRIPTION = (
     "candidate entry points, routes, pages and screens, and existing tests. Files that hold "
     "credentials (.env, keys, certificates, credential files) are never listed."
 )
+READ_DESCRIPTION = (
+    "Read one text file of a repository at a ref. The path must be one listed by repo.tree; "
+    "binary, oversized and credential files are refused, and secret-looking values are "
+    "replaced by [REDACTED:<kind>]."
+)
 
 
-def build_server(*, crawl_id: str = "", allowed_repo: str = "") -> MCPServer:
-    """``crawl_id`` names the crawl whose cache hits are counted; ``allowed_repo`` (optional)
-    pins the server to one repository, as the crawler does."""
-    server = MCPServer(SERVER_NAME)
-    readers: dict[str, CachedRepoReader] = {}
+class RepoServer(MCPServer):
+    """One session's server. ``crawl_id`` names the crawl whose cache hits are counted;
+    ``allowed_repo`` (optional) pins the session to one repository, as the crawler does."""
 
-    def reader(repo: str) -> CachedRepoReader:
-        if allowed_repo and repo != allowed_repo:
-            raise ToolError(f"this session may only read {allowed_repo}, not {repo!r}")
-        if repo not in readers:
-            readers[repo] = CachedRepoReader(
+    def __init__(self, *, crawl_id: str = "", allowed_repo: str = "") -> None:
+        super().__init__(SERVER_NAME, tools=list(tools()))
+        self.crawl_id = crawl_id
+        self.allowed_repo = allowed_repo
+        self.readers: dict[str, CachedRepoReader] = {}
+
+    def reader(self, repo: str) -> CachedRepoReader:
+        if self.allowed_repo and repo != self.allowed_repo:
+            raise ToolError(f"this session may only read {self.allowed_repo}, not {repo!r}")
+        if repo not in self.readers:
+            self.readers[repo] = CachedRepoReader(
                 host_for_repo(repo),
                 valkey.client(),
                 ttl=settings.AMTP_MCP_CACHE_TTL,
                 max_read_bytes=settings.AMTP_MAX_READ_BYTES,
-                crawl_id=crawl_id,
+                crawl_id=self.crawl_id,
             )
-        return readers[repo]
+        return self.readers[repo]
 
-    def call(fn, *args) -> CallToolResult:
-        try:
-            answer: dict[str, Any] | str = fn(*args)
-        except AmtpError as exc:
-            raise ToolError(exc.message) from exc
-        finally:  # asgiref's thread outlives the session when the server runs in-process
-            connections.close_all()
-        text = answer if isinstance(answer, str) else answer_text(answer)
-        return CallToolResult(content=[TextContent(type="text", text=text)])
 
-    @server.tool(name=TREE_TOOL, description=TREE_DESCRIPTION, structured_output=False)
-    async def repo_tree(
-        repo: str,
-        ref: str,
-        depth_level: str = "standard",
-        prefix: str = "",
-        glob: str = "",
-        page: int = 1,
-        page_size: int = DEFAULT_PAGE_SIZE,
-    ) -> CallToolResult:
-        return await sync_to_async(call)(
-            lambda: reader(repo).tree_text(
-                ref, depth_level, prefix=prefix, glob=glob, page=page, page_size=page_size
-            )
+def build_server(*, crawl_id: str = "", allowed_repo: str = "") -> RepoServer:
+    return RepoServer(crawl_id=crawl_id, allowed_repo=allowed_repo)
+
+
+def _call(fn) -> CallToolResult:
+    try:
+        answer: dict[str, Any] | str = fn()
+    except AmtpError as exc:
+        raise ToolError(exc.message) from exc
+    finally:  # asgiref's thread outlives the session when the server runs in-process
+        connections.close_all()
+    text = answer if isinstance(answer, str) else answer_text(answer)
+    return CallToolResult(content=[TextContent(type="text", text=text)])
+
+
+async def repo_tree(
+    repo: str,
+    ref: str,
+    ctx: Context,
+    depth_level: str = "standard",
+    prefix: str = "",
+    glob: str = "",
+    page: int = 1,
+    page_size: int = DEFAULT_PAGE_SIZE,
+) -> CallToolResult:
+    server: RepoServer = ctx.mcp_server
+    return await sync_to_async(_call)(
+        lambda: server.reader(repo).tree_text(
+            ref, depth_level, prefix=prefix, glob=glob, page=page, page_size=page_size
         )
-
-    @server.tool(
-        name=READ_TOOL,
-        description="Read one text file of a repository at a ref. The path must be one listed "
-        "by repo.tree; binary, oversized and credential files are refused, and secret-looking "
-        "values are replaced by [REDACTED:<kind>].",
-        structured_output=False,
     )
-    async def repo_read_file(repo: str, ref: str, path: str) -> CallToolResult:
-        return await sync_to_async(call)(lambda: reader(repo).read_file(ref, path))
 
-    return server
+
+async def repo_read_file(repo: str, ref: str, path: str, ctx: Context) -> CallToolResult:
+    server: RepoServer = ctx.mcp_server
+    return await sync_to_async(_call)(lambda: server.reader(repo).read_file(ref, path))
+
+
+@functools.cache
+def tools() -> tuple[Tool, Tool]:
+    """The two tools, built once per process (their argument models take milliseconds each)
+    and shared by every session's server: they hold no session state, which each call finds
+    on its own server (``ctx.mcp_server``). The SDK's server settings model, which pydantic
+    builds on its first use (~4 ms), is built here too."""
+    MCPServerSettings.model_rebuild()
+    return (
+        Tool.from_function(
+            repo_tree, name=TREE_TOOL, description=TREE_DESCRIPTION, structured_output=False
+        ),
+        Tool.from_function(
+            repo_read_file,
+            name=READ_TOOL,
+            description=READ_DESCRIPTION,
+            structured_output=False,
+        ),
+    )
 
 
 def stdio_server_params(*, crawl_id: str = "", repo: str = "") -> StdioServerParameters:

@@ -108,10 +108,11 @@ def _resolve_commits(run: Run) -> None:
     run.base_sha = (
         run.commit_sha if run.ref == run.base_branch else host.resolve_ref(run.base_branch)
     )
-    Run.objects.filter(pk=run.pk, commit_sha="").update(
+    pinned = Run.objects.filter(pk=run.pk, commit_sha="").update(
         commit_sha=run.commit_sha, base_sha=run.base_sha
     )
-    run.refresh_from_db()
+    if not pinned:  # an earlier attempt pinned them first: keep its values
+        run.refresh_from_db()
 
 
 def crawl_repo(run_id: str) -> str:

@@ -88,9 +88,12 @@ def test_symlinks_and_submodules_are_neither_listed_nor_readable(
     listed = {e.path for e in host.tree(sha)}
     assert {"link.txt", "linkdir", "vendored"}.isdisjoint(listed)
     assert "real/inside.txt" in listed
-    for path in ("link.txt", "linkdir", "linkdir/inside.txt", "vendored"):
-        with pytest.raises(RepositoryAccessError, match="no regular file"):
-            host.read_file(sha, path)
+    # A host that has not listed the commit looks each path up; one that has, in its listing.
+    for reader in (LocalGitHost("acme/shop", repo), host):
+        assert reader.read_file(sha, "real/inside.txt") == b"x"
+        for path in ("link.txt", "linkdir", "linkdir/inside.txt", "vendored"):
+            with pytest.raises(RepositoryAccessError, match="no regular file"):
+                reader.read_file(sha, path)
 
 
 def test_reads_come_from_the_commit_not_the_working_tree(host: LocalGitHost, repo: str) -> None:
@@ -106,16 +109,27 @@ def test_reads_come_from_the_commit_not_the_working_tree(host: LocalGitHost, rep
         host.read_file(later, "package.json")
 
 
-def test_read_file_returns_bytes_verbatim(host: LocalGitHost, repo: str) -> None:
+@pytest.mark.parametrize("listed", [False, True])
+def test_read_file_returns_bytes_verbatim(host: LocalGitHost, repo: str, listed: bool) -> None:
     data = bytes(range(256))
     sha = commit_files(repo, {"bin/blob.dat": data})
+    if listed:
+        host.tree(sha)
     assert host.read_file(sha, "bin/blob.dat") == data
 
 
-@pytest.mark.parametrize("path", ["missing.txt", "src", "src/app/nope.tsx", "../x", "/etc/passwd"])
-def test_read_file_refuses_missing_and_hostile_paths(host: LocalGitHost, path: str) -> None:
+@pytest.mark.parametrize("listed", [False, True])
+@pytest.mark.parametrize(
+    "path", ["missing.txt", "src", "src/app/nope.tsx", "../x", "/etc/passwd", "src/../README.md"]
+)
+def test_read_file_refuses_missing_and_hostile_paths(
+    host: LocalGitHost, path: str, listed: bool
+) -> None:
+    sha = host.resolve_ref("main")
+    if listed:
+        host.tree(sha)
     with pytest.raises(RepositoryAccessError):
-        host.read_file(host.resolve_ref("main"), path)
+        host.read_file(sha, path)
 
 
 def test_a_hostile_read_names_the_path_and_the_rule(host: LocalGitHost) -> None:

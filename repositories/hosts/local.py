@@ -91,6 +91,10 @@ class LocalGitHost(RepositoryHost):
     def __init__(self, full_name: str, path: str | os.PathLike[str]) -> None:
         super().__init__(full_name)
         self.path = Path(path).resolve()
+        # Both memos are per commit SHA, whose objects never change: commits verified by
+        # _commit, and path -> blob id of the regular files tree() listed.
+        self._commits: set[str] = set()
+        self._files: dict[str, dict[str, str]] = {}
 
     # --- plumbing ---------------------------------------------------------------------
 
@@ -162,8 +166,10 @@ class LocalGitHost(RepositoryHost):
                 f"{self.full_name}: expected a full commit SHA, got {commit_sha!r} "
                 "(resolve refs with resolve_ref first)"
             )
-        if self._rev_parse(f"{commit_sha}^{{commit}}") != commit_sha:
-            raise RepositoryAccessError(f"{self.full_name}: no commit {commit_sha}")
+        if commit_sha not in self._commits:
+            if self._rev_parse(f"{commit_sha}^{{commit}}") != commit_sha:
+                raise RepositoryAccessError(f"{self.full_name}: no commit {commit_sha}")
+            self._commits.add(commit_sha)
         return commit_sha
 
     # --- reads --------------------------------------------------------------------------
@@ -180,7 +186,8 @@ class LocalGitHost(RepositoryHost):
         return sha
 
     def tree(self, commit_sha: str) -> list[TreeEntry]:
-        out = self._git("ls-tree", "-r", "-l", "-z", self._commit(commit_sha))
+        commit = self._commit(commit_sha)
+        out = self._git("ls-tree", "-r", "-l", "-z", commit)
         entries = []
         for record in out.split(b"\0"):
             if not record:
@@ -196,6 +203,7 @@ class LocalGitHost(RepositoryHost):
             except UnicodeDecodeError:
                 continue  # not representable in the JSON contracts; skipping beats mangling
             entries.append(TreeEntry(path=path, size=int(size), sha=oid))
+        self._files[commit] = {e.path: e.sha for e in entries}
         return sorted(entries, key=lambda e: e.path)
 
     def read_file(self, commit_sha: str, path: str) -> bytes:
@@ -203,10 +211,14 @@ class LocalGitHost(RepositoryHost):
         problem = read_path_problem(path)
         if problem:
             raise RepositoryAccessError(f"{self.full_name}: cannot read {path!r}: {problem}")
-        parent, _, name = path.rpartition("/")
         missing = RepositoryAccessError(
             f"{self.full_name}: no regular file {path!r} in commit {commit}"
         )
+        if commit in self._files:  # tree() listed the commit: its regular files, nothing else
+            if path not in self._files[commit]:
+                raise missing
+            return self._git("cat-file", "blob", self._files[commit][path])
+        parent, _, name = path.rpartition("/")
         # ``<commit>:<dir>`` names the directory literally (no pathspec magic); a symlinked
         # directory is a blob there, so ls-tree fails instead of following it.
         ok, listing, _ = self._run("ls-tree", "-z", f"{commit}:{parent}")
@@ -316,15 +328,25 @@ class LocalGitHost(RepositoryHost):
         with tempfile.TemporaryDirectory(prefix="amtp-index-") as tmp:
             index_env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
             self._git("read-tree", f"{parent}^{{tree}}", env=index_env)
-            for path, data in blobs.items():
-                blob = self._git("hash-object", "-w", "--no-filters", "--stdin", stdin=data)
-                cacheinfo = f"{WRITE_MODE},{blob.decode().strip()},{path}"
-                try:
-                    self._git("update-index", "--add", "--cacheinfo", cacheinfo, env=index_env)
-                except RepositoryAccessError as exc:  # e.g. a directory of that name in base
-                    raise ContractViolation(
-                        f"{path!r} cannot be added on top of {parent}: {exc.details['stderr']}"
-                    ) from None
+            # One process for all the blobs, from files named by us (never the paths given).
+            names = []
+            for number, data in enumerate(blobs.values()):
+                names.append(os.path.join(tmp, f"blob-{number}"))
+                Path(names[-1]).write_bytes(data)
+            oids = self._git("hash-object", "-w", "--no-filters", "--", *names).decode().split()
+            cacheinfo = [
+                arg
+                for path, oid in zip(blobs, oids, strict=True)
+                for arg in ("--cacheinfo", f"{WRITE_MODE},{oid},{path}")
+            ]
+            try:
+                # --add without --replace: a path that is a directory (or under a file) in the
+                # base is refused, never replaced. (--index-info would replace it.)
+                self._git("update-index", "--add", *cacheinfo, env=index_env)
+            except RepositoryAccessError as exc:
+                raise ContractViolation(
+                    f"the files cannot be added on top of {parent}: {exc.details['stderr']}"
+                ) from None
             tree = self._git("write-tree", env=index_env).decode().strip()
         commit = self._git(
             "commit-tree", "--no-gpg-sign", tree, "-p", parent, stdin=message.encode()
