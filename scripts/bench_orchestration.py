@@ -90,12 +90,42 @@ def measure(launchers: dict, runs: int) -> dict[str, dict]:
             m["results"] += asyncio.run(_results(m["ids"][-1:]))  # a failure raises, with cause
             m["seq"].append(time.perf_counter() - started)
     for name, launch in launchers.items():
-        m, started = out[name], time.perf_counter()
+        m, cpu, started = out[name], cpu_seconds(), time.perf_counter()
         m["ids"] += launch(runs)
         m["results"] += asyncio.run(_results(m["ids"][-runs:]))
         m["elapsed"] = time.perf_counter() - started
         m["per_min"] = runs * 60 / m["elapsed"]
+        m["cpu"] = {k: (v - cpu.get(k, 0.0)) / runs for k, v in cpu_seconds().items()}
     return out
+
+
+# Which processes a run's CPU time is spent in, told apart by command line (the worker and
+# its forkserver are this process and its children; the services are the devstack's).
+CPU_GROUPS = {
+    "agent processes": "multiprocessing.forkserver",
+    "Temporal": "temporal server",
+    "PostgreSQL": "postgres",
+    "Valkey": "valkey-server",
+}
+
+
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds (user + system, reaped children included) per group of processes now."""
+    tick = os.sysconf("SC_CLK_TCK")
+    totals: dict[str, float] = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        group = "worker" if int(pid) == os.getpid() else None
+        group = group or next((g for g, k in CPU_GROUPS.items() if k in cmdline), None)
+        if group:
+            totals[group] = totals.get(group, 0.0) + sum(map(int, fields[11:15])) / tick
+    return totals
 
 
 async def _timelines(workflow_ids: list[str]) -> list[dict]:
@@ -176,6 +206,8 @@ def summary(label: str, m: dict, b: dict, stages: dict[str, float] | None = None
         f"{statistics.median(seq):6.2f} s   min {min(seq):.2f}  max {max(seq):.2f}  ({label})"
     )
     print(f"  concurrent  {len(seq)} runs in {m['elapsed']:.2f} s -> {m['per_min']:.1f} runs/min")
+    cpu = ", ".join(f"{k} {v * 1000:.0f}" for k, v in sorted(m["cpu"].items()))
+    print(f"  CPU per run (concurrent, ms): {cpu}; total {sum(m['cpu'].values()) * 1000:.0f}")
     stages = stages or {}
     pool = ", ".join(
         f"{n} {s:.2f}" + (f" (body {stages[n]:.2f})" if n in stages else "")
