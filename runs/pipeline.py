@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 import schemas
 from agents.runner import AgentResult
@@ -37,17 +37,20 @@ UNVERIFIED_NOTE = "the pull request is opened anyway, marked unverified"
 
 def _begin(run_id: str, activity: str) -> Run:
     stage = STAGE_OF[activity]
-    if not lifecycle.stage_begin(run_id, stage):
+    begun = lifecycle.stage_begin(run_id, stage)
+    if not begun and activity == VERIFY_TESTS:  # a run started before this stage existed
+        lifecycle.stages_upgrade(run_id)
+        begun = lifecycle.stage_begin(run_id, stage)
+    if not begun:
         raise RunNotActive(f"run {run_id} is no longer active; {stage} was not started")
     return Run.objects.select_related("repository").get(pk=run_id)
 
 
-def _reuse(key: str, run: Run, kind: str) -> str | None:
-    done = ActivityIdempotency.objects.filter(idem_key=key).first()
-    if done is not None:
-        return done.result["artifact_id"]
-    existing = Artifact.objects.filter(run=run, kind=kind).first()
-    return str(existing.artifact_id) if existing else None
+def _reuse(run: Run, kind: str, *fields: str) -> tuple | None:
+    """The artifact an earlier attempt persisted (``artifact_id`` and ``fields``), or None.
+    A run has one artifact of each kind, and the attempt's ``activity_idempotency`` row, written
+    with it, names that one: looking it up by its key too would find nothing more."""
+    return Artifact.objects.filter(run=run, kind=kind).values_list("artifact_id", *fields).first()
 
 
 def _record(run: Run, key: str, activity: str, artifact_id: str) -> None:
@@ -65,18 +68,27 @@ def _record(run: Run, key: str, activity: str, artifact_id: str) -> None:
 
 
 @transaction.atomic
-def _persist(run: Run, kind: str, schema: str, result: AgentResult, key: str, activity: str) -> str:
-    artifact, _ = Artifact.objects.get_or_create(
+def _persist(
+    run: Run, kind: str, schema: str, result: AgentResult, key: str, activity: str
+) -> Artifact:
+    """The new artifact, or the one a concurrent attempt persisted first (its ``_reuse`` found
+    none a moment ago, so this one is inserted without looking again)."""
+    artifact = Artifact(
         run=run,
         kind=kind,
-        defaults={
-            "schema_id": schemas.schema_id(schema),
-            "content": result.output,
-            "meta": {**result.meta, "idempotency_key": key},
-        },
+        schema_id=schemas.schema_id(schema),
+        content=result.output,
+        meta={**result.meta, "idempotency_key": key},
     )
+    try:
+        with transaction.atomic():
+            artifact.save(force_insert=True)
+    except IntegrityError:  # artifacts_one_per_run_and_kind: keep the first one
+        artifact = Artifact.objects.filter(run=run, kind=kind).first()
+        if artifact is None:
+            raise
     _record(run, key, activity, str(artifact.artifact_id))
-    return str(artifact.artifact_id)
+    return artifact
 
 
 def _finish(run: Run, activity: str, artifact_id: str) -> str:
@@ -95,9 +107,10 @@ def _produce(
     """The agent's artifact for this input: the one already persisted under the idempotency
     key (a retry), else what ``agent()`` returns, persisted; then the stage passes."""
     key = idempotency_key(str(run.run_id), activity, key_input)
-    artifact_id = _reuse(key, run, kind)
-    if artifact_id is None:
-        artifact_id = _persist(run, kind, schema, agent(), key, activity)
+    if done := _reuse(run, kind):
+        artifact_id = str(done[0])
+    else:
+        artifact_id = str(_persist(run, kind, schema, agent(), key, activity).artifact_id)
     return _finish(run, activity, artifact_id)
 
 
@@ -195,19 +208,19 @@ def verify_tests(run_id: str) -> str:
     """Run the generated tests against the run's target URL, heal, quarantine, report. The
     stage passes (verified), is skipped (no target URL, no device: the note says why) or,
     when the repository opens the PR anyway, fails with the reason while the run goes on."""
-    lifecycle.stages_upgrade(run_id)  # a run started before this stage existed
     run = _begin(run_id, VERIFY_TESTS)
     code = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_ENGINEER_OUTPUT)
     key_input = {"upstream": str(code.artifact_id), "target_url": target_url_of(run)}
     key = idempotency_key(run_id, VERIFY_TESTS, key_input)
-    artifact_id = _reuse(key, run, ArtifactKind.VERIFICATION_REPORT)
-    if artifact_id is None:
+    if done := _reuse(run, ArtifactKind.VERIFICATION_REPORT, "content"):
+        artifact_id, report = str(done[0]), done[1]
+    else:
         content, meta = verification_report(run, code.content)
         result = AgentResult(output=content, meta=meta)
-        artifact_id = _persist(
+        artifact = _persist(
             run, ArtifactKind.VERIFICATION_REPORT, REPORT_SCHEMA, result, key, VERIFY_TESTS
         )
-    report = Artifact.objects.get(pk=artifact_id).content
+        artifact_id, report = str(artifact.artifact_id), artifact.content
     stage = STAGE_OF[VERIFY_TESTS]
     if report["status"] == "verified":
         lifecycle.stage_close(run_id, stage, StageStatus.PASSED, note=totals_note(report))
@@ -240,12 +253,11 @@ def skip_verification(run_id: str) -> bool:
 def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> str:
     """Open the PR; ``stop()`` says the run's cancellation was requested (see pull_requests)."""
     run = _begin(run_id, CREATE_PULL_REQUEST)
-    code = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_ENGINEER_OUTPUT).content
-    report = (
-        Artifact.objects.filter(run=run, kind=ArtifactKind.VERIFICATION_REPORT)
-        .values_list("content", flat=True)
-        .first()
-    )
+    kinds = (ArtifactKind.TEST_ENGINEER_OUTPUT, ArtifactKind.VERIFICATION_REPORT)
+    content = dict(Artifact.objects.filter(run=run, kind__in=kinds).values_list("kind", "content"))
+    if kinds[0] not in content:
+        raise Artifact.DoesNotExist(f"run {run_id} has no {kinds[0]} artifact")
+    code, report = content[kinds[0]], content.get(kinds[1])
     files, title, body = pull_request_contents(code, report, run.repository.test_dir)
     key = idempotency_key(run_id, CREATE_PULL_REQUEST, {"files": sorted(f["path"] for f in files)})
     artifact = pull_request_create(run=run, files=files, title=title, body=body, stop=stop)

@@ -24,6 +24,7 @@ _SEND = re.compile(r"\bSend\s+(GET|POST|PUT|PATCH|DELETE|HEAD)\s+(\S+)(.*)$", re
 _OPEN = re.compile(r"^\s*(?:Open|Visit|Navigate to|Go to|Load)\s+(\S+)\s*$", re.I)
 _URL = re.compile(r"^(/|https?://)\S*$")
 _HEADING = re.compile(r'heading ("(?:[^"\\]|\\.)*")')
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 _DEFAULT_URL = re.compile(r"\(default (https?://[\w.\-:/]+)\)")
 
 
@@ -45,7 +46,7 @@ def generate_files(
 ) -> list[dict]:
     """[{"path", "contents"}] for the input's target_framework, all under `test_dir`."""
     directory = normalise_test_dir(test_dir)  # the file policy's own rule, one definition
-    if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", base_url_env):
+    if not _ENV_NAME.fullmatch(base_url_env):
         raise ValueError(f"unsafe base_url_env: {base_url_env!r}")
     cases = [c for c in test_engineer_input.get("test_cases") or [] if isinstance(c, dict)]
     if not cases:

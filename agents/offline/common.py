@@ -31,6 +31,12 @@ _PARAM_PATTERNS = (
     (re.compile(r":([A-Za-z_]\w*)(?:\([^)/]*\))?\??"), r"{\1}"),  # Express / react-router
 )
 _BRACKET_CHARS = re.compile(r"[()\[\]{}'\"`\\]")
+_PARAM = re.compile(r"\{(\w+)\}")
+_VERSION = re.compile(r"v\d+")
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+_UI_SUFFIX = re.compile(r"(Activity|ViewController|View|Screen|Fragment|Page)$")
+_ALNUM = re.compile(r"[A-Za-z0-9]")
 _NUMERIC_PARAM = re.compile(r"^(id|pk|num|number|year|month|day|page|index|n)$|(_id|Id|_pk)$")
 
 
@@ -64,7 +70,7 @@ def join_route(prefix: str, path: str) -> str:
 
 
 def params(route: str) -> list[str]:
-    return re.findall(r"\{(\w+)\}", route)
+    return _PARAM.findall(route)
 
 
 def sample_path(route: str, *, missing: bool = False) -> str:
@@ -76,7 +82,7 @@ def sample_path(route: str, *, missing: bool = False) -> str:
             return "999999999" if missing else "1"
         return "amtp-missing-example" if missing else "example"
 
-    return re.sub(r"\{(\w+)\}", value, route)
+    return _PARAM.sub(value, route)
 
 
 def static_segments(route: str) -> list[str]:
@@ -86,7 +92,7 @@ def static_segments(route: str) -> list[str]:
 def area_of(route: str) -> str:
     """Top-level area of a route: first static segment, skipping `api` and version prefixes."""
     for seg in route.split("/"):
-        if not seg or seg.startswith("{") or seg == "api" or re.fullmatch(r"v\d+", seg):
+        if not seg or seg.startswith("{") or seg == "api" or _VERSION.fullmatch(seg):
             continue
         return slug(seg, 24) or "root"
     return "root"
@@ -94,15 +100,15 @@ def area_of(route: str) -> str:
 
 def slug(text: str, max_len: int = 48) -> str:
     """Lower-case `[a-z0-9_]` identifier fragment (possibly empty)."""
-    text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(text))
-    out = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+    text = _CAMEL.sub(r"\1_\2", str(text))
+    out = _NOT_SLUG.sub("_", text.lower()).strip("_")
     return out[:max_len].rstrip("_")
 
 
 def title_words(name: str) -> str:
     """`SettingsActivity`/`order_history` → `Settings` / `Order history` (for labels)."""
-    text = re.sub(r"(Activity|ViewController|View|Screen|Fragment|Page)$", "", name) or name
-    text = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text).replace("_", " ").replace("-", " ")
+    text = _UI_SUFFIX.sub("", name) or name
+    text = _CAMEL.sub(r"\1 \2", text).replace("_", " ").replace("-", " ")
     text = " ".join(text.split())
     return text[:1].upper() + text[1:].lower() if text else name
 
@@ -118,7 +124,7 @@ def ui_text(text: str | None) -> str | None:
     if not text:
         return None
     value = one_line(text, 80)
-    if not value or any(c in value for c in "{}<>`$\\") or not re.search(r"[A-Za-z0-9]", value):
+    if not value or any(c in value for c in "{}<>`$\\") or not _ALNUM.search(value):
         return None
     return value
 

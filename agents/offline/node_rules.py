@@ -34,6 +34,14 @@ _H1 = re.compile(r"<h1\b[^>]*>\s*([^<{]+?)\s*</h1>", re.I)
 _NEXT_METHODS = re.compile(
     r"export\s+(?:async\s+)?(?:function|const)\s+(GET|POST|PUT|PATCH|DELETE)\b"
 )
+_NEXT_CONFIG = re.compile(r"(^|/)next\.config\.\w+$")
+_BUNDLER_CONFIG = re.compile(r"(^|/)(next|vite|webpack)\.config\.\w+$")
+_REQUIRED = re.compile(r"require\(\s*['\"]([^'\"]+)['\"]")
+_TRAILING_IDENT = re.compile(r"([A-Za-z_$][\w$]*)\s*$")
+_JSON_CALL = re.compile(r"\.json\s*\(")
+_ROUTE_TAG = re.compile(r"<Route\b|</Route\s*>")
+_PATH_ATTR = re.compile(r"\bpath\s*=\s*(?:\{\s*)?(['\"])([^'\"]*)\1")
+_COMPONENT_ATTR = re.compile(r"(?:element\s*=\s*\{\s*<\s*|component\s*=\s*\{\s*)([A-Z][\w]*)")
 _PAGES_API_METHODS = re.compile(r"['\"](GET|POST|PUT|PATCH|DELETE)['\"]")
 
 
@@ -71,7 +79,7 @@ def detect_node(paths: list[str], files: dict[str, str], found: Findings) -> Non
     found.language("javascript")
     next_roots = sorted(
         {d for d, names in manifests.items() if "next" in names}
-        | {posixpath.dirname(p) for p in paths if re.search(r"(^|/)next\.config\.\w+$", p)}
+        | {posixpath.dirname(p) for p in paths if _NEXT_CONFIG.search(p)}
     )
     for name, dep in (("express", "express"), ("fastify", "fastify"), ("next", "next")):
         if dep in deps or (name == "next" and next_roots):
@@ -83,7 +91,7 @@ def detect_node(paths: list[str], files: dict[str, str], found: Findings) -> Non
     if "vite" in deps:
         found.framework("vite")
     for path in paths:
-        if re.search(r"(^|/)(next|vite|webpack)\.config\.\w+$", path):
+        if _BUNDLER_CONFIG.search(path):
             found.mark(path, "config")
     _express(files, found)
     for root in next_roots:
@@ -148,8 +156,8 @@ def _express(files: dict[str, str], found: Findings) -> None:
         for match in _USE.finditer(text):
             args = balanced(text, text.index("(", match.start()))
             rest = args.split(",", 1)[1] if "," in args else ""
-            required = re.search(r"require\(\s*['\"]([^'\"]+)['\"]", rest)
-            ident = re.search(r"([A-Za-z_$][\w$]*)\s*$", rest.strip())
+            required = _REQUIRED.search(rest)
+            ident = _TRAILING_IDENT.search(rest.strip())
             if required:
                 target = resolve_module(path, required.group(1), files)
             elif ident and ident.group(1) in imports:
@@ -185,7 +193,7 @@ def _express_file(
 ) -> None:
     alternatives = "|".join(re.escape(n) for n in sorted(names))
     receiver = rf"(?<![\w$.])({alternatives})\s*"
-    uses_json = bool(re.search(r"\.json\s*\(", text))
+    uses_json = bool(_JSON_CALL.search(text))
     file_prefix = _prefix_of(path, mounts)
 
     def prefix_for(name: str) -> str:
@@ -302,7 +310,7 @@ def _tag_end(text: str, pos: int) -> tuple[int, bool]:
 
 def _jsx_routes(text: str) -> list[tuple[str, str | None]]:
     out, stack = [], []
-    for n, match in enumerate(re.finditer(r"<Route\b|</Route\s*>", text)):
+    for n, match in enumerate(_ROUTE_TAG.finditer(text)):
         if n >= 2000:  # far more than any real route table; bounds hostile files
             break
         if match.group().startswith("</"):
@@ -311,8 +319,8 @@ def _jsx_routes(text: str) -> list[tuple[str, str | None]]:
             continue
         end, self_closing = _tag_end(text, match.end())
         attrs = text[match.end() : end]
-        path = re.search(r"\bpath\s*=\s*(?:\{\s*)?(['\"])([^'\"]*)\1", attrs)
-        comp = re.search(r"(?:element\s*=\s*\{\s*<\s*|component\s*=\s*\{\s*)([A-Z][\w]*)", attrs)
+        path = _PATH_ATTR.search(attrs)
+        comp = _COMPONENT_ATTR.search(attrs)
         parent = stack[-1] if stack else ""
         full = _child(parent, path.group(2)) if path else parent
         if path:
