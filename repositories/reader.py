@@ -115,8 +115,7 @@ class CachedRepoReader:
     def _hit(self) -> None:
         if self.crawl_id:
             key = hits_key(self.crawl_id)
-            self.conn.incr(key)
-            self.conn.expire(key, HITS_TTL)
+            self.conn.pipeline(transaction=False).incr(key).expire(key, HITS_TTL).execute()
 
     def commit_sha(self, ref: str) -> str:
         # A full SHA is immutable: no lookup. Anything else is resolved live, never cached.
