@@ -30,7 +30,7 @@ from amtp_site.errors import (
     amtp_error_in,
 )
 from repositories.depth import DEPTH_LEVELS
-from repositories.mcp_server import READ_TOOL, TREE_TOOL, build_server
+from repositories.mcp_server import READ_TOOL, TREE_TOOL, RepoServer
 from repositories.overview import MAX_PAGE_SIZE
 from repositories.reader import crawl_cache_hits
 
@@ -239,7 +239,7 @@ async def crawl(
 ) -> AgentResult:
     """Run the crawler for a validated ``repo_crawler/input`` at a resolved commit."""
     crawl_id = f"{payload['run_id']}:{uuid.uuid4()}"
-    server = build_server(crawl_id=crawl_id, allowed_repo=payload["repo_full_name"])
+    server = RepoServer(crawl_id=crawl_id, allowed_repo=payload["repo_full_name"])
     try:
         async with Client(server, mode="legacy", read_timeout_seconds=120) as client:
             agent = RepoCrawler(

@@ -82,10 +82,6 @@ class RepoServer(MCPServer):
         return self.readers[repo]
 
 
-def build_server(*, crawl_id: str = "", allowed_repo: str = "") -> RepoServer:
-    return RepoServer(crawl_id=crawl_id, allowed_repo=allowed_repo)
-
-
 def _call(fn) -> CallToolResult:
     try:
         answer: dict[str, Any] | str = fn()

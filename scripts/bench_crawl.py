@@ -313,7 +313,7 @@ async def _session(sha: str, reads: list[str], crawl_id: str, transport: str) ->
     to ``manage.py mcp_github``, as an external client does."""
     from mcp import Client
 
-    from repositories.mcp_server import READ_TOOL, TREE_TOOL, build_server, stdio_server_params
+    from repositories.mcp_server import READ_TOOL, TREE_TOOL, RepoServer, stdio_server_params
     from repositories.overview import MAX_PAGE_SIZE
 
     t0 = time.perf_counter()
@@ -333,7 +333,7 @@ async def _session(sha: str, reads: list[str], crawl_id: str, transport: str) ->
         return result.structured_content or json.loads(text)
 
     if transport == "memory":  # the same JSON-RPC session, without a second Python
-        target, mode = build_server(crawl_id=crawl_id, allowed_repo=REPO), "legacy"
+        target, mode = RepoServer(crawl_id=crawl_id, allowed_repo=REPO), "legacy"
     else:
         target, mode = stdio_server_params(crawl_id=crawl_id, repo=REPO), "auto"
     async with Client(target, mode=mode, read_timeout_seconds=600) as client:

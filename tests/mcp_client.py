@@ -7,12 +7,12 @@ import json
 
 from mcp import Client
 
-from repositories.mcp_server import build_server, stdio_server_params
+from repositories.mcp_server import RepoServer, stdio_server_params
 
 
 def client(*, crawl_id="", repo="", transport="stdio") -> Client:
     if transport == "memory":
-        server = build_server(crawl_id=crawl_id, allowed_repo=repo)
+        server = RepoServer(crawl_id=crawl_id, allowed_repo=repo)
         return Client(server, mode="legacy", read_timeout_seconds=60)
     return Client(stdio_server_params(crawl_id=crawl_id, repo=repo), read_timeout_seconds=60)
 

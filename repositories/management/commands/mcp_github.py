@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from repositories.mcp_server import build_server
+from repositories.mcp_server import RepoServer
 
 
 class Command(BaseCommand):
@@ -13,4 +13,4 @@ class Command(BaseCommand):
         parser.add_argument("--repo", default="", help="Only allow reads of this owner/name.")
 
     def handle(self, *args, crawl_id, repo, **options):
-        build_server(crawl_id=crawl_id, allowed_repo=repo).run("stdio")
+        RepoServer(crawl_id=crawl_id, allowed_repo=repo).run("stdio")
