@@ -33,9 +33,7 @@ def create_stages(run: Run) -> list[Stage]:
 
 def stages_upgrade(run_id: str) -> None:
     """Give a run started before a stage existed (VerifyTests) that stage's row, and every
-    stage its position in today's order. A run that has every stage needs nothing."""
-    if Stage.objects.filter(run_id=run_id).count() == len(Stage.ORDER):
-        return
+    stage its position in today's order."""
     create_stages(Run.objects.get(pk=run_id))
     order = [When(name=name, then=Value(i)) for i, name in enumerate(Stage.ORDER)]
     position = Case(*order, default=F("position"), output_field=Stage._meta.get_field("position"))
