@@ -37,10 +37,11 @@ from runs.temporal import types as t
 from runs.temporal.worker_thread import WorkerThread
 from tests.devstack_cli import alive, manage
 from tests.gitrepo import git
+from tests.histories import record_history
 from tests.samples import DEMO_WEB
 from tests.slow_host import SlowDown
 from tests.temporal_worker import FAST_RETRY, wait_terminal
-from tests.test_workflow import HISTORIES, local_repo, strip_stack_traces
+from tests.test_workflow import local_repo
 
 pytestmark = pytest.mark.django_db(transaction=True)
 # Tests that stop or flush the shared PostgreSQL or Valkey are `serial`: `make test` runs them
@@ -110,20 +111,6 @@ def workflow_result(run) -> str:
     return async_to_sync(result)()
 
 
-def record_history(request, run) -> None:
-    """``AMTP_RECORD_HISTORIES=1`` keeps the run's history for tests/test_replay.py, as
-    tests/test_workflow.py does for its runs."""
-    if not os.environ.get("AMTP_RECORD_HISTORIES"):
-        return
-
-    async def fetch():
-        client = await connect()
-        return (await client.get_workflow_handle(str(run.run_id)).fetch_history()).to_json()
-
-    history = strip_stack_traces(json.loads(async_to_sync(fetch)()))
-    (HISTORIES / f"{request.node.name}.json").write_text(json.dumps(history, indent=1))
-
-
 def agent_retries(settings, attempts: int) -> None:
     """Agent stages keep spec 003's shape with a cap; bookkeeping's has none."""
     settings.AMTP_RETRY_POLICY = {**settings.AMTP_RETRY_POLICY, **FAST_RETRY}
@@ -160,7 +147,7 @@ def test_postgres_stopped_before_the_final_write_then_started_again(
             close_old_connections()  # this thread's connection died with the server
         run = wait_terminal(run, timeout=60)
         assert workflow_result(run) == "passed"
-        record_history(request, run)
+        record_history(run, request.node.name)
     assert_passed_with_one_pr(run, repo)
 
 
@@ -186,7 +173,7 @@ def test_valkey_killed_before_the_pull_request_then_started_again(request, tmp_p
             up_again(devstack.STACK_DIR, "valkey", state["port"])
         run = wait_terminal(run, timeout=60)
         assert workflow_result(run) == "passed"
-        record_history(request, run)
+        record_history(run, request.node.name)
     assert_passed_with_one_pr(run, repo)
 
 
@@ -210,7 +197,7 @@ def test_temporal_killed_mid_run_then_started_again(request, tmp_path, temporal_
             up_again(stack, "temporal", state["port"])
             run = wait_terminal(run, timeout=90)
             assert workflow_result(run) == "passed"
-        record_history(request, run)
+        record_history(run, request.node.name)
     finally:
         manage(stack, "down", "temporal")
     assert_passed_with_one_pr(run, repo)

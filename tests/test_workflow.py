@@ -1,17 +1,12 @@
 """TestGenerationWorkflow on the real Temporal dev server, worker, PostgreSQL and Valkey."""
 
 import json
-import os
-import re
 import time
-from pathlib import Path
 
 import pytest
-from asgiref.sync import async_to_sync
 
 from amtp_site import valkey as valkey_mod
 from amtp_site.errors import OrchestratorUnavailable
-from amtp_site.temporal import connect
 from approvals.models import Approval
 from approvals.services import approval_decide
 from runs.models import Artifact, Run
@@ -19,6 +14,7 @@ from runs.pull_requests import head_branch_for
 from runs.services import run_cancel, run_create
 from tests.factories import RepositoryFactory
 from tests.gitrepo import commit_files, git, make_git_repo
+from tests.histories import fixture_name, record_history, run_history
 from tests.samples import DEMO_MOBILE, DEMO_WEB
 from tests.temporal_worker import wait_for, wait_terminal
 
@@ -93,12 +89,8 @@ def scheduled_activities(run) -> tuple[list[str], list[str]]:
     """(regular activities scheduled, local activities recorded), in order, from the run's
     workflow history."""
 
-    async def fetch():
-        client = await connect()
-        return await client.get_workflow_handle(str(run.run_id)).fetch_history()
-
     scheduled, local = [], []
-    for event in async_to_sync(fetch)().events:
+    for event in run_history(run.run_id).events:
         if event.HasField("activity_task_scheduled_event_attributes"):
             scheduled.append(event.activity_task_scheduled_event_attributes.activity_type.name)
         elif event.HasField("marker_recorded_event_attributes"):
@@ -166,47 +158,13 @@ def test_cancel_mid_run_releases_everything_and_opens_no_pr(tmp_path, worker):
     assert valkey_mod.client().get(valkey_mod.pr_lock_key(repo.full_name)) is None
 
 
-HISTORIES = Path(__file__).resolve().parent / "fixtures" / "histories"
-
-
 @pytest.fixture(autouse=True)
 def record_histories(request):
-    """`AMTP_RECORD_HISTORIES=1 make test PYTEST_ARGS=tests/test_workflow.py` refreshes the
-    replay fixtures (tests/test_replay.py) from these real runs."""
+    """`AMTP_RECORD_HISTORIES=1 make test PYTEST_ARGS=tests/test_workflow.py` records the
+    replay fixtures (tests/test_replay.py) of these real runs (tests/histories.py)."""
     yield
-    if not os.environ.get("AMTP_RECORD_HISTORIES"):
-        return
-
-    async def fetch(run_id):
-        client = await connect()
-        return (await client.get_workflow_handle(run_id).fetch_history()).to_json()
-
-    HISTORIES.mkdir(parents=True, exist_ok=True)
-    name = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")
     for run in Run.objects.all():
-        history = json.loads(async_to_sync(fetch)(str(run.run_id)))
-        write_history(name, history)
-
-
-def write_history(name: str, history: dict) -> None:
-    """A new fixture beside the old ones: ``AMTP_RECORD_HISTORIES=<tag>`` (anything but 1)
-    names it ``<name>.<tag>.json``. A recorded history is never overwritten: it stands for
-    runs in flight that today's workflow must still replay."""
-    tag = os.environ["AMTP_RECORD_HISTORIES"]
-    path = HISTORIES / (f"{name}.json" if tag == "1" else f"{name}.{tag}.json")
-    if not path.exists():
-        path.write_text(json.dumps(strip_stack_traces(history), indent=1))
-
-
-def strip_stack_traces(value):
-    """Failure stack traces name this machine's paths; replay does not need them."""
-    if isinstance(value, dict):
-        if "Traceback (most recent call last)" in str(value.get("message", "")):
-            value = {**value, "message": "(traceback removed)"}
-        return {k: "" if k == "stackTrace" else strip_stack_traces(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [strip_stack_traces(v) for v in value]
-    return value
+        record_history(run, fixture_name(request.node.name))
 
 
 def test_an_unreachable_temporal_leaves_the_approval_pending(tmp_path, worker, settings):

@@ -10,14 +10,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from asgiref.sync import async_to_sync
 
 from amtp_site import valkey as valkey_mod
-from amtp_site.temporal import connect
 from runs.services import run_create
 from runs.temporal import types as t
 from runs.temporal.worker_thread import WorkerThread
 from tests.faults import BadAnswer, FaultOnce
+from tests.histories import run_history
 from tests.samples import DEMO_WEB
 from tests.temporal_worker import wait_for, wait_terminal
 from tests.test_workflow import local_repo
@@ -80,27 +79,20 @@ def attempts_of(run_id: str, activity: str) -> list[tuple[int, str, str]]:
     """From the workflow's history: (attempt, failure type before it, how it ended) of each
     execution of ``activity``. Temporal writes ActivityTaskStarted once, for the last attempt,
     with the previous attempt's failure."""
-
-    async def fetch():
-        history = await (await connect()).get_workflow_handle(run_id).fetch_history()
-        names, started, out = {}, {}, []
-        for e in history.events:
-            if e.HasField("activity_task_scheduled_event_attributes"):
-                names[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
-            elif e.HasField("activity_task_started_event_attributes"):
-                a = e.activity_task_started_event_attributes
-                started[a.scheduled_event_id] = (a.attempt, a.last_failure)
-            elif e.HasField("activity_task_completed_event_attributes"):
-                done = e.activity_task_completed_event_attributes.scheduled_event_id
-                out.append((done, "completed"))
-            elif e.HasField("activity_task_failed_event_attributes"):
-                a = e.activity_task_failed_event_attributes
-                out.append((a.scheduled_event_id, _type(a.failure)))
-        return [
-            (started[s][0], _type(started[s][1]), end) for s, end in out if names[s] == activity
-        ]
-
-    return async_to_sync(fetch)()
+    names, started, out = {}, {}, []
+    for e in run_history(run_id).events:
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            names[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
+        elif e.HasField("activity_task_started_event_attributes"):
+            a = e.activity_task_started_event_attributes
+            started[a.scheduled_event_id] = (a.attempt, a.last_failure)
+        elif e.HasField("activity_task_completed_event_attributes"):
+            done = e.activity_task_completed_event_attributes.scheduled_event_id
+            out.append((done, "completed"))
+        elif e.HasField("activity_task_failed_event_attributes"):
+            a = e.activity_task_failed_event_attributes
+            out.append((a.scheduled_event_id, _type(a.failure)))
+    return [(started[s][0], _type(started[s][1]), end) for s, end in out if names[s] == activity]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -3,16 +3,10 @@ Flask notes service, they run against it on loopback (Playwright Test, Debian's 
 Test Engineer heals in a fresh process, the rest is quarantined, and the PR carries the result.
 """
 
-import json
-import os
-import re
 import socket
-from pathlib import Path
 
 import pytest
-from asgiref.sync import async_to_sync
 
-from amtp_site.temporal import connect
 from repositories.hosts.local import LocalGitHost
 from runs.demo_app import serve
 from runs.models import Run
@@ -21,13 +15,12 @@ from runs.services import run_create
 from runs.verification.verify import NO_TARGET
 from tests.factories import RepositoryFactory
 from tests.gitrepo import git, make_git_repo
+from tests.histories import fixture_name, record_history
 from tests.temporal_worker import wait_terminal
 from tests.test_browser import chromium_path
-from tests.test_workflow import strip_stack_traces
 from tests.verify_apps import NOTES_REPO, NotesApp
 
 pytestmark = pytest.mark.django_db(transaction=True)
-HISTORIES = Path(__file__).resolve().parent / "fixtures" / "histories"
 RUN_TIMEOUT = 150
 
 
@@ -53,19 +46,9 @@ def record_histories(request):
     """`AMTP_RECORD_HISTORIES=1` writes these runs' histories beside the older ones (replayed
     by tests/test_replay.py); a history once recorded is never re-recorded."""
     yield
-    if not os.environ.get("AMTP_RECORD_HISTORIES"):
-        return
-
-    async def fetch(run_id):
-        client = await connect()
-        return (await client.get_workflow_handle(run_id).fetch_history()).to_json()
-
-    name = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")
+    name = fixture_name(request.node.name)
     for n, run in enumerate(Run.objects.order_by("created_at")):
-        path = HISTORIES / f"{name}{'_' + str(n) if n else ''}.json"
-        if not path.exists():
-            history = json.loads(async_to_sync(fetch)(str(run.run_id)))
-            path.write_text(json.dumps(strip_stack_traces(history), indent=1))
+        record_history(run, f"{name}{'_' + str(n) if n else ''}")
 
 
 def notes_repo(tmp_path, **settings):
