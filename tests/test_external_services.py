@@ -27,6 +27,7 @@ from psycopg import sql
 from amtp_site.child import connection_env
 from tests.gitrepo import make_git_repo
 from tests.samples import DEMO_WEB
+from tests.test_settings import bare_manage
 
 ROOT = Path(__file__).resolve().parent.parent
 VALKEY_DB = 7
@@ -65,19 +66,8 @@ def external(tmp_path):
         )
 
 
-def manage(env: dict, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 def test_a_run_end_to_end_with_services_from_the_environment_only(external, tmp_path):
-    migrated = manage(external, "migrate", "--verbosity", "0")
+    migrated = bare_manage(external, "migrate", "--verbosity", "0", timeout=180)
     assert migrated.returncode == 0, migrated.stderr
     worker = subprocess.Popen(
         [sys.executable, "manage.py", "run_worker", "--processes", "2"],
@@ -90,10 +80,11 @@ def test_a_run_end_to_end_with_services_from_the_environment_only(external, tmp_
     )
     try:
         repo = make_git_repo(tmp_path / "shop", DEMO_WEB)
-        launched = manage(
+        launched = bare_manage(
             external,
             *("launch_run", "acme/shop", "--local", repo, "--depth-level", "smoke"),
             *("--wait", "--timeout", "150"),
+            timeout=180,
         )
     finally:
         os.killpg(worker.pid, signal.SIGTERM)

@@ -86,14 +86,15 @@ def test_error_reports_mask_every_connection_url(settings):
     assert safe["DATABASE_URL"] == safe["VALKEY_URL"] == "********************"
 
 
-def bare_manage(env: dict, *args: str) -> subprocess.CompletedProcess:
+def bare_manage(env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``manage.py`` with exactly the environment ``env``, nothing inherited."""
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
     )
 
 
