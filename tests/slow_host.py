@@ -1,11 +1,12 @@
 """Slow stages for the cancellation and heartbeat tests, test side only (like tests/faults.py).
 
-:class:`SlowDown` is a Temporal worker interceptor. In the agent process that runs
-``activity``, one step takes ``seconds`` more, with the agent's heartbeats going on:
+:class:`SlowDown` is a Temporal worker interceptor. Where ``activity`` runs (its agent
+process; the worker itself for CreatePullRequest, which is not an agent), one step takes
+``seconds`` more, with the activity's heartbeats going on:
 
 - ``where="after_writing"`` (CreatePullRequest): the local host writes the branch and the
-  pull request as usual, writes ``marker`` (the agent process's pid), then takes its time, as
-  a GitHub host does between writes, with the run's ``pr_lock`` held. A cancel sent once the
+  pull request as usual, writes ``marker`` (the pid of the process it runs in), then takes
+  its time, as a GitHub host does between writes, with the run's ``pr_lock`` held. A cancel sent once the
   marker exists arrives while CreatePullRequest is writing; a worker killed then dies after
   the PR was written, before the activity completes. With ``release``, the host goes on as
   soon as that file exists (at most ``seconds``); with ``once``, only the first writer (the
@@ -18,6 +19,7 @@ that ``python -m tests.worker_process`` takes on its command line.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import os
@@ -48,9 +50,9 @@ class Slow:
             time.sleep(0.05)
 
 
-def _in_agent_process(slow: Slow, fn, *args):
-    """Picklable (module-level); the patch dies with the agent process (one task each)."""
-    if slow.where == "after_writing":
+def _patch(where: str, slow_now) -> None:
+    """Patch the step ``where`` names: it takes its time whenever ``slow_now()`` gives a Slow."""
+    if where == "after_writing":
         from repositories.hosts.local import LocalGitHost as patched
 
         name = "open_pull_request"
@@ -61,16 +63,35 @@ def _in_agent_process(slow: Slow, fn, *args):
     original = getattr(patched, name)
 
     def slow_down(*a, **kw):
-        if slow.where == "at_start":
+        slow = slow_now()
+        if slow is None:
+            return original(*a, **kw)
+        if where == "at_start":
             time.sleep(slow.seconds)
         result = original(*a, **kw)
-        if slow.where == "after_writing" and not (slow.once and Path(slow.marker).exists()):
+        if where == "after_writing" and not (slow.once and Path(slow.marker).exists()):
             Path(slow.marker).write_text(str(os.getpid()))
             slow.take_time()
         return result
 
     setattr(patched, name, slow_down)
+
+
+def _in_agent_process(slow: Slow, fn, *args):
+    """Picklable (module-level), for an agent activity: the pool runs it in the activity's
+    own agent process, which ends with it, and the patch with it."""
+    _patch(slow.where, lambda: slow)
     return fn(*args)
+
+
+# CreatePullRequest runs in the worker, next to other activities: the host is patched once
+# per process, and slowed only in the activity that set this (its thread inherits it).
+_SLOW_HERE: contextvars.ContextVar[Slow | None] = contextvars.ContextVar("slow", default=None)
+
+
+@functools.cache
+def _patch_this_process() -> None:
+    _patch("after_writing", _SLOW_HERE.get)
 
 
 class SlowDown(Interceptor):
@@ -87,7 +108,15 @@ class _Inbound(ActivityInboundInterceptor):
         self.slow = slow
 
     async def execute_activity(self, input: ExecuteActivityInput):
-        if activity.info().activity_type == self.slow.activity:
-            slowed = functools.partial(_in_agent_process, self.slow, input.fn)
-            input = dataclasses.replace(input, fn=slowed)
-        return await super().execute_activity(input)
+        if activity.info().activity_type != self.slow.activity:
+            return await super().execute_activity(input)
+        if input.executor is None:  # CreatePullRequest: in this process, in a worker thread
+            assert self.slow.where == "after_writing", self.slow
+            _patch_this_process()
+            token = _SLOW_HERE.set(self.slow)
+            try:
+                return await super().execute_activity(input)
+            finally:
+                _SLOW_HERE.reset(token)
+        slowed = functools.partial(_in_agent_process, self.slow, input.fn)
+        return await super().execute_activity(dataclasses.replace(input, fn=slowed))

@@ -2,13 +2,16 @@
 
 Agent activities are sync functions that the worker runs in a process pool with
 ``max_tasks_per_child=1``, so each agent lives in a fresh process that is gone before the
-next one starts. Bookkeeping activities are async and run in the worker's event loop.
+next one starts. CreatePullRequest (not an agent) runs in a worker thread, and the
+bookkeeping activities in the worker's event loop (through threads).
 Typed AMTP errors become ApplicationErrors carrying their type name, retryability and
 details (Temporal matches the retry policy's non-retryable list by that type name).
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextvars
 import functools
 import inspect
@@ -17,13 +20,14 @@ import threading
 from datetime import timedelta
 
 from asgiref.sync import sync_to_async
-from django.db import DatabaseError, close_old_connections
+from django.db import DatabaseError, close_old_connections, connections
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from amtp_site.errors import AmtpError, amtp_error_in
 from runs import lifecycle, pipeline, pull_requests, slots
 from runs.temporal import types as t
+from runs.temporal.agent_gate import beat_interval
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +136,64 @@ def _agent_activity(name: str, stage: str):
     return activity.defn(name=name)(fn)
 
 
-AGENT_ACTIVITIES = [_agent_activity(name, stage) for name, stage in t.STAGES]
+# --- CreatePullRequest (a worker thread) -----------------------------------------------
+
+# CreatePullRequest is not an agent: no LLM session, so no fresh process of its own. It runs
+# in one of these threads, apart from the bookkeeping's (a GitHub host waits between writes).
+PULL_REQUEST_THREADS = concurrent.futures.ThreadPoolExecutor(
+    max_workers=4, thread_name_prefix="amtp-pull-request"
+)
+
+
+def _in_pull_request_thread(fn):
+    def in_thread(run_id: str) -> str:
+        try:
+            return fn(run_id)
+        finally:  # a connection of its own per call: these threads are idle most of the time
+            connections.close_all()
+
+    return sync_to_async(in_thread, thread_sensitive=False, executor=PULL_REQUEST_THREADS)
+
+
+def _worker_stage_activity(name: str, stage: str):
+    """``pipeline.<stage>`` as an activity run in a worker thread, heartbeating from the
+    event loop. A cancel request reaches the stage through ``stop`` (it checks before writing
+    and takes back what it wrote), and the activity ends only once the stage has stopped: the
+    workflow takes back what is left after that, never while it is still being written."""
+    work_in_thread = _in_pull_request_thread(_typed(stage)(_stoppable(getattr(pipeline, stage))))
+
+    async def beat() -> None:
+        every = max(1.0, min(beat_interval(), CANCEL_NOTICE_S))
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(every)
+
+    async def execute(run_id: str) -> str:
+        work = asyncio.ensure_future(work_in_thread(run_id))
+        beating = asyncio.create_task(beat())
+        try:
+            try:
+                return await asyncio.shield(work)
+            except asyncio.CancelledError:
+                return await work  # stop() is true now: the stage ends at its next check
+        except Exception as exc:
+            if activity.is_cancelled():
+                raise CancelledError(f"stopped: the run was cancelled ({exc})") from exc
+            raise
+        finally:
+            beating.cancel()
+
+    execute.__name__ = execute.__qualname__ = stage
+    return activity.defn(name=name)(execute)
+
+
+AGENT_ACTIVITIES = [
+    _agent_activity(name, stage) for name, stage in t.STAGES if name != t.CREATE_PULL_REQUEST
+]
+STAGE_ACTIVITIES = [
+    *AGENT_ACTIVITIES,
+    _worker_stage_activity(t.CREATE_PULL_REQUEST, t.STAGE_OF[t.CREATE_PULL_REQUEST]),
+]
 
 
 # --- bookkeeping activities (event loop) -----------------------------------------------
@@ -171,4 +232,4 @@ BOOKKEEPING_ACTIVITIES = [
     bookkeeping_activity(t.SKIP_VERIFICATION, pipeline.skip_verification),
 ]
 
-ACTIVITIES = [*AGENT_ACTIVITIES, *BOOKKEEPING_ACTIVITIES]
+ACTIVITIES = [*STAGE_ACTIVITIES, *BOOKKEEPING_ACTIVITIES]

@@ -7,7 +7,7 @@ Temporal would time it out and start it again while the queued copy still runs l
 LLM conversations for one stage. :class:`AgentPoolGate` keeps the waiting ones here instead,
 heartbeating from the worker, and goes on heartbeating for an admitted one until its agent
 process heartbeats itself (a process is being spawned meanwhile). A cancel reaches a waiting
-one too. Bookkeeping activities pass straight through.
+one too. Activities run in the worker (bookkeeping, CreatePullRequest) pass straight through.
 """
 
 from __future__ import annotations

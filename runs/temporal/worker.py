@@ -1,7 +1,7 @@
-"""The Temporal worker: the workflow, bookkeeping activities in the event loop, agent
-activities in a process pool where every task gets a fresh process, forked from a template
-that has already set Django up and imported the agent stack
-(:mod:`runs.temporal.agent_template`).
+"""The Temporal worker: the workflow, bookkeeping activities in the event loop,
+CreatePullRequest in a thread, agent activities in a process pool where every task gets a
+fresh process, forked from a template that has already set Django up and imported the agent
+stack (:mod:`runs.temporal.agent_template`).
 
 Supervision: if an agent process dies (OOM kill, segfault), ``concurrent.futures`` marks the
 whole pool broken, and Temporal would stop the worker. :class:`RespawningProcessPool` turns
