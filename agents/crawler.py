@@ -235,11 +235,20 @@ class RepoCrawler(Agent):
 
 
 async def crawl(
-    *, payload: dict, commit_sha: str, provider: Provider, budgets: Budgets, repairs: int
+    *,
+    payload: dict,
+    commit_sha: str,
+    provider: Provider,
+    budgets: Budgets,
+    repairs: int,
+    repository=None,
 ) -> AgentResult:
-    """Run the crawler for a validated ``repo_crawler/input`` at a resolved commit."""
+    """Run the crawler for a validated ``repo_crawler/input`` at a resolved commit (of
+    ``repository``, the row, when the caller has it: then no database query is made)."""
     crawl_id = f"{payload['run_id']}:{uuid.uuid4()}"
-    server = RepoServer(crawl_id=crawl_id, allowed_repo=payload["repo_full_name"])
+    server = RepoServer(
+        crawl_id=crawl_id, allowed_repo=payload["repo_full_name"], repository=repository
+    )
     try:
         async with Client(server, mode="legacy", read_timeout_seconds=120) as client:
             agent = RepoCrawler(

@@ -56,7 +56,9 @@ def upstream_ref(agent: str, artifact_id: str) -> dict[str, str]:
     }
 
 
-def run_repo_crawler(payload: dict, *, commit_sha: str) -> AgentResult:
+def run_repo_crawler(payload: dict, *, commit_sha: str, repository=None) -> AgentResult:
+    """``repository``: the ``Repository`` row, handed over so that the agent process reads it
+    through its host without a database query; without it, it is looked up by name."""
     from agents.crawler import crawl  # imports the MCP SDK (~1 s): only the crawler needs it
 
     provider = make_provider("repo_crawler")
@@ -64,6 +66,7 @@ def run_repo_crawler(payload: dict, *, commit_sha: str) -> AgentResult:
         crawl(
             payload=payload,
             commit_sha=commit_sha,
+            repository=repository,
             provider=provider,
             budgets=budgets(),
             repairs=settings.AMTP_REPAIR_TURNS,

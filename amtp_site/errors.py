@@ -23,6 +23,18 @@ class AmtpError(Exception):
     def to_dict(self) -> dict[str, Any]:
         return {"error": type(self).__name__, "message": self.message, **self.details}
 
+    def __reduce__(self):
+        # Rebuilt without calling __init__ (subclasses take other arguments): an error raised
+        # in an agent process reaches the worker whole, with its type and details.
+        return _unpickle, (type(self), self.args, self.__dict__)
+
+
+def _unpickle(cls: type[AmtpError], args: tuple, state: dict) -> AmtpError:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class RetryableError(AmtpError):
     retryable = True

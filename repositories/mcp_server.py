@@ -34,7 +34,7 @@ from mcp.types import CallToolResult, TextContent
 from amtp_site import valkey
 from amtp_site.child import connection_env
 from amtp_site.errors import AmtpError
-from repositories.hosts import host_for_repo
+from repositories.hosts import host_for, host_for_repo
 from repositories.overview import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from repositories.reader import CachedRepoReader, answer_text
 
@@ -60,20 +60,23 @@ READ_DESCRIPTION = (
 
 class RepoServer(MCPServer):
     """One session's server. ``crawl_id`` names the crawl whose cache hits are counted;
-    ``allowed_repo`` (optional) pins the session to one repository, as the crawler does."""
+    ``allowed_repo`` (optional) pins the session to one repository, as the crawler does, and
+    ``repository`` (optional, its ``Repository`` row) saves looking it up."""
 
-    def __init__(self, *, crawl_id: str = "", allowed_repo: str = "") -> None:
+    def __init__(self, *, crawl_id: str = "", allowed_repo: str = "", repository=None) -> None:
         super().__init__(SERVER_NAME, tools=list(tools()))
         self.crawl_id = crawl_id
         self.allowed_repo = allowed_repo
+        self.repository = repository
         self.readers: dict[str, CachedRepoReader] = {}
 
     def reader(self, repo: str) -> CachedRepoReader:
         if self.allowed_repo and repo != self.allowed_repo:
             raise ToolError(f"this session may only read {self.allowed_repo}, not {repo!r}")
         if repo not in self.readers:
+            known = self.repository is not None and self.repository.full_name == repo
             self.readers[repo] = CachedRepoReader(
-                host_for_repo(repo),
+                host_for(self.repository) if known else host_for_repo(repo),
                 valkey.client(),
                 ttl=settings.AMTP_MCP_CACHE_TTL,
                 max_read_bytes=settings.AMTP_MAX_READ_BYTES,

@@ -9,7 +9,9 @@ called again. Each stage loads its upstream artifact from PostgreSQL and returns
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
@@ -96,22 +98,40 @@ def _finish(run: Run, activity: str, artifact_id: str) -> str:
     return artifact_id
 
 
-def _produce(
-    run: Run,
-    activity: str,
-    kind: str,
-    schema: str,
-    key_input: dict,
-    agent: Callable[[], AgentResult],
-) -> str:
-    """The agent's artifact for this input: the one already persisted under the idempotency
-    key (a retry), else what ``agent()`` returns, persisted; then the stage passes."""
-    key = idempotency_key(str(run.run_id), activity, key_input)
+@dataclass(frozen=True)
+class AgentStep:
+    """An agent stage begun: ``call`` is what its agent process runs (an ``agents.service``
+    function and plain data, picklable: the process needs no database), the rest is how the
+    worker stores what it answers."""
+
+    run: Run
+    activity: str
+    key: str
+    call: Callable[[], AgentResult]
+
+
+def agent_step(activity: str, run_id: str) -> AgentStep | str:
+    """Begin an agent stage: the artifact id if an earlier attempt stored it already (the
+    stage passes; the LLM is not called again), else what the agent process is to run."""
+    run = _begin(run_id, activity)
+    kind, _schema, prepare = AGENTS[activity]
     if done := _reuse(run, kind):
-        artifact_id = str(done[0])
-    else:
-        artifact_id = str(_persist(run, kind, schema, agent(), key, activity).artifact_id)
-    return _finish(run, activity, artifact_id)
+        return _finish(run, activity, str(done[0]))
+    key_input, call = prepare(run)
+    return AgentStep(run, activity, idempotency_key(run_id, activity, key_input), call)
+
+
+def agent_store(step: AgentStep, result: AgentResult) -> str:
+    """Store the agent's validated output as the stage's artifact; the stage passes."""
+    kind, schema, _prepare = AGENTS[step.activity]
+    artifact = _persist(step.run, kind, schema, result, step.key, step.activity)
+    return _finish(step.run, step.activity, str(artifact.artifact_id))
+
+
+def agent_stage(activity: str, run_id: str) -> str:
+    """A whole agent stage in this process (the worker runs the agent in a fresh one)."""
+    step = agent_step(activity, run_id)
+    return step if isinstance(step, str) else agent_store(step, step.call())
 
 
 def _resolve_commits(run: Run) -> None:
@@ -128,80 +148,84 @@ def _resolve_commits(run: Run) -> None:
         run.refresh_from_db()
 
 
-def crawl_repo(run_id: str) -> str:
-    from agents.service import run_repo_crawler
-
-    run = _begin(run_id, CRAWL_REPO)
+def _crawl_repo(run: Run) -> tuple[dict, Callable[[], AgentResult]]:
     if not run.commit_sha:
         _resolve_commits(run)
+    payload = {
+        "run_id": str(run.run_id),
+        "repo_full_name": run.repo_full_name,
+        "ref": run.ref,
+        "depth_level": run.depth_level,
+    }
+    payload = schemas.validate("repo_crawler/input", payload)
+    from agents.service import run_repo_crawler  # the agent stack: not the web's to import
 
-    def agent() -> AgentResult:
-        payload = {
-            "run_id": run_id,
-            "repo_full_name": run.repo_full_name,
-            "ref": run.ref,
-            "depth_level": run.depth_level,
-        }
-        payload = schemas.validate("repo_crawler/input", payload)
-        return run_repo_crawler(payload, commit_sha=run.commit_sha)
-
-    return _produce(
-        run,
-        CRAWL_REPO,
-        ArtifactKind.REPO_CRAWLER_OUTPUT,
-        "repo_crawler/output",
-        {"ref": run.ref, "depth_level": run.depth_level},
-        agent,
+    call = functools.partial(
+        run_repo_crawler, payload, commit_sha=run.commit_sha, repository=run.repository
     )
+    return {"ref": run.ref, "depth_level": run.depth_level}, call
+
+
+def _generate_test_cases(run: Run) -> tuple[dict, Callable[[], AgentResult]]:
+    from agents.service import run_test_case_generator
+
+    upstream = Artifact.objects.get(run=run, kind=ArtifactKind.REPO_CRAWLER_OUTPUT)
+    call = functools.partial(
+        run_test_case_generator,
+        {**upstream.content, "depth_level": run.depth_level},
+        upstream_artifact_id=str(upstream.artifact_id),
+    )
+    return {"upstream": str(upstream.artifact_id), "depth_level": run.depth_level}, call
+
+
+def _generate_test_code(run: Run) -> tuple[dict, Callable[[], AgentResult]]:
+    from agents.service import run_test_engineer
+
+    upstream = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_CASE_GENERATOR_OUTPUT)
+    payload = {
+        "run_id": str(run.run_id),
+        "target_framework": run.target_framework,
+        "test_cases": upstream.content["test_cases"],
+        "coverage_notes": upstream.content["coverage_notes"],
+    }
+    call = functools.partial(
+        run_test_engineer,
+        payload,
+        upstream_artifact_id=str(upstream.artifact_id),
+        base_branch=run.base_branch,
+        head_branch=head_branch_for(run),
+        test_dir=run.repository.test_dir,
+    )
+    key_input = {"upstream": str(upstream.artifact_id), "target_framework": run.target_framework}
+    return key_input, call
+
+
+# activity -> (artifact kind, output schema, what its agent process is to run)
+AGENTS = {
+    CRAWL_REPO: (ArtifactKind.REPO_CRAWLER_OUTPUT, "repo_crawler/output", _crawl_repo),
+    GENERATE_TEST_CASES: (
+        ArtifactKind.TEST_CASE_GENERATOR_OUTPUT,
+        "test_case_generator/output",
+        _generate_test_cases,
+    ),
+    GENERATE_TEST_CODE: (
+        ArtifactKind.TEST_ENGINEER_OUTPUT,
+        "test_engineer/output",
+        _generate_test_code,
+    ),
+}
+
+
+def crawl_repo(run_id: str) -> str:
+    return agent_stage(CRAWL_REPO, run_id)
 
 
 def generate_test_cases(run_id: str) -> str:
-    from agents.service import run_test_case_generator
-
-    run = _begin(run_id, GENERATE_TEST_CASES)
-    upstream = Artifact.objects.get(run=run, kind=ArtifactKind.REPO_CRAWLER_OUTPUT)
-    return _produce(
-        run,
-        GENERATE_TEST_CASES,
-        ArtifactKind.TEST_CASE_GENERATOR_OUTPUT,
-        "test_case_generator/output",
-        {"upstream": str(upstream.artifact_id), "depth_level": run.depth_level},
-        lambda: run_test_case_generator(
-            {**upstream.content, "depth_level": run.depth_level},
-            upstream_artifact_id=str(upstream.artifact_id),
-        ),
-    )
+    return agent_stage(GENERATE_TEST_CASES, run_id)
 
 
 def generate_test_code(run_id: str) -> str:
-    from agents.service import run_test_engineer
-
-    run = _begin(run_id, GENERATE_TEST_CODE)
-    upstream = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_CASE_GENERATOR_OUTPUT)
-
-    def agent() -> AgentResult:
-        payload = {
-            "run_id": run_id,
-            "target_framework": run.target_framework,
-            "test_cases": upstream.content["test_cases"],
-            "coverage_notes": upstream.content["coverage_notes"],
-        }
-        return run_test_engineer(
-            payload,
-            upstream_artifact_id=str(upstream.artifact_id),
-            base_branch=run.base_branch,
-            head_branch=head_branch_for(run),
-            test_dir=run.repository.test_dir,
-        )
-
-    return _produce(
-        run,
-        GENERATE_TEST_CODE,
-        ArtifactKind.TEST_ENGINEER_OUTPUT,
-        "test_engineer/output",
-        {"upstream": str(upstream.artifact_id), "target_framework": run.target_framework},
-        agent,
-    )
+    return agent_stage(GENERATE_TEST_CODE, run_id)
 
 
 def verify_tests(run_id: str) -> str:

@@ -1,17 +1,17 @@
 """Slow stages for the cancellation and heartbeat tests, test side only (like tests/faults.py).
 
-:class:`SlowDown` is a Temporal worker interceptor. Where ``activity`` runs (its agent
-process; the worker itself for CreatePullRequest, which is not an agent), one step takes
+:class:`SlowDown` is a Temporal worker interceptor. One step of ``activity`` takes
 ``seconds`` more, with the activity's heartbeats going on:
 
 - ``where="after_writing"`` (CreatePullRequest): the local host writes the branch and the
   pull request as usual, writes ``marker`` (the pid of the process it runs in), then takes
-  its time, as a GitHub host does between writes, with the run's ``pr_lock`` held. A cancel sent once the
-  marker exists arrives while CreatePullRequest is writing; a worker killed then dies after
+  its time, as a GitHub host does between writes, with the run's ``pr_lock`` held. A cancel
+  sent once the marker exists arrives while CreatePullRequest is writing; a worker killed then dies after
   the PR was written, before the activity completes. With ``release``, the host goes on as
   soon as that file exists (at most ``seconds``); with ``once``, only the first writer (the
   one that wrote ``marker``) is slowed.
-- ``where="at_start"``: the stage takes its time before it begins (a long LLM call).
+- ``where="at_start"`` (an agent stage): its agent process takes its time before the agent
+  starts (a long LLM call).
 
 ``Slow.parse("<activity>:<seconds>:<marker>[:<release>]")`` is the after-writing-once form
 that ``python -m tests.worker_process`` takes on its command line.
@@ -19,6 +19,7 @@ that ``python -m tests.worker_process`` takes on its command line.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextvars
 import dataclasses
 import functools
@@ -28,6 +29,8 @@ from pathlib import Path
 
 from temporalio import activity
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
+
+from tests.faults import AgentPoolWith
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,38 +53,10 @@ class Slow:
             time.sleep(0.05)
 
 
-def _patch(where: str, slow_now) -> None:
-    """Patch the step ``where`` names: it takes its time whenever ``slow_now()`` gives a Slow."""
-    if where == "after_writing":
-        from repositories.hosts.local import LocalGitHost as patched
-
-        name = "open_pull_request"
-    else:
-        from runs import pipeline as patched
-
-        name = "_begin"
-    original = getattr(patched, name)
-
-    def slow_down(*a, **kw):
-        slow = slow_now()
-        if slow is None:
-            return original(*a, **kw)
-        if where == "at_start":
-            time.sleep(slow.seconds)
-        result = original(*a, **kw)
-        if where == "after_writing" and not (slow.once and Path(slow.marker).exists()):
-            Path(slow.marker).write_text(str(os.getpid()))
-            slow.take_time()
-        return result
-
-    setattr(patched, name, slow_down)
-
-
-def _in_agent_process(slow: Slow, fn, *args):
-    """Picklable (module-level), for an agent activity: the pool runs it in the activity's
-    own agent process, which ends with it, and the patch with it."""
-    _patch(slow.where, lambda: slow)
-    return fn(*args)
+def _slow_start(slow: Slow, attempt: int, call):
+    """Picklable (module-level): in the agent process, a long LLM call before the agent's."""
+    time.sleep(slow.seconds)
+    return call()
 
 
 # CreatePullRequest runs in the worker, next to other activities: the host is patched once
@@ -91,12 +66,29 @@ _SLOW_HERE: contextvars.ContextVar[Slow | None] = contextvars.ContextVar("slow",
 
 @functools.cache
 def _patch_this_process() -> None:
-    _patch("after_writing", _SLOW_HERE.get)
+    from repositories.hosts.local import LocalGitHost
+
+    original = LocalGitHost.open_pull_request
+
+    def slow_down(*a, **kw):
+        result = original(*a, **kw)
+        slow = _SLOW_HERE.get()
+        if slow is not None and not (slow.once and Path(slow.marker).exists()):
+            Path(slow.marker).write_text(str(os.getpid()))
+            slow.take_time()
+        return result
+
+    LocalGitHost.open_pull_request = slow_down
 
 
 class SlowDown(Interceptor):
     def __init__(self, activity: str, seconds: float, where="after_writing", **more) -> None:
         self.slow = Slow(activity, seconds, where, **more)
+
+    def agent_pool(self, pool: concurrent.futures.Executor) -> concurrent.futures.Executor:
+        if self.slow.where == "at_start":
+            return AgentPoolWith(pool, self.slow, _slow_start)
+        return pool
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
         return _Inbound(next, self.slow)
@@ -108,15 +100,12 @@ class _Inbound(ActivityInboundInterceptor):
         self.slow = slow
 
     async def execute_activity(self, input: ExecuteActivityInput):
-        if activity.info().activity_type != self.slow.activity:
+        after_writing = self.slow.where == "after_writing"
+        if not after_writing or activity.info().activity_type != self.slow.activity:
             return await super().execute_activity(input)
-        if input.executor is None:  # CreatePullRequest: in this process, in a worker thread
-            assert self.slow.where == "after_writing", self.slow
-            _patch_this_process()
-            token = _SLOW_HERE.set(self.slow)
-            try:
-                return await super().execute_activity(input)
-            finally:
-                _SLOW_HERE.reset(token)
-        slowed = functools.partial(_in_agent_process, self.slow, input.fn)
-        return await super().execute_activity(dataclasses.replace(input, fn=slowed))
+        _patch_this_process()  # CreatePullRequest: in this process, in a worker thread
+        token = _SLOW_HERE.set(self.slow)
+        try:
+            return await super().execute_activity(input)
+        finally:
+            _SLOW_HERE.reset(token)

@@ -71,3 +71,23 @@ def test_the_activity_wrapper_reports_a_wrapped_final_error_as_itself():
         _typed(None)(crawl)("run-1")
     assert caught.value.type == "BudgetExceeded" and caught.value.non_retryable
     assert caught.value.message == "big"
+
+
+def test_every_error_survives_pickling_with_its_type_and_details():
+    """An agent process hands its error to the worker pickled; subclasses whose ``__init__``
+    takes other arguments than the message must arrive whole all the same."""
+    import pickle
+
+    raised = [
+        errors.SchemaValidationError(
+            "test_case_generator/output", [{"path": "$.x", "rule": "type", "message": "bad"}]
+        ),
+        errors.ContractViolation("entry points must be listed", ["$.entry_points[0]"]),
+        errors.StaleBaseBranch("main", "b" * 40, "a" * 40),
+        errors.BranchProtectionViolation('{"message": "protected"}'),
+        errors.MalformedLlmOutput("not JSON", attempt=2),
+    ]
+    for exc in raised:
+        again = pickle.loads(pickle.dumps(exc))
+        assert type(again) is type(exc)
+        assert again.to_dict() == exc.to_dict() and str(again) == str(exc)

@@ -37,11 +37,11 @@ def assert_exactly_one_of_everything(run, repo):
     assert git(repo.local_path, "branch", "--list", "amtp/*").count("amtp/run-") == 1
 
 
-def test_agent_process_dying_after_persisting_is_retried_without_a_second_llm_call(
+def test_agent_process_dying_is_retried_in_a_fresh_process_and_stored_once(
     tmp_path, temporal_env, capfd
 ):
     marker = tmp_path / "crashed"
-    # The agent process persists the test cases, then dies (os._exit) before reporting them.
+    # The agent process has its test cases, then dies (os._exit) before handing them over.
     crash = FaultOnce(Fault(t.GENERATE_TEST_CASES, "crash", str(marker)))
     repo = RepositoryFactory(
         full_name="acme/web", host="local", local_path=make_git_repo(tmp_path / "web", DEMO_WEB)
@@ -54,9 +54,10 @@ def test_agent_process_dying_after_persisting_is_retried_without_a_second_llm_ca
     stage = run.stages.get(name="generate_test_cases")
     assert stage.attempts == 2
     artifact = run.artifacts.get(kind="test_case_generator_output")
-    assert artifact.meta["pid"] == int(marker.read_text())  # the crashed process's output, kept
+    # Nothing of the dead process was stored: the retry's process asked the model again.
+    assert artifact.meta["pid"] != int(marker.read_text())
+    assert llm_calls(capfd.readouterr().err, "test_case_generator") == 2
     assert worker.pool.respawns >= 1  # the broken pool was replaced, the worker kept going
-    assert llm_calls(capfd.readouterr().err, "test_case_generator") == 1
 
 
 def test_worker_killed_mid_activity_then_restarted_completes_the_run(
@@ -67,7 +68,7 @@ def test_worker_killed_mid_activity_then_restarted_completes_the_run(
     settings.AMTP_HEARTBEAT_TIMEOUT_S = 6
     settings.AMTP_AGENT_ACTIVITY_TIMEOUT_S = 600
     marker = tmp_path / "hanging"
-    # The first worker's agent process persists the test cases, then hangs until killed.
+    # The first worker stores the test cases, then hangs until killed, before reporting them.
     fault = f"fault:{t.GENERATE_TEST_CASES}:hang:{marker}"
     queue = settings.TEMPORAL_TASK_QUEUE
     repo = RepositoryFactory(

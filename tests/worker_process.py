@@ -6,8 +6,9 @@ worker, its agent processes, its multiprocessing manager and whatever they start
 server) share one process group: :func:`kill_worker` SIGKILLs all of them at once, no goodbye,
 as an OOM kill or a lost machine would. Interceptors, each one argument:
 
-- ``fault:<activity>:<crash|hang>:<marker>`` (tests/faults.py): the agent process dies or
-  hangs once, right after the stage's artifact is committed;
+- ``fault:<activity>:<crash|hang|exit>:<marker>`` (tests/faults.py): once, the agent process
+  dies after answering, the worker hangs right after the stage's artifact is committed, or
+  the worker dies once the stage has passed;
 - ``slow:<activity>:<seconds>:<marker>[:<release>]`` (tests/slow_host.py): once, the local host
   writes the branch and the PR, writes ``marker``, then holds (``pr_lock`` held) until
   ``release`` exists, for at most ``seconds``.

@@ -20,7 +20,7 @@ import threading
 from datetime import timedelta
 
 from asgiref.sync import sync_to_async
-from django.db import DatabaseError, close_old_connections, connections
+from django.db import DatabaseError, close_old_connections
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 
@@ -41,10 +41,32 @@ def _note_error(run_id: str, stage: str, error_type: str, message: str) -> None:
         logger.warning("could not record %s on %s of run %s: %s", error_type, stage, run_id, exc)
 
 
+def _temporal_error(raised: BaseException, arg, stage: str | None) -> BaseException | None:
+    """What Temporal is told of ``raised`` (AmtpError → ApplicationError, carrying its type,
+    retryability and details), after the attempt's error is recorded on the stage; None: raise
+    it as it is. An AmtpError wrapped in an exception group or a ``__cause__`` chain keeps its
+    class: a final error raised inside a task group is not retried."""
+    exc = raised if isinstance(raised, AmtpError) else amtp_error_in(raised)
+    if exc is None:
+        if stage and isinstance(raised, Exception):
+            _note_error(arg, stage, type(raised).__name__, str(raised))
+        return None
+    if stage:
+        _note_error(arg, stage, type(exc).__name__, exc.message)
+    retry_after = exc.details.get("retry_after")
+    error = ApplicationError(
+        exc.message,
+        exc.to_dict(),
+        type=type(exc).__name__,
+        non_retryable=not exc.retryable,
+        next_retry_delay=timedelta(seconds=retry_after) if retry_after else None,
+    )
+    error.__cause__ = exc
+    return error
+
+
 def _typed(stage: str | None):
-    """Map AmtpError → ApplicationError; record each failed attempt on the stage. An AmtpError
-    wrapped in an exception group or a ``__cause__`` chain keeps its class: a final error
-    raised inside a task group is not retried."""
+    """``fn(arg)`` whose errors Temporal sees typed (:func:`_temporal_error`)."""
 
     def wrap(fn):
         @functools.wraps(fn)
@@ -52,25 +74,38 @@ def _typed(stage: str | None):
             try:
                 return fn(arg)
             except BaseException as raised:
-                exc = raised if isinstance(raised, AmtpError) else amtp_error_in(raised)
-                if exc is None:
-                    if stage and isinstance(raised, Exception):
-                        _note_error(arg, stage, type(raised).__name__, str(raised))
+                error = _temporal_error(raised, arg, stage)
+                if error is None:
                     raise
-                if stage:
-                    _note_error(arg, stage, type(exc).__name__, exc.message)
-                retry_after = exc.details.get("retry_after")
-                raise ApplicationError(
-                    exc.message,
-                    exc.to_dict(),
-                    type=type(exc).__name__,
-                    non_retryable=not exc.retryable,
-                    next_retry_delay=timedelta(seconds=retry_after) if retry_after else None,
-                ) from exc
+                raise error from error.__cause__
 
         return inner
 
     return wrap
+
+
+def _in_thread(fn, *, executor: concurrent.futures.Executor | None = None):
+    """``fn`` as a coroutine function run in a worker thread (the event loop's executor unless
+    given). As Django does around a request, the thread keeps its database connection for the
+    next call (CONN_MAX_AGE), health-checked first, closed once too old."""
+
+    def call(*args):
+        close_old_connections()
+        try:
+            return fn(*args)
+        finally:
+            close_old_connections()
+
+    return sync_to_async(call, thread_sensitive=False, executor=executor)
+
+
+async def _beat() -> None:
+    """Heartbeat from the worker while an activity runs there (the answer to a heartbeat is
+    how a cancel request arrives)."""
+    every = max(1.0, min(beat_interval(), CANCEL_NOTICE_S))
+    while True:
+        activity.heartbeat()
+        await asyncio.sleep(every)
 
 
 # --- agent activities (process pool) ---------------------------------------------------
@@ -127,50 +162,66 @@ def _stoppable(stage_fn):
     return stage
 
 
-def _agent_activity(name: str, stage: str):
-    """``pipeline.<stage>`` as the agent activity ``name``. The process pool pickles an
-    activity by module and name, so each one is published here as ``activities.<stage>``."""
+def _pool_activity(name: str, stage: str):
+    """``pipeline.<stage>`` as an activity run whole in a fresh process of the worker's pool
+    (VerifyTests: its Playwright runs and healing session). The pool pickles an activity by
+    module and name, so it is published here as ``activities.<stage>``."""
     fn = _heartbeating(_typed(stage)(_stoppable(getattr(pipeline, stage))))
     fn.__module__, fn.__name__, fn.__qualname__ = __name__, stage, stage
     globals()[stage] = fn
     return activity.defn(name=name)(fn)
 
 
-# --- CreatePullRequest (a worker thread) -----------------------------------------------
+def _agent_activity(name: str, pool: concurrent.futures.Executor):
+    """The agent stage ``name``: begun and stored by the worker, in a worker thread (the
+    run's rows, the upstream artifact, the idempotency key, the validated output), while its
+    agent runs in a fresh process of ``pool`` that needs no database connection. Heartbeats
+    come from the worker meanwhile. A cancel stops waiting for the agent: what it answers
+    after is not stored. An agent process that dies fails the attempt with the retryable
+    ``AgentProcessDied``; nothing of it was stored, so the retry calls the model again."""
+    stage = t.STAGE_OF[name]
+    begin, store = _in_thread(pipeline.agent_step), _in_thread(pipeline.agent_store)
 
-# CreatePullRequest is not an agent: no LLM session, so no fresh process of its own. It runs
-# in one of these threads, apart from the bookkeeping's (a GitHub host waits between writes).
-PULL_REQUEST_THREADS = concurrent.futures.ThreadPoolExecutor(
-    max_workers=4, thread_name_prefix="amtp-pull-request"
-)
-
-
-def _in_pull_request_thread(fn):
-    def in_thread(run_id: str) -> str:
+    async def execute(run_id: str) -> str:
+        beating = asyncio.create_task(_beat())
         try:
-            return fn(run_id)
-        finally:  # a connection of its own per call: these threads are idle most of the time
-            connections.close_all()
+            step = await begin(name, run_id)
+            if isinstance(step, str):  # stored by an earlier attempt
+                return step
+            result = await asyncio.wrap_future(pool.submit(step.call))
+            return await store(step, result)
+        except Exception as raised:
+            error = await _in_thread(_temporal_error)(raised, run_id, stage)
+            if error is None:
+                raise
+            raise error from error.__cause__
+        finally:
+            beating.cancel()
 
-    return sync_to_async(in_thread, thread_sensitive=False, executor=PULL_REQUEST_THREADS)
+    execute.__name__ = execute.__qualname__ = stage
+    execute.uses_agent_process = True  # AgentPoolGate admits it as the pool has room
+    return activity.defn(name=name)(execute)
+
+
+def agent_activities(pool: concurrent.futures.Executor) -> list:
+    """The agent activities of a worker whose agent processes come from ``pool``."""
+    return [_agent_activity(name, pool) for name in pipeline.AGENTS]
+
+
+# --- CreatePullRequest (a worker thread) -----------------------------------------------
 
 
 def _worker_stage_activity(name: str, stage: str):
     """``pipeline.<stage>`` as an activity run in a worker thread, heartbeating from the
-    event loop. A cancel request reaches the stage through ``stop`` (it checks before writing
-    and takes back what it wrote), and the activity ends only once the stage has stopped: the
-    workflow takes back what is left after that, never while it is still being written."""
-    work_in_thread = _in_pull_request_thread(_typed(stage)(_stoppable(getattr(pipeline, stage))))
-
-    async def beat() -> None:
-        every = max(1.0, min(beat_interval(), CANCEL_NOTICE_S))
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(every)
+    event loop: CreatePullRequest, which is not an agent (no LLM session, so no fresh process
+    of its own). A cancel request reaches the stage through ``stop`` (it checks before
+    writing and takes back what it wrote), and the activity ends only once the stage has
+    stopped: the workflow takes back what is left after that, never while it is written."""
+    work_in_thread = _in_thread(_typed(stage)(_stoppable(getattr(pipeline, stage))))
 
     async def execute(run_id: str) -> str:
         work = asyncio.ensure_future(work_in_thread(run_id))
-        beating = asyncio.create_task(beat())
+        beating = asyncio.create_task(_beat())
         try:
             try:
                 return await asyncio.shield(work)
@@ -187,11 +238,8 @@ def _worker_stage_activity(name: str, stage: str):
     return activity.defn(name=name)(execute)
 
 
-AGENT_ACTIVITIES = [
-    _agent_activity(name, stage) for name, stage in t.STAGES if name != t.CREATE_PULL_REQUEST
-]
 STAGE_ACTIVITIES = [
-    *AGENT_ACTIVITIES,
+    _pool_activity(t.VERIFY_TESTS, t.STAGE_OF[t.VERIFY_TESTS]),
     _worker_stage_activity(t.CREATE_PULL_REQUEST, t.STAGE_OF[t.CREATE_PULL_REQUEST]),
 ]
 
@@ -201,19 +249,10 @@ STAGE_ACTIVITIES = [
 
 def bookkeeping_activity(name: str, fn, arg_type: type = str):
     """A sync service function as an activity run in the worker's event loop (via a thread)."""
-    typed = _typed(None)(fn)
-
-    def in_thread(arg):
-        # As Django does around a request: this executor thread keeps its connection for the
-        # next bookkeeping call (CONN_MAX_AGE), health-checked first, closed once too old.
-        close_old_connections()
-        try:
-            return typed(arg)
-        finally:
-            close_old_connections()
+    in_thread = _in_thread(_typed(None)(fn))
 
     async def bookkeeping(arg):
-        return await sync_to_async(in_thread, thread_sensitive=False)(arg)
+        return await in_thread(arg)
 
     # Temporal decodes the argument by its annotation (dataclasses for approvals/failures).
     bookkeeping.__annotations__ = {"arg": arg_type, "return": object}

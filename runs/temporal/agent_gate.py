@@ -54,8 +54,8 @@ class _Gate(ActivityInboundInterceptor):
         super().init(_Watched(outbound, self.agent_alive))
 
     async def execute_activity(self, input: ExecuteActivityInput):
-        if input.executor is None:  # async: runs in the event loop, not in the pool
-            return await super().execute_activity(input)
+        if input.executor is None and not getattr(input.fn, "uses_agent_process", False):
+            return await super().execute_activity(input)  # runs in the worker, not the pool
         every = beat_interval()
         await self._wait_for_a_process(every)
         beating = asyncio.create_task(self._beat_until_the_agent_does(every))

@@ -37,7 +37,7 @@ from temporalio.worker import Interceptor, SharedStateManager, Worker
 from amtp_site.child import django_setup
 from amtp_site.errors import AgentProcessDied
 from amtp_site.temporal import connect
-from runs.temporal.activities import CANCEL_NOTICE_S
+from runs.temporal.activities import CANCEL_NOTICE_S, agent_activities
 from runs.temporal.agent_gate import AgentPoolGate
 from runs.temporal.workflow import TestGenerationWorkflow
 
@@ -192,6 +192,10 @@ def app_activities() -> list:
     return found
 
 
+def max_concurrent_activities() -> int:
+    return max(4, settings.AMTP_WORKER_PROCESSES * 4)
+
+
 def build_worker(
     client,
     *,
@@ -202,16 +206,22 @@ def build_worker(
     activities: Sequence | None = None,
     interceptors: Sequence[Interceptor] = (),
 ) -> Worker:
-    """AMTP's worker configuration; ``activities`` defaults to every app's. Benchmarks pass
-    other workflows/activities and tests pass interceptors (fault injection) to the same setup."""
+    """AMTP's worker configuration; ``activities`` defaults to every app's and the agent
+    activities, whose agent processes come from ``pool``. Benchmarks pass other
+    workflows/activities and tests pass interceptors (fault injection) to the same setup."""
+    if activities is None:
+        agents = pool
+        for interceptor in interceptors:  # a test's interceptor may wrap it (fault injection)
+            agents = getattr(interceptor, "agent_pool", lambda p: p)(agents)
+        activities = [*app_activities(), *agent_activities(agents)]
     return Worker(
         client,
         task_queue=task_queue,
         workflows=list(workflows),
-        activities=app_activities() if activities is None else list(activities),
+        activities=list(activities),
         activity_executor=pool,
         shared_state_manager=SharedStateManager.create_from_multiprocessing(manager),
-        max_concurrent_activities=max(4, settings.AMTP_WORKER_PROCESSES * 4),
+        max_concurrent_activities=max_concurrent_activities(),
         graceful_shutdown_timeout=timedelta(seconds=10),
         # Heartbeats reach Temporal this often, and a cancel request reaches agents with them.
         max_heartbeat_throttle_interval=timedelta(seconds=CANCEL_NOTICE_S),
@@ -231,6 +241,14 @@ async def serve(
     """Poll ``task_queue`` until ``stop`` is set (``ready`` is set once polling), then shut the
     worker and its agent process pool down. ``build`` goes to :func:`build_worker`."""
     client = await connect()
+    # The threads the worker's own work runs in (bookkeeping, the agent stages' database work,
+    # CreatePullRequest): one for each activity it may run at once, so a slow one (a GitHub
+    # host waiting between writes) never holds up the bookkeeping of other runs.
+    asyncio.get_running_loop().set_default_executor(
+        concurrent.futures.ThreadPoolExecutor(
+            max_workers=max_concurrent_activities() + 4, thread_name_prefix="amtp-worker"
+        )
+    )
     try:
         with multiprocessing.Manager() as manager:
             worker = build_worker(
