@@ -50,3 +50,68 @@ def test_a_changed_environment_reaches_the_next_agent_process(child_settings, mo
         pool.shutdown()
     assert before["setting"] is None and after["setting"] == "changed"
     assert before["parent"] != after["parent"]  # a new template
+
+
+def test_no_process_the_worker_starts_holds_its_open_descriptors(temporal_env):
+    """A pytest-xdist worker that crashed once hung the whole suite: a process forked from it
+    (the heartbeat manager) still held execnet's pipe, so the controller never saw it close.
+    Every helper process the worker starts (the manager, the agent template and its agent
+    processes) starts without the worker's descriptors."""
+    import psutil
+
+    from runs.temporal.worker_thread import WorkerThread
+
+    read, write = os.pipe()
+    os.set_inheritable(write, True)  # as a test runner's own pipe is
+    pipe = f"pipe:[{os.fstat(write).st_ino}]"
+    try:
+        with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=1) as worker:
+            worker.pool.submit(os.getpid).result(60)  # the agent template is running too
+            children = psutil.Process().children(recursive=True)
+            holders = [c.cmdline()[:3] for c in children if pipe in _descriptors(c.pid)]
+            assert len(children) >= 2, [c.cmdline()[:3] for c in children]
+    finally:
+        os.close(read)
+        os.close(write)
+    assert holders == []
+
+
+def _descriptors(pid: int) -> set[str]:
+    try:
+        return {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return set()
+
+
+def test_a_stopped_worker_leaves_no_database_connection_open(tmp_path, temporal_env):
+    """The worker's threads keep their connections between activities, and close them when
+    it stops: a test database can then be dropped, a deploy's old worker leaves nothing."""
+    import time
+
+    from django.db import connection
+
+    from runs.services import run_create
+    from runs.temporal.worker_thread import WorkerThread
+    from tests.samples import DEMO_WEB
+    from tests.temporal_worker import wait_terminal
+    from tests.test_workflow import local_repo
+
+    def others() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            return cursor.fetchone()[0]
+
+    before = others()
+    repo = local_repo(tmp_path, "web", DEMO_WEB)
+    with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=1):
+        run = wait_terminal(run_create(repository=repo, depth_level="smoke"))
+        during = others()
+    assert run.status == "passed", (run.error_type, run.error_message)
+    assert during > before  # kept while the worker ran
+    deadline = time.monotonic() + 10  # a backend ends a moment after its client hangs up
+    while others() > before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert others() == before

@@ -31,6 +31,7 @@ from multiprocessing import reduction
 
 from django.apps import apps
 from django.conf import settings
+from django.db import connections
 from django.utils.module_loading import import_string
 from temporalio.worker import Interceptor, SharedStateManager, Worker
 
@@ -243,14 +244,16 @@ async def serve(
     client = await connect()
     # The threads the worker's own work runs in (bookkeeping, the agent stages' database work,
     # CreatePullRequest): one for each activity it may run at once, so a slow one (a GitHub
-    # host waiting between writes) never holds up the bookkeeping of other runs.
-    asyncio.get_running_loop().set_default_executor(
-        concurrent.futures.ThreadPoolExecutor(
-            max_workers=max_concurrent_activities() + 4, thread_name_prefix="amtp-worker"
-        )
-    )
+    # host waiting between writes) never holds up the bookkeeping of other runs. Each keeps
+    # its database connection between calls, until the worker stops.
+    threads = max_concurrent_activities() + 4
+    executor = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="amtp-worker")
+    asyncio.get_running_loop().set_default_executor(executor)
     try:
-        with multiprocessing.Manager() as manager:
+        # The heartbeat channel's process is spawned, not forked: a fork would hold every
+        # descriptor the worker has open (a test runner's pipes: a crashed test worker then
+        # hangs the whole run) for as long as it lives.
+        with multiprocessing.get_context("spawn").Manager() as manager:
             worker = build_worker(
                 client, task_queue=task_queue, pool=pool, manager=manager, **build
             )
@@ -267,6 +270,22 @@ async def serve(
                 log.info("shutting down the worker")
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        await _close_connections(executor, threads)
+
+
+async def _close_connections(executor: concurrent.futures.Executor, threads: int) -> None:
+    """Each of the executor's threads closes the database connection it kept: ``threads``
+    tasks that wait for one another, so that each runs in a thread of its own."""
+    together = threading.Barrier(threads)
+
+    def close() -> None:
+        connections.close_all()
+        together.wait(10)
+
+    loop = asyncio.get_running_loop()
+    await asyncio.gather(
+        *(loop.run_in_executor(executor, close) for _ in range(threads)), return_exceptions=True
+    )
 
 
 async def run_worker(*, task_queue: str, processes: int, **build) -> None:
