@@ -2,7 +2,6 @@
 an outage, a lost result or a dead process ends where the first success did."""
 
 import dataclasses
-import time
 
 import pytest
 
@@ -10,15 +9,16 @@ from amtp_site.valkey import concurrency_members
 from approvals.services import approval_expire, approval_request
 from runs import lifecycle, slots
 from runs.models import Run
-from runs.services import run_create
 from runs.temporal import types as t
 from runs.temporal.client import retry_settings
 from tests.factories import RunFactory
 from tests.samples import DEMO_WEB
-from tests.temporal_worker import wait_terminal
-from tests.test_worker_crash import assert_exactly_one_of_everything, llm_calls
+from tests.test_worker_crash import (
+    assert_exactly_one_of_everything,
+    llm_calls,
+    run_past_a_worker_fault,
+)
 from tests.test_workflow import local_repo
-from tests.worker_process import kill_worker, start_worker, stop_worker
 
 
 def open_run(**fields) -> Run:
@@ -126,22 +126,7 @@ def test_a_stage_that_passed_in_a_worker_that_then_died_is_reused(tmp_path, temp
     marker = tmp_path / "died"
     repo = local_repo(tmp_path, "web", DEMO_WEB)
     fault = f"fault:{t.GENERATE_TEST_CASES}:exit:{marker}"  # once: the marker holds the pid
-    queue = settings.TEMPORAL_TASK_QUEUE
-    first = start_worker(tmp_path / "w1.log", queue, fault)
-    try:
-        run = run_create(repository=repo, depth_level="smoke")
-        deadline = time.monotonic() + 120
-        while not marker.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert marker.exists(), (tmp_path / "w1.log").read_text()[-3000:]
-    finally:
-        kill_worker(first)  # what is left of its process group
-    second = start_worker(tmp_path / "w2.log", queue, fault)
-    try:
-        run = wait_terminal(run, timeout=90)
-    finally:
-        stop_worker(second)
+    run, logs = run_past_a_worker_fault(tmp_path, settings.TEMPORAL_TASK_QUEUE, repo, fault, marker)
     assert_exactly_one_of_everything(run, repo)
     assert run.stages.get(name="generate_test_cases").attempts == 1  # reused, not run again
-    logs = (tmp_path / "w1.log").read_text() + (tmp_path / "w2.log").read_text()
     assert llm_calls(logs, "test_case_generator") == 1

@@ -37,6 +37,37 @@ def assert_exactly_one_of_everything(run, repo):
     assert git(repo.local_path, "branch", "--list", "amtp/*").count("amtp/run-") == 1
 
 
+def start_then_kill(tmp_path, queue: str, repo, spec: str, marker, processes: int = 1):
+    """A run started on a worker process with the interceptor ``spec`` (tests/worker_process.py),
+    that worker killed with its process group once ``marker`` exists (the fault fired)."""
+    first = start_worker(tmp_path / "w1.log", queue, spec, processes=processes)
+    try:
+        run = run_create(repository=repo, depth_level="smoke")
+        deadline = time.monotonic() + 120
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), (tmp_path / "w1.log").read_text()[-3000:]
+    finally:
+        kill_worker(first)  # the worker and its agent processes, no goodbye
+    return run
+
+
+def finish_on_a_second_worker(tmp_path, queue: str, run, *specs: str, processes: int = 1):
+    second = start_worker(tmp_path / "w2.log", queue, *specs, processes=processes)
+    try:
+        return wait_terminal(run, timeout=90)
+    finally:
+        stop_worker(second)
+
+
+def run_past_a_worker_fault(tmp_path, queue: str, repo, fault: str, marker):
+    """A run through a worker process with ``fault`` (tests/faults.py), killed once it fired,
+    then finished by a second worker. The run and both workers' logs."""
+    run = start_then_kill(tmp_path, queue, repo, fault, marker)
+    run = finish_on_a_second_worker(tmp_path, queue, run, fault)
+    return run, (tmp_path / "w1.log").read_text() + (tmp_path / "w2.log").read_text()
+
+
 def test_agent_process_dying_is_retried_in_a_fresh_process_and_stored_once(
     tmp_path, temporal_env, capfd
 ):
@@ -74,22 +105,8 @@ def test_worker_killed_mid_activity_then_restarted_completes_the_run(
     repo = RepositoryFactory(
         full_name="acme/web", host="local", local_path=make_git_repo(tmp_path / "web", DEMO_WEB)
     )
-    first = start_worker(tmp_path / "w1.log", queue, fault)
-    try:
-        run = run_create(repository=repo, depth_level="smoke")
-        deadline = time.monotonic() + 120
-        while not marker.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert marker.exists(), (tmp_path / "w1.log").read_text()[-3000:]
-    finally:
-        kill_worker(first)  # the worker and its agent processes, no goodbye
-    second = start_worker(tmp_path / "w2.log", queue, fault)
-    try:
-        run = wait_terminal(run, timeout=90)
-    finally:
-        stop_worker(second)
+    run, logs = run_past_a_worker_fault(tmp_path, queue, repo, fault, marker)
     assert_exactly_one_of_everything(run, repo)
-    logs = (tmp_path / "w1.log").read_text() + (tmp_path / "w2.log").read_text()
     crawl = run.artifacts.get(kind="repo_crawler_output")
     assert llm_calls(logs, "repo_crawler") == crawl.meta["llm_calls"]  # finished before the kill
     assert llm_calls(logs, "test_case_generator") == 1  # persisted before the kill: reused
@@ -106,24 +123,12 @@ def test_worker_killed_after_writing_the_pull_request_adopts_it(tmp_path, tempor
     path = make_git_repo(tmp_path / "web", DEMO_WEB)
     repo = RepositoryFactory(full_name="acme/web", host="local", local_path=path)
     slow = f"slow:{t.CREATE_PULL_REQUEST}:600:{marker}"  # written, then it holds
-    first = start_worker(tmp_path / "w1.log", queue, slow, processes=2)
-    try:
-        run = run_create(repository=repo, depth_level="smoke")
-        deadline = time.monotonic() + 120
-        while not marker.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert marker.exists(), (tmp_path / "w1.log").read_text()[-3000:]
-    finally:
-        kill_worker(first)
+    run = start_then_kill(tmp_path, queue, repo, slow, marker, processes=2)
     host = LocalGitHost(repo.full_name, path)
     assert [p["head_branch"] for p in host.pull_requests()] == [head_branch_for(run)]
     assert not run.artifacts.filter(kind="pull_request").exists()  # not recorded: killed first
     killed = time.monotonic()
-    second = start_worker(tmp_path / "w2.log", queue, processes=2)
-    try:
-        run = wait_terminal(run, timeout=90)
-    finally:
-        stop_worker(second)
+    run = finish_on_a_second_worker(tmp_path, queue, run, processes=2)
     print(f"R3: {run.status} {time.monotonic() - killed:.1f} s after the kill")
     assert_exactly_one_of_everything(run, repo)
     assert len(host.pull_requests()) == 1
