@@ -112,11 +112,12 @@ def _tidy_connections() -> None:
 
 async def _beat() -> None:
     """Heartbeat from the worker while an activity runs there (the answer to a heartbeat is
-    how a cancel request arrives)."""
+    how a cancel request arrives). The first one after an interval, not at once: most stages
+    end well within it, and each heartbeat is a call to Temporal."""
     every = max(1.0, min(beat_interval(), CANCEL_NOTICE_S))
     while True:
-        activity.heartbeat()
         await asyncio.sleep(every)
+        activity.heartbeat()
 
 
 # --- agent activities (process pool) ---------------------------------------------------

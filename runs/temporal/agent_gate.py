@@ -58,11 +58,14 @@ class _Gate(ActivityInboundInterceptor):
             return await super().execute_activity(input)  # runs in the worker, not the pool
         every = beat_interval()
         await self._wait_for_a_process(every)
-        beating = asyncio.create_task(self._beat_until_the_agent_does(every))
+        # An agent stage heartbeats from the worker itself (activities.py); a whole activity in
+        # the pool (VerifyTests) from its process, and from here until that process runs.
+        beating = input.executor and asyncio.create_task(self._beat_until_the_agent_does(every))
         try:
             return await super().execute_activity(input)
         finally:
-            beating.cancel()
+            if beating:
+                beating.cancel()
             self.free.release()
 
     async def _wait_for_a_process(self, every: float) -> None:
