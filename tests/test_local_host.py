@@ -353,11 +353,39 @@ def test_a_path_that_is_a_directory_in_the_base_is_refused(host: LocalGitHost) -
         _open(host, files={"src": "not a directory"})
 
 
-@pytest.mark.parametrize("branch", ["bad..name", "-x", "a b", "@{-1}", "x.lock", "main", "a~1"])
+BAD_BRANCHES = [
+    "bad..name", "-x", "a b", "@{-1}", "x.lock", "a~1", "HEAD", "@", "a/.b", "a//b", "/a",
+    "a/", "a.", "a:b", "a?b", "a*b", "a[b", "a\\b", "a^b", "tab\tx", "nul\x00x", "del\x7fx",
+    "", "a/b.lock/c",
+]  # fmt: skip
+GOOD_BRANCHES = ["main", "amtp/run-1", "feature/x.y", "release-1.2", "ünïcode", "a@b", "a.b/c"]
+
+
+@pytest.mark.parametrize("branch", [*BAD_BRANCHES, "main"])
 def test_bad_head_branch_is_refused(host: LocalGitHost, repo: str, branch: str) -> None:
     with pytest.raises(ContractViolation, match="branch"):
-        _open(host, head=branch)
+        _open(host, head=branch)  # "main" is the base branch
     assert git(repo, "branch", "--list") == "* main"
+
+
+def test_branch_names_are_checked_as_git_checks_them(host: LocalGitHost, repo: str) -> None:
+    """The host checks branch names in Python; git's own ``check-ref-format --branch`` agrees
+    on every name here (a NUL cannot reach git's command line; git refuses it anyway)."""
+    for branch in BAD_BRANCHES + GOOD_BRANCHES:
+        ours = True
+        try:
+            host._check_branch(branch, "branch")
+        except ContractViolation:
+            ours = False
+        if "\x00" not in branch:
+            checked = subprocess.run(
+                ["git", "-C", repo, "check-ref-format", "--branch", branch], capture_output=True
+            )
+            # git also takes "@" and "@{-1}" (shorthands for the current and the previous
+            # branch); the host takes only literal names.
+            literal = branch not in ("@", "@{-1}")
+            assert ours == (checked.returncode == 0 and literal), branch
+        assert ours == (branch in GOOD_BRANCHES), branch
 
 
 def test_repository_hooks_do_not_run(host: LocalGitHost, repo: str, tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ from urllib.parse import quote
 from amtp_site.errors import ContractViolation, RepositoryAccessError, StaleBaseBranch
 from repositories.hosts.base import PullRequestResult, RepositoryHost, TreeEntry, check_files
 from repositories.paths import read_path_problem
+from repositories.refnames import ref_problem
 
 AUTHOR_NAME = "AMTP"
 AUTHOR_EMAIL = "amtp@localhost"
@@ -311,13 +312,10 @@ class LocalGitHost(RepositoryHost):
         return sorted(self._load_pulls()["pulls"], key=lambda p: p["number"])
 
     def _check_branch(self, branch: str, what: str) -> None:
-        bad = ContractViolation(f"{what} {branch!r} is not a valid branch name")
-        if not isinstance(branch, str) or not branch or branch.startswith("-"):
-            raise bad
-        ok, normalised, _ = self._run("check-ref-format", "--branch", branch)
-        # "@{-1}" is valid but expands to another branch: only literal names are accepted.
-        if not ok or normalised.decode().strip() != branch:
-            raise bad
+        """``git check-ref-format --branch``'s rules, in Python (no process per name; a test
+        holds them to git's answers), and only literal names: "@{-1}" is refused."""
+        if not isinstance(branch, str) or ref_problem(branch) or branch == "HEAD":
+            raise ContractViolation(f"{what} {branch!r} is not a valid branch name")
 
     def _commit_files(self, parent: str, blobs: dict[str, bytes], message: str) -> str:
         """A commit whose tree is ``parent``'s tree plus ``blobs`` (mode 100644), parent first.
