@@ -1,6 +1,8 @@
 """The stages as plain service functions; the Temporal activities are thin wrappers.
 
-Each agent stage is idempotent per spec 003: its key is
+An agent stage is two steps the worker runs around its agent process: ``agent_step`` (begin,
+load the upstream, build the agent's call) and ``agent_store`` (store the answer). Each agent
+stage is idempotent per spec 003: its key is
 ``sha256(run_id ":" activity ":" canonical_json(input))``; when ``activity_idempotency`` (or
 the run's artifact of that kind) already holds the result, it is returned and the LLM is not
 called again. Each stage loads its upstream artifact from PostgreSQL and returns only the new
@@ -128,12 +130,6 @@ def agent_store(step: AgentStep, result: AgentResult) -> str:
     return _finish(step.run, step.activity, str(artifact.artifact_id))
 
 
-def agent_stage(activity: str, run_id: str) -> str:
-    """A whole agent stage in this process (the worker runs the agent in a fresh one)."""
-    step = agent_step(activity, run_id)
-    return step if isinstance(step, str) else agent_store(step, step.call())
-
-
 def _resolve_commits(run: Run) -> None:
     """Pin the ref (and the base branch's head) on the first attempt; retries keep them."""
     host = host_for(run.repository)
@@ -214,18 +210,6 @@ AGENTS = {
         _generate_test_code,
     ),
 }
-
-
-def crawl_repo(run_id: str) -> str:
-    return agent_stage(CRAWL_REPO, run_id)
-
-
-def generate_test_cases(run_id: str) -> str:
-    return agent_stage(GENERATE_TEST_CASES, run_id)
-
-
-def generate_test_code(run_id: str) -> str:
-    return agent_stage(GENERATE_TEST_CODE, run_id)
 
 
 def verify_tests(run_id: str) -> str:

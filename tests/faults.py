@@ -25,6 +25,7 @@ agent process, on the given attempts.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import contextvars
 import dataclasses
 import functools
@@ -106,24 +107,46 @@ class AgentPoolWith(concurrent.futures.Executor):
         self.pool.shutdown(wait, cancel_futures=cancel_futures)
 
 
-# "hang" happens in the worker, next to other activities: the store step is patched once per
-# process and hangs only in the activity that set this (its thread inherits it).
-_HANG_HERE: contextvars.ContextVar[Fault | None] = contextvars.ContextVar("hang", default=None)
+def after_step(owner, name: str, then):
+    """A context manager ``during(value)``: while it is open, ``owner.<name>`` (a class or
+    module, loaded by ``owner()``) calls ``then(value)`` once it has returned, in the activity
+    that opened it and the worker threads it hands work to, and nowhere else (the worker runs
+    other activities beside it). The step is patched once per process, on first use."""
+    value_here: contextvars.ContextVar = contextvars.ContextVar(name, default=None)
+
+    @functools.cache
+    def patch() -> None:
+        target = owner()
+        original = getattr(target, name)
+
+        def step_then(*a, **kw):
+            result = original(*a, **kw)
+            if (value := value_here.get()) is not None:
+                then(value)
+            return result
+
+        setattr(target, name, step_then)
+
+    @contextlib.contextmanager
+    def during(value):
+        patch()
+        token = value_here.set(value)
+        try:
+            yield
+        finally:
+            value_here.reset(token)
+
+    return during
 
 
-@functools.cache
-def _patch_this_process() -> None:
+def _pipeline():
     from runs import pipeline
 
-    persist = pipeline._persist
+    return pipeline
 
-    def persist_then_fault(*a, **kw):
-        artifact = persist(*a, **kw)  # committed: a retry must reuse it, not call the LLM
-        if (fault := _HANG_HERE.get()) is not None:
-            fault.fire()
-        return artifact
 
-    pipeline._persist = persist_then_fault
+# "hang": once the artifact is committed, so that a retry must reuse it, not call the LLM.
+_hang_after_storing = after_step(_pipeline, "_persist", Fault.fire)
 
 
 class FaultOnce(Interceptor):
@@ -156,9 +179,5 @@ class _Inbound(ActivityInboundInterceptor):
             result = await super().execute_activity(input)
             self.fault.fire()
             return result
-        _patch_this_process()
-        token = _HANG_HERE.set(self.fault)
-        try:
+        with _hang_after_storing(self.fault):
             return await super().execute_activity(input)
-        finally:
-            _HANG_HERE.reset(token)

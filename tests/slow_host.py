@@ -20,9 +20,7 @@ that ``python -m tests.worker_process`` takes on its command line.
 from __future__ import annotations
 
 import concurrent.futures
-import contextvars
 import dataclasses
-import functools
 import os
 import time
 from pathlib import Path
@@ -30,7 +28,7 @@ from pathlib import Path
 from temporalio import activity
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
-from tests.faults import AgentPoolWith
+from tests.faults import AgentPoolWith, after_step
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,26 +57,21 @@ def _slow_start(slow: Slow, attempt: int, call):
     return call()
 
 
-# CreatePullRequest runs in the worker, next to other activities: the host is patched once
-# per process, and slowed only in the activity that set this (its thread inherits it).
-_SLOW_HERE: contextvars.ContextVar[Slow | None] = contextvars.ContextVar("slow", default=None)
-
-
-@functools.cache
-def _patch_this_process() -> None:
+def _local_host():
     from repositories.hosts.local import LocalGitHost
 
-    original = LocalGitHost.open_pull_request
+    return LocalGitHost
 
-    def slow_down(*a, **kw):
-        result = original(*a, **kw)
-        slow = _SLOW_HERE.get()
-        if slow is not None and not (slow.once and Path(slow.marker).exists()):
-            Path(slow.marker).write_text(str(os.getpid()))
-            slow.take_time()
-        return result
 
-    LocalGitHost.open_pull_request = slow_down
+def _hold(slow: Slow) -> None:
+    """After writing: the marker (the pid of the process), then the time taken."""
+    if not (slow.once and Path(slow.marker).exists()):
+        Path(slow.marker).write_text(str(os.getpid()))
+        slow.take_time()
+
+
+# CreatePullRequest runs in the worker, next to other activities: slowed only in its own.
+_slow_after_writing = after_step(_local_host, "open_pull_request", _hold)
 
 
 class SlowDown(Interceptor):
@@ -103,9 +96,5 @@ class _Inbound(ActivityInboundInterceptor):
         after_writing = self.slow.where == "after_writing"
         if not after_writing or activity.info().activity_type != self.slow.activity:
             return await super().execute_activity(input)
-        _patch_this_process()  # CreatePullRequest: in this process, in a worker thread
-        token = _SLOW_HERE.set(self.slow)
-        try:
+        with _slow_after_writing(self.slow):  # CreatePullRequest: in a worker thread
             return await super().execute_activity(input)
-        finally:
-            _SLOW_HERE.reset(token)

@@ -85,9 +85,9 @@ def _typed(stage: str | None):
     return wrap
 
 
-def _in_thread(fn, *, executor: concurrent.futures.Executor | None = None):
-    """``fn`` as a coroutine function run in a worker thread (the event loop's executor unless
-    given). The thread keeps its database connection for the next call (CONN_MAX_AGE)."""
+def _in_thread(fn):
+    """``fn`` as a coroutine function run in one of the worker's threads (the event loop's
+    executor). The thread keeps its database connection for the next call (CONN_MAX_AGE)."""
 
     def call(*args):
         try:
@@ -95,7 +95,7 @@ def _in_thread(fn, *, executor: concurrent.futures.Executor | None = None):
         finally:
             _tidy_connections()
 
-    return sync_to_async(call, thread_sensitive=False, executor=executor)
+    return sync_to_async(call, thread_sensitive=False)
 
 
 def _tidy_connections() -> None:
