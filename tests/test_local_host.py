@@ -109,6 +109,32 @@ def test_reads_come_from_the_commit_not_the_working_tree(host: LocalGitHost, rep
         host.read_file(later, "package.json")
 
 
+def test_reads_share_one_cat_file_process_replaced_when_it_dies(
+    host: LocalGitHost, repo: str
+) -> None:
+    """Every blob read goes through one ``git cat-file --batch``; a killed one is replaced on
+    the next read, and close() ends it."""
+    files = {f"docs/{n}.md": f"# page {n}\n" * n for n in range(1, 30)}
+    sha = commit_files(repo, files)
+    for listed in (False, True):
+        if listed:
+            host.tree(sha)
+        for path, text in files.items():
+            assert host.read_file(sha, path) == text.encode()
+    proc = host._blobs._proc
+    assert proc is not None and proc.poll() is None
+    proc.kill()
+    proc.wait()
+    assert host.read_file(sha, "docs/3.md") == files["docs/3.md"].encode()
+    replaced = host._blobs._proc
+    assert replaced.pid != proc.pid and replaced.poll() is None
+    with pytest.raises(RepositoryAccessError, match="no regular file"):
+        host.read_file(sha, "docs/404.md")
+    host.close()
+    assert replaced.poll() is not None
+    assert host.read_file(sha, "README.md") == b"# shop\n"  # a new one after close()
+
+
 @pytest.mark.parametrize("listed", [False, True])
 def test_read_file_returns_bytes_verbatim(host: LocalGitHost, repo: str, listed: bool) -> None:
     data = bytes(range(256))

@@ -16,12 +16,17 @@ fsmonitor are switched off so a repository's config cannot run programs in the w
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import re
+import select
 import subprocess
 import tempfile
+import threading
+import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -80,6 +85,92 @@ def _git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+class _BlobReader:
+    """One ``git cat-file --batch`` answering every blob read of a host, by object id.
+
+    A git process per read costs a fork and exec (2-3 ms here); a crawl reads tens of files.
+    The process ends when its stdin closes: :meth:`close`, or this process exiting. Reads are
+    serialised and bounded by ``timeout``; a failure closes the process and raises
+    RepositoryAccessError (the next read starts a new one).
+    """
+
+    def __init__(self, cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) -> None:
+        self._cmd, self._cwd, self._env, self._timeout = cmd, cwd, env, timeout
+        self._proc: subprocess.Popen | None = None
+        self._pending = b""
+        self._lock = threading.Lock()
+
+    def read(self, oid: str) -> bytes | None:
+        """The blob's bytes; None when ``oid`` names no blob. A process found dead (killed,
+        or ended with the repository gone) is replaced once."""
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    return self._read(oid)
+                except (OSError, ValueError, TimeoutError) as exc:
+                    self._close()
+                    if attempt == 2 or isinstance(exc, TimeoutError):
+                        raise RepositoryAccessError(f"git cat-file --batch failed: {exc}") from None
+        raise AssertionError("unreachable")
+
+    def _read(self, oid: str) -> bytes | None:
+        if self._proc is None:
+            self._proc = subprocess.Popen(
+                self._cmd,
+                cwd=self._cwd,
+                env=self._env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        self._proc.stdin.write(oid.encode("ascii") + b"\n")
+        self._proc.stdin.flush()
+        deadline = time.monotonic() + self._timeout
+        header = self._take_line(deadline).split()
+        if len(header) != 3 or header[1] != b"blob":  # "<oid> missing", or not a blob
+            if len(header) == 3:
+                self._take(int(header[2]) + 1, deadline)
+            return None
+        return self._take(int(header[2]) + 1, deadline)[:-1]  # the content, then "\n"
+
+    def _fill(self, deadline: float) -> None:
+        fd = self._proc.stdout.fileno()
+        if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            raise TimeoutError(f"no answer within {self._timeout:g}s")
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            raise OSError("the process ended")
+        self._pending += chunk
+
+    def _take_line(self, deadline: float) -> bytes:
+        while b"\n" not in self._pending:
+            self._fill(deadline)
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line
+
+    def _take(self, size: int, deadline: float) -> bytes:
+        while len(self._pending) < size:
+            self._fill(deadline)
+        data, self._pending = self._pending[:size], self._pending[size:]
+        return data
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
+        proc, self._proc, self._pending = self._proc, None, b""
+        if proc is not None:
+            for pipe in (proc.stdin, proc.stdout):
+                with contextlib.suppress(OSError):  # a dead process's unflushed request
+                    pipe.close()
+            try:
+                proc.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
 class LocalGitHost(RepositoryHost):
     """``full_name`` ("owner/name") backed by the git repository at ``path``.
 
@@ -96,6 +187,7 @@ class LocalGitHost(RepositoryHost):
         # _commit, and path -> blob id of the regular files tree() listed.
         self._commits: set[str] = set()
         self._files: dict[str, dict[str, str]] = {}
+        self._blobs: _BlobReader | None = None
 
     # --- plumbing ---------------------------------------------------------------------
 
@@ -148,6 +240,21 @@ class LocalGitHost(RepositoryHost):
             message = f"{self.full_name}: git {args[0]} failed: {stderr}"
             raise RepositoryAccessError(message, stderr=stderr)
         return out
+
+    def _blob(self, oid: str) -> bytes | None:
+        """A blob by object id through this host's ``cat-file --batch`` (started on first use,
+        ended with the host or by :meth:`close`)."""
+        if self._blobs is None:
+            git_dir = self._dirs[0]
+            cmd = ["git", *_SAFE_CONFIG, f"--git-dir={git_dir}", "cat-file", "--batch"]
+            self._blobs = _BlobReader(cmd, git_dir, _git_env(), GIT_TIMEOUT_SECONDS)
+            weakref.finalize(self, self._blobs.close)
+        return self._blobs.read(oid)
+
+    def close(self) -> None:
+        """End the blob reader's git process, if one was started (a later read starts one)."""
+        if self._blobs is not None:
+            self._blobs.close()
 
     def _update_ref(self, message: str, ref: str, *values: str, delete: bool = False) -> None:
         """``git update-ref`` under the pulls lock, where no other AMTP process writes refs: a
@@ -216,9 +323,10 @@ class LocalGitHost(RepositoryHost):
             f"{self.full_name}: no regular file {path!r} in commit {commit}"
         )
         if commit in self._files:  # tree() listed the commit: its regular files, nothing else
-            if path not in self._files[commit]:
+            data = self._blob(self._files[commit][path]) if path in self._files[commit] else None
+            if data is None:
                 raise missing
-            return self._git("cat-file", "blob", self._files[commit][path])
+            return data
         parent, _, name = path.rpartition("/")
         # ``<commit>:<dir>`` names the directory literally (no pathspec magic); a symlinked
         # directory is a blob there, so ls-tree fails instead of following it.
@@ -229,9 +337,10 @@ class LocalGitHost(RepositoryHost):
             meta, _, raw_name = record.partition(b"\t")
             if raw_name == name.encode("utf-8"):
                 mode, _kind, oid = meta.decode().split()
-                if mode not in REGULAR_FILE_MODES:
+                data = self._blob(oid) if mode in REGULAR_FILE_MODES else None
+                if data is None:
                     raise missing
-                return self._git("cat-file", "blob", oid)
+                return data
         raise missing
 
     # --- pull requests ------------------------------------------------------------------
