@@ -12,10 +12,11 @@ called again. Each stage loads its upstream artifact from PostgreSQL and returns
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
+from django.db import connection
 
 import schemas
 from agents.runner import AgentResult
@@ -39,7 +40,8 @@ from runs.verification.summary import pull_request_contents, totals_note
 UNVERIFIED_NOTE = "the pull request is opened anyway, marked unverified"
 
 
-def _begin(run_id: str, activity: str) -> Run:
+def _begin(run_id: str, activity: str, run: Run | None = None) -> Run:
+    """The stage begun, and the run (``run``, when the caller has just loaded it)."""
     stage = STAGE_OF[activity]
     begun = lifecycle.stage_begin(run_id, stage)
     if not begun and activity == VERIFY_TESTS:  # a run started before this stage existed
@@ -47,7 +49,7 @@ def _begin(run_id: str, activity: str) -> Run:
         begun = lifecycle.stage_begin(run_id, stage)
     if not begun:
         raise RunNotActive(f"run {run_id} is no longer active; {stage} was not started")
-    return Run.objects.select_related("repository").get(pk=run_id)
+    return run or Run.objects.select_related("repository").get(pk=run_id)
 
 
 def _reuse(run: Run, kind: str, *fields: str) -> tuple | None:
@@ -71,12 +73,37 @@ def _record(run: Run, key: str, activity: str, artifact_id: str) -> None:
     )
 
 
-@transaction.atomic
+# The artifact and its idempotency row in one statement (one round trip, atomic): inserted,
+# or, when an earlier attempt stored this run's artifact of this kind, that one kept.
+_PERSIST = """
+WITH new AS (
+    INSERT INTO artifacts (artifact_id, run_id, kind, schema_id, content, meta, created_at)
+    VALUES (%(artifact_id)s, %(run_id)s, %(kind)s, %(schema_id)s, %(content)s::jsonb,
+            %(meta)s::jsonb, now())
+    ON CONFLICT DO NOTHING
+    RETURNING artifact_id
+), kept AS (
+    SELECT artifact_id FROM new
+    UNION ALL
+    SELECT artifact_id FROM artifacts
+    WHERE run_id = %(run_id)s AND kind = %(kind)s AND NOT EXISTS (SELECT FROM new)
+), recorded AS (
+    INSERT INTO activity_idempotency (idem_key, run_id, activity_name, result, created_at)
+    SELECT %(key)s, %(run_id)s, %(activity)s,
+           jsonb_build_object('artifact_id', artifact_id::text), now()
+    FROM kept
+    ON CONFLICT DO NOTHING
+)
+SELECT artifact_id FROM kept
+"""
+
+
 def _persist(
     run: Run, kind: str, schema: str, result: AgentResult, key: str, activity: str
 ) -> Artifact:
-    """The new artifact, or the one a concurrent attempt persisted first (its ``_reuse`` found
-    none a moment ago, so this one is inserted without looking again)."""
+    """The new artifact, or the one an earlier or concurrent attempt persisted first (its
+    ``_reuse`` found none a moment ago, so this one is inserted without looking again), with
+    the attempt's ``activity_idempotency`` row naming it."""
     artifact = Artifact(
         run=run,
         kind=kind,
@@ -84,13 +111,24 @@ def _persist(
         content=result.output,
         meta={**result.meta, "idempotency_key": key},
     )
-    try:
-        with transaction.atomic():
-            artifact.save(force_insert=True)
-    except IntegrityError:  # artifacts_one_per_run_and_kind: keep the first one
-        artifact = Artifact.objects.filter(run=run, kind=kind).first()
-        if artifact is None:
-            raise
+    params = {
+        "artifact_id": artifact.artifact_id,
+        "run_id": run.run_id,
+        "kind": kind,
+        "schema_id": artifact.schema_id,
+        "content": json.dumps(artifact.content),
+        "meta": json.dumps(artifact.meta),
+        "key": key,
+        "activity": activity,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_PERSIST, params)
+        row = cursor.fetchone()
+    if row is not None and row[0] == artifact.artifact_id:
+        return artifact
+    # Kept an earlier one; or a concurrent attempt committed it after this statement began,
+    # so the statement neither inserted nor saw it: find it now and record the key for it.
+    artifact = Artifact.objects.get(run=run, kind=kind)
     _record(run, key, activity, str(artifact.artifact_id))
     return artifact
 
@@ -212,11 +250,11 @@ AGENTS = {
 }
 
 
-def verify_tests(run_id: str) -> str:
+def verify_tests(run_id: str, run: Run | None = None) -> str:
     """Run the generated tests against the run's target URL, heal, quarantine, report. The
     stage passes (verified), is skipped (no target URL, no device: the note says why) or,
     when the repository opens the PR anyway, fails with the reason while the run goes on."""
-    run = _begin(run_id, VERIFY_TESTS)
+    run = _begin(run_id, VERIFY_TESTS, run)
     code = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_ENGINEER_OUTPUT)
     key_input = {"upstream": str(code.artifact_id), "target_url": target_url_of(run)}
     key = idempotency_key(run_id, VERIFY_TESTS, key_input)
@@ -254,7 +292,7 @@ def skip_verification(run_id: str) -> bool:
     run = Run.objects.select_related("repository").get(pk=run_id)
     if target_url_of(run) or run.target_framework != "playwright":
         return False
-    verify_tests(run_id)
+    verify_tests(run_id, run)
     return True
 
 

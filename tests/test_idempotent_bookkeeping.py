@@ -130,3 +130,62 @@ def test_a_stage_that_passed_in_a_worker_that_then_died_is_reused(tmp_path, temp
     assert_exactly_one_of_everything(run, repo)
     assert run.stages.get(name="generate_test_cases").attempts == 1  # reused, not run again
     assert llm_calls(logs, "test_case_generator") == 1
+
+
+def _report(n: int):
+    from agents.runner import AgentResult
+
+    return AgentResult(output={"attempt": n}, meta={"provider": "offline", "attempt": n})
+
+
+@pytest.mark.django_db
+def test_an_artifact_stored_twice_keeps_the_first_and_both_keys_name_it():
+    """``_persist`` inserts the artifact and its idempotency row in one statement; a later
+    attempt (its own key, another answer) gets the first artifact back, unchanged."""
+    from runs import pipeline
+    from runs.models import ActivityIdempotency, Artifact
+
+    run = open_run()
+    kind, schema = "repo_crawler_output", "repo_crawler/output"
+    first = pipeline._persist(run, kind, schema, _report(1), "a" * 64, t.CRAWL_REPO)
+    second = pipeline._persist(run, kind, schema, _report(2), "b" * 64, t.CRAWL_REPO)
+    stored = Artifact.objects.get(run=run, kind=kind)
+    assert first.artifact_id == second.artifact_id == stored.artifact_id
+    assert stored.content == second.content == {"attempt": 1}
+    assert stored.meta == {"provider": "offline", "attempt": 1, "idempotency_key": "a" * 64}
+    keys = dict(ActivityIdempotency.objects.filter(run=run).values_list("idem_key", "result"))
+    assert keys == {k: {"artifact_id": str(first.artifact_id)} for k in ("a" * 64, "b" * 64)}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_attempts_storing_at_once_store_one_artifact():
+    """Real concurrent attempts, each on its own connection: one artifact, every key names
+    it, every attempt answers with it."""
+    import threading
+
+    from django.db import connection
+
+    from runs import pipeline
+    from runs.models import ActivityIdempotency, Artifact
+
+    run = open_run()
+    kind, schema = "repo_crawler_output", "repo_crawler/output"
+    go, answers = threading.Barrier(6), []
+
+    def attempt(n: int) -> None:
+        try:
+            go.wait()
+            stored = pipeline._persist(run, kind, schema, _report(n), f"{n:x}" * 64, "CrawlRepo")
+            answers.append(stored.artifact_id)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=attempt, args=(n,)) for n in range(1, 7)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    stored = Artifact.objects.get(run=run, kind=kind)
+    assert answers == [stored.artifact_id] * 6
+    results = ActivityIdempotency.objects.filter(run=run).values_list("result", flat=True)
+    assert sorted(r["artifact_id"] for r in results) == [str(stored.artifact_id)] * 6

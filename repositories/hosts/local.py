@@ -46,6 +46,8 @@ WRITE_MODE = "100644"
 GIT_TIMEOUT_SECONDS = 120
 
 _Ran = tuple[bool, bytes, str]  # (succeeded, stdout, stderr) of one git command
+# Repository path -> (git dir, common git dir), as LocalGitHost._dirs found them.
+_GIT_DIRS: dict[Path, tuple[Path, Path]] = {}
 _OBJECT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 # Repository config could otherwise run programs (hooks fire on update-ref via the
 # reference-transaction hook; fsmonitor is a configured command).
@@ -193,9 +195,14 @@ class LocalGitHost(RepositoryHost):
 
     @cached_property
     def _dirs(self) -> tuple[Path, Path]:
-        """(git dir, common git dir); the common one holds refs and our pull records."""
+        """(git dir, common git dir); the common one holds refs and our pull records. Found
+        once per path in this process (a host is made per activity), while that git dir
+        is still there."""
         if not self.path.is_dir():
             raise RepositoryAccessError(f"{self.full_name}: no directory at {self.path}")
+        known = _GIT_DIRS.get(self.path)
+        if known is not None and known[0].is_dir():
+            return known
         # The ceiling stops discovery at ``path`` so a plain folder is not taken for the
         # repository that happens to contain it.
         env = _git_env({"GIT_CEILING_DIRECTORIES": str(self.path.parent)})
@@ -209,7 +216,8 @@ class LocalGitHost(RepositoryHost):
                 f"{self.full_name}: {self.path} is not a git repository ({detail})"
             )
         git_dir, common_dir = proc.stdout.decode().splitlines()[:2]
-        return Path(git_dir), Path(common_dir)
+        _GIT_DIRS[self.path] = (Path(git_dir), Path(common_dir))
+        return _GIT_DIRS[self.path]
 
     def _run(self, *args: str, stdin: bytes | None = None, env: dict | None = None) -> _Ran:
         """(ok, stdout, stderr) of one git command run against this repository's git dir."""
@@ -266,6 +274,18 @@ class LocalGitHost(RepositoryHost):
     def _rev_parse(self, rev: str) -> str | None:
         ok, out, _ = self._run("rev-parse", "--verify", "--quiet", rev)
         return out.decode().strip() if ok else None
+
+    def _branch_heads(self, *branches: str) -> dict[str, str]:
+        """branch -> the commit it points at, for those of ``branches`` that exist (one
+        process; the names were checked, so no pattern characters or spaces are in them)."""
+        refs = {f"refs/heads/{branch}": branch for branch in branches}
+        out = self._git("for-each-ref", "--format=%(objectname) %(refname)", *refs)
+        heads = {}
+        for line in out.decode().splitlines():
+            sha, _, ref = line.partition(" ")
+            if ref in refs:  # a pattern also matches the refs below it (refs/heads/a/b)
+                heads[refs[ref]] = sha
+        return heads
 
     def _commit(self, commit_sha: str) -> str:
         """``commit_sha`` checked to be a full SHA naming a commit in this repository."""
@@ -372,10 +392,10 @@ class LocalGitHost(RepositoryHost):
             "body": body,
         }
         with self._pulls_lock():
-            existing_head = self._rev_parse(f"refs/heads/{head_branch}")
+            heads = self._branch_heads(head_branch, base_branch)
+            existing_head, observed = heads.get(head_branch), heads.get(base_branch)
             if existing_head is not None:  # an earlier attempt got this far: adopt it
                 return self._recorded(pull, existing_head, adopted=True)
-            observed = self._rev_parse(f"refs/heads/{base_branch}")
             if observed is None:
                 raise RepositoryAccessError(
                     f"{self.full_name}: base branch {base_branch!r} does not exist"
