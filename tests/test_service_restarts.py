@@ -126,17 +126,17 @@ def agent_retries(settings, attempts: int) -> None:
 def test_postgres_stopped_before_the_final_write_then_started_again(
     request, tmp_path, temporal_env
 ):
-    pause = Pause(t.MARK_PASSED)
+    pause = Pause(t.FINISH_RUN)  # mark passed and give the slot back
     repo = local_repo(tmp_path, "web", DEMO_WEB)
     state = devstack.read_state()["postgres"]
     with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=2, interceptors=[pause]):
         run = run_create(repository=repo, depth_level="smoke")
-        assert pause.reached.wait(120), "the run never reached MarkRunPassed"
+        assert pause.reached.wait(120), f"the run never reached {t.FINISH_RUN}"
         try:
             kill_and_wait(devstack.postgres.pid(), signal.SIGINT)  # the PR is open by now
             pause.release.set()
-            # Down for longer than the agents' whole budget (4 attempts, < 2 s): MarkRunPassed
-            # keeps retrying, at most a second apart.
+            # Down for longer than the agents' whole budget (4 attempts, < 2 s): the final
+            # write keeps retrying, at most a second apart.
             deadline = time.monotonic() + 60
             while pause.attempts <= FAST_RETRY["maximum_attempts"] + 1:
                 assert time.monotonic() < deadline, f"{pause.attempts} attempts"

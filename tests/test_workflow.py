@@ -68,20 +68,18 @@ def test_happy_path_on_the_local_host(tmp_path, worker, framework, files):
     ]
     assert len(set(pids)) == 3, "each agent must run in a fresh process"
     assert slot_released(repo)
-    # Bookkeeping is local (markers, no task-queue round trip); VerifyTests gets an activity
-    # (and a process) only when it has something to run: Maestro flows to list, not web
-    # tests without a target URL.
+    # Bookkeeping is local (markers, no task-queue round trip), the start and the end one
+    # step each; VerifyTests gets an activity (and a process) only when it has something to
+    # run: Maestro flows to list, not web tests without a target URL.
     scheduled, local = scheduled_activities(run)
     agents = ["CrawlRepo", "GenerateTestCases", "GenerateTestCode", "CreatePullRequest"]
     if framework == "maestro":
         agents.insert(3, "VerifyTests")
     assert scheduled == agents
     assert local == [
-        "MarkRunRunning",
-        "RateLimitCheckAndIncrRepoConcurrency",
+        "MarkRunRunningAndTakeSlot",
         "SkipVerificationWithoutTarget",  # answers False for Maestro: VerifyTests runs
-        "MarkRunPassed",
-        "DecrRepoConcurrency",
+        "MarkRunPassedAndReleaseSlot",
     ]
 
 

@@ -272,7 +272,21 @@ def bookkeeping_activity(name: str, fn, arg_type: type = str):
     return activity.defn(name=name)(bookkeeping)
 
 
+def start_run(run_id: str) -> None:
+    """The run marked running, then its slot taken (either may be repeated)."""
+    lifecycle.mark_running(run_id)
+    slots.slot_acquire(run_id)
+
+
+def finish_run(run_id: str) -> None:
+    """The run marked passed, then its slot given back (either may be repeated)."""
+    lifecycle.mark_passed(run_id)
+    slots.slot_release(run_id)
+
+
 BOOKKEEPING_ACTIVITIES = [
+    bookkeeping_activity(t.START_RUN, start_run),
+    bookkeeping_activity(t.FINISH_RUN, finish_run),
     bookkeeping_activity(t.MARK_RUNNING, lifecycle.mark_running),
     bookkeeping_activity(t.ACQUIRE_SLOT, slots.slot_acquire),
     bookkeeping_activity(t.RELEASE_SLOT, slots.slot_release),

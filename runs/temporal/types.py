@@ -36,6 +36,11 @@ SLOT_WAIT_PATCH = "wait-for-a-slot"
 # own) and VerifyTests without a target URL is closed without an agent process. Runs started
 # before replay with regular bookkeeping activities and a VerifyTests activity.
 LOCAL_BOOKKEEPING_PATCH = "local-bookkeeping"
+# A run's start (mark running, take the slot) and its end when it passed (mark passed, give
+# the slot back) are one local activity each, not two. Runs started before replay with two.
+START_RUN = "MarkRunRunningAndTakeSlot"
+FINISH_RUN = "MarkRunPassedAndReleaseSlot"
+ONE_STEP_BOOKKEEPING_PATCH = "one-step-start-and-finish"
 
 # The stages in the order they run: (activity name, stage name). The agent activities and a
 # run's ``stages`` rows (Stage.ORDER) are built from this table. Both names are stored

@@ -80,12 +80,18 @@ class TestGenerationWorkflow:
         # A cancel waits for CreatePullRequest to stop, then takes back what it wrote.
         self._cancel_stops_pr = workflow.patched(t.CANCEL_PATCH)
         self._local = workflow.patched(t.LOCAL_BOOKKEEPING_PATCH)
+        one_step = self._local and workflow.patched(t.ONE_STEP_BOOKKEEPING_PATCH)
         run_id = params.run_id
         slot = False
         try:
-            await self._book(t.MARK_RUNNING, run_id)
-            slot = True
-            await self._acquire_slot(run_id)
+            started = False
+            if one_step:
+                slot = True
+                started = await self._start(run_id)
+            if not started:
+                await self._book(t.MARK_RUNNING, run_id)
+                slot = True
+                await self._acquire_slot(run_id, quick=not one_step)
             for name in t.AGENT_STAGES:
                 await self._agent(name, run_id)
             if workflow.patched(t.VERIFY_PATCH):
@@ -93,7 +99,11 @@ class TestGenerationWorkflow:
             if params.require_approval:
                 await self._hold(t.ApprovalRequest(run_id, "policy", POLICY_APPROVAL))
             await self._pull_request(run_id)
-            await self._book(t.MARK_PASSED, run_id)
+            if one_step:
+                await self._book(t.FINISH_RUN, run_id)
+                slot = False  # given back
+            else:
+                await self._book(t.MARK_PASSED, run_id)
             return "passed"
         except asyncio.CancelledError:
             await self._cancelled(run_id)
@@ -149,12 +159,24 @@ class TestGenerationWorkflow:
             except FailureError as err:  # the run is cancelled; the host keeps what it has
                 workflow.logger.warning("could not take back run %s's PR: %s", run_id, err)
 
-    async def _acquire_slot(self, run_id: str) -> None:
+    async def _start(self, run_id: str) -> bool:
+        """Mark the run running and take its slot in one quick local activity; False when
+        that did not work (the repository is full, or the database or Valkey is away): the
+        two steps then run apart, each retried, and a full repository is waited for."""
+        try:
+            await self._execute(t.START_RUN, run_id, RetryPolicy(maximum_attempts=1))
+        except FailureError as err:
+            if is_cancelled_exception(err):
+                raise
+            return False
+        return True
+
+    async def _acquire_slot(self, run_id: str, quick: bool = True) -> None:
         """While the repository runs its maximum, wait (for up to ``slot_wait_s``) instead of
-        failing after the general policy's attempts."""
+        failing after the general policy's attempts. ``quick``: one local try first."""
         if not workflow.patched(t.SLOT_WAIT_PATCH):
             return await self._book(t.ACQUIRE_SLOT, run_id)
-        if self._local:  # one quick try here; a full repository is waited for below
+        if self._local and quick:  # one quick try here; a full repository is waited for below
             try:
                 return await self._execute(t.ACQUIRE_SLOT, run_id, RetryPolicy(maximum_attempts=1))
             except FailureError:
