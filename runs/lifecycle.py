@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Case, F, Value, When
-from django.db.models.functions import Coalesce, Now
+from django.db.models.functions import Now
 
 import schemas
 from amtp_site.errors import SchemaValidationError
@@ -56,27 +56,43 @@ def mark_passed(run_id: str) -> bool:
     )
 
 
+# One statement: the stage begun (if it and its run are open), or found passed in a run still
+# open. The ORM's form (an UPDATE with a subquery, then an EXISTS) cost a fifth of a worker's
+# database CPU; every stage of every run starts with it.
+_STAGE_BEGIN = """
+WITH begun AS (
+    UPDATE stages SET status = 'running', attempts = stages.attempts + 1,
+           started_at = COALESCE(stages.started_at, STATEMENT_TIMESTAMP()),
+           error_type = '', error_message = ''
+    FROM runs
+    WHERE stages.run_id = %(run_id)s AND stages.name = %(name)s
+      AND stages.status = ANY(%(open_stage)s)
+      AND runs.run_id = stages.run_id AND runs.status = ANY(%(open_run)s)
+    RETURNING 1
+)
+SELECT EXISTS (SELECT FROM begun) OR EXISTS (
+    SELECT FROM stages JOIN runs ON runs.run_id = stages.run_id
+    WHERE stages.run_id = %(run_id)s AND stages.name = %(name)s
+      AND stages.status = 'passed' AND runs.status = ANY(%(open_run)s)
+)
+"""
+
+
 def stage_begin(run_id: str, name: str) -> bool:
     """Stage → running, one more attempt. False when the run is already finished.
 
     True, unchanged, for a stage that already passed in a run still open: an attempt whose
     result Temporal never recorded (its process died, or Temporal was down, after the stage
     passed) is retried, and the caller returns the artifact that attempt persisted."""
-    started = Stage.objects.filter(
-        run_id=run_id, name=name, status__in=OPEN_STAGE, run__status__in=OPEN_RUN
-    ).update(
-        status=StageStatus.RUNNING,
-        attempts=F("attempts") + 1,
-        started_at=Coalesce(F("started_at"), Now()),
-        error_type="",
-        error_message="",
-    )
-    return (
-        bool(started)
-        or Stage.objects.filter(
-            run_id=run_id, name=name, status=StageStatus.PASSED, run__status__in=OPEN_RUN
-        ).exists()
-    )
+    params = {
+        "run_id": str(run_id),
+        "name": name,
+        "open_stage": [str(s) for s in OPEN_STAGE],
+        "open_run": [str(s) for s in OPEN_RUN],
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_STAGE_BEGIN, params)
+        return cursor.fetchone()[0]
 
 
 def stage_pass(run_id: str, name: str) -> None:

@@ -12,19 +12,16 @@ called again. Each stage loads its upstream artifact from PostgreSQL and returns
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from django.db import connection
 
 import schemas
 from agents.runner import AgentResult
 from amtp_site.canonical import idempotency_key
 from amtp_site.errors import RunNotActive
 from repositories.hosts import host_for
-from runs import lifecycle
-from runs.models import ActivityIdempotency, Artifact, ArtifactKind, Run, StageStatus
+from runs import artifacts, lifecycle
+from runs.models import Artifact, ArtifactKind, Run, StageStatus
 from runs.pull_requests import head_branch_for, pull_request_create
 from runs.temporal.types import (
     CRAWL_REPO,
@@ -59,78 +56,12 @@ def _reuse(run: Run, kind: str, *fields: str) -> tuple | None:
     return Artifact.objects.filter(run=run, kind=kind).values_list("artifact_id", *fields).first()
 
 
-def _record(run: Run, key: str, activity: str, artifact_id: str) -> None:
-    ActivityIdempotency.objects.bulk_create(
-        [
-            ActivityIdempotency(
-                idem_key=key,
-                run=run,
-                activity_name=activity,
-                result={"artifact_id": artifact_id},
-            )
-        ],
-        ignore_conflicts=True,
-    )
-
-
-# The artifact and its idempotency row in one statement (one round trip, atomic): inserted,
-# or, when an earlier attempt stored this run's artifact of this kind, that one kept.
-_PERSIST = """
-WITH new AS (
-    INSERT INTO artifacts (artifact_id, run_id, kind, schema_id, content, meta, created_at)
-    VALUES (%(artifact_id)s, %(run_id)s, %(kind)s, %(schema_id)s, %(content)s::jsonb,
-            %(meta)s::jsonb, now())
-    ON CONFLICT DO NOTHING
-    RETURNING artifact_id
-), kept AS (
-    SELECT artifact_id FROM new
-    UNION ALL
-    SELECT artifact_id FROM artifacts
-    WHERE run_id = %(run_id)s AND kind = %(kind)s AND NOT EXISTS (SELECT FROM new)
-), recorded AS (
-    INSERT INTO activity_idempotency (idem_key, run_id, activity_name, result, created_at)
-    SELECT %(key)s, %(run_id)s, %(activity)s,
-           jsonb_build_object('artifact_id', artifact_id::text), now()
-    FROM kept
-    ON CONFLICT DO NOTHING
-)
-SELECT artifact_id FROM kept
-"""
-
-
 def _persist(
     run: Run, kind: str, schema: str, result: AgentResult, key: str, activity: str
 ) -> Artifact:
-    """The new artifact, or the one an earlier or concurrent attempt persisted first (its
-    ``_reuse`` found none a moment ago, so this one is inserted without looking again), with
-    the attempt's ``activity_idempotency`` row naming it."""
-    artifact = Artifact(
-        run=run,
-        kind=kind,
-        schema_id=schemas.schema_id(schema),
-        content=result.output,
-        meta={**result.meta, "idempotency_key": key},
-    )
-    params = {
-        "artifact_id": artifact.artifact_id,
-        "run_id": run.run_id,
-        "kind": kind,
-        "schema_id": artifact.schema_id,
-        "content": json.dumps(artifact.content),
-        "meta": json.dumps(artifact.meta),
-        "key": key,
-        "activity": activity,
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(_PERSIST, params)
-        row = cursor.fetchone()
-    if row is not None and row[0] == artifact.artifact_id:
-        return artifact
-    # Kept an earlier one; or a concurrent attempt committed it after this statement began,
-    # so the statement neither inserted nor saw it: find it now and record the key for it.
-    artifact = Artifact.objects.get(run=run, kind=kind)
-    _record(run, key, activity, str(artifact.artifact_id))
-    return artifact
+    """The stage's artifact (or an earlier attempt's) and the attempt's idempotency row."""
+    meta = {**result.meta, "idempotency_key": key}
+    return artifacts.store(run, kind, schemas.schema_id(schema), result.output, meta, key, activity)
 
 
 def _finish(run: Run, activity: str, artifact_id: str) -> str:
@@ -305,7 +236,5 @@ def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False
         raise Artifact.DoesNotExist(f"run {run_id} has no {kinds[0]} artifact")
     code, report = content[kinds[0]], content.get(kinds[1])
     files, title, body = pull_request_contents(code, report, run.repository.test_dir)
-    key = idempotency_key(run_id, CREATE_PULL_REQUEST, {"files": sorted(f["path"] for f in files)})
     artifact = pull_request_create(run=run, files=files, title=title, body=body, stop=stop)
-    _record(run, key, CREATE_PULL_REQUEST, str(artifact.artifact_id))
     return _finish(run, CREATE_PULL_REQUEST, str(artifact.artifact_id))

@@ -21,10 +21,13 @@ from django.db import transaction
 
 import schemas
 from amtp_site import valkey
+from amtp_site.canonical import idempotency_key
 from amtp_site.errors import RunNotActive
 from repositories.hosts import PullRequestResult, RepositoryHost, host_for
+from runs import artifacts
 from runs.lifecycle import OPEN_RUN
 from runs.models import Artifact, ArtifactKind, Run
+from runs.temporal.types import CREATE_PULL_REQUEST
 
 PR_SCHEMA = "artifacts/pull_request"
 NOT_WRITTEN = "run {run_id} is {status}: its pull request is not written"
@@ -50,13 +53,17 @@ def _go_on(run: Run, stop: Callable[[], bool], *, lock: bool = False) -> None:
 def pull_request_create(
     *, run: Run, files: list[dict], title: str, body: str, stop: Callable[[], bool] = _never
 ) -> Artifact:
-    """Open (or adopt) the run's pull request and record the ``pull_request`` artifact.
+    """Open (or adopt) the run's pull request and record the ``pull_request`` artifact (with
+    the attempt's idempotency key: the files it writes).
 
     Raises RepoPrLockContended (retryable), StaleBaseBranch, BranchProtectionViolation,
     GitHubForbidden and the host's other typed errors; RunNotActive when the run stopped.
     """
+    paths = sorted(f["path"] for f in files)
+    key = idempotency_key(str(run.run_id), CREATE_PULL_REQUEST, {"files": paths})
     existing = Artifact.objects.filter(run=run, kind=ArtifactKind.PULL_REQUEST).first()
     if existing is not None:
+        artifacts.record(run, key, CREATE_PULL_REQUEST, str(existing.artifact_id))
         # An attempt killed between recording and releasing leaves the lock held by this run:
         # give it back now rather than make the repository's next run wait out its TTL. Best
         # effort: with Valkey away the lock is gone or expires by itself.
@@ -76,14 +83,14 @@ def pull_request_create(
             body=body,
         )
         try:
-            return _record(run, result, files, stop)
+            return _record(run, result, paths, key, stop)
         except RunNotActive:
             host.discard_pull_request(head_branch=head_branch, base_branch=run.base_branch)
             raise
 
 
 def _record(
-    run: Run, result: PullRequestResult, files: list[dict], stop: Callable[[], bool]
+    run: Run, result: PullRequestResult, paths: list[str], key: str, stop: Callable[[], bool]
 ) -> Artifact:
     content = schemas.validate(
         PR_SCHEMA,
@@ -97,17 +104,14 @@ def _record(
             "head_sha": result.head_sha,
             "base_branch": result.base_branch,
             "base_sha": result.base_sha,
-            "files": sorted(f["path"] for f in files),
+            "files": paths,
             "adopted": result.adopted,
         },
     )
     with transaction.atomic():
         _go_on(run, stop, lock=True)  # the run row stays locked: no cancel in between
-        artifact, _ = Artifact.objects.get_or_create(
-            run=run,
-            kind=ArtifactKind.PULL_REQUEST,
-            defaults={"schema_id": schemas.schema_id(PR_SCHEMA), "content": content},
-        )
+        kind, schema_id = ArtifactKind.PULL_REQUEST, schemas.schema_id(PR_SCHEMA)
+        artifact = artifacts.store(run, kind, schema_id, content, {}, key, CREATE_PULL_REQUEST)
         Run.objects.filter(pk=run.pk).update(
             pr_number=result.number, pr_url=result.url, head_branch=result.head_branch
         )

@@ -189,3 +189,38 @@ def test_attempts_storing_at_once_store_one_artifact():
     assert answers == [stored.artifact_id] * 6
     results = ActivityIdempotency.objects.filter(run=run).values_list("result", flat=True)
     assert sorted(r["artifact_id"] for r in results) == [str(stored.artifact_id)] * 6
+
+
+@pytest.mark.django_db
+def test_beginning_a_stage_follows_the_run_and_stage_states():
+    """``stage_begin`` (one SQL statement): an open stage of an open run begins again, one
+    more attempt, its first start kept and its last error cleared; a stage that passed in an
+    open run is reused as it is; anything else is refused and left alone."""
+    from runs.models import Stage
+
+    run = open_run()
+    stage = Stage.objects.get(run=run, name="crawl_repo")
+
+    def state():
+        stage.refresh_from_db()
+        return stage.status, stage.attempts, stage.error_type
+
+    assert lifecycle.stage_begin(str(run.run_id), "crawl_repo") is True
+    assert state() == ("running", 1, "")
+    first_start = stage.started_at
+    lifecycle.stage_error(str(run.run_id), "crawl_repo", "GitHubRateLimited", "later")
+    assert lifecycle.stage_begin(str(run.run_id), "crawl_repo") is True
+    assert state() == ("running", 2, "") and stage.started_at == first_start
+    lifecycle.stage_pass(str(run.run_id), "crawl_repo")
+    assert lifecycle.stage_begin(str(run.run_id), "crawl_repo") is True
+    assert state() == ("passed", 2, "")
+    Stage.objects.filter(pk=stage.pk).update(status="skipped")
+    assert lifecycle.stage_begin(str(run.run_id), "crawl_repo") is False
+    assert state() == ("skipped", 2, "")
+    Stage.objects.filter(run=run, name="generate_test_cases").update(status="pending")
+    for status in ("cancelled", "failed", "passed"):
+        Run.objects.filter(pk=run.pk).update(status=status)
+        assert lifecycle.stage_begin(str(run.run_id), "generate_test_cases") is False
+        assert Stage.objects.get(run=run, name="generate_test_cases").attempts == 0
+    Stage.objects.filter(pk=stage.pk).update(status="passed")
+    assert lifecycle.stage_begin(str(run.run_id), "crawl_repo") is False  # run finished

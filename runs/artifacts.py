@@ -1,0 +1,79 @@
+"""Storing a stage's artifact with its ``activity_idempotency`` row (spec 003).
+
+A run has one artifact of each kind (``artifacts_one_per_run_and_kind``). The first attempt to
+store it wins; a later or concurrent attempt gets that one back, and its own idempotency key is
+recorded for it too. Both rows go in with one statement: one round trip, and atomic without a
+transaction of its own (so it also runs inside the caller's, e.g. under the run's row lock).
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.db import connection
+
+from runs.models import ActivityIdempotency, Artifact, Run
+
+# Inserted, or, when an earlier attempt stored this run's artifact of this kind, that one
+# kept; either way the key names the artifact kept.
+_STORE = """
+WITH new AS (
+    INSERT INTO artifacts (artifact_id, run_id, kind, schema_id, content, meta, created_at)
+    VALUES (%(artifact_id)s, %(run_id)s, %(kind)s, %(schema_id)s, %(content)s::jsonb,
+            %(meta)s::jsonb, now())
+    ON CONFLICT DO NOTHING
+    RETURNING artifact_id
+), kept AS (
+    SELECT artifact_id FROM new
+    UNION ALL
+    SELECT artifact_id FROM artifacts
+    WHERE run_id = %(run_id)s AND kind = %(kind)s AND NOT EXISTS (SELECT FROM new)
+), recorded AS (
+    INSERT INTO activity_idempotency (idem_key, run_id, activity_name, result, created_at)
+    SELECT %(key)s, %(run_id)s, %(activity)s,
+           jsonb_build_object('artifact_id', artifact_id::text), now()
+    FROM kept
+    ON CONFLICT DO NOTHING
+)
+SELECT artifact_id FROM kept
+"""
+
+
+def store(
+    run: Run, kind: str, schema_id: str, content: dict, meta: dict, key: str, activity: str
+) -> Artifact:
+    """The run's artifact of ``kind``: this one, new, or the one an earlier or concurrent
+    attempt stored first; ``key`` (the attempt's idempotency key) is recorded for it."""
+    artifact = Artifact(run=run, kind=kind, schema_id=schema_id, content=content, meta=meta)
+    params = {
+        "artifact_id": artifact.artifact_id,
+        "run_id": run.run_id,
+        "kind": kind,
+        "schema_id": schema_id,
+        "content": json.dumps(content),
+        "meta": json.dumps(meta),
+        "key": key,
+        "activity": activity,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_STORE, params)
+        row = cursor.fetchone()
+    if row is not None and row[0] == artifact.artifact_id:
+        return artifact
+    # An earlier one was kept; or a concurrent attempt committed it after this statement
+    # began, so the statement neither inserted nor saw it: find it now, record the key for it.
+    artifact = Artifact.objects.get(run=run, kind=kind)
+    record(run, key, activity, str(artifact.artifact_id))
+    return artifact
+
+
+def record(run: Run, key: str, activity: str, artifact_id: str) -> None:
+    """The attempt's idempotency row for an artifact stored already (kept if present)."""
+    ActivityIdempotency.objects.bulk_create(
+        [
+            ActivityIdempotency(
+                idem_key=key, run=run, activity_name=activity, result={"artifact_id": artifact_id}
+            )
+        ],
+        ignore_conflicts=True,
+    )
