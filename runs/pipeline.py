@@ -52,8 +52,10 @@ def _begin(run_id: str, activity: str, run: Run | None = None) -> Run:
 def _reuse(run: Run, kind: str, *fields: str) -> tuple | None:
     """The artifact an earlier attempt persisted (``artifact_id`` and ``fields``), or None.
     A run has one artifact of each kind, and the attempt's ``activity_idempotency`` row, written
-    with it, names that one: looking it up by its key too would find nothing more."""
-    return Artifact.objects.filter(run=run, kind=kind).values_list("artifact_id", *fields).first()
+    with it, names that one: looking it up by its key too would find nothing more. (Unordered:
+    there is one, and the model's ordering, by run, would join the runs table.)"""
+    found = Artifact.objects.filter(run=run, kind=kind).order_by()
+    return found.values_list("artifact_id", *fields).first()
 
 
 def _persist(

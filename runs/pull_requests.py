@@ -61,7 +61,7 @@ def pull_request_create(
     """
     paths = sorted(f["path"] for f in files)
     key = idempotency_key(str(run.run_id), CREATE_PULL_REQUEST, {"files": paths})
-    existing = Artifact.objects.filter(run=run, kind=ArtifactKind.PULL_REQUEST).first()
+    existing = Artifact.objects.filter(run=run, kind=ArtifactKind.PULL_REQUEST).order_by().first()
     if existing is not None:
         artifacts.record(run, key, CREATE_PULL_REQUEST, str(existing.artifact_id))
         # An attempt killed between recording and releasing leaves the lock held by this run:

@@ -141,5 +141,5 @@ def _is_uuid(value: str) -> bool:
 
 
 def slot_release(run_id: str) -> None:
-    run = Run.objects.get(pk=run_id)
-    valkey.concurrency_decr(run.repo_full_name, run_id)
+    repo = Run.objects.filter(pk=run_id).values_list("repo_full_name", flat=True).get()
+    valkey.concurrency_decr(repo, run_id)

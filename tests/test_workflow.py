@@ -12,6 +12,7 @@ from approvals.services import approval_decide
 from runs.models import Artifact, Run
 from runs.pull_requests import head_branch_for
 from runs.services import run_cancel, run_create
+from runs.temporal import types as t
 from tests.factories import RepositoryFactory
 from tests.gitrepo import commit_files, git, make_git_repo
 from tests.histories import fixture_name, record_history, run_history
@@ -71,7 +72,8 @@ def test_happy_path_on_the_local_host(tmp_path, worker, framework, files):
     # Bookkeeping is local (markers, no task-queue round trip), the start and the end one
     # step each; VerifyTests gets an activity (and a process) only when it has something to
     # run: Maestro flows to list, not web tests without a target URL.
-    scheduled, local = scheduled_activities(run)
+    scheduled, local, patches = history_outline(run)
+    assert patches == [t.CURRENT_PATCH]  # one marker for every change made before it
     agents = ["CrawlRepo", "GenerateTestCases", "GenerateTestCode", "CreatePullRequest"]
     if framework == "maestro":
         agents.insert(3, "VerifyTests")
@@ -86,8 +88,14 @@ def test_happy_path_on_the_local_host(tmp_path, worker, framework, files):
 def scheduled_activities(run) -> tuple[list[str], list[str]]:
     """(regular activities scheduled, local activities recorded), in order, from the run's
     workflow history."""
+    scheduled, local, _ = history_outline(run)
+    return scheduled, local
 
-    scheduled, local = [], []
+
+def history_outline(run) -> tuple[list[str], list[str], list[str]]:
+    """(regular activities scheduled, local activities recorded, patch markers), in order,
+    from the run's workflow history."""
+    scheduled, local, patches = [], [], []
     for event in run_history(run.run_id).events:
         if event.HasField("activity_task_scheduled_event_attributes"):
             scheduled.append(event.activity_task_scheduled_event_attributes.activity_type.name)
@@ -95,7 +103,9 @@ def scheduled_activities(run) -> tuple[list[str], list[str]]:
             details = event.marker_recorded_event_attributes.details
             if "data" in details:  # a local activity's marker
                 local.append(json.loads(details["data"].payloads[0].data)["activity_type"])
-    return scheduled, local
+            if "patch-data" in details:
+                patches.append(json.loads(details["patch-data"].payloads[0].data)["id"])
+    return scheduled, local, patches
 
 
 def test_policy_gate_approve_opens_the_pr(tmp_path, worker):

@@ -41,6 +41,10 @@ LOCAL_BOOKKEEPING_PATCH = "local-bookkeeping"
 START_RUN = "MarkRunRunningAndTakeSlot"
 FINISH_RUN = "MarkRunPassedAndReleaseSlot"
 ONE_STEP_BOOKKEEPING_PATCH = "one-step-start-and-finish"
+# Every change above (and BOOKKEEPING_RETRY_PATCH, VERIFY_PATCH) at once: a run started since
+# records this one marker instead of one per change. A change made after it needs a patch of
+# its own, asked with workflow.patched (not the workflow's _patched).
+CURRENT_PATCH = "changes-to-2026-11-24"
 
 # The stages in the order they run: (activity name, stage name). The agent activities and a
 # run's ``stages`` rows (Stage.ORDER) are built from this table. Both names are stored

@@ -78,9 +78,12 @@ class TestGenerationWorkflow:
         self.retry = _retry_policy(params.retry)
         self.book_retry = _retry_policy(params.bookkeeping_retry)
         # A cancel waits for CreatePullRequest to stop, then takes back what it wrote.
-        self._cancel_stops_pr = workflow.patched(t.CANCEL_PATCH)
-        self._local = workflow.patched(t.LOCAL_BOOKKEEPING_PATCH)
-        one_step = self._local and workflow.patched(t.ONE_STEP_BOOKKEEPING_PATCH)
+        # Runs started from now on take every change below at once, recorded as one marker;
+        # older runs replay each change as they recorded it (or did not).
+        self._current = workflow.patched(t.CURRENT_PATCH)
+        self._cancel_stops_pr = self._patched(t.CANCEL_PATCH)
+        self._local = self._patched(t.LOCAL_BOOKKEEPING_PATCH)
+        one_step = self._local and self._patched(t.ONE_STEP_BOOKKEEPING_PATCH)
         run_id = params.run_id
         slot = False
         try:
@@ -94,7 +97,7 @@ class TestGenerationWorkflow:
                 await self._acquire_slot(run_id, quick=not one_step)
             for name in t.AGENT_STAGES:
                 await self._agent(name, run_id)
-            if workflow.patched(t.VERIFY_PATCH):
+            if self._patched(t.VERIFY_PATCH):
                 await self._verify(run_id)
             if params.require_approval:
                 await self._hold(t.ApprovalRequest(run_id, "policy", POLICY_APPROVAL))
@@ -148,8 +151,14 @@ class TestGenerationWorkflow:
                 return
         await self._agent(t.VERIFY_TESTS, run_id)
 
+    def _patched(self, patch_id: str) -> bool:
+        """A change made before ``CURRENT_PATCH``: taken by every run started since that one
+        without a marker of its own (each marker is a history event, and the server also
+        upserts a search attribute for it); a run started before replays its own marker."""
+        return self._current or workflow.patched(patch_id)
+
     def _bookkeeping_retry(self) -> RetryPolicy:
-        return self.book_retry if workflow.patched(BOOKKEEPING_RETRY_PATCH) else self.retry
+        return self.book_retry if self._patched(BOOKKEEPING_RETRY_PATCH) else self.retry
 
     async def _cancelled(self, run_id: str) -> None:
         await self._book(t.MARK_CANCELLED, run_id)
@@ -174,7 +183,7 @@ class TestGenerationWorkflow:
     async def _acquire_slot(self, run_id: str, quick: bool = True) -> None:
         """While the repository runs its maximum, wait (for up to ``slot_wait_s``) instead of
         failing after the general policy's attempts. ``quick``: one local try first."""
-        if not workflow.patched(t.SLOT_WAIT_PATCH):
+        if not self._patched(t.SLOT_WAIT_PATCH):
             return await self._book(t.ACQUIRE_SLOT, run_id)
         if self._local and quick:  # one quick try here; a full repository is waited for below
             try:
