@@ -5,10 +5,10 @@ AMTP: N full pipeline runs (offline provider) on a small local git repository, s
 ``RespawningProcessPool``: a fresh process per task, ``max_tasks_per_child=1``, forked from the
 preloaded agent template). Bare: a workflow of four no-op activities (scripts/bare_workflow.py)
 in the same kind of pool. Each is measured sequentially (wall time per run) and with N runs
-launched at once (throughput), after one unmeasured warm-up run. Prints ``RATIO`` lines
+launched at once (throughput; 3 rounds, taking turns), after one unmeasured warm-up run. Prints ``RATIO`` lines
 against the goals of issue 15.
 
-    .venv/bin/python scripts/bench_orchestration.py [--runs 10]
+    .venv/bin/python scripts/bench_orchestration.py [--runs 10] [--rounds 3]
 
 Uses its own PostgreSQL database (amtp_bench_orch, recreated), Valkey DB 13 (flushed) and
 task queues, and starts the embedded devstack if it is not running. See docs/benchmarks.md.
@@ -44,21 +44,20 @@ async def _results(workflow_ids: list[str]) -> list:
     return await asyncio.gather(*(client.get_workflow_handle(w).result() for w in workflow_ids))
 
 
-def launch_amtp(repositories: list, count: int) -> list:
-    """Start ``count`` runs the way every surface does (``run_create``); one repository each,
-    so per-repository concurrency limits and the PR lock do not serialise them."""
+def launch_amtp(repositories, count: int) -> list:
+    """Start ``count`` runs the way every surface does (``run_create``), each on a repository
+    of its own from ``repositories`` (an iterator): per-repository concurrency limits and the
+    PR lock do not serialise them, and every crawl is a cold one (nothing cached)."""
     from runs.models import Run
     from runs.services import run_create
 
     return [
         str(
             run_create(
-                repository=repositories[i % len(repositories)],
-                trigger=Run.Trigger.CLI,
-                requested_by="bench",
+                repository=next(repositories), trigger=Run.Trigger.CLI, requested_by="bench"
             ).run_id
         )
-        for i in range(count)
+        for _ in range(count)
     ]
 
 
@@ -79,10 +78,11 @@ def launch_bare(task_queue: str, count: int) -> list:
     return asyncio.run(start())
 
 
-def measure(launchers: dict, runs: int) -> dict[str, dict]:
+def measure(launchers: dict, runs: int, rounds: int) -> dict[str, dict]:
     """Sequential: one run at a time, start to result, alternating between the workflows so
     background load on a shared machine hits both alike. Concurrent: ``runs`` launched at
-    once, first start to last result."""
+    once, first start to last result, ``rounds`` times, the workflows taking turns (and
+    turns about who goes first); runs per minute and CPU over all rounds."""
     out = {name: {"seq": [], "ids": [], "results": []} for name in launchers}
     for _ in range(runs):
         for name, launch in launchers.items():
@@ -90,13 +90,20 @@ def measure(launchers: dict, runs: int) -> dict[str, dict]:
             m["ids"] += launch(1)
             m["results"] += asyncio.run(_results(m["ids"][-1:]))  # a failure raises, with cause
             m["seq"].append(time.perf_counter() - started)
-    for name, launch in launchers.items():
-        m, cpu, started = out[name], cpu_seconds(), time.perf_counter()
-        m["ids"] += launch(runs)
-        m["results"] += asyncio.run(_results(m["ids"][-runs:]))
-        m["elapsed"] = time.perf_counter() - started
-        m["per_min"] = runs * 60 / m["elapsed"]
-        m["cpu"] = {k: (v - cpu.get(k, 0.0)) / runs for k, v in cpu_seconds().items()}
+    for m in out.values():
+        m["elapsed"], m["cpu"] = 0.0, {}
+    order = list(launchers)
+    for _ in range(rounds):
+        for name in order:
+            m, cpu, started = out[name], cpu_seconds(), time.perf_counter()
+            m["ids"] += launchers[name](runs)
+            m["results"] += asyncio.run(_results(m["ids"][-runs:]))
+            m["elapsed"] += time.perf_counter() - started
+            for k, v in cpu_seconds().items():
+                m["cpu"][k] = m["cpu"].get(k, 0.0) + (v - cpu.get(k, 0.0)) / (runs * rounds)
+        order.reverse()
+    for m in out.values():
+        m["per_min"] = runs * rounds * 60 / m["elapsed"]
     return out
 
 
@@ -206,7 +213,8 @@ def summary(label: str, m: dict, b: dict, stages: dict[str, float] | None = None
         f"  sequential  mean {statistics.mean(seq):6.2f} s   median "
         f"{statistics.median(seq):6.2f} s   min {min(seq):.2f}  max {max(seq):.2f}  ({label})"
     )
-    print(f"  concurrent  {len(seq)} runs in {m['elapsed']:.2f} s -> {m['per_min']:.1f} runs/min")
+    done = m["per_min"] * m["elapsed"] / 60
+    print(f"  concurrent  {done:.0f} runs in {m['elapsed']:.2f} s -> {m['per_min']:.1f} runs/min")
     cpu = ", ".join(f"{k} {v * 1000:.0f}" for k, v in sorted(m["cpu"].items()))
     print(f"  CPU per run (concurrent, ms): {cpu}; total {sum(m['cpu'].values()) * 1000:.0f}")
     stages = stages or {}
@@ -225,6 +233,9 @@ def summary(label: str, m: dict, b: dict, stages: dict[str, float] | None = None
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10, help="N (default 10)")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of N runs at once, each workflow (3)"
+    )
     args = parser.parse_args()
     n = args.runs
 
@@ -243,11 +254,11 @@ def main() -> None:
 
     valkey.client().flushdb()  # our own logical DB: no stale limits or locks
     with tempfile.TemporaryDirectory(prefix="amtp-bench-orch-") as tmp:
-        measured = run_all(n, Path(tmp))
-    report(n, measured["amtp"], measured["bare"])
+        measured = run_all(n, args.rounds, Path(tmp))
+    report(n, args.rounds, measured["amtp"], measured["bare"])
 
 
-def run_all(n: int, workdir: Path) -> dict[str, dict]:
+def run_all(n: int, rounds: int, workdir: Path) -> dict[str, dict]:
     from bare_workflow import ACTIVITIES, BareWorkflow
     from django.conf import settings
 
@@ -256,14 +267,16 @@ def run_all(n: int, workdir: Path) -> dict[str, dict]:
     from tests.gitrepo import make_git_repo
     from tests.samples import DEMO_WEB
 
-    repositories = [
-        Repository.objects.create(
-            full_name=f"bench/web-{i}",
-            host="local",
-            local_path=make_git_repo(workdir / f"web-{i}", DEMO_WEB),
-        )
-        for i in range(n)
-    ]
+    repositories = iter(
+        [
+            Repository.objects.create(
+                full_name=f"bench/web-{i}",
+                host="local",
+                local_path=make_git_repo(workdir / f"web-{i}", DEMO_WEB),
+            )
+            for i in range(1 + n + n * rounds)  # the warm-up, sequential and concurrent runs
+        ]
+    )
     bare_queue = f"bench-bare-{uuid.uuid4().hex[:8]}"
     print(
         f"{n} runs each; worker pool: {settings.AMTP_WORKER_PROCESSES} processes (forked from "
@@ -282,10 +295,10 @@ def run_all(n: int, workdir: Path) -> dict[str, dict]:
     with amtp_worker, bare_worker:
         for launch in launchers.values():  # warm-up: worker start, sandbox imports
             asyncio.run(_results(launch(1)))
-        return measure(launchers, n)
+        return measure(launchers, n, rounds)
 
 
-def report(n: int, amtp: dict, bare: dict) -> None:
+def report(n: int, rounds: int, amtp: dict, bare: dict) -> None:
     import bare_workflow
 
     from runs.temporal import types as t
@@ -333,7 +346,7 @@ def report(n: int, amtp: dict, bare: dict) -> None:
     )
     print(
         f"RATIO orchestration_throughput: {1 / throughput:.2f} (AMTP / bare runs per minute, "
-        f"{n} concurrent runs; goal >= {THROUGHPUT_GOAL})"
+        f"{n} concurrent runs, {rounds} rounds; goal >= {THROUGHPUT_GOAL})"
     )
     print(
         f"RATIO crawl_repo_seconds: {crawl:.2f} (CrawlRepo on the demo repository, activity "
