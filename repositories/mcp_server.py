@@ -25,11 +25,13 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connections
 from mcp import StdioServerParameters
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.server import Settings as MCPServerSettings
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent
+from opentelemetry import trace
 
 from amtp_site import valkey
 from amtp_site.child import connection_env
@@ -65,6 +67,10 @@ class RepoServer(MCPServer):
 
     def __init__(self, *, crawl_id: str = "", allowed_repo: str = "", repository=None) -> None:
         super().__init__(SERVER_NAME, tools=list(tools()))
+        if not tracing():  # the SDK's span per message has nowhere to go: opt out, as it says
+            self.middleware[:] = [
+                m for m in self.middleware if type(m) is not OpenTelemetryMiddleware
+            ]
         self.crawl_id = crawl_id
         self.allowed_repo = allowed_repo
         self.repository = repository
@@ -117,6 +123,12 @@ async def repo_tree(
 async def repo_read_file(repo: str, ref: str, path: str, ctx: Context) -> CallToolResult:
     server: RepoServer = ctx.mcp_server
     return await sync_to_async(_call)(lambda: server.reader(repo).read_file(ref, path))
+
+
+def tracing() -> bool:
+    """Whether OpenTelemetry tracing is set up in this process (an SDK tracer provider was
+    installed, e.g. by ``opentelemetry-instrument``); without one, spans are dropped."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
 @functools.cache

@@ -180,3 +180,23 @@ def test_answers_are_sent_once_as_compact_text(repo, transport):
     result = asyncio.run(raw())
     assert result.structured_content is None and len(result.content) == 1
     assert "\n" not in result.content[0].text and ", " not in result.content[0].text[:200]
+
+
+def test_the_sdks_span_per_message_is_dropped_only_while_nothing_traces(monkeypatch):
+    """The MCP SDK wraps every message in an OpenTelemetry span; with no tracer provider
+    installed the span goes nowhere, so a session's server drops that middleware (as the SDK
+    says to opt out). Once tracing is set up, it stays."""
+    from mcp.server._otel import OpenTelemetryMiddleware
+    from opentelemetry import trace
+
+    from repositories import mcp_server
+
+    def otel(server) -> list:
+        return [m for m in server.middleware if isinstance(m, OpenTelemetryMiddleware)]
+
+    assert not mcp_server.tracing()
+    assert otel(mcp_server.RepoServer()) == []
+    assert mcp_server.RepoServer().middleware  # the SDK's other middleware is kept
+    monkeypatch.setattr(trace, "get_tracer_provider", trace.NoOpTracerProvider)
+    assert mcp_server.tracing()
+    assert len(otel(mcp_server.RepoServer())) == 1
