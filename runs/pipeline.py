@@ -233,7 +233,8 @@ def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False
     """Open the PR; ``stop()`` says the run's cancellation was requested (see pull_requests)."""
     run = _begin(run_id, CREATE_PULL_REQUEST)
     kinds = (ArtifactKind.TEST_ENGINEER_OUTPUT, ArtifactKind.VERIFICATION_REPORT)
-    content = dict(Artifact.objects.filter(run=run, kind__in=kinds).values_list("kind", "content"))
+    found = Artifact.objects.filter(run=run, kind__in=kinds).order_by()  # no join on runs
+    content = dict(found.values_list("kind", "content"))
     if kinds[0] not in content:
         raise Artifact.DoesNotExist(f"run {run_id} has no {kinds[0]} artifact")
     code, report = content[kinds[0]], content.get(kinds[1])
