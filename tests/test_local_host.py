@@ -135,6 +135,27 @@ def test_reads_share_one_cat_file_process_replaced_when_it_dies(
     assert host.read_file(sha, "README.md") == b"# shop\n"  # a new one after close()
 
 
+def test_a_blob_read_that_gets_no_answer_fails_within_its_bound(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A ``cat-file --batch`` that never answers (here a process that reads nothing) fails
+    the read after the timeout, and the process is ended, not left behind."""
+    from repositories.hosts import local
+
+    started = []
+
+    class Recorded(subprocess.Popen):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    monkeypatch.setattr(local.subprocess, "Popen", Recorded)
+    reader = local._BlobReader(["sleep", "60"], tmp_path, dict(os.environ), timeout=0.2)
+    with pytest.raises(RepositoryAccessError, match="no answer within 0.2s"):
+        reader.read("0" * 40)
+    assert len(started) == 1 and started[0].poll() is not None
+
+
 @pytest.mark.parametrize("listed", [False, True])
 def test_read_file_returns_bytes_verbatim(host: LocalGitHost, repo: str, listed: bool) -> None:
     data = bytes(range(256))
