@@ -184,11 +184,21 @@ def test_a_hostile_read_names_the_path_and_the_rule(host: LocalGitHost) -> None:
         host.read_file(host.resolve_ref("main"), "../x")
 
 
-def test_reads_need_a_full_commit_sha(host: LocalGitHost) -> None:
+def test_reads_need_a_full_commit_sha(host: LocalGitHost, repo: str) -> None:
     with pytest.raises(RepositoryAccessError, match="full commit SHA"):
         host.tree("main")
     with pytest.raises(RepositoryAccessError, match="no commit"):
         host.read_file("1" * 40, "README.md")
+    # The object itself must be a commit: not a tree, a blob or an annotated tag naming one.
+    git(repo, "tag", "-a", "v2", "-m", "a release")
+    for rev in ("main^{tree}", "main:README.md", "v2"):
+        sha = git(repo, "rev-parse", rev)
+        assert sha != host.resolve_ref("main")
+        with pytest.raises(RepositoryAccessError, match="no commit"):
+            host.tree(sha)
+        with pytest.raises(RepositoryAccessError, match="no commit"):
+            host.read_file(sha, "README.md")
+    assert host.tree(host.resolve_ref("v2"))  # the commit the tag names is one
 
 
 def test_not_a_repository_root(tmp_path: Path, repo: str) -> None:

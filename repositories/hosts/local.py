@@ -88,7 +88,7 @@ def _git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 class _BlobReader:
-    """One ``git cat-file --batch`` answering every blob read of a host, by object id.
+    """One ``git cat-file --batch`` answering every object read of a host, by object id.
 
     A git process per read costs a fork and exec (2-3 ms here); a crawl reads tens of files.
     The process ends when its stdin closes: :meth:`close`, or this process exiting. Reads are
@@ -102,20 +102,20 @@ class _BlobReader:
         self._pending = b""
         self._lock = threading.Lock()
 
-    def read(self, oid: str) -> bytes | None:
-        """The blob's bytes; None when ``oid`` names no blob. A process found dead (killed,
-        or ended with the repository gone) is replaced once."""
+    def read(self, oid: str, kind: str = "blob") -> bytes | None:
+        """The object's bytes; None when ``oid`` names no object of ``kind``. A process found
+        dead (killed, or ended with the repository gone) is replaced once."""
         with self._lock:
             for attempt in (1, 2):
                 try:
-                    return self._read(oid)
+                    return self._read(oid, kind.encode("ascii"))
                 except (OSError, ValueError, TimeoutError) as exc:
                     self._close()
                     if attempt == 2 or isinstance(exc, TimeoutError):
                         raise RepositoryAccessError(f"git cat-file --batch failed: {exc}") from None
         raise AssertionError("unreachable")
 
-    def _read(self, oid: str) -> bytes | None:
+    def _read(self, oid: str, kind: bytes) -> bytes | None:
         if self._proc is None:
             self._proc = subprocess.Popen(
                 self._cmd,
@@ -129,7 +129,7 @@ class _BlobReader:
         self._proc.stdin.flush()
         deadline = time.monotonic() + self._timeout
         header = self._take_line(deadline).split()
-        if len(header) != 3 or header[1] != b"blob":  # "<oid> missing", or not a blob
+        if len(header) != 3 or header[1] != kind:  # "<oid> missing", or another kind
             if len(header) == 3:
                 self._take(int(header[2]) + 1, deadline)
             return None
@@ -249,15 +249,15 @@ class LocalGitHost(RepositoryHost):
             raise RepositoryAccessError(message, stderr=stderr)
         return out
 
-    def _blob(self, oid: str) -> bytes | None:
-        """A blob by object id through this host's ``cat-file --batch`` (started on first use,
-        ended with the host or by :meth:`close`)."""
+    def _object(self, oid: str, kind: str = "blob") -> bytes | None:
+        """An object of ``kind`` by id through this host's ``cat-file --batch`` (started on
+        first use, ended with the host or by :meth:`close`)."""
         if self._blobs is None:
             git_dir = self._dirs[0]
             cmd = ["git", *_SAFE_CONFIG, f"--git-dir={git_dir}", "cat-file", "--batch"]
             self._blobs = _BlobReader(cmd, git_dir, _git_env(), GIT_TIMEOUT_SECONDS)
             weakref.finalize(self, self._blobs.close)
-        return self._blobs.read(oid)
+        return self._blobs.read(oid, kind)
 
     def close(self) -> None:
         """End the blob reader's git process, if one was started (a later read starts one)."""
@@ -295,7 +295,9 @@ class LocalGitHost(RepositoryHost):
                 "(resolve refs with resolve_ref first)"
             )
         if commit_sha not in self._commits:
-            if self._rev_parse(f"{commit_sha}^{{commit}}") != commit_sha:
+            # The object itself must be a commit (not a tag or tree naming one): asked of the
+            # blob reader, which the reads use next anyway, instead of a rev-parse process.
+            if self._object(commit_sha, "commit") is None:
                 raise RepositoryAccessError(f"{self.full_name}: no commit {commit_sha}")
             self._commits.add(commit_sha)
         return commit_sha
@@ -343,7 +345,7 @@ class LocalGitHost(RepositoryHost):
             f"{self.full_name}: no regular file {path!r} in commit {commit}"
         )
         if commit in self._files:  # tree() listed the commit: its regular files, nothing else
-            data = self._blob(self._files[commit][path]) if path in self._files[commit] else None
+            data = self._object(self._files[commit][path]) if path in self._files[commit] else None
             if data is None:
                 raise missing
             return data
@@ -357,7 +359,7 @@ class LocalGitHost(RepositoryHost):
             meta, _, raw_name = record.partition(b"\t")
             if raw_name == name.encode("utf-8"):
                 mode, _kind, oid = meta.decode().split()
-                data = self._blob(oid) if mode in REGULAR_FILE_MODES else None
+                data = self._object(oid) if mode in REGULAR_FILE_MODES else None
                 if data is None:
                     raise missing
                 return data
