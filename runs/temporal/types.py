@@ -36,14 +36,14 @@ SLOT_WAIT_PATCH = "wait-for-a-slot"
 # own) and VerifyTests without a target URL is closed without an agent process. Runs started
 # before replay with regular bookkeeping activities and a VerifyTests activity.
 LOCAL_BOOKKEEPING_PATCH = "local-bookkeeping"
-# A run's start (mark running, take the slot) and its end when it passed (mark passed, give
-# the slot back) are one local activity each, not two. Runs started before replay with two.
+# A run started since CURRENT_PATCH starts (mark running, take the slot) and, when it passed,
+# ends (mark passed, give the slot back) with one local activity each, not two.
 START_RUN = "MarkRunRunningAndTakeSlot"
 FINISH_RUN = "MarkRunPassedAndReleaseSlot"
-ONE_STEP_BOOKKEEPING_PATCH = "one-step-start-and-finish"
-# Every change above (and BOOKKEEPING_RETRY_PATCH, VERIFY_PATCH) at once: a run started since
-# records this one marker instead of one per change. A change made after it needs a patch of
-# its own, asked with workflow.patched (not the workflow's _patched).
+# Every change above (and BOOKKEEPING_RETRY_PATCH, VERIFY_PATCH) at once, plus the one-step
+# start and finish: a run started since records this one marker instead of one per change;
+# older runs replay theirs. A change made after it needs a patch of its own, asked with
+# workflow.patched (not the workflow's _patched).
 CURRENT_PATCH = "changes-to-2026-11-24"
 
 # The stages in the order they run: (activity name, stage name). The agent activities and a

@@ -77,13 +77,14 @@ class TestGenerationWorkflow:
         self.params = params
         self.retry = _retry_policy(params.retry)
         self.book_retry = _retry_policy(params.bookkeeping_retry)
-        # A cancel waits for CreatePullRequest to stop, then takes back what it wrote.
-        # Runs started from now on take every change below at once, recorded as one marker;
-        # older runs replay each change as they recorded it (or did not).
+        # Runs started from now on take every change below at once, recorded as one marker,
+        # and start and finish in one step each; older runs replay each change as they
+        # recorded it (or did not).
         self._current = workflow.patched(t.CURRENT_PATCH)
+        # A cancel waits for CreatePullRequest to stop, then takes back what it wrote.
         self._cancel_stops_pr = self._patched(t.CANCEL_PATCH)
         self._local = self._patched(t.LOCAL_BOOKKEEPING_PATCH)
-        one_step = self._local and self._patched(t.ONE_STEP_BOOKKEEPING_PATCH)
+        one_step = self._current
         run_id = params.run_id
         slot = False
         try:
