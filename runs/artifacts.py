@@ -59,6 +59,7 @@ def store(
         cursor.execute(_STORE, params)
         row = cursor.fetchone()
     if row is not None and row[0] == artifact.artifact_id:
+        artifact._state.adding, artifact._state.db = False, connection.alias  # a stored row
         return artifact
     # An earlier one was kept; or a concurrent attempt committed it after this statement
     # began, so the statement neither inserted nor saw it: find it now, record the key for it.

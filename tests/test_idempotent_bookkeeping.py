@@ -155,6 +155,8 @@ def test_an_artifact_stored_twice_keeps_the_first_and_both_keys_name_it():
     assert stored.meta == {"provider": "offline", "attempt": 1, "idempotency_key": "a" * 64}
     keys = dict(ActivityIdempotency.objects.filter(run=run).values_list("idem_key", "result"))
     assert keys == {k: {"artifact_id": str(first.artifact_id)} for k in ("a" * 64, "b" * 64)}
+    first.save()  # the instance handed back is the stored row: saving it updates, not inserts
+    assert Artifact.objects.filter(run=run).count() == 1
 
 
 @pytest.mark.django_db(transaction=True)
