@@ -22,11 +22,11 @@ WITH new AS (
     VALUES (%(artifact_id)s, %(run_id)s, %(kind)s, %(schema_id)s, %(content)s::jsonb,
             %(meta)s::jsonb, now())
     ON CONFLICT DO NOTHING
-    RETURNING artifact_id
+    RETURNING artifact_id, created_at
 ), kept AS (
-    SELECT artifact_id FROM new
+    SELECT artifact_id, created_at FROM new
     UNION ALL
-    SELECT artifact_id FROM artifacts
+    SELECT artifact_id, created_at FROM artifacts
     WHERE run_id = %(run_id)s AND kind = %(kind)s AND NOT EXISTS (SELECT FROM new)
 ), recorded AS (
     INSERT INTO activity_idempotency (idem_key, run_id, activity_name, result, created_at)
@@ -35,7 +35,7 @@ WITH new AS (
     FROM kept
     ON CONFLICT DO NOTHING
 )
-SELECT artifact_id FROM kept
+SELECT artifact_id, created_at FROM kept
 """
 
 
@@ -59,6 +59,7 @@ def store(
         cursor.execute(_STORE, params)
         row = cursor.fetchone()
     if row is not None and row[0] == artifact.artifact_id:
+        artifact.created_at = row[1]
         artifact._state.adding, artifact._state.db = False, connection.alias  # a stored row
         return artifact
     # An earlier one was kept; or a concurrent attempt committed it after this statement
