@@ -58,14 +58,16 @@ def store(
     with connection.cursor() as cursor:
         cursor.execute(_STORE, params)
         row = cursor.fetchone()
-    if row is not None and row[0] == artifact.artifact_id:
-        artifact.created_at = row[1]
-        artifact._state.adding, artifact._state.db = False, connection.alias  # a stored row
+    if row is None:
+        # A concurrent attempt committed it after this statement began, so the statement
+        # neither inserted nor saw it: find it now, and record the key for it.
+        artifact = Artifact.objects.get(run=run, kind=kind)
+        record(run, key, activity, str(artifact.artifact_id))
         return artifact
-    # An earlier one was kept; or a concurrent attempt committed it after this statement
-    # began, so the statement neither inserted nor saw it: find it now, record the key for it.
-    artifact = Artifact.objects.get(run=run, kind=kind)
-    record(run, key, activity, str(artifact.artifact_id))
+    if row[0] != artifact.artifact_id:  # an earlier one was kept (the key is recorded for it)
+        return Artifact.objects.get(pk=row[0])
+    artifact.created_at = row[1]
+    artifact._state.adding, artifact._state.db = False, connection.alias  # a stored row
     return artifact
 
 

@@ -103,7 +103,8 @@ def measure(launchers: dict, runs: int, rounds: int) -> dict[str, dict]:
                 m["cpu"][k] = m["cpu"].get(k, 0.0) + (v - cpu.get(k, 0.0)) / (runs * rounds)
         order.reverse()
     for m in out.values():
-        m["per_min"] = runs * rounds * 60 / m["elapsed"]
+        m["concurrent"] = runs * rounds
+        m["per_min"] = m["concurrent"] * 60 / m["elapsed"]
     return out
 
 
@@ -213,8 +214,10 @@ def summary(label: str, m: dict, b: dict, stages: dict[str, float] | None = None
         f"  sequential  mean {statistics.mean(seq):6.2f} s   median "
         f"{statistics.median(seq):6.2f} s   min {min(seq):.2f}  max {max(seq):.2f}  ({label})"
     )
-    done = m["per_min"] * m["elapsed"] / 60
-    print(f"  concurrent  {done:.0f} runs in {m['elapsed']:.2f} s -> {m['per_min']:.1f} runs/min")
+    print(
+        f"  concurrent  {m['concurrent']} runs in {m['elapsed']:.2f} s -> "
+        f"{m['per_min']:.1f} runs/min"
+    )
     cpu = ", ".join(f"{k} {v * 1000:.0f}" for k, v in sorted(m["cpu"].items()))
     print(f"  CPU per run (concurrent, ms): {cpu}; total {sum(m['cpu'].values()) * 1000:.0f}")
     stages = stages or {}

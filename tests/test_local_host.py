@@ -121,12 +121,12 @@ def test_reads_share_one_cat_file_process_replaced_when_it_dies(
             host.tree(sha)
         for path, text in files.items():
             assert host.read_file(sha, path) == text.encode()
-    proc = host._blobs._proc
+    proc = host._objects._proc
     assert proc is not None and proc.poll() is None
     proc.kill()
     proc.wait()
     assert host.read_file(sha, "docs/3.md") == files["docs/3.md"].encode()
-    replaced = host._blobs._proc
+    replaced = host._objects._proc
     assert replaced.pid != proc.pid and replaced.poll() is None
     with pytest.raises(RepositoryAccessError, match="no regular file"):
         host.read_file(sha, "docs/404.md")
@@ -150,7 +150,7 @@ def test_a_blob_read_that_gets_no_answer_fails_within_its_bound(
             started.append(self)
 
     monkeypatch.setattr(local.subprocess, "Popen", Recorded)
-    reader = local._BlobReader(["sleep", "60"], tmp_path, dict(os.environ), timeout=0.2)
+    reader = local._ObjectReader(["sleep", "60"], tmp_path, dict(os.environ), timeout=0.2)
     with pytest.raises(RepositoryAccessError, match="no answer within 0.2s"):
         reader.read("0" * 40)
     assert len(started) == 1 and started[0].poll() is not None

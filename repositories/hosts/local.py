@@ -87,7 +87,7 @@ def _git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-class _BlobReader:
+class _ObjectReader:
     """One ``git cat-file --batch`` answering every object read of a host, by object id.
 
     A git process per read costs a fork and exec (2-3 ms here); a crawl reads tens of files.
@@ -189,7 +189,7 @@ class LocalGitHost(RepositoryHost):
         # _commit, and path -> blob id of the regular files tree() listed.
         self._commits: set[str] = set()
         self._files: dict[str, dict[str, str]] = {}
-        self._blobs: _BlobReader | None = None
+        self._objects: _ObjectReader | None = None
 
     # --- plumbing ---------------------------------------------------------------------
 
@@ -252,17 +252,17 @@ class LocalGitHost(RepositoryHost):
     def _object(self, oid: str, kind: str = "blob") -> bytes | None:
         """An object of ``kind`` by id through this host's ``cat-file --batch`` (started on
         first use, ended with the host or by :meth:`close`)."""
-        if self._blobs is None:
+        if self._objects is None:
             git_dir = self._dirs[0]
             cmd = ["git", *_SAFE_CONFIG, f"--git-dir={git_dir}", "cat-file", "--batch"]
-            self._blobs = _BlobReader(cmd, git_dir, _git_env(), GIT_TIMEOUT_SECONDS)
-            weakref.finalize(self, self._blobs.close)
-        return self._blobs.read(oid, kind)
+            self._objects = _ObjectReader(cmd, git_dir, _git_env(), GIT_TIMEOUT_SECONDS)
+            weakref.finalize(self, self._objects.close)
+        return self._objects.read(oid, kind)
 
     def close(self) -> None:
-        """End the blob reader's git process, if one was started (a later read starts one)."""
-        if self._blobs is not None:
-            self._blobs.close()
+        """End the object reader's git process, if one was started (a later read starts one)."""
+        if self._objects is not None:
+            self._objects.close()
 
     def _update_ref(self, message: str, ref: str, *values: str, delete: bool = False) -> None:
         """``git update-ref`` under the pulls lock, where no other AMTP process writes refs: a
@@ -296,7 +296,7 @@ class LocalGitHost(RepositoryHost):
             )
         if commit_sha not in self._commits:
             # The object itself must be a commit (not a tag or tree naming one): asked of the
-            # blob reader, which the reads use next anyway, instead of a rev-parse process.
+            # object reader, which the reads use next anyway, instead of a rev-parse process.
             if self._object(commit_sha, "commit") is None:
                 raise RepositoryAccessError(f"{self.full_name}: no commit {commit_sha}")
             self._commits.add(commit_sha)

@@ -84,18 +84,17 @@ class TestGenerationWorkflow:
         # A cancel waits for CreatePullRequest to stop, then takes back what it wrote.
         self._cancel_stops_pr = self._patched(t.CANCEL_PATCH)
         self._local = self._patched(t.LOCAL_BOOKKEEPING_PATCH)
-        one_step = self._current
         run_id = params.run_id
         slot = False
         try:
             started = False
-            if one_step:
+            if self._current:  # one step to start, one to finish
                 slot = True
                 started = await self._start(run_id)
             if not started:
                 await self._book(t.MARK_RUNNING, run_id)
                 slot = True
-                await self._acquire_slot(run_id, quick=not one_step)
+                await self._acquire_slot(run_id, quick=not self._current)
             for name in t.AGENT_STAGES:
                 await self._agent(name, run_id)
             if self._patched(t.VERIFY_PATCH):
@@ -103,7 +102,7 @@ class TestGenerationWorkflow:
             if params.require_approval:
                 await self._hold(t.ApprovalRequest(run_id, "policy", POLICY_APPROVAL))
             await self._pull_request(run_id)
-            if one_step:
+            if self._current:
                 await self._book(t.FINISH_RUN, run_id)
                 slot = False  # given back
             else:
