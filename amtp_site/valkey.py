@@ -134,6 +134,10 @@ def rate_limit_check(
     return WindowDecision(bool(allowed), int(count), int(retry_after))
 
 
+def window_forget(repo: str, run_id: str, conn=None) -> None:
+    (conn or client()).zrem(window_key(repo), run_id)
+
+
 def concurrency_incr(
     repo: str, run_id: str, *, limit: int | None = None, lease: int = CONCURRENCY_TTL, conn=None
 ) -> int:

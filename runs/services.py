@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from contextlib import nullcontext
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -97,8 +98,10 @@ def _insert(
     admit: bool = False,
     **fields,
 ) -> Run:
-    """Fill in the repository's defaults, validate, insert the run with its stages (and,
-    with ``admit``, its place in the window: a refusal rolls the insert back)."""
+    """Fill in the repository's defaults, validate, insert the run with its stages in one
+    statement. With ``admit``, the run first takes its place in the window (a refusal inserts
+    nothing), and the statement records it; a run with a request key is inserted first, in
+    the transaction that admits it."""
     run_id = uuid.uuid4()
     ref = ref or repository.default_branch
     depth_level = depth_level or repository.default_depth_level
@@ -111,23 +114,34 @@ def _insert(
             "depth_level": depth_level,
         },
     )
-    with transaction.atomic():
-        run = Run.objects.create(
-            run_id=run_id,
-            repository=repository,
-            repo_full_name=repository.full_name,
-            ref=ref,
-            depth_level=depth_level,
-            target_framework=target_framework or repository.default_framework,
-            base_branch=base_branch or repository.default_branch,
-            target_url=target_url,
-            **fields,
-        )
-        # What the answer shows of a run inserted just now: these stages, nothing else yet
-        # (RunDetailOut reads nothing more for it).
-        run.inserted_stages = lifecycle.create_stages(run)
-        if admit:
-            slots.window_admit(run)
+    run = Run(
+        run_id=run_id,
+        repository=repository,
+        repo_full_name=repository.full_name,
+        ref=ref,
+        depth_level=depth_level,
+        target_framework=target_framework or repository.default_framework,
+        base_branch=base_branch or repository.default_branch,
+        target_url=target_url,
+        **fields,
+    )
+    # What the answer shows of a run inserted just now: these stages, nothing else yet
+    # (RunDetailOut reads nothing more for it).
+    run.inserted_stages = lifecycle.new_stages(run)
+    rows = [run, *run.inserted_stages]
+    keyed = admit and run.request_key is not None
+    with transaction.atomic() if keyed else nullcontext():
+        if keyed:  # a concurrent duplicate waits on the unique key here and fails: no window place
+            lifecycle.insert_new(*rows)
+            rows = []
+        if admit and slots.window_admit(run):
+            try:
+                lifecycle.insert_new(*rows, slots.admission(run))
+            except BaseException:
+                slots.window_forget(run)  # the run was not inserted: its place goes back
+                raise
+        elif rows:
+            lifecycle.insert_new(*rows)
     return run
 
 

@@ -2,8 +2,9 @@
 place among the repository's runs in progress (the concurrency limit).
 
 A run is admitted to the window once. A surface that can answer "try again later" (the
-API's 429) admits it at submit, in the transaction that inserts the run (``window_admit``),
-so concurrent submits can never all pass a full window; the workflow admits the others
+API's 429) admits it at submit, just before the statement that inserts the run
+(``window_admit``; a run whose insert fails gives its place back), so concurrent submits can
+never all pass a full window; the workflow admits the others
 (``slot_acquire``). The admission is recorded in ``activity_idempotency`` under the
 RateLimitCheck activity's key, so the workflow never checks an admitted run again, not even
 after its window entry has slid out (a run that waited for a slot, or for Temporal). Both
@@ -54,12 +55,16 @@ def _admission_key(run_id: str) -> str:
     return idempotency_key(run_id, ACQUIRE_SLOT, run_id)
 
 
-def _admit(run: Run, *, new: bool = False) -> None:
-    """Add the run to its repository's window once, or raise RateLimitExceeded. A ``new``
-    run (inserted in this transaction) cannot have been admitted yet: no need to look."""
+def _admit(run: Run) -> None:
+    """Add the run to its repository's window once, or raise RateLimitExceeded."""
     key = _admission_key(str(run.run_id))
-    if not new and ActivityIdempotency.objects.filter(idem_key=key).exists():
+    if ActivityIdempotency.objects.filter(idem_key=key).exists():
         return
+    _window_check(run)
+    ActivityIdempotency.objects.bulk_create([admission(run)], ignore_conflicts=True)
+
+
+def _window_check(run: Run) -> None:
     repository = run.repository
     window = valkey.rate_limit_check(
         run.repo_full_name,
@@ -69,24 +74,36 @@ def _admit(run: Run, *, new: bool = False) -> None:
     )
     if not window.allowed:
         raise _rate_limited(run.repo_full_name, repository, window)
-    ActivityIdempotency.objects.bulk_create(
-        [
-            ActivityIdempotency(
-                idem_key=key, run=run, activity_name=ACQUIRE_SLOT, result={"admitted": True}
-            )
-        ],
-        ignore_conflicts=True,
+
+
+def admission(run: Run) -> ActivityIdempotency:
+    """The row that records the run's admission (not yet inserted)."""
+    return ActivityIdempotency(
+        idem_key=_admission_key(str(run.run_id)),
+        run=run,
+        activity_name=ACQUIRE_SLOT,
+        result={"admitted": True},
     )
 
 
-def window_admit(run: Run) -> None:
-    """Admit a run being created, or raise RateLimitExceeded. Call it inside the transaction
-    that inserts the run, so a refusal leaves no run behind. A Valkey failure admits nothing
-    and refuses nothing: the workflow checks the window instead."""
+def window_admit(run: Run) -> bool:
+    """Admit a run about to be inserted (True: insert ``admission(run)`` with it), or raise
+    RateLimitExceeded. If the insert then fails, call ``window_forget``. False: Valkey could
+    not be asked; the run is neither admitted nor refused, and the workflow checks it."""
     try:
-        _admit(run, new=True)
+        _window_check(run)
     except redis.RedisError as exc:
         logger.warning("rate-limit check for %s failed: %s", run.repo_full_name, exc)
+        return False
+    return True
+
+
+def window_forget(run: Run) -> None:
+    """Give back the window place of an admitted run that was not inserted after all."""
+    try:
+        valkey.window_forget(run.repo_full_name, str(run.run_id))
+    except redis.RedisError as exc:  # its place slides out with the window
+        logger.warning("could not take run %s out of the window: %s", run.run_id, exc)
 
 
 def slot_acquire(run_id: str) -> None:

@@ -5,6 +5,9 @@ import uuid
 import pytest
 from django.db import IntegrityError, connection, transaction
 
+from repositories.models import Repository
+from runs import lifecycle
+from runs.models import Run, Stage
 from tests.factories import ApprovalFactory, ArtifactFactory, RunFactory, StageFactory
 
 pytestmark = pytest.mark.django_db
@@ -137,3 +140,64 @@ def test_operator_query_indexes_exist():
         names = {row[0] for row in cursor.fetchall()}
     # tests/test_lists.py checks that the planner uses each of them
     assert {"runs_status_page", "runs_repository_page", "runs_newest_page"} <= names
+
+
+# --- lifecycle.insert_new: a run, its stages and its admission in one statement -------------
+
+
+def new_run(repository, **fields):
+
+    return Run(
+        repository=repository,
+        repo_full_name=repository.full_name,
+        ref="main",
+        depth_level="smoke",
+        target_framework="playwright",
+        base_branch="main",
+        **fields,
+    )
+
+
+def stored(model, pk) -> dict:
+    row = model.objects.filter(pk=pk).values().get()
+    return {k: v for k, v in row.items() if k not in ("run_id", "stage_id", "created_at")}
+
+
+def test_insert_new_writes_what_save_writes():
+
+    repository = Repository.objects.create(full_name="acme/web")
+    saved, inserted = new_run(repository), new_run(repository, requested_by="x" * 200)
+    saved.requested_by = "x" * 200
+    saved.save()
+    stages = lifecycle.new_stages(inserted)
+    lifecycle.insert_new(inserted, *stages)
+    assert stored(Run, inserted.pk) == stored(Run, saved.pk)
+    # created_at to the microsecond, as on the instance (a JSON round trip must not cut it)
+    assert Run.objects.get(pk=inserted.pk).created_at == inserted.created_at
+    assert not inserted._state.adding  # saving it again updates
+    assert list(inserted.stages.order_by("position").values_list("name", "status")) == [
+        (name, "pending") for name in Stage.ORDER
+    ]
+
+
+def test_insert_new_is_all_or_nothing():
+    """A later row refused (a second stage of the same name) leaves no row of the statement."""
+
+    run = new_run(Repository.objects.create(full_name="acme/web"))
+    stages = lifecycle.new_stages(run)
+    twin = Stage(run=run, name=stages[0].name, position=9)
+    with pytest.raises(IntegrityError, match="stages_one_per_run_and_name"):
+        lifecycle.insert_new(run, *stages, twin)
+    assert not Run.objects.filter(pk=run.pk).exists()
+    assert not Stage.objects.filter(run_id=run.pk).exists()
+
+
+def test_insert_new_refused_inside_a_transaction_leaves_it_usable():
+
+    repository = Repository.objects.create(full_name="acme/web")
+    with transaction.atomic():
+        first = new_run(repository, request_key="k")
+        lifecycle.insert_new(first)
+        with pytest.raises(IntegrityError):
+            lifecycle.insert_new(new_run(repository, request_key="k"))
+        assert Run.objects.get(request_key="k").pk == first.pk  # the transaction goes on

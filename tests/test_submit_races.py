@@ -8,7 +8,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.db import connections
+from django.db import IntegrityError, connections
 from django.test import Client
 
 from amtp_site.errors import RateLimitExceeded
@@ -97,6 +97,35 @@ def test_twenty_concurrent_submits_with_one_idempotency_key_make_one_run(api_env
     assert Counter(r.status_code for r in responses) == {201: 1, 200: 19}
     assert len({r.json()["run_id"] for r in responses}) == 1
     assert Run.objects.count() == 1
+
+
+def test_concurrent_retries_of_one_request_take_one_place_in_the_window(
+    api_env, make_token, valkey
+):
+    """Twenty concurrent submits with one Idempotency-Key against a window of two: the
+    duplicates wait on the key and answer with the one run (none is refused for places its
+    duplicates took), which holds the only place; a second request still fits."""
+    RepositoryFactory(full_name="acme/busy", rate_limit_runs=2, rate_limit_window_seconds=600)
+    secret = make_token()
+    body = {"repo_full_name": "acme/busy"}
+    responses = race(20, lambda i: post(bearer(secret), "/api/runs", body, Idempotency_Key="k"))
+    assert Counter(r.status_code for r in responses) == {201: 1, 200: 19}
+    (run_id,) = {r.json()["run_id"] for r in responses}
+    assert [m.decode() for m in valkey.zrange(window_key("acme/busy"), 0, -1)] == [run_id]
+    assert post(bearer(secret), "/api/runs", body).status_code == 201
+
+
+def test_an_admitted_run_whose_insert_fails_gives_its_place_back(api_env, valkey):
+    """The window is asked before the run's one INSERT: when PostgreSQL refuses the row (here
+    its CHECK on the framework), nothing is stored and the place is free again."""
+    repository = RepositoryFactory(
+        full_name="acme/busy", rate_limit_runs=1, rate_limit_window_seconds=600
+    )
+    with pytest.raises(IntegrityError, match="runs_framework_valid"):
+        run_create(repository=repository, target_framework="cobol", admit_at_submit=True)
+    assert Run.objects.count() == 0 and valkey.zcard(window_key("acme/busy")) == 0
+    run = run_create(repository=repository, admit_at_submit=True)  # the one place is free
+    assert [m.decode() for m in valkey.zrange(window_key("acme/busy"), 0, -1)] == [str(run.pk)]
 
 
 def deliver(delivery_id: str):
