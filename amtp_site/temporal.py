@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from django.conf import settings
 from temporalio.client import Client
-from temporalio.service import TLSConfig
+from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
 T = TypeVar("T")
 
@@ -91,3 +91,16 @@ def call(request: Callable[[Client], Awaitable[T]]) -> T:
         return await request(client)
 
     return asyncio.run_coroutine_threadsafe(run(), here.loop).result()
+
+
+async def workflow_result(client: Client, workflow_id: str, poll_s: float = 0.02):
+    """The workflow's result, once it exists: a run's workflow is started by a worker's
+    dispatcher moments after the run is accepted, so at first there may be none."""
+    handle = client.get_workflow_handle(workflow_id)
+    while True:
+        try:
+            return await handle.result()
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise
+        await asyncio.sleep(poll_s)

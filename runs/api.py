@@ -69,7 +69,7 @@ def _schema_problem(exc: SchemaValidationError) -> Problem:
     response={
         200: RunDetailOut,
         201: RunDetailOut,
-        **documented(400, 401, 403, 413, 415, 422, 429, 503),
+        **documented(400, 401, 403, 413, 415, 422, 429),
     },
     auth=scoped(START_RUNS),
     url_name="run_create",
@@ -87,6 +87,9 @@ def create_run(
     ),
 ):
     """Start a run (201, ``Location``). Omitted fields default from the repository's settings.
+
+    The run is stored ``pending`` and ``run_worker`` starts its workflow moments later, also
+    when Temporal is briefly unreachable (it is started once Temporal answers).
 
     A retry with the same ``Idempotency-Key`` returns the run created the first time (200).
     """

@@ -232,4 +232,22 @@ class ActivityIdempotency(models.Model):
         ]
 
 
+class RunStart(models.Model):
+    """A run accepted whose workflow is not started yet: the outbox that ``run_worker``'s
+    dispatcher drains (``runs.services.run_starts_dispatch``). It goes in with the run, and
+    every insert notifies the ``amtp_run_starts`` channel (a trigger, migration 0007)."""
+
+    run = models.OneToOneField(
+        Run, on_delete=models.CASCADE, primary_key=True, related_name="start", db_column="run_id"
+    )
+    task_queue = models.CharField(
+        max_length=200, help_text="Where its workflow goes: TEMPORAL_TASK_QUEUE when accepted."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "run_starts"
+        indexes = [models.Index(fields=["created_at"], name="run_starts_oldest_first")]
+
+
 from runs.models_api import ApiToken, WebhookDelivery  # noqa: E402,F401  (operator-surface tables)

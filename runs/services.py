@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from contextlib import nullcontext
 
@@ -17,7 +18,7 @@ from amtp_site.errors import IdempotencyKeyReused, OrchestratorUnavailable, RunE
 from repositories.models import Repository
 from repositories.targets import target_url_problem
 from runs import lifecycle, slots
-from runs.models import Run
+from runs.models import Run, RunStart
 from runs.temporal.client import workflow_params
 from runs.temporal.types import WORKFLOW_NAME
 
@@ -45,11 +46,12 @@ def run_create(
     request_scope: str = "",
     admit_at_submit: bool = False,
 ) -> Run:
-    """Validate, insert the run ``pending`` with its stages, start the workflow (id = run id).
+    """Validate, insert the run ``pending`` with its stages and its place in ``run_starts``:
+    run_worker's dispatcher starts its workflow (id = run id; run_starts_dispatch). So a run is
+    accepted whether or not Temporal can be reached right now, and nothing is lost when not.
 
     ``request_key`` (unique within ``request_scope``, e.g. one API caller or GitHub's delivery
-    ids) makes the request idempotent: a repeat returns the run the first one created, starting
-    it if it is still pending (the first request may have met an unreachable Temporal), and a
+    ids) makes the request idempotent: a repeat returns the run the first one created, and a
     repeat with other inputs raises IdempotencyKeyReused. ``run.created`` tells which it was.
     ``admit_at_submit`` takes the new run's place in its repository's window in the
     transaction that inserts it, and refuses the run (RateLimitExceeded, the API's 429) when the
@@ -82,7 +84,6 @@ def run_create(
         if key:  # a concurrent duplicate request won the race
             return _replay(Run.objects.get(request_key=key), repository, asked, request_key)
         raise
-    run_start(run)
     run.created = True
     return run
 
@@ -128,7 +129,7 @@ def _insert(
     # What the answer shows of a run inserted just now: these stages, nothing else yet
     # (RunDetailOut reads nothing more for it).
     run.inserted_stages = lifecycle.new_stages(run)
-    rows = [run, *run.inserted_stages]
+    rows = [run, *run.inserted_stages, RunStart(run=run, task_queue=settings.TEMPORAL_TASK_QUEUE)]
     keyed = admit and run.request_key is not None
     with transaction.atomic() if keyed else nullcontext():
         if keyed:  # a concurrent duplicate waits on the unique key here and fails: no window place
@@ -154,34 +155,82 @@ def _replay(run: Run, repository: Repository, asked: dict, request_key: str) -> 
             IDEMPOTENCY_KEY_REUSED.format(key=request_key, run_id=run.run_id),
             run_id=str(run.run_id),
         )
-    if run.status == Run.Status.PENDING:
-        run_start(run)  # starting twice is still one workflow
     run.created = False
     return run
 
 
-def run_start(run: Run) -> None:
-    params = workflow_params(run)  # reads the repository: not from the async function below
+def run_enqueue(run: Run) -> None:
+    """Queue a pending run to be started (one an earlier version could not start)."""
+    if run.status == Run.Status.PENDING:
+        start = RunStart(run=run, task_queue=settings.TEMPORAL_TASK_QUEUE)
+        RunStart.objects.bulk_create([start], ignore_conflicts=True)
 
-    async def start(client):
-        await client.start_workflow(
-            WORKFLOW_NAME,
-            params,
-            id=str(run.run_id),
-            task_queue=settings.TEMPORAL_TASK_QUEUE,
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+
+def run_start(run: Run) -> None:
+    """Start the run's workflow now (reconcile_runs; run_starts_dispatch starts accepted runs).
+    Starting twice is still one workflow."""
+    run_starts_dispatch(runs=[run])
+
+
+def run_starts_dispatch(limit: int = 100, *, runs: list[Run] | None = None) -> int:
+    """Start the workflows of up to ``limit`` accepted runs, oldest first, each on the task
+    queue it was accepted for, and take them off ``run_starts`` (a run cancelled meanwhile is
+    taken off unstarted); the number taken off. Rows another dispatcher is starting are
+    skipped (FOR UPDATE SKIP LOCKED), so any number of workers may drain one outbox. Raises
+    OrchestratorUnavailable when some could not be started (Temporal unreachable, or it
+    refused them): those stay for the next call, the others are taken off. ``runs``: start exactly these (on TEMPORAL_TASK_QUEUE), in or out of
+    the outbox."""
+    with transaction.atomic():
+        if runs is None:
+            held = RunStart.objects.select_for_update(skip_locked=True).order_by("created_at")
+            queues = dict(held.values_list("run_id", "task_queue")[:limit])
+            runs = list(Run.objects.select_related("repository").filter(pk__in=queues))
+        else:
+            queues = {run.run_id: settings.TEMPORAL_TASK_QUEUE for run in runs}
+        pending = [run for run in runs if run.status == Run.Status.PENDING]
+        failures = _start_workflows(pending, queues) if pending else {}
+        done = [run.run_id for run in runs if run.run_id not in failures]
+        RunStart.objects.filter(run_id__in=done).delete()
+    if failures:
+        run_id, exc = next(iter(failures.items()))
+        raise OrchestratorUnavailable(
+            f"could not start {len(failures)} run(s) (run {run_id} among them) on Temporal at "
+            f"{settings.TEMPORAL_ADDRESS}: {exc}; they stay pending and are started when it "
+            "answers",
+            run_id=str(run_id),
+        )
+    return len(done)
+
+
+def _start_workflows(runs: list[Run], queues: dict) -> dict[uuid.UUID, BaseException]:
+    """Start every run's workflow at once; the runs that could not be started, with why."""
+    params = [workflow_params(run) for run in runs]  # reads repositories: not in the loop
+
+    async def start(client, run: Run, params) -> None:
+        try:
+            await client.start_workflow(
+                WORKFLOW_NAME,
+                params,
+                id=str(run.run_id),
+                task_queue=queues[run.run_id],
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            )
+        except WorkflowAlreadyStartedError:
+            pass  # the same run started twice is still one workflow
+
+    async def start_all(client):
+        return await asyncio.gather(
+            *(start(client, run, p) for run, p in zip(runs, params, strict=True)),
+            return_exceptions=True,
         )
 
     try:
-        temporal.call(start)
-    except WorkflowAlreadyStartedError:
-        pass  # the same run started twice is still one workflow
-    except (RuntimeError, RPCError) as exc:  # cannot connect; the server refused or is gone
-        raise OrchestratorUnavailable(
-            f"could not start run {run.run_id} on Temporal at {settings.TEMPORAL_ADDRESS}: {exc}; "
-            "the run stays pending",
-            run_id=str(run.run_id),
-        ) from exc
+        results = temporal.call(start_all)
+    except (RuntimeError, RPCError) as exc:  # cannot connect
+        results = [exc] * len(runs)
+    return {
+        run.run_id: r for run, r in zip(runs, results, strict=True) if isinstance(r, BaseException)
+    }
 
 
 def run_cancel(*, run: Run, actor: audit.Actor | None = None) -> None:
@@ -190,6 +239,12 @@ def run_cancel(*, run: Run, actor: audit.Actor | None = None) -> None:
     run.refresh_from_db()
     if run.is_terminal:
         raise RunError(RUN_FINISHED.format(run_id=run.run_id, status=run.status))
+    # Not started yet: taken off the outbox, it never will be. (A dispatcher starting it
+    # holds the row: this waits for it, finds nothing, and cancels the workflow it started.)
+    if RunStart.objects.filter(run_id=run.run_id).delete()[0]:
+        lifecycle.mark_cancelled(str(run.run_id))
+        audit.record(actor, run, CANCEL_RECORDED)
+        return
 
     async def cancel(client):
         await client.get_workflow_handle(str(run.run_id)).cancel()
@@ -211,31 +266,21 @@ def run_again(
     actor: audit.Actor | None = None,
 ) -> Run:
     """A new run with the same inputs (recovery after StaleBaseBranch, or a re-check); both
-    runs' histories say so (a run saved but not started is recorded too: it exists).
+    runs' histories say so.
 
     A webhook run's ref is the pushed SHA and its base the pushed branch: run again, it runs
     the branch as it is now (its PR is based on the branch's head, so the crawl must be too)."""
     webhook = run.trigger == Run.Trigger.WEBHOOK
-    try:
-        new = run_create(
-            repository=run.repository,
-            ref=run.base_branch if webhook else run.ref,
-            depth_level=run.depth_level,
-            target_framework=run.target_framework,
-            base_branch=run.base_branch,
-            target_url=run.target_url,
-            trigger=trigger,
-            requested_by=requested_by,
-        )
-    except OrchestratorUnavailable as exc:
-        saved = Run.objects.filter(pk=exc.details.get("run_id")).first()
-        if saved is not None:
-            _record_again(actor, run, saved)
-        raise
-    _record_again(actor, run, new)
-    return new
-
-
-def _record_again(actor: audit.Actor | None, run: Run, new: Run) -> None:
+    new = run_create(
+        repository=run.repository,
+        ref=run.base_branch if webhook else run.ref,
+        depth_level=run.depth_level,
+        target_framework=run.target_framework,
+        base_branch=run.base_branch,
+        target_url=run.target_url,
+        trigger=trigger,
+        requested_by=requested_by,
+    )
     audit.record(actor, run, RAN_AGAIN.format(run_id=new.pk))
     audit.record(actor, new, AGAIN_OF.format(run_id=run.pk), flag=audit.ADDITION)
+    return new

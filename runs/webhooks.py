@@ -28,12 +28,11 @@ from pydantic import ValidationError as PayloadInvalid
 
 from amtp_site import valkey
 from amtp_site.bodies import read_body
-from amtp_site.errors import OrchestratorUnavailable
 from amtp_site.problems import Problem, documented, field_error
 from repositories.models import Repository
 from runs.models import Run
 from runs.models_api import DeliveryOutcome, WebhookDelivery
-from runs.services import run_create
+from runs.services import run_create, run_enqueue
 
 router = Router(tags=["webhooks"])
 
@@ -162,21 +161,15 @@ def webhook_delivery_receive(*, delivery_id: str, event: str, payload: dict) -> 
     if (seen := _push_seen(plan, delivery)) is not None:
         return 200, seen
     sender = (plan.push.sender or {}).get("login", "")
-    try:
-        run = run_create(
-            repository=plan.repository,
-            ref=plan.push.after,
-            base_branch=plan.branch,
-            trigger=Run.Trigger.WEBHOOK,
-            requested_by=f"github:{sender}" if sender else "github",
-            request_key=delivery_id,
-            request_scope=REQUEST_SCOPE,
-        )
-    except OrchestratorUnavailable as exc:  # the run row exists (pending): keep it for later
-        delivery.outcome = DeliveryOutcome.ORCHESTRATOR_UNAVAILABLE
-        delivery.run_id = exc.details.get("run_id")
-        delivery.save(update_fields=["outcome", "run"])
-        raise
+    run = run_create(
+        repository=plan.repository,
+        ref=plan.push.after,
+        base_branch=plan.branch,
+        trigger=Run.Trigger.WEBHOOK,
+        requested_by=f"github:{sender}" if sender else "github",
+        request_key=delivery_id,
+        request_scope=REQUEST_SCOPE,
+    )
     delivery.run = run
     delivery.save(update_fields=["run"])
     return 201, {**answer, "run_id": run.run_id}
@@ -228,14 +221,11 @@ def _push_seen(plan: Plan, delivery: WebhookDelivery) -> dict | None:
 
 
 def _retry_start(delivery: WebhookDelivery) -> dict:
-    """A redelivery after the orchestrator was down starts the pending run (``run_create``
-    replays the delivery's request key); any other redelivery does nothing."""
+    """A redelivery of a push whose run an earlier version could not start (the orchestrator
+    was down; now runs are started from ``run_starts``) queues that run to start; any other
+    redelivery does nothing."""
     if delivery.outcome == DeliveryOutcome.ORCHESTRATOR_UNAVAILABLE and delivery.run:
-        run_create(
-            repository=delivery.run.repository,
-            request_key=delivery.delivery_id,
-            request_scope=REQUEST_SCOPE,
-        )
+        run_enqueue(delivery.run)
         delivery.outcome = DeliveryOutcome.RUN_CREATED
         delivery.save(update_fields=["outcome"])
     return {

@@ -38,10 +38,10 @@ CRAWL_GOAL_S = 1.5  # CrawlRepo on the demo repository, end to end (activity sta
 
 
 async def _results(workflow_ids: list[str]) -> list:
-    from amtp_site.temporal import connect
+    from amtp_site.temporal import connect, workflow_result
 
     client = await connect()
-    return await asyncio.gather(*(client.get_workflow_handle(w).result() for w in workflow_ids))
+    return await asyncio.gather(*(workflow_result(client, w) for w in workflow_ids))
 
 
 def launch_amtp(repositories, count: int) -> list:

@@ -4,13 +4,16 @@ Both endpoints are served by one gunicorn started as docs/deployment.md says (gt
 workers, ``--reuse-port``; production settings: DEBUG off) on a free loopback port, over real
 HTTP with keep-alive connections. AMTP's endpoint is the product's own (token auth,
 validation, the run and its stages in one transaction, admission to the repository's window
-in Valkey, the workflow started on Temporal); the anchor
-(scripts/bench_submit_app.py, never in the product's URLs) does one INSERT. Rounds alternate
-anchor and AMTP so background load hits both alike. No worker polls the runs' task queue:
-the runs stay pending, and their workflows are terminated at the end.
+in Valkey, its place in the ``run_starts`` outbox); the anchor (scripts/bench_submit_app.py,
+never in the product's URLs) does one INSERT. Rounds alternate anchor and AMTP so background
+load hits both alike. A process of its own runs run_worker's start dispatcher
+(runs/temporal/dispatcher.py) throughout, as a deployment does, so the workflows are started
+on Temporal while the requests come in, on the same two cores; the script reports how long
+after the last answer the last one was started. No worker polls the runs' task queue: the
+runs stay pending, and their workflows are terminated at the end.
 
     .venv/bin/python scripts/bench_submit.py [--clients 50] [--requests 1000] [--rounds 2]
-    .venv/bin/python scripts/bench_submit.py --skip-start   # diagnostic: without Temporal
+    .venv/bin/python scripts/bench_submit.py --skip-start   # diagnostic: no dispatcher
 
 Uses its own PostgreSQL database (amtp_bench_submit, recreated), Valkey DB 10 (flushed) and
 task queue, and starts the embedded devstack if it is not running. The repository's rate limit
@@ -74,14 +77,42 @@ def prepare() -> str:
     return secret
 
 
-def start_server(port: int, workers: int, threads: int, skip_start: bool) -> subprocess.Popen:
+def start_dispatcher() -> subprocess.Popen:
+    """run_worker's start dispatcher, alone in a process (this script with --dispatcher)."""
+    return subprocess.Popen([sys.executable, __file__, "--dispatcher"], cwd=ROOT)
+
+
+def serve_dispatcher() -> None:
+    """The --dispatcher process: the environment (database, task queue) is the parent's."""
+    import signal
+
+    from amtp_site.child import django_setup
+
+    django_setup()
+    from runs.temporal.dispatcher import StartDispatcher
+
+    dispatcher = StartDispatcher().start()
+    signal.sigwait([signal.SIGTERM])
+    dispatcher.stop()
+
+
+def drained(timeout: float = 600) -> tuple[int, float]:
+    """Wait until the outbox is empty: (runs still in it, seconds waited)."""
+    from runs.models import RunStart
+
+    started = time.perf_counter()
+    while (left := RunStart.objects.count()) and time.perf_counter() - started < timeout:
+        time.sleep(0.1)
+    return left, time.perf_counter() - started
+
+
+def start_server(port: int, workers: int, threads: int) -> subprocess.Popen:
     env = {
         **os.environ,
         "DJANGO_DEBUG": "false",  # production settings: no query log, no debug pages
         "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
         "DJANGO_SECURE_SSL_REDIRECT": "false",  # plain HTTP on loopback
         "AMTP_LOG_LEVEL": "WARNING",
-        **({"BENCH_SUBMIT_SKIP_START": "1"} if skip_start else {}),
     }
     command = [sys.executable, "-m", "gunicorn", "--pythonpath", f"{ROOT},{ROOT / 'scripts'}"]
     command += ["--worker-class", "gthread", "--workers", str(workers), "--threads", str(threads)]
@@ -186,7 +217,8 @@ def terminate_workflows() -> int:
 def run(args) -> dict:
     secret = prepare()
     port = free_port()
-    server = start_server(port, args.workers, args.threads, args.skip_start)
+    dispatcher = None if args.skip_start else start_dispatcher()
+    server = start_server(port, args.workers, args.threads)
     auth = {"Authorization": f"Bearer {secret}"}
     endpoints = {"anchor": (ANCHOR_PATH, {}), "amtp": (API_PATH, auth)}
     raw: dict[str, list] = {name: [] for name in endpoints}
@@ -199,12 +231,17 @@ def run(args) -> dict:
                 started = time.perf_counter()
                 raw[name] += load(port, path, headers, args.clients, args.requests)
                 elapsed[name] += time.perf_counter() - started
+        left, drain = drained() if dispatcher else (None, None)
     finally:
         server.terminate()
         server.wait(30)
+        if dispatcher:
+            dispatcher.terminate()
+            dispatcher.wait(30)
         terminated = terminate_workflows()
     print(f"{terminated} pending runs' workflows terminated")
-    return {name: figures(raw[name], elapsed[name]) for name in endpoints}
+    out = {name: figures(raw[name], elapsed[name]) for name in endpoints}
+    return {**out, "left": left, "drain": drain}
 
 
 def main() -> None:
@@ -217,9 +254,12 @@ def main() -> None:
     parser.add_argument(
         "--skip-start",
         action="store_true",
-        help="diagnostic: AMTP's request without starting the workflow (what Temporal costs)",
+        help="diagnostic: no dispatcher starts the workflows (what starting them costs)",
     )
+    parser.add_argument("--dispatcher", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.dispatcher:
+        return serve_dispatcher()
 
     from amtp_site.scratch_stack import use_scratch_stack
 
@@ -238,6 +278,11 @@ def main() -> None:
         print(
             f"  {label:20} p50 {f['p50']:7.1f} ms  p95 {f['p95']:7.1f} ms  p99 {f['p99']:7.1f} ms"
             f"  {f['per_s']:6.1f} req/s  ok {f['ok']}  other {f['other'] or 'none'}"
+        )
+    if out["drain"] is not None:
+        print(
+            f"  workflows: the last started {out['drain']:.1f} s after the last answer"
+            f" ({out['left']} still waiting to be started)"
         )
     ratio = out["amtp"]["p99"] / out["anchor"]["p99"]
     name = "submit_p99_without_workflow_start" if args.skip_start else "submit_p99"

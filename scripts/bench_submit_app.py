@@ -48,8 +48,3 @@ def anchor_insert(request, payload: AnchorIn):
 urlpatterns = [path("bench-anchor/", anchor.urls), *product_urls]
 settings.ROOT_URLCONF = __name__
 application = get_wsgi_application()
-
-if os.environ.get("BENCH_SUBMIT_SKIP_START"):  # bench_submit.py --skip-start: a diagnostic
-    import runs.services
-
-    runs.services.run_start = lambda run: None

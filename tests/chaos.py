@@ -146,12 +146,13 @@ def _open(runs: list[Run]) -> bool:
 
 def _results(workflow_ids: list[str], timeout: float) -> list:
     """Every workflow's result or failure, as Temporal has it."""
-    from amtp_site.temporal import connect
+    from amtp_site.temporal import connect, workflow_result
 
     async def results():
         client = await connect()
-        handles = [client.get_workflow_handle(w) for w in workflow_ids]
-        waiting = asyncio.gather(*(h.result() for h in handles), return_exceptions=True)
+        waiting = asyncio.gather(
+            *(workflow_result(client, w) for w in workflow_ids), return_exceptions=True
+        )
         return await asyncio.wait_for(waiting, timeout)
 
     return asyncio.run(results())

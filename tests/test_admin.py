@@ -14,7 +14,7 @@ from repositories import names, paths
 from repositories import services as repository_services
 from repositories.models import Repository
 from runs.admin import runs as runs_admin
-from runs.models import Artifact, Run, Stage
+from runs.models import Artifact, Run, RunStart, Stage
 from runs.services import RUN_FINISHED
 from tests.admin_helpers import (
     APPROVALS,
@@ -271,7 +271,7 @@ def test_cancel_action_cancels_unstarted_runs_and_skips_finished_ones():
     assert runs_admin.FINISHED_SKIPPED.format(count=1) in flashed(response)
 
 
-def test_run_again_keeps_the_inputs_and_reports_an_unreachable_orchestrator(settings):
+def test_run_again_keeps_the_inputs_even_while_the_orchestrator_is_unreachable(settings):
     settings.TEMPORAL_ADDRESS = "127.0.0.1:1"
     user = staff(*VIEW, "runs.add_run")
     run = RunFactory(
@@ -295,7 +295,8 @@ def test_run_again_keeps_the_inputs_and_reports_an_unreachable_orchestrator(sett
     assert again.trigger == "form" and again.requested_by == user.username
     assert again.status == "pending" and again.stages.count() == 5
     [message] = flashed(response)
-    assert message.startswith(runs_admin.RUN_AGAIN_PENDING.split(":")[0].format(run_id=run.pk))
+    assert message == runs_admin.RUN_AGAIN_STARTED.format(new_id=again.pk, run_id=run.pk)
+    assert RunStart.objects.filter(run=again).exists()  # a worker's dispatcher starts it
 
 
 def test_bulk_actions_are_bounded(admin_client):

@@ -7,7 +7,8 @@ from django.test import Client
 from django.urls import reverse
 
 from approvals.models import Approval
-from runs.models import Run
+from runs.admin.launch import LAUNCHED
+from runs.models import Run, RunStart
 from tests.admin_helpers import VIEW, change_url, client_for, csrf_post, flashed
 from tests.factories import RepositoryFactory
 from tests.gitrepo import make_git_repo
@@ -105,7 +106,7 @@ def test_invalid_input_redisplays_the_form_with_field_errors(launcher):
 
 @pytest.mark.django_db
 def test_a_valid_launch_saves_the_run_with_repository_defaults_once(launcher, settings):
-    settings.TEMPORAL_ADDRESS = "127.0.0.1:1"  # unreachable: the run is saved, not started
+    settings.TEMPORAL_ADDRESS = "127.0.0.1:1"  # unreachable: the run is saved all the same
     repo = RepositoryFactory(
         default_branch="develop", default_depth_level="smoke", default_framework="maestro"
     )
@@ -121,7 +122,10 @@ def test_a_valid_launch_saves_the_run_with_repository_defaults_once(launcher, se
         "maestro",
     )
     assert run.trigger == "form" and run.requested_by == "lena" and run.status == "pending"
-    assert "could not be started" in flashed(response)[0]
+    assert flashed(response)[0] == LAUNCHED.format(
+        run_id=run.pk, repo=run.repo_full_name, ref="develop"
+    )
+    assert RunStart.objects.filter(run=run).exists()  # a worker's dispatcher starts it
     again = csrf_post(client, LAUNCH, LAUNCH, data)  # the same form sent twice
     assert again["Location"] == change_url(run) and Run.objects.count() == 1
 

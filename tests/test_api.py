@@ -16,9 +16,9 @@ from amtp_site import api as site_api
 from amtp_site.valkey import window_key
 from runs import api as runs_api
 from runs import auth
-from runs.models import Run
+from runs.models import Run, RunStart
 from runs.models_api import ApiToken
-from runs.services import RUN_FINISHED
+from runs.services import RUN_FINISHED, run_starts_dispatch
 from tests import api_support
 from tests.api_support import assert_problem, bearer, describe, post
 from tests.factories import ApprovalFactory, ArtifactFactory, RepositoryFactory, RunFactory
@@ -129,7 +129,7 @@ def test_staff_session_without_csrf_token_is_403_and_with_it_201(staff, repo, ap
 # --- POST /api/runs -------------------------------------------------------------------------
 
 
-def test_create_run_defaults_from_the_repository_and_starts_the_workflow(client, repo, api_env):
+def test_create_run_defaults_from_the_repository_and_queues_its_start(client, repo, api_env):
     response = post(client, "/api/runs", {"repo_full_name": "acme/shop"})
     assert response.status_code == 201, response.content
     body = response.json()
@@ -150,6 +150,8 @@ def test_create_run_defaults_from_the_repository_and_starts_the_workflow(client,
         "verify_tests",
         "create_pull_request",
     ]
+    assert describe(run.run_id) is None  # not during the request: from the outbox
+    assert run_starts_dispatch() == 1 and not RunStart.objects.exists()  # what a worker does
     description = describe(run.run_id)
     assert description.status == WorkflowExecutionStatus.RUNNING
     assert description.task_queue == api_env.TEMPORAL_TASK_QUEUE
@@ -230,22 +232,24 @@ def test_rate_limit_with_room_left_creates_the_run(client, api_env, valkey):
     assert valkey.zscore(window_key("acme/busy"), response.json()["run_id"]) is not None
 
 
-def test_unreachable_temporal_is_503_and_a_retry_starts_the_run(client, repo, api_env):
-    real_address = api_env.TEMPORAL_ADDRESS
-    api_env.TEMPORAL_ADDRESS = "127.0.0.1:1"
+def test_a_run_is_accepted_while_temporal_is_unreachable(client, repo, api_env):
+    """The run goes into the run_starts outbox with its row: Temporal is not asked during the
+    request (a worker's dispatcher starts it: test_run_starts.py), so it cannot refuse it."""
+    address, api_env.TEMPORAL_ADDRESS = api_env.TEMPORAL_ADDRESS, "127.0.0.1:1"
     response = post(client, "/api/runs", {"repo_full_name": "acme/shop"}, Idempotency_Key="r1")
-    assert_problem(response, 503, "orchestrator-unavailable")
+    assert response.status_code == 201, response.content
     run = Run.objects.get()
-    api_env.TEMPORAL_ADDRESS = real_address
-    assert run.status == "pending" and describe(run.run_id) is None
+    assert run.status == "pending" and RunStart.objects.filter(run=run).exists()
     again = post(client, "/api/runs", {"repo_full_name": "acme/shop"}, Idempotency_Key="r1")
+    api_env.TEMPORAL_ADDRESS = address
     assert again.status_code == 200 and again.json()["run_id"] == str(run.run_id)
-    assert describe(run.run_id).status == WorkflowExecutionStatus.RUNNING
+    assert RunStart.objects.count() == 1 and describe(run.run_id) is None
 
 
 def test_a_503_shows_no_internals_and_logs_them_under_its_error_id(client, repo, api_env, caplog):
+    running = RunFactory(repository=repo, status="running")  # cancelling it asks Temporal
     address, api_env.TEMPORAL_ADDRESS = api_env.TEMPORAL_ADDRESS, "127.0.0.1:1"
-    body = assert_problem(post(client, "/api/runs", {"repo_full_name": "acme/shop"}), 503)
+    body = assert_problem(post(client, f"/api/runs/{running.run_id}/cancel", {}), 503)
     api_env.TEMPORAL_ADDRESS = address
     assert body["detail"] == site_api.ORCHESTRATOR_DOWN
     assert "127.0.0.1" not in json.dumps(body) and "Temporal at" not in json.dumps(body)
@@ -431,6 +435,7 @@ def test_openapi_document_and_docs_are_served():
 
 def test_cancel_a_started_run_and_cancelling_a_finished_one_is_409(client, repo, api_env):
     run_id = post(client, "/api/runs", {"repo_full_name": "acme/shop"}).json()["run_id"]
+    assert run_starts_dispatch() == 1  # started, as a worker's dispatcher does
     response = client.post(f"/api/runs/{run_id}/cancel")
     assert response.status_code == 202, response.content
     assert describe(run_id).status in (
@@ -440,6 +445,14 @@ def test_cancel_a_started_run_and_cancelling_a_finished_one_is_409(client, repo,
     done = RunFactory(status="passed")
     body = assert_problem(client.post(f"/api/runs/{done.run_id}/cancel"), 409, "run-conflict")
     assert body["detail"] == RUN_FINISHED.format(run_id=done.run_id, status="passed")
+
+
+def test_cancel_a_run_not_started_yet_cancels_it_in_place(client, repo, api_env):
+    run_id = post(client, "/api/runs", {"repo_full_name": "acme/shop"}).json()["run_id"]
+    response = client.post(f"/api/runs/{run_id}/cancel")
+    assert response.status_code == 202, response.content
+    assert response.json()["status"] == "cancelled" and not RunStart.objects.exists()
+    assert run_starts_dispatch() == 0 and describe(run_id) is None  # never started
 
 
 def test_cancel_needs_the_write_scope(make_token):

@@ -14,6 +14,7 @@ from approvals.services import ALREADY_DECIDED
 from runs import auth
 from runs.models import Run
 from runs.models_api import ApiToken
+from runs.services import run_starts_dispatch
 from tests import api_support
 from tests.api_support import assert_problem, bearer, post, signals_of
 from tests.factories import ApprovalFactory
@@ -46,6 +47,7 @@ def held_run(client, repo, api_env):
     run = Run.objects.get(
         pk=post(client, "/api/runs", {"repo_full_name": "acme/shop"}).json()["run_id"]
     )
+    run_starts_dispatch()  # what a worker's dispatcher does
     stage = run.stages.get(name="create_pull_request")
     return ApprovalFactory(run=run, stage=stage)
 

@@ -12,7 +12,7 @@ from repositories.models import Repository
 from runs import auth
 from runs.models import Run
 from runs.models_api import ApiToken
-from runs.services import run_create
+from runs.services import run_create, run_starts_dispatch
 from tests import api_support
 from tests.admin_helpers import VIEW, change_url, client_for, csrf_post, staff
 from tests.api_support import bearer, post
@@ -42,6 +42,7 @@ def history(client, obj) -> str:
 def held(api_env):
     """A started workflow (no worker) with a pending approval: deciding can signal it."""
     run = run_create(repository=RepositoryFactory(full_name="acme/shop"))
+    run_starts_dispatch()  # what a worker's dispatcher does
     return ApprovalFactory(run=run, stage=run.stages.get(name="create_pull_request"))
 
 

@@ -18,7 +18,7 @@ from approvals.services import (
     approval_decide,
 )
 from runs.models import Run
-from runs.services import IDEMPOTENCY_KEY_REUSED, run_create
+from runs.services import IDEMPOTENCY_KEY_REUSED, run_create, run_starts_dispatch
 from runs.slots import RATE_LIMITED
 from tests import api_support
 from tests.admin_helpers import VIEW, change_url, client_for, csrf_post, flashed, staff
@@ -45,6 +45,7 @@ def held(api_env):
 
     def make():
         run = run_create(repository=RepositoryFactory())
+        run_starts_dispatch()  # what a worker's dispatcher does
         return ApprovalFactory(run=run, stage=run.stages.get(name="create_pull_request"))
 
     return make

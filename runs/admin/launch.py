@@ -26,12 +26,11 @@ from repositories.models import DepthLevel, Framework, Repository
 from repositories.refnames import MAX_REF_LENGTH, ref_problem
 from repositories.targets import MAX_TARGET_URL_LENGTH, target_url_problem
 from runs.models import Run
-from runs.services import OrchestratorUnavailable, run_create
+from runs.services import run_create
 
 LAUNCH_PERMISSION = "runs.add_run"
 LAUNCH_TEMPLATE = "amtp/launch.html"
 LAUNCHED = "Run {run_id} launched on {repo}@{ref}."
-NOT_STARTED = "The run was saved but could not be started: {error}"
 REPOSITORY_DEFAULT = ("", "Repository default")
 
 
@@ -142,13 +141,6 @@ def _launch(request, form: LaunchRunForm) -> HttpResponseRedirect | None:
             requested_by=request.user.get_username(),
             request_key=key,
         )
-    except OrchestratorUnavailable as exc:
-        # The run row exists (pending): show it rather than invite a second submission.
-        messages.warning(request, NOT_STARTED.format(error=exc))
-        saved = Run.objects.filter(request_key=key).values_list("pk", flat=True).first()
-        if saved is None:
-            return HttpResponseRedirect(reverse("admin:runs_run_changelist"))
-        return HttpResponseRedirect(reverse("admin:runs_run_change", args=[saved]))
     except AmtpError as exc:
         form.add_error(None, str(exc))
         return None

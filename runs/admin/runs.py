@@ -17,7 +17,7 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_POST
 
 from amtp_site.audit import Actor
-from amtp_site.errors import AmtpError, OrchestratorUnavailable, RunError
+from amtp_site.errors import AmtpError, RunError
 from amtp_site.lists import EstimatedCountPaginator, PrefixSearchMixin
 from runs import selectors
 from runs.admin import display as show
@@ -31,7 +31,6 @@ MAX_BULK_RUNS = 50
 REFRESH_SECONDS = 5
 CANCEL_REQUESTED = "Cancellation of run {run_id} requested; the workflow marks it cancelled."
 RUN_AGAIN_STARTED = "Run {new_id} started with the inputs of run {run_id}."
-RUN_AGAIN_PENDING = "Run created with the inputs of run {run_id} but not started: {error}"
 TOO_MANY_SELECTED = f"Select at most {MAX_BULK_RUNS} runs for this action."
 FINISHED_SKIPPED = "{count} finished run(s) skipped: there is nothing to cancel."
 
@@ -211,11 +210,6 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
                 trigger=Run.Trigger.FORM,
                 actor=Actor.admin(request),
             )
-        except OrchestratorUnavailable as exc:
-            self.message_user(
-                request, RUN_AGAIN_PENDING.format(run_id=run.pk, error=exc), messages.WARNING
-            )
-            return None
         except AmtpError as exc:
             self.message_user(request, str(exc), messages.ERROR)
             return None

@@ -40,6 +40,7 @@ from amtp_site.errors import AgentProcessDied
 from amtp_site.temporal import connect
 from runs.temporal.activities import CANCEL_NOTICE_S, agent_activities
 from runs.temporal.agent_gate import AgentPoolGate
+from runs.temporal.dispatcher import StartDispatcher
 from runs.temporal.workflow import TestGenerationWorkflow
 
 log = logging.getLogger(__name__)
@@ -237,10 +238,12 @@ async def serve(
     pool: RespawningProcessPool,
     stop: asyncio.Event,
     ready: threading.Event | None = None,
+    dispatch: bool = True,
     **build,
 ) -> None:
     """Poll ``task_queue`` until ``stop`` is set (``ready`` is set once polling), then shut the
-    worker and its agent process pool down. ``build`` goes to :func:`build_worker`."""
+    worker and its agent process pool down. With ``dispatch``, start accepted runs' workflows
+    meanwhile (:mod:`runs.temporal.dispatcher`). ``build`` goes to :func:`build_worker`."""
     client = await connect()
     # The threads the worker's own work runs in (bookkeeping, the agent stages' database work,
     # CreatePullRequest): one for each activity it may run at once, so a slow one (a GitHub
@@ -257,7 +260,7 @@ async def serve(
             worker = build_worker(
                 client, task_queue=task_queue, pool=pool, manager=manager, **build
             )
-            async with worker:
+            async with worker, _dispatching(dispatch):
                 log.info(
                     "worker polling %s on %s (%d agent processes)",
                     task_queue,
@@ -271,6 +274,16 @@ async def serve(
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         await _close_connections(executor, threads)
+
+
+@contextlib.asynccontextmanager
+async def _dispatching(dispatch: bool):
+    dispatcher = StartDispatcher().start() if dispatch else None
+    try:
+        yield
+    finally:
+        if dispatcher is not None:
+            await asyncio.to_thread(dispatcher.stop)
 
 
 async def _close_connections(executor: concurrent.futures.Executor, threads: int) -> None:

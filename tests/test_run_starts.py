@@ -1,0 +1,96 @@
+"""The run starts outbox (``run_starts``) and run_worker's dispatcher, on the real PostgreSQL
+and Temporal: a run is accepted whatever state Temporal is in, and its workflow is started
+once, soon after, by whichever dispatcher claims it."""
+
+import time
+from contextlib import contextmanager
+
+import pytest
+from temporalio.client import WorkflowExecutionStatus
+
+from runs.models import Run, RunStart
+from runs.services import run_cancel, run_create
+from runs.temporal.dispatcher import POLL_S, StartDispatcher
+from tests import api_support
+from tests.api_support import bearer, describe, post
+from tests.factories import RepositoryFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+api_env, make_token = api_support.api_env, api_support.make_token
+
+
+@pytest.fixture
+def repository(api_env):
+    return RepositoryFactory(full_name="acme/shop")
+
+
+@contextmanager
+def dispatching(**kwargs):
+    dispatcher = StartDispatcher(**kwargs).start()
+    try:
+        yield dispatcher
+    finally:
+        dispatcher.stop()
+
+
+def until(condition, timeout: float = 60) -> float:
+    """Seconds until ``condition()`` held."""
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < timeout, "timed out"
+        time.sleep(0.02)
+    return time.monotonic() - started
+
+
+def started(run_id) -> bool:
+    workflow = describe(run_id)
+    return workflow is not None and workflow.status == WorkflowExecutionStatus.RUNNING
+
+
+def test_an_accepted_run_is_started_when_the_outbox_notifies_not_at_the_next_poll(
+    api_env, make_token, repository
+):
+    with dispatching() as dispatcher:
+        assert dispatcher.drained.wait(30)  # idle: its next poll is POLL_S away
+        created = post(bearer(make_token()), "/api/runs", {"repo_full_name": "acme/shop"})
+        assert created.status_code == 201 and created.json()["status"] == "pending"
+        waited = until(lambda: not RunStart.objects.exists())
+    assert waited < POLL_S / 2 and dispatcher.dispatched == 1
+    assert started(created.json()["run_id"])
+    assert describe(created.json()["run_id"]).task_queue == api_env.TEMPORAL_TASK_QUEUE
+
+
+def test_a_run_accepted_while_temporal_is_unreachable_starts_once_it_answers(
+    api_env, make_token, repository, caplog
+):
+    address, api_env.TEMPORAL_ADDRESS = api_env.TEMPORAL_ADDRESS, "127.0.0.1:1"
+    created = post(bearer(make_token()), "/api/runs", {"repo_full_name": "acme/shop"})
+    assert created.status_code == 201, created.content  # accepted: nothing to retry
+    run_id = created.json()["run_id"]
+    with dispatching():
+        until(lambda: "could not start 1 run(s)" in caplog.text)
+        assert RunStart.objects.filter(run_id=run_id).exists()  # kept for the next try
+        assert Run.objects.get(pk=run_id).status == Run.Status.PENDING
+        api_env.TEMPORAL_ADDRESS = address
+        until(lambda: not RunStart.objects.exists())
+    assert started(run_id)
+
+
+def test_two_dispatchers_start_every_run_exactly_once(api_env, repository):
+    """Claims skip rows the other dispatcher holds: no run is taken (or counted) twice."""
+    runs = [run_create(repository=repository) for _ in range(20)]
+    with dispatching(batch=2) as one, dispatching(batch=2) as other:
+        until(lambda: not RunStart.objects.exists())
+    assert one.dispatched + other.dispatched == 20, (one.dispatched, other.dispatched)
+    assert all(started(run.run_id) for run in runs)
+
+
+def test_a_run_cancelled_before_its_start_is_never_started(api_env, repository):
+    run = run_create(repository=repository)
+    run_cancel(run=run)
+    run.refresh_from_db()
+    assert run.status == Run.Status.CANCELLED and not RunStart.objects.exists()
+    assert set(run.stages.values_list("status", flat=True)) == {"cancelled"}
+    with dispatching() as dispatcher:
+        assert dispatcher.drained.wait(30)
+    assert dispatcher.dispatched == 0 and describe(run.run_id) is None
