@@ -1,3 +1,4 @@
+import gc
 import os
 
 from django.core.asgi import get_asgi_application
@@ -9,3 +10,4 @@ from amtp_site.bodies import BoundedBodies  # noqa: E402  (needs the settings lo
 
 # Django reads a whole body before any middleware runs: bound it here, chunked or not.
 application = BoundedBodies(django_application)
+gc.freeze()  # what is loaded by now lives as long as the process: see wsgi.py

@@ -37,7 +37,12 @@ router = Router(tags=["runs"])
 REPO_NOT_REGISTERED = "repository {name!r} is not registered in AMTP"
 
 
-_REPOSITORY = "SELECT * FROM repositories WHERE full_name = %s"
+# What a submit reads of its repository (the defaults and the rate limit); any other field is
+# read when first used.
+_REPOSITORY = (
+    "SELECT id, full_name, default_branch, default_depth_level, default_framework, "
+    "rate_limit_runs, rate_limit_window_seconds FROM repositories WHERE full_name = %s"
+)
 
 
 def _repository(name: str) -> Repository:

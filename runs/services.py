@@ -27,6 +27,9 @@ CANCEL_RECORDED = "Cancellation requested"
 RAN_AGAIN = "Run again as run {run_id}"
 AGAIN_OF = "Started as a run again of run {run_id}"
 TARGET_URL_INVALID = "target_url: {problem}"
+# Workflow starts one dispatcher has in flight at once: enough to hide Temporal's latency,
+# few enough that a burst of accepted runs does not flood it (each worker runs a dispatcher).
+START_CONCURRENCY = 16
 IDEMPOTENCY_KEY_REUSED = (
     "Idempotency-Key {key!r} was used for a different request (run {run_id}); use a new key"
 )
@@ -206,15 +209,18 @@ def _start_workflows(runs: list[Run], queues: dict) -> dict[uuid.UUID, BaseExcep
     """Start every run's workflow at once; the runs that could not be started, with why."""
     params = [workflow_params(run) for run in runs]  # reads repositories: not in the loop
 
+    gate = asyncio.Semaphore(START_CONCURRENCY)
+
     async def start(client, run: Run, params) -> None:
         try:
-            await client.start_workflow(
-                WORKFLOW_NAME,
-                params,
-                id=str(run.run_id),
-                task_queue=queues[run.run_id],
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            )
+            async with gate:
+                await client.start_workflow(
+                    WORKFLOW_NAME,
+                    params,
+                    id=str(run.run_id),
+                    task_queue=queues[run.run_id],
+                    id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                )
         except WorkflowAlreadyStartedError:
             pass  # the same run started twice is still one workflow
 

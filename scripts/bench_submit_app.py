@@ -9,6 +9,7 @@ processes, settings, middleware and database. gunicorn imports this module by na
 
 from __future__ import annotations
 
+import gc
 import os
 
 import django
@@ -48,3 +49,4 @@ def anchor_insert(request, payload: AnchorIn):
 urlpatterns = [path("bench-anchor/", anchor.urls), *product_urls]
 settings.ROOT_URLCONF = __name__
 application = get_wsgi_application()
+gc.freeze()  # as amtp_site/wsgi.py does

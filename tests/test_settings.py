@@ -120,3 +120,16 @@ def test_without_services_or_a_devstack_it_says_so_instead_of_guessing(tmp_path)
     status = bare_manage(empty, "devstack", "status")  # what starts them needs none of them
     assert status.returncode == 0, status.stderr
     assert f"devstack folder: {tmp_path}" in status.stdout
+
+
+def test_the_web_entry_points_take_what_they_loaded_out_of_the_collectors_reach():
+    """wsgi.py and asgi.py freeze what they loaded (gc.freeze): a full collection then scans
+    only what requests make, instead of pausing every thread of the process for all of it."""
+    env = {**os.environ, "DJANGO_DEBUG": "true"}
+    for module in ("amtp_site.wsgi", "amtp_site.asgi"):
+        code = f"import gc, {module}; print(gc.get_freeze_count())"
+        result = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stderr
+        assert int(result.stdout) > 10_000, (module, result.stdout)  # Django and the apps
