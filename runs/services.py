@@ -18,7 +18,7 @@ from amtp_site.errors import IdempotencyKeyReused, OrchestratorUnavailable, RunE
 from repositories.models import Repository
 from repositories.targets import target_url_problem
 from runs import lifecycle, slots
-from runs.models import Run, RunStart
+from runs.models import Run, RunStart, Stage
 from runs.temporal.client import workflow_params
 from runs.temporal.types import WORKFLOW_NAME
 
@@ -30,6 +30,10 @@ TARGET_URL_INVALID = "target_url: {problem}"
 # Workflow starts one dispatcher has in flight at once: enough to hide Temporal's latency,
 # few enough that a burst of accepted runs does not flood it (each worker runs a dispatcher).
 START_CONCURRENCY = 16
+WAITING_TO_START = (
+    "Waiting to start: the orchestrator (Temporal) cannot be reached; the run starts as soon as "
+    "it answers, nothing to do"
+)
 IDEMPOTENCY_KEY_REUSED = (
     "Idempotency-Key {key!r} was used for a different request (run {run_id}); use a new key"
 )
@@ -195,6 +199,11 @@ def run_starts_dispatch(limit: int = 100, *, runs: list[Run] | None = None) -> i
         done = [run.run_id for run in runs if run.run_id not in failures]
         RunStart.objects.filter(run_id__in=done).delete()
     if failures:
+        # Shown on the run's first stage (admin, API) until the stage starts, which clears it.
+        # The details (address, error) go to the worker's log only, like the API's 503s.
+        Stage.objects.filter(
+            run_id__in=list(failures), name=Stage.ORDER[0], status__in=lifecycle.OPEN_STAGE
+        ).update(error_type=OrchestratorUnavailable.__name__, error_message=WAITING_TO_START)
         run_id, exc = next(iter(failures.items()))
         raise OrchestratorUnavailable(
             f"could not start {len(failures)} run(s) (run {run_id} among them) on Temporal at "

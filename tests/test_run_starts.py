@@ -9,7 +9,7 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus
 
 from runs.models import Run, RunStart
-from runs.services import run_cancel, run_create
+from runs.services import WAITING_TO_START, run_cancel, run_create
 from runs.temporal.dispatcher import POLL_S, StartDispatcher
 from tests import api_support
 from tests.api_support import bearer, describe, post
@@ -71,6 +71,12 @@ def test_a_run_accepted_while_temporal_is_unreachable_starts_once_it_answers(
         until(lambda: "could not start 1 run(s)" in caplog.text)
         assert RunStart.objects.filter(run_id=run_id).exists()  # kept for the next try
         assert Run.objects.get(pk=run_id).status == Run.Status.PENDING
+        shown = bearer(make_token()).get(f"/api/runs/{run_id}").json()["stages"][0]
+        assert (shown["error_type"], shown["error_message"]) == (
+            "OrchestratorUnavailable",
+            WAITING_TO_START,
+        )
+        assert "127.0.0.1" not in str(shown)  # the details are in the worker's log
         api_env.TEMPORAL_ADDRESS = address
         until(lambda: not RunStart.objects.exists())
     assert started(run_id)
