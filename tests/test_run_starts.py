@@ -2,18 +2,25 @@
 and Temporal: a run is accepted whatever state Temporal is in, and its workflow is started
 once, soon after, by whichever dispatcher claims it."""
 
+import json
+import os
+import signal
 import time
 from contextlib import contextmanager
 
 import pytest
+from django.db import close_old_connections
 from temporalio.client import WorkflowExecutionStatus
 
+from amtp_site import devstack
 from runs.models import Run, RunStart
 from runs.services import WAITING_TO_START, run_cancel, run_create
 from runs.temporal.dispatcher import POLL_S, StartDispatcher
 from tests import api_support
 from tests.api_support import bearer, describe, post
+from tests.devstack_cli import manage
 from tests.factories import RepositoryFactory
+from tests.test_service_restarts import EXTERNAL, kill_and_wait, up_again
 
 pytestmark = pytest.mark.django_db(transaction=True)
 api_env, make_token = api_support.api_env, api_support.make_token
@@ -100,3 +107,55 @@ def test_a_run_cancelled_before_its_start_is_never_started(api_env, repository):
     with dispatching() as dispatcher:
         assert dispatcher.drained.wait(30)
     assert dispatcher.dispatched == 0 and describe(run.run_id) is None
+
+
+# --- real faults: the dispatcher outlives its database connection and Temporal ---------------
+
+
+@pytest.mark.serial
+@pytest.mark.skipif("postgres" in EXTERNAL, reason="DATABASE_URL is external")
+@pytest.mark.skipif(
+    bool(os.environ.get("AMTP_TEST_DATABASE_NAME")),
+    reason="the server is shared with other test sessions: stopping it would fail theirs",
+)
+def test_the_dispatcher_listens_again_after_postgres_restarts(api_env, repository):
+    """Its LISTEN connection dies with the server; it backs off, connects again, and a run
+    accepted afterwards is started on the new connection's notification."""
+    state = devstack.read_state()["postgres"]
+    with dispatching() as dispatcher:
+        assert dispatcher.drained.wait(30)
+        try:
+            kill_and_wait(devstack.postgres.pid(), signal.SIGINT)
+            time.sleep(2)  # it notices, and backs off
+        finally:
+            up_again(devstack.STACK_DIR, "postgres", state["port"])
+            close_old_connections()  # this thread's connection died with the server too
+        dispatcher.drained.clear()
+        assert dispatcher.drained.wait(60)  # connected and listening again
+        run = run_create(repository=repository)
+        waited = until(lambda: not RunStart.objects.exists())
+    assert waited < POLL_S / 2 and started(run.run_id)
+
+
+@pytest.mark.skipif("temporal" in EXTERNAL, reason="TEMPORAL_ADDRESS is external")
+def test_runs_accepted_while_temporal_is_killed_start_when_it_is_back(
+    tmp_path, api_env, repository, caplog
+):
+    stack = tmp_path / "stack"
+    assert manage(stack, "up", "temporal").returncode == 0
+    state = json.loads((stack / "state.json").read_text())["temporal"]
+    address, api_env.TEMPORAL_ADDRESS = api_env.TEMPORAL_ADDRESS, f"127.0.0.1:{state['port']}"
+    try:
+        with dispatching() as dispatcher:
+            first = run_create(repository=repository)
+            until(lambda: not RunStart.objects.exists())
+            kill_and_wait(state["pid"], signal.SIGKILL)
+            runs = [run_create(repository=repository) for _ in range(3)]  # accepted all the same
+            until(lambda: "could not start" in caplog.text)
+            up_again(stack, "temporal", state["port"])
+            until(lambda: not RunStart.objects.exists())
+        assert dispatcher.dispatched == 4
+        assert all(started(run.run_id) for run in [first, *runs])
+    finally:
+        manage(stack, "down", "temporal")
+        api_env.TEMPORAL_ADDRESS = address  # for the fixture's clean-up
