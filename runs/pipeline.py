@@ -20,7 +20,7 @@ from agents.runner import AgentResult
 from amtp_site.canonical import idempotency_key
 from amtp_site.errors import RunNotActive
 from repositories.hosts import host_for
-from runs import artifacts, lifecycle
+from runs import artifacts, lifecycle, selectors
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
 from runs.pull_requests import head_branch_for, pull_request_create
 from runs.temporal.types import (
@@ -46,7 +46,7 @@ def _begin(run_id: str, activity: str, run: Run | None = None) -> Run:
         begun = lifecycle.stage_begin(run_id, stage)
     if not begun:
         raise RunNotActive(f"run {run_id} is no longer active; {stage} was not started")
-    return run or Run.objects.select_related("repository").get(pk=run_id)
+    return run or selectors.run_with_repository(run_id)
 
 
 def _reuse(run: Run, kind: str, *fields: str) -> tuple | None:
@@ -222,7 +222,7 @@ def skip_verification(run_id: str) -> bool:
     """VerifyTests with nothing to run (web tests, no target URL): the stage is closed as
     skipped with the same report, here, without an agent process. False when there is
     something to run (a target URL, or Maestro flows to list): the VerifyTests activity runs."""
-    run = Run.objects.select_related("repository").get(pk=run_id)
+    run = selectors.run_with_repository(run_id)
     if target_url_of(run) or run.target_framework != "playwright":
         return False
     verify_tests(run_id, run)

@@ -24,7 +24,7 @@ from amtp_site.canonical import idempotency_key
 from amtp_site.errors import RateLimitExceeded, RepoConcurrencyLimited
 from amtp_site.valkey import WindowDecision
 from repositories.models import Repository
-from runs import lifecycle
+from runs import lifecycle, selectors
 from runs.lifecycle import OPEN_RUN
 from runs.models import ActivityIdempotency, Run, Stage
 from runs.temporal.types import ACQUIRE_SLOT
@@ -109,7 +109,7 @@ def window_forget(run: Run) -> None:
 def slot_acquire(run_id: str) -> None:
     """Admit the run to its window (unless admitted at submit), then count it among the
     repository's runs in progress, or raise RepoConcurrencyLimited (workflow only)."""
-    run = Run.objects.select_related("repository").get(pk=run_id)
+    run = selectors.run_with_repository(run_id)
     repository = run.repository
     _admit(run)
     running = _take(run)

@@ -201,3 +201,24 @@ def test_insert_new_refused_inside_a_transaction_leaves_it_usable():
         with pytest.raises(IntegrityError):
             lifecycle.insert_new(new_run(repository, request_key="k"))
         assert Run.objects.get(request_key="k").pk == first.pk  # the transaction goes on
+
+
+def test_run_with_repository_loads_what_the_orm_loads(django_assert_num_queries):
+    from runs.selectors import run_with_repository
+
+    def values(obj):
+        return {f.attname: getattr(obj, f.attname) for f in obj._meta.concrete_fields}
+
+    from tests.factories import RepositoryFactory
+
+    repository = RepositoryFactory(webhook_branches=["main", "release/*"])  # a JSON column
+    run = RunFactory(repository=repository, error_message="ü " * 10, pr_number=7)
+    with django_assert_num_queries(1):
+        loaded = run_with_repository(run.pk)
+        repository = loaded.repository  # loaded with it
+    orm = Run.objects.select_related("repository").get(pk=run.pk)
+    assert values(loaded) == values(orm) and values(repository) == values(orm.repository)
+    assert repository.webhook_branches == ["main", "release/*"]
+    assert not loaded._state.adding and loaded._state.db == "default"
+    with pytest.raises(Run.DoesNotExist):
+        run_with_repository(uuid.uuid4())
