@@ -80,10 +80,20 @@ def stages_upgrade(run_id: str) -> None:
     Stage.objects.filter(run_id=run_id).update(position=position)
 
 
+def _write(sql: str, params: list) -> int:
+    """A precompiled write of the worker's hot path (the ORM's UPDATE compiled each time cost
+    more CPU than PostgreSQL spends on it); the rows it changed."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
+
+
 def mark_running(run_id: str) -> bool:
     return bool(
-        Run.objects.filter(pk=run_id, status=RunStatus.PENDING).update(
-            status=RunStatus.RUNNING, started_at=Now()
+        _write(
+            "UPDATE runs SET status = %s, started_at = STATEMENT_TIMESTAMP() "
+            "WHERE run_id = %s AND status = %s",
+            [RunStatus.RUNNING, str(run_id), RunStatus.PENDING],
         )
     )
 
@@ -136,8 +146,10 @@ def stage_begin(run_id: str, name: str) -> bool:
 
 
 def stage_pass(run_id: str, name: str) -> None:
-    Stage.objects.filter(run_id=run_id, name=name, status=StageStatus.RUNNING).update(
-        status=StageStatus.PASSED, finished_at=Now()
+    _write(
+        "UPDATE stages SET status = %s, finished_at = STATEMENT_TIMESTAMP() "
+        "WHERE run_id = %s AND name = %s AND status = %s",
+        [StageStatus.PASSED, str(run_id), name, StageStatus.RUNNING],
     )
 
 

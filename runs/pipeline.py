@@ -15,6 +15,8 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.db import connection
+
 import schemas
 from agents.runner import AgentResult
 from amtp_site.canonical import idempotency_key
@@ -52,10 +54,16 @@ def _begin(run_id: str, activity: str, run: Run | None = None) -> Run:
 def _reuse(run: Run, kind: str, *fields: str) -> tuple | None:
     """The artifact an earlier attempt persisted (``artifact_id`` and ``fields``), or None.
     A run has one artifact of each kind, and the attempt's ``activity_idempotency`` row, written
-    with it, names that one: looking it up by its key too would find nothing more. (Unordered:
-    there is one, and the model's ordering, by run, would join the runs table.)"""
-    found = Artifact.objects.filter(run=run, kind=kind).order_by()
-    return found.values_list("artifact_id", *fields).first()
+    with it, names that one: looking it up by its key too would find nothing more. One
+    precompiled statement: every stage asks, and nearly always finds nothing."""
+    columns = ", ".join(["artifact_id", *fields])  # the callers' own field names
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns} FROM artifacts WHERE run_id = %s AND kind = %s LIMIT 1",
+            [str(run.run_id), kind],
+        )
+        row = cursor.fetchone()
+    return None if row is None else selectors.loaded(Artifact, ["artifact_id", *fields], row)
 
 
 def _persist(

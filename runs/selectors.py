@@ -101,15 +101,17 @@ def run_with_repository(run_id) -> Run:
         raise Run.DoesNotExist(f"run {run_id} does not exist")
     split = len(Run._meta.concrete_fields)
     names = [[f.attname for f in m._meta.concrete_fields] for m in (Run, Repository)]
-    values = [_loaded(Run, row[:split]), _loaded(Repository, row[split:])]
+    values = [loaded(Run, names[0], row[:split]), loaded(Repository, names[1], row[split:])]
     run = Run.from_db(connection.alias, names[0], values[0])
     run.repository = Repository.from_db(connection.alias, names[1], values[1])
     return run
 
 
-def _loaded(model, values: tuple) -> list:
-    """Column values as the ORM would hand them to the model (its fields' from_db_value)."""
-    return [
+def loaded(model, names: list[str], values: tuple) -> tuple:
+    """The columns ``names`` of a row of ``model`` read by raw SQL, as the ORM would hand them
+    over (each field's ``from_db_value``: JSON parsed, for one)."""
+    fields = [model._meta.get_field(name) for name in names]
+    return tuple(
         field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value
-        for field, value in zip(model._meta.concrete_fields, values, strict=True)
-    ]
+        for field, value in zip(fields, values, strict=True)
+    )

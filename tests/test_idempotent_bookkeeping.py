@@ -157,6 +157,10 @@ def test_an_artifact_stored_twice_keeps_the_first_and_both_keys_name_it():
     assert keys == {k: {"artifact_id": str(first.artifact_id)} for k in ("a" * 64, "b" * 64)}
     first.save()  # the instance handed back is the stored row: saving it updates, not inserts
     assert Artifact.objects.filter(run=run).count() == 1
+    # What a retry finds (pipeline._reuse, raw SQL): the id, and the content as a dict.
+    assert pipeline._reuse(run, kind) == (first.artifact_id,)
+    assert pipeline._reuse(run, kind, "content") == (first.artifact_id, {"attempt": 1})
+    assert pipeline._reuse(run, "test_engineer_output") is None
 
 
 @pytest.mark.django_db(transaction=True)
