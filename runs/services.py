@@ -7,7 +7,7 @@ import uuid
 from contextlib import nullcontext
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
@@ -17,7 +17,7 @@ from amtp_site import audit, temporal
 from amtp_site.errors import IdempotencyKeyReused, OrchestratorUnavailable, RunError
 from repositories.models import Repository
 from repositories.targets import target_url_problem
-from runs import lifecycle, slots
+from runs import lifecycle, selectors, slots
 from runs.models import Run, RunStart, Stage
 from runs.temporal.client import workflow_params
 from runs.temporal.types import WORKFLOW_NAME
@@ -179,25 +179,32 @@ def run_start(run: Run) -> None:
     run_starts_dispatch(runs=[run])
 
 
+# The oldest rows no other dispatcher holds, locked until this transaction ends (the ORM's
+# select_for_update compiled at every call cost more than the statement).
+_CLAIM = (
+    "SELECT run_id, task_queue FROM run_starts ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED"
+)
+
+
 def run_starts_dispatch(limit: int = 100, *, runs: list[Run] | None = None) -> int:
     """Start the workflows of up to ``limit`` accepted runs, oldest first, each on the task
     queue it was accepted for, and take them off ``run_starts`` (a run cancelled meanwhile is
     taken off unstarted); the number taken off. Rows another dispatcher is starting are
     skipped (FOR UPDATE SKIP LOCKED), so any number of workers may drain one outbox. Raises
     OrchestratorUnavailable when some could not be started (Temporal unreachable, or it
-    refused them): those stay for the next call, the others are taken off. ``runs``: start exactly these (on TEMPORAL_TASK_QUEUE), in or out of
-    the outbox."""
-    with transaction.atomic():
+    refused them): those stay for the next call, the others are taken off. ``runs``: start
+    exactly these (on TEMPORAL_TASK_QUEUE), in or out of the outbox."""
+    with transaction.atomic(), connection.cursor() as cursor:
         if runs is None:
-            held = RunStart.objects.select_for_update(skip_locked=True).order_by("created_at")
-            queues = dict(held.values_list("run_id", "task_queue")[:limit])
-            runs = list(Run.objects.select_related("repository").filter(pk__in=queues))
+            cursor.execute(_CLAIM, [limit])
+            queues = dict(cursor.fetchall())
+            runs = [selectors.run_with_repository(run_id) for run_id in queues]
         else:
             queues = {run.run_id: settings.TEMPORAL_TASK_QUEUE for run in runs}
         pending = [run for run in runs if run.status == Run.Status.PENDING]
         failures = _start_workflows(pending, queues) if pending else {}
-        done = [run.run_id for run in runs if run.run_id not in failures]
-        RunStart.objects.filter(run_id__in=done).delete()
+        done = [str(run.run_id) for run in runs if run.run_id not in failures]
+        cursor.execute("DELETE FROM run_starts WHERE run_id = ANY(%s::uuid[])", [done])
     if failures:
         # Shown on the run's first stage (admin, API) until the stage starts, which clears it.
         # The details (address, error) go to the worker's log only, like the API's 503s.
