@@ -93,14 +93,16 @@ def call(request: Callable[[Client], Awaitable[T]]) -> T:
     return asyncio.run_coroutine_threadsafe(run(), here.loop).result()
 
 
-async def workflow_result(client: Client, workflow_id: str, poll_s: float = 0.02):
+async def workflow_result(client: Client, workflow_id: str):
     """The workflow's result, once it exists: a run's workflow is started by a worker's
-    dispatcher moments after the run is accepted, so at first there may be none."""
-    handle = client.get_workflow_handle(workflow_id)
+    dispatcher moments after the run is accepted, so at first there may be none. Asks again
+    after 5 ms, then twice as long each time up to 100 ms."""
+    handle, pause = client.get_workflow_handle(workflow_id), 0.005
     while True:
         try:
             return await handle.result()
         except RPCError as exc:
             if exc.status != RPCStatusCode.NOT_FOUND:
                 raise
-        await asyncio.sleep(poll_s)
+        await asyncio.sleep(pause)
+        pause = min(0.1, pause * 2)
