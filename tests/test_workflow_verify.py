@@ -3,7 +3,9 @@ Flask notes service, they run against it on loopback (Playwright Test, Debian's 
 Test Engineer heals in a fresh process, the rest is quarantined, and the PR carries the result.
 """
 
+import signal
 import socket
+import time
 
 import pytest
 
@@ -19,6 +21,7 @@ from tests.histories import fixture_name, record_history
 from tests.temporal_worker import wait_terminal
 from tests.test_browser import chromium_path
 from tests.verify_apps import NOTES_REPO, NotesApp
+from tests.worker_process import start_worker, stop_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 RUN_TIMEOUT = 150
@@ -136,3 +139,28 @@ def test_a_run_target_url_overrides_the_repository_and_none_skips(tmp_path, work
     url = closed_port_url()
     run = wait_terminal(run_create(repository=repo, depth_level="smoke", target_url=url))
     assert (run.status, run.target_url, run.error_type) == ("failed", url, "TargetUnreachable")
+
+
+def test_a_worker_stopped_by_sigterm_to_its_process_group_exits_cleanly(
+    tmp_path, temporal_env, evidence, notes_app
+):
+    """What a supervisor does (systemd's control-group kill, run_system's stop): every process
+    of the worker's group gets SIGTERM, its children first here. VerifyTests ran in the agent
+    pool, so the worker's shutdown signals the heartbeat channel's process: that process
+    outlives the signal and the worker exits 0, without a traceback (it used to die with a
+    BrokenPipeError, surfacing as a CancelledError)."""
+    import psutil  # pgserver's dependency
+
+    log = tmp_path / "worker.log"
+    worker = start_worker(log, temporal_env.TEMPORAL_TASK_QUEUE, processes=1)
+    try:
+        repo = notes_repo(tmp_path, preview_url=notes_app)
+        run = wait_terminal(run_create(repository=repo, depth_level="smoke"), RUN_TIMEOUT)
+        assert run.stages.get(name="verify_tests").status == "passed"  # it ran in the pool
+        for child in psutil.Process(worker.pid).children(recursive=True):
+            child.send_signal(signal.SIGTERM)
+        time.sleep(1)
+    finally:
+        stop_worker(worker)
+    assert worker.returncode == 0, log.read_text()[-3000:]
+    assert "Traceback" not in log.read_text()

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from concurrent.futures.process import BrokenProcessPool
 from datetime import timedelta
 from multiprocessing import reduction
+from multiprocessing.managers import SyncManager
 
 from django.apps import apps
 from django.conf import settings
@@ -255,8 +256,12 @@ async def serve(
     try:
         # The heartbeat channel's process is spawned, not forked: a fork would hold every
         # descriptor the worker has open (a test runner's pipes: a crashed test worker then
-        # hangs the whole run) for as long as it lives.
-        with multiprocessing.get_context("spawn").Manager() as manager:
+        # hangs the whole run) for as long as it lives. It blocks SIGTERM and SIGINT: a
+        # supervisor signals the worker's whole process group, and the worker still needs
+        # the channel while it shuts down (it stops it itself, on the way out).
+        manager = SyncManager(ctx=multiprocessing.get_context("spawn"))
+        manager.start(signal.pthread_sigmask, (signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT}))
+        with manager:
             worker = build_worker(
                 client, task_queue=task_queue, pool=pool, manager=manager, **build
             )
