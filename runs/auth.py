@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -29,6 +28,7 @@ from ninja.utils import check_csrf
 
 from amtp_site import audit
 from runs.models_api import ApiToken, Scope
+from runs.selectors import loaded
 
 TOKEN_PREFIX = "amtp_"
 PREFIX_LENGTH = 12  # "amtp_" + 7 characters of the secret: enough to recognise, useless to guess
@@ -187,7 +187,7 @@ def api_token_revoke(*, token: ApiToken, actor: audit.Actor | None) -> ApiToken:
 # CPU of ``POST /api/runs`` went into compiling the select_related lookup it replaces).
 # Revocation, expiry and the owner's being active are checked in it.
 _AUTHENTICATE = """
-SELECT t.id, t.name, t.key_prefix, t.scopes, t.last_used_at, t.user_id, t.created_by_id,
+SELECT t.id, t.name, t.user_id, t.created_by_id, t.key_prefix, t.scopes, t.last_used_at,
        u.{username}
 FROM api_tokens t LEFT JOIN {users} u ON u.id = t.user_id
 WHERE t.token_hash = %s AND t.revoked_at IS NULL
@@ -213,18 +213,10 @@ def api_token_authenticate(secret: str) -> ApiToken | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    pk, name, key_prefix, scopes, last_used_at, user_id, created_by_id, owner_name = row
-    token = ApiToken(
-        pk=pk,
-        name=name,
-        key_prefix=key_prefix,
-        scopes=json.loads(scopes)
-        if isinstance(scopes, str)
-        else scopes,  # Django loads jsonb as text
-        last_used_at=last_used_at,
-        user_id=user_id,
-        created_by_id=created_by_id,
-    )
+    # In the model's field order, as from_db needs them; the other fields are deferred.
+    names = ["id", "name", "user_id", "created_by_id", "key_prefix", "scopes", "last_used_at"]
+    *values, owner_name = row
+    token = ApiToken.from_db(connection.alias, names, loaded(ApiToken, names, tuple(values)))
     token.owner_name = owner_name
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at >= LAST_USED_PRECISION:

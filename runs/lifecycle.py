@@ -169,7 +169,12 @@ def stage_close(
 
 def stage_error(run_id: str, name: str, error_type: str, message: str) -> None:
     """Record an attempt's error while Temporal decides whether to retry (stage stays open)."""
-    Stage.objects.filter(run_id=run_id, name=name, status__in=OPEN_STAGE).update(
+    stages_error([run_id], name, error_type, message)
+
+
+def stages_error(run_ids: list, name: str, error_type: str, message: str) -> None:
+    """stage_error for several runs at once (the runs waiting for Temporal to start them)."""
+    Stage.objects.filter(run_id__in=run_ids, name=name, status__in=OPEN_STAGE).update(
         error_type=error_type, error_message=message[:10_000]
     )
 

@@ -78,7 +78,7 @@ def verification_report(run: Run) -> dict | None:
 
 
 @functools.cache
-def _run_with_repository_sql() -> str:
+def _runs_with_repository_sql() -> str:
     columns = [
         f"{model._meta.db_table}.{connection.ops.quote_name(field.column)}"
         for model in (Run, Repository)
@@ -86,25 +86,34 @@ def _run_with_repository_sql() -> str:
     ]
     return (
         f"SELECT {', '.join(columns)} FROM runs JOIN repositories "
-        "ON repositories.id = runs.repository_id WHERE runs.run_id = %s"
+        "ON repositories.id = runs.repository_id WHERE runs.run_id = ANY(%s::uuid[])"
     )
 
 
-def run_with_repository(run_id) -> Run:
-    """The run with its repository (what ``select_related("repository").get(pk=...)`` gives),
-    from one precompiled statement: the worker loads it once per stage, and compiling the ORM's
-    join cost more CPU than the rest of some stages' bookkeeping. Raises Run.DoesNotExist."""
+def runs_with_repository(run_ids) -> list[Run]:
+    """The runs with their repositories (what ``select_related("repository")`` gives), from one
+    precompiled statement: the worker loads a run once per stage, and compiling the ORM's join
+    cost more CPU than the rest of some stages' bookkeeping. Runs that do not exist are left
+    out."""
     with connection.cursor() as cursor:
-        cursor.execute(_run_with_repository_sql(), [str(run_id)])
-        row = cursor.fetchone()
-    if row is None:
-        raise Run.DoesNotExist(f"run {run_id} does not exist")
+        cursor.execute(_runs_with_repository_sql(), [[str(run_id) for run_id in run_ids]])
+        rows = cursor.fetchall()
     split = len(Run._meta.concrete_fields)
     names = [[f.attname for f in m._meta.concrete_fields] for m in (Run, Repository)]
-    values = [loaded(Run, names[0], row[:split]), loaded(Repository, names[1], row[split:])]
-    run = Run.from_db(connection.alias, names[0], values[0])
-    run.repository = Repository.from_db(connection.alias, names[1], values[1])
-    return run
+    runs = []
+    for row in rows:
+        run = Run.from_db(connection.alias, names[0], loaded(Run, names[0], row[:split]))
+        repository = loaded(Repository, names[1], row[split:])
+        run.repository = Repository.from_db(connection.alias, names[1], repository)
+        runs.append(run)
+    return runs
+
+
+def run_with_repository(run_id) -> Run:
+    """The run with its repository (runs_with_repository); raises Run.DoesNotExist."""
+    for run in runs_with_repository([run_id]):
+        return run
+    raise Run.DoesNotExist(f"run {run_id} does not exist")
 
 
 def loaded(model, names: list[str], values: tuple) -> tuple:

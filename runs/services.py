@@ -136,7 +136,7 @@ def _insert(
     # What the answer shows of a run inserted just now: these stages, nothing else yet
     # (RunDetailOut reads nothing more for it).
     run.inserted_stages = lifecycle.new_stages(run)
-    rows = [run, *run.inserted_stages, RunStart(run=run, task_queue=settings.TEMPORAL_TASK_QUEUE)]
+    rows = [run, *run.inserted_stages, _start_row(run)]
     keyed = admit and run.request_key is not None
     with transaction.atomic() if keyed else nullcontext():
         if keyed:  # a concurrent duplicate waits on the unique key here and fails: no window place
@@ -169,8 +169,12 @@ def _replay(run: Run, repository: Repository, asked: dict, request_key: str) -> 
 def run_enqueue(run: Run) -> None:
     """Queue a pending run to be started (one an earlier version could not start)."""
     if run.status == Run.Status.PENDING:
-        start = RunStart(run=run, task_queue=settings.TEMPORAL_TASK_QUEUE)
-        RunStart.objects.bulk_create([start], ignore_conflicts=True)
+        RunStart.objects.bulk_create([_start_row(run)], ignore_conflicts=True)
+
+
+def _start_row(run: Run) -> RunStart:
+    """The run's place in ``run_starts``: its workflow goes to the task queue of now."""
+    return RunStart(run=run, task_queue=settings.TEMPORAL_TASK_QUEUE)
 
 
 def run_start(run: Run) -> None:
@@ -198,7 +202,7 @@ def run_starts_dispatch(limit: int = 100, *, runs: list[Run] | None = None) -> i
         if runs is None:
             cursor.execute(_CLAIM, [limit])
             queues = dict(cursor.fetchall())
-            runs = [selectors.run_with_repository(run_id) for run_id in queues]
+            runs = selectors.runs_with_repository(queues)
         else:
             queues = {run.run_id: settings.TEMPORAL_TASK_QUEUE for run in runs}
         pending = [run for run in runs if run.status == Run.Status.PENDING]
@@ -208,9 +212,9 @@ def run_starts_dispatch(limit: int = 100, *, runs: list[Run] | None = None) -> i
     if failures:
         # Shown on the run's first stage (admin, API) until the stage starts, which clears it.
         # The details (address, error) go to the worker's log only, like the API's 503s.
-        Stage.objects.filter(
-            run_id__in=list(failures), name=Stage.ORDER[0], status__in=lifecycle.OPEN_STAGE
-        ).update(error_type=OrchestratorUnavailable.__name__, error_message=WAITING_TO_START)
+        lifecycle.stages_error(
+            list(failures), Stage.ORDER[0], OrchestratorUnavailable.__name__, WAITING_TO_START
+        )
         run_id, exc = next(iter(failures.items()))
         raise OrchestratorUnavailable(
             f"could not start {len(failures)} run(s) (run {run_id} among them) on Temporal at "

@@ -20,6 +20,7 @@ from tests import api_support
 from tests.api_support import bearer, describe, post
 from tests.devstack_cli import manage
 from tests.factories import RepositoryFactory
+from tests.test_cancel import wait_until
 from tests.test_service_restarts import EXTERNAL, kill_and_wait, up_again
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -40,15 +41,6 @@ def dispatching(**kwargs):
         dispatcher.stop()
 
 
-def until(condition, timeout: float = 60) -> float:
-    """Seconds until ``condition()`` held."""
-    started = time.monotonic()
-    while not condition():
-        assert time.monotonic() - started < timeout, "timed out"
-        time.sleep(0.02)
-    return time.monotonic() - started
-
-
 def started(run_id) -> bool:
     workflow = describe(run_id)
     return workflow is not None and workflow.status == WorkflowExecutionStatus.RUNNING
@@ -61,7 +53,7 @@ def test_an_accepted_run_is_started_when_the_outbox_notifies_not_at_the_next_pol
         assert dispatcher.drained.wait(30)  # idle: its next poll is POLL_S away
         created = post(bearer(make_token()), "/api/runs", {"repo_full_name": "acme/shop"})
         assert created.status_code == 201 and created.json()["status"] == "pending"
-        waited = until(lambda: not RunStart.objects.exists())
+        waited = wait_until(lambda: not RunStart.objects.exists(), 60, "the outbox to empty")
     assert waited < POLL_S / 2 and dispatcher.dispatched == 1
     assert started(created.json()["run_id"])
     assert describe(created.json()["run_id"]).task_queue == api_env.TEMPORAL_TASK_QUEUE
@@ -75,7 +67,7 @@ def test_a_run_accepted_while_temporal_is_unreachable_starts_once_it_answers(
     assert created.status_code == 201, created.content  # accepted: nothing to retry
     run_id = created.json()["run_id"]
     with dispatching():
-        until(lambda: "could not start 1 run(s)" in caplog.text)
+        wait_until(lambda: "could not start 1 run(s)" in caplog.text, 60, "a failed start")
         assert RunStart.objects.filter(run_id=run_id).exists()  # kept for the next try
         assert Run.objects.get(pk=run_id).status == Run.Status.PENDING
         shown = bearer(make_token()).get(f"/api/runs/{run_id}").json()["stages"][0]
@@ -85,7 +77,7 @@ def test_a_run_accepted_while_temporal_is_unreachable_starts_once_it_answers(
         )
         assert "127.0.0.1" not in str(shown)  # the details are in the worker's log
         api_env.TEMPORAL_ADDRESS = address
-        until(lambda: not RunStart.objects.exists())
+        wait_until(lambda: not RunStart.objects.exists(), 60, "the outbox to empty")
     assert started(run_id)
 
 
@@ -93,7 +85,7 @@ def test_two_dispatchers_start_every_run_exactly_once(api_env, repository):
     """Claims skip rows the other dispatcher holds: no run is taken (or counted) twice."""
     runs = [run_create(repository=repository) for _ in range(20)]
     with dispatching(batch=2) as one, dispatching(batch=2) as other:
-        until(lambda: not RunStart.objects.exists())
+        wait_until(lambda: not RunStart.objects.exists(), 60, "the outbox to empty")
     assert one.dispatched + other.dispatched == 20, (one.dispatched, other.dispatched)
     assert all(started(run.run_id) for run in runs)
 
@@ -133,7 +125,7 @@ def test_the_dispatcher_listens_again_after_postgres_restarts(api_env, repositor
         dispatcher.drained.clear()
         assert dispatcher.drained.wait(60)  # connected and listening again
         run = run_create(repository=repository)
-        waited = until(lambda: not RunStart.objects.exists())
+        waited = wait_until(lambda: not RunStart.objects.exists(), 60, "the outbox to empty")
     assert waited < POLL_S / 2 and started(run.run_id)
 
 
@@ -148,12 +140,12 @@ def test_runs_accepted_while_temporal_is_killed_start_when_it_is_back(
     try:
         with dispatching() as dispatcher:
             first = run_create(repository=repository)
-            until(lambda: not RunStart.objects.exists())
+            wait_until(lambda: not RunStart.objects.exists(), 60, "the outbox to empty")
             kill_and_wait(state["pid"], signal.SIGKILL)
             runs = [run_create(repository=repository) for _ in range(3)]  # accepted all the same
-            until(lambda: "could not start" in caplog.text)
+            wait_until(lambda: "could not start" in caplog.text, 60, "a failed start")
             up_again(stack, "temporal", state["port"])
-            until(lambda: not RunStart.objects.exists())
+            wait_until(lambda: not RunStart.objects.exists(), 60, "the outbox to empty")
         assert dispatcher.dispatched == 4
         assert all(started(run.run_id) for run in [first, *runs])
     finally:
