@@ -109,53 +109,6 @@ def test_reads_come_from_the_commit_not_the_working_tree(host: LocalGitHost, rep
         host.read_file(later, "package.json")
 
 
-def test_reads_share_one_cat_file_process_replaced_when_it_dies(
-    host: LocalGitHost, repo: str
-) -> None:
-    """Every blob read goes through one ``git cat-file --batch``; a killed one is replaced on
-    the next read, and close() ends it."""
-    files = {f"docs/{n}.md": f"# page {n}\n" * n for n in range(1, 30)}
-    sha = commit_files(repo, files)
-    for listed in (False, True):
-        if listed:
-            host.tree(sha)
-        for path, text in files.items():
-            assert host.read_file(sha, path) == text.encode()
-    proc = host._objects._proc
-    assert proc is not None and proc.poll() is None
-    proc.kill()
-    proc.wait()
-    assert host.read_file(sha, "docs/3.md") == files["docs/3.md"].encode()
-    replaced = host._objects._proc
-    assert replaced.pid != proc.pid and replaced.poll() is None
-    with pytest.raises(RepositoryAccessError, match="no regular file"):
-        host.read_file(sha, "docs/404.md")
-    host.close()
-    assert replaced.poll() is not None
-    assert host.read_file(sha, "README.md") == b"# shop\n"  # a new one after close()
-
-
-def test_a_blob_read_that_gets_no_answer_fails_within_its_bound(
-    tmp_path: Path, monkeypatch
-) -> None:
-    """A ``cat-file --batch`` that never answers (here a process that reads nothing) fails
-    the read after the timeout, and the process is ended, not left behind."""
-    from repositories.hosts import local
-
-    started = []
-
-    class Recorded(subprocess.Popen):
-        def __init__(self, *args, **kwargs) -> None:
-            super().__init__(*args, **kwargs)
-            started.append(self)
-
-    monkeypatch.setattr(local.subprocess, "Popen", Recorded)
-    reader = local._ObjectReader(["sleep", "60"], tmp_path, dict(os.environ), timeout=0.2)
-    with pytest.raises(RepositoryAccessError, match="no answer within 0.2s"):
-        reader.read("0" * 40)
-    assert len(started) == 1 and started[0].poll() is not None
-
-
 @pytest.mark.parametrize("listed", [False, True])
 def test_read_file_returns_bytes_verbatim(host: LocalGitHost, repo: str, listed: bool) -> None:
     data = bytes(range(256))
@@ -405,9 +358,62 @@ def test_writes_follow_the_file_policys_rules_where_reads_are_lenient(
     assert git(repo, "branch", "--list", "amtp/*") == ""
 
 
-def test_a_path_that_is_a_directory_in_the_base_is_refused(host: LocalGitHost) -> None:
-    with pytest.raises(ContractViolation, match="'src'"):
-        _open(host, files={"src": "not a directory"})
+@pytest.mark.parametrize(
+    ("files", "problem"),
+    [
+        ({"src": "x"}, "'src' is a directory"),
+        ({"src/app": "x"}, "'src/app' is a directory"),
+        ({"README.md/x.spec.ts": "x"}, "'README.md/x.spec.ts' would go under 'README.md'"),
+        ({"e2e": "x", "e2e/a.spec.ts": "x"}, "'e2e' is a directory"),
+    ],
+)
+def test_a_file_never_replaces_a_directory_nor_goes_under_a_file(
+    host: LocalGitHost, repo: str, files: dict, problem: str
+) -> None:
+    """What git's ``update-index --add`` refuses (an in-memory index would silently replace
+    the directory, or the file): nothing is written, and the message names the path."""
+    with pytest.raises(ContractViolation, match=problem):
+        _open(host, files=files)
+    assert git(repo, "branch", "--list", "amtp/*") == ""
+    assert git(repo, "ls-tree", "-r", "--name-only", "main").splitlines() == sorted(
+        [*BASE_FILES, "link.txt"]
+    )
+
+
+def test_git_environment_variables_do_not_redirect_the_host(
+    host: LocalGitHost, repo: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An inherited GIT_DIR (or object directory, index) names another repository: the host
+    still reads and writes its own."""
+    other = make_git_repo(tmp_path / "other", {"README.md": "# other\n"})
+    for name, value in {
+        "GIT_DIR": f"{other}/.git",
+        "GIT_OBJECT_DIRECTORY": f"{other}/.git/objects",
+        "GIT_INDEX_FILE": f"{other}/.git/index",
+        "GIT_WORK_TREE": other,
+    }.items():
+        monkeypatch.setenv(name, value)
+    sha = host.resolve_ref("main")
+    assert sha != git(other, "rev-parse", "main", env={"GIT_DIR": f"{other}/.git"})
+    assert host.read_file(sha, "README.md") == b"# shop\n"
+    result = _open(host)
+    monkeypatch.delenv("GIT_DIR")
+    for name in ("GIT_OBJECT_DIRECTORY", "GIT_INDEX_FILE", "GIT_WORK_TREE"):
+        monkeypatch.delenv(name)
+    assert git(repo, "rev-parse", "amtp/run-1") == result.head_sha
+    assert git(other, "branch", "--list", "amtp/*") == ""
+
+
+def test_linked_worktree(repo: str, tmp_path: Path) -> None:
+    """A linked worktree reads its own HEAD's commits; branches and pull records go to the
+    main repository's git dir, which every worktree shares."""
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "--quiet", "-b", "side", str(linked))
+    host = LocalGitHost("acme/shop", linked)
+    result = _open(host)
+    assert git(repo, "rev-parse", "amtp/run-1") == result.head_sha
+    assert (Path(repo) / ".git" / "amtp" / "pulls.json").is_file()
+    assert LocalGitHost("acme/shop", repo).pull_requests()[0]["number"] == 1
 
 
 BAD_BRANCHES = [

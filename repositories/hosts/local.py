@@ -1,4 +1,5 @@
-"""A git repository on disk as a RepositoryHost, driven through git plumbing commands.
+"""A git repository on disk as a RepositoryHost, read and written in-process with libgit2
+(pygit2): no git process per call.
 
 Used offline, by the demo and by tests. Reads come from git objects addressed by commit SHA,
 never from the working tree, so they are as immutable as GitHub's. The "pull request" is a real
@@ -9,30 +10,30 @@ or in active use by a developer.
 Pull request URLs are ``file://<absolute repository path>#<head branch>`` (branch URL-quoted).
 
 Safety: repository content and paths are untrusted. Symlinks and submodules are never listed
-or read, written files are regular files (100644) at validated paths, the head branch is
-created with a zero old-value so an existing branch is never overwritten, and hooks and
-fsmonitor are switched off so a repository's config cannot run programs in the worker.
+or read, written files are regular files (100644) at validated paths that neither replace a
+directory nor go under a file, and the head branch is created only if it does not exist, so an
+existing branch is never overwritten. libgit2 runs no hooks, filters or fsmonitor, does not
+follow replace refs, and ignores ``GIT_DIR`` and the like in the environment, so neither a
+repository's config nor an inherited variable can run a program or redirect a read.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
 import re
-import select
-import subprocess
 import tempfile
 import threading
-import time
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from urllib.parse import quote
+
+import pygit2
+from pygit2.enums import FileMode, RepositoryOpenFlag
 
 from amtp_site.errors import ContractViolation, RepositoryAccessError, StaleBaseBranch
 from repositories.hosts.base import PullRequestResult, RepositoryHost, TreeEntry, check_files
@@ -41,136 +42,12 @@ from repositories.refnames import ref_problem
 
 AUTHOR_NAME = "AMTP"
 AUTHOR_EMAIL = "amtp@localhost"
-REGULAR_FILE_MODES = frozenset({"100644", "100755"})
-WRITE_MODE = "100644"
-GIT_TIMEOUT_SECONDS = 120
-
-_Ran = tuple[bool, bytes, str]  # (succeeded, stdout, stderr) of one git command
-# Repository path -> (git dir, common git dir), as LocalGitHost._dirs found them.
-_GIT_DIRS: dict[Path, tuple[Path, Path]] = {}
-_OBJECT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-# Repository config could otherwise run programs (hooks fire on update-ref via the
-# reference-transaction hook; fsmonitor is a configured command).
-_SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
-# Inherited variables that would point git at another repository, index or object store.
-_REDIRECTING_ENV = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_COMMON_DIR",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_NAMESPACE",
-    "GIT_CEILING_DIRECTORIES",
-    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
-    "GIT_PREFIX",
-    "GIT_QUARANTINE_PATH",
-    "GIT_REPLACE_REF_BASE",
-    "GIT_LITERAL_PATHSPECS",
-    "GIT_GLOB_PATHSPECS",
-)
-
-
-def _git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _REDIRECTING_ENV}
-    env.update(
-        LC_ALL="C",
-        GIT_TERMINAL_PROMPT="0",
-        # Replace refs would make a SHA read return some other object's content.
-        GIT_NO_REPLACE_OBJECTS="1",
-        GIT_AUTHOR_NAME=AUTHOR_NAME,
-        GIT_AUTHOR_EMAIL=AUTHOR_EMAIL,
-        GIT_COMMITTER_NAME=AUTHOR_NAME,
-        GIT_COMMITTER_EMAIL=AUTHOR_EMAIL,
-    )
-    env.update(extra or {})
-    return env
-
-
-class _ObjectReader:
-    """One ``git cat-file --batch`` answering every object read of a host, by object id.
-
-    A git process per read costs a fork and exec (2-3 ms here); a crawl reads tens of files.
-    The process ends when its stdin closes: :meth:`close`, or this process exiting. Reads are
-    serialised and bounded by ``timeout``; a failure closes the process and raises
-    RepositoryAccessError (the next read starts a new one).
-    """
-
-    def __init__(self, cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) -> None:
-        self._cmd, self._cwd, self._env, self._timeout = cmd, cwd, env, timeout
-        self._proc: subprocess.Popen | None = None
-        self._pending = b""
-        self._lock = threading.Lock()
-
-    def read(self, oid: str, kind: str = "blob") -> bytes | None:
-        """The object's bytes; None when ``oid`` names no object of ``kind``. A process found
-        dead (killed, or ended with the repository gone) is replaced once."""
-        with self._lock:
-            for attempt in (1, 2):
-                try:
-                    return self._read(oid, kind.encode("ascii"))
-                except (OSError, ValueError, TimeoutError) as exc:
-                    self._close()
-                    if attempt == 2 or isinstance(exc, TimeoutError):
-                        raise RepositoryAccessError(f"git cat-file --batch failed: {exc}") from None
-        raise AssertionError("unreachable")
-
-    def _read(self, oid: str, kind: bytes) -> bytes | None:
-        if self._proc is None:
-            self._proc = subprocess.Popen(
-                self._cmd,
-                cwd=self._cwd,
-                env=self._env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-            )
-        self._proc.stdin.write(oid.encode("ascii") + b"\n")
-        self._proc.stdin.flush()
-        deadline = time.monotonic() + self._timeout
-        header = self._take_line(deadline).split()
-        if len(header) != 3 or header[1] != kind:  # "<oid> missing", or another kind
-            if len(header) == 3:
-                self._take(int(header[2]) + 1, deadline)
-            return None
-        return self._take(int(header[2]) + 1, deadline)[:-1]  # the content, then "\n"
-
-    def _fill(self, deadline: float) -> None:
-        fd = self._proc.stdout.fileno()
-        if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
-            raise TimeoutError(f"no answer within {self._timeout:g}s")
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            raise OSError("the process ended")
-        self._pending += chunk
-
-    def _take_line(self, deadline: float) -> bytes:
-        while b"\n" not in self._pending:
-            self._fill(deadline)
-        line, _, self._pending = self._pending.partition(b"\n")
-        return line
-
-    def _take(self, size: int, deadline: float) -> bytes:
-        while len(self._pending) < size:
-            self._fill(deadline)
-        data, self._pending = self._pending[:size], self._pending[size:]
-        return data
-
-    def close(self) -> None:
-        with self._lock:
-            self._close()
-
-    def _close(self) -> None:
-        proc, self._proc, self._pending = self._proc, None, b""
-        if proc is not None:
-            for pipe in (proc.stdin, proc.stdout):
-                with contextlib.suppress(OSError):  # a dead process's unflushed request
-                    pipe.close()
-            try:
-                proc.wait(timeout=1)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+# As plain ints: the tree walk compares every entry's mode (an enum member compares slower).
+REGULAR_FILE_MODES = (int(FileMode.BLOB), int(FileMode.BLOB_EXECUTABLE))
+_TREE = int(FileMode.TREE)
+_OBJECT_ID = re.compile(r"^[0-9a-f]{40}$")
+# What libgit2 raises for a name or object it cannot find or parse, and for its own failures.
+_GIT_ERRORS = (pygit2.GitError, KeyError, ValueError, OSError)
 
 
 class LocalGitHost(RepositoryHost):
@@ -185,185 +62,128 @@ class LocalGitHost(RepositoryHost):
     def __init__(self, full_name: str, path: str | os.PathLike[str]) -> None:
         super().__init__(full_name)
         self.path = Path(path).resolve()
-        # Both memos are per commit SHA, whose objects never change: commits verified by
-        # _commit, and path -> blob id of the regular files tree() listed.
-        self._commits: set[str] = set()
+        # Per commit SHA, whose objects never change: path -> blob id of the regular files
+        # tree() listed.
         self._files: dict[str, dict[str, str]] = {}
-        self._objects: _ObjectReader | None = None
+        # One libgit2 repository object per host, used by one thread at a time.
+        self._lock = threading.RLock()
 
-    # --- plumbing ---------------------------------------------------------------------
+    # --- the repository ---------------------------------------------------------------
 
     @cached_property
-    def _dirs(self) -> tuple[Path, Path]:
-        """(git dir, common git dir); the common one holds refs and our pull records. Found
-        once per path in this process (a host is made per activity), while that git dir
-        is still there."""
+    def _repo(self) -> pygit2.Repository:
+        """The repository at ``path`` exactly: no search upwards, so a plain folder is not
+        taken for the repository that happens to contain it."""
         if not self.path.is_dir():
             raise RepositoryAccessError(f"{self.full_name}: no directory at {self.path}")
-        known = _GIT_DIRS.get(self.path)
-        if known is not None and known[0].is_dir():
-            return known
-        # The ceiling stops discovery at ``path`` so a plain folder is not taken for the
-        # repository that happens to contain it.
-        env = _git_env({"GIT_CEILING_DIRECTORIES": str(self.path.parent)})
-        cmd = ["git", "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"]
-        proc = subprocess.run(
-            cmd, cwd=self.path, env=env, capture_output=True, timeout=GIT_TIMEOUT_SECONDS
-        )
-        if proc.returncode != 0:
-            detail = proc.stderr.decode(errors="replace").strip()
-            raise RepositoryAccessError(
-                f"{self.full_name}: {self.path} is not a git repository ({detail})"
-            )
-        git_dir, common_dir = proc.stdout.decode().splitlines()[:2]
-        _GIT_DIRS[self.path] = (Path(git_dir), Path(common_dir))
-        return _GIT_DIRS[self.path]
-
-    def _run(self, *args: str, stdin: bytes | None = None, env: dict | None = None) -> _Ran:
-        """(ok, stdout, stderr) of one git command run against this repository's git dir."""
-        git_dir = self._dirs[0]
-        # An explicit --git-dir and cwd inside it: no discovery, no working tree in play.
-        cmd = ["git", *_SAFE_CONFIG, f"--git-dir={git_dir}", *args]
         try:
-            proc = subprocess.run(
-                cmd,
-                cwd=git_dir,
-                env=_git_env(env),
-                input=stdin,
-                capture_output=True,
-                timeout=GIT_TIMEOUT_SECONDS,
-            )
-        except subprocess.TimeoutExpired:
-            return False, b"", f"timed out after {GIT_TIMEOUT_SECONDS}s"
-        return proc.returncode == 0, proc.stdout, proc.stderr.decode(errors="replace").strip()
+            return pygit2.Repository(str(self.path), RepositoryOpenFlag.NO_SEARCH)
+        except pygit2.GitError as exc:
+            raise RepositoryAccessError(
+                f"{self.full_name}: {self.path} is not a git repository ({exc})"
+            ) from None
 
-    def _git(self, *args: str, stdin: bytes | None = None, env: dict | None = None) -> bytes:
-        """Stdout of a git command that must succeed, else RepositoryAccessError.
+    @cached_property
+    def _common_dir(self) -> Path:
+        """The git dir that holds refs and our pull records: a linked worktree's git dir
+        names it in its ``commondir`` file (gitrepository-layout(5))."""
+        git_dir = Path(self._repo.path)
+        commondir = git_dir / "commondir"
+        if commondir.is_file():
+            return (git_dir / commondir.read_text().strip()).resolve()
+        return git_dir
 
-        That class itself, not a subclass: Temporal's non-retryable list is derived from the
-        classes ``amtp_site.errors`` defines.
-        """
-        ok, out, stderr = self._run(*args, stdin=stdin, env=env)
-        if not ok:
-            message = f"{self.full_name}: git {args[0]} failed: {stderr}"
-            raise RepositoryAccessError(message, stderr=stderr)
-        return out
-
-    def _object(self, oid: str, kind: str = "blob") -> bytes | None:
-        """An object of ``kind`` by id through this host's ``cat-file --batch`` (started on
-        first use, ended with the host or by :meth:`close`)."""
-        if self._objects is None:
-            git_dir = self._dirs[0]
-            cmd = ["git", *_SAFE_CONFIG, f"--git-dir={git_dir}", "cat-file", "--batch"]
-            self._objects = _ObjectReader(cmd, git_dir, _git_env(), GIT_TIMEOUT_SECONDS)
-            weakref.finalize(self, self._objects.close)
-        return self._objects.read(oid, kind)
-
-    def close(self) -> None:
-        """End the object reader's git process, if one was started (a later read starts one)."""
-        if self._objects is not None:
-            self._objects.close()
-
-    def _update_ref(self, message: str, ref: str, *values: str, delete: bool = False) -> None:
-        """``git update-ref`` under the pulls lock, where no other AMTP process writes refs: a
-        ``<ref>.lock`` there was left by a process killed inside update-ref and would refuse
-        every retry, so it goes first (refs live in the common git dir)."""
-        (self._dirs[1] / f"{ref}.lock").unlink(missing_ok=True)
-        self._git("update-ref", "-m", message, *(["-d"] if delete else []), ref, *values)
-
-    def _rev_parse(self, rev: str) -> str | None:
-        ok, out, _ = self._run("rev-parse", "--verify", "--quiet", rev)
-        return out.decode().strip() if ok else None
+    def _object(self, oid: str, kind: str = "blob") -> pygit2.Object | None:
+        """The object ``oid`` if it is one of ``kind``, else None."""
+        try:
+            found = self._repo.get(oid)
+        except _GIT_ERRORS:
+            return None
+        return found if found is not None and found.type_str == kind else None
 
     def _branch_heads(self, *branches: str) -> dict[str, str]:
-        """branch -> the commit it points at, for those of ``branches`` that exist (one
-        process; the names were checked, so no pattern characters or spaces are in them)."""
-        refs = {f"refs/heads/{branch}": branch for branch in branches}
-        out = self._git("for-each-ref", "--format=%(objectname) %(refname)", *refs)
+        """branch -> the commit it points at, for those of ``branches`` that exist."""
         heads = {}
-        for line in out.decode().splitlines():
-            sha, _, ref = line.partition(" ")
-            if ref in refs:  # a pattern also matches the refs below it (refs/heads/a/b)
-                heads[refs[ref]] = sha
+        for branch in branches:
+            ref = self._repo.references.get(f"refs/heads/{branch}")
+            if ref is not None:
+                heads[branch] = str(ref.resolve().target)
         return heads
 
-    def _commit(self, commit_sha: str) -> str:
-        """``commit_sha`` checked to be a full SHA naming a commit in this repository."""
+    def _commit(self, commit_sha: str) -> pygit2.Commit:
+        """The commit ``commit_sha``, checked to be a full SHA naming a commit (not a tag or
+        tree naming one) in this repository."""
         if not isinstance(commit_sha, str) or not _OBJECT_ID.match(commit_sha):
             raise RepositoryAccessError(
                 f"{self.full_name}: expected a full commit SHA, got {commit_sha!r} "
                 "(resolve refs with resolve_ref first)"
             )
-        if commit_sha not in self._commits:
-            # The object itself must be a commit (not a tag or tree naming one): asked of the
-            # object reader, which the reads use next anyway, instead of a rev-parse process.
-            if self._object(commit_sha, "commit") is None:
-                raise RepositoryAccessError(f"{self.full_name}: no commit {commit_sha}")
-            self._commits.add(commit_sha)
-        return commit_sha
+        commit = self._object(commit_sha, "commit")
+        if commit is None:
+            raise RepositoryAccessError(f"{self.full_name}: no commit {commit_sha}")
+        return commit
 
     # --- reads --------------------------------------------------------------------------
 
     def resolve_ref(self, ref: str) -> str:
         if not isinstance(ref, str) or not ref.strip() or ref.startswith("-") or "\0" in ref:
             raise RepositoryAccessError(f"{self.full_name}: invalid ref {ref!r}")
-        sha = self._rev_parse(f"{ref}^{{commit}}")
-        if sha is None:
-            raise RepositoryAccessError(
-                f"{self.full_name}: ref {ref!r} does not name a commit (no such branch, tag "
-                "or SHA, or the short SHA is ambiguous)"
-            )
-        return sha
+        with self._lock:
+            try:
+                return str(self._repo.revparse_single(f"{ref}^{{commit}}").id)
+            except _GIT_ERRORS:
+                raise RepositoryAccessError(
+                    f"{self.full_name}: ref {ref!r} does not name a commit (no such branch, "
+                    "tag or SHA, or the short SHA is ambiguous)"
+                ) from None
 
     def tree(self, commit_sha: str) -> list[TreeEntry]:
-        commit = self._commit(commit_sha)
-        out = self._git("ls-tree", "-r", "-l", "-z", commit)
-        entries = []
-        for record in out.split(b"\0"):
-            if not record:
-                continue
-            meta, _, raw_path = record.partition(b"\t")
-            mode, _kind, oid, size = meta.decode().split()
-            # Symlinks (120000) and submodules (160000) are left out so nothing downstream
-            # can follow them out of the repository.
-            if mode not in REGULAR_FILE_MODES:
-                continue
-            try:
-                path = raw_path.decode("utf-8")
-            except UnicodeDecodeError:
-                continue  # not representable in the JSON contracts; skipping beats mangling
-            entries.append(TreeEntry(path=path, size=int(size), sha=oid))
-        self._files[commit] = {e.path: e.sha for e in entries}
+        with self._lock:
+            repo = self._repo
+            size_of = repo.odb.read_header
+            entries = []
+            pending = [(b"", self._commit(commit_sha).tree)]  # no recursion: trees nest deep
+            while pending:
+                prefix, tree = pending.pop()
+                for entry in tree:
+                    mode = entry.filemode
+                    if mode == _TREE:
+                        pending.append((prefix + entry.raw_name + b"/", repo[entry.id]))
+                    # Symlinks and submodules are left out so nothing downstream can follow
+                    # them out of the repository.
+                    elif mode in REGULAR_FILE_MODES:
+                        try:
+                            path = (prefix + entry.raw_name).decode("utf-8")
+                        except UnicodeDecodeError:
+                            continue  # not representable in the JSON contracts
+                        oid = entry.id
+                        entries.append(TreeEntry(path, size_of(oid)[1], str(oid)))
+            self._files[commit_sha] = {e.path: e.sha for e in entries}
         return sorted(entries, key=lambda e: e.path)
 
     def read_file(self, commit_sha: str, path: str) -> bytes:
-        commit = self._commit(commit_sha)
-        problem = read_path_problem(path)
-        if problem:
-            raise RepositoryAccessError(f"{self.full_name}: cannot read {path!r}: {problem}")
-        missing = RepositoryAccessError(
-            f"{self.full_name}: no regular file {path!r} in commit {commit}"
-        )
-        if commit in self._files:  # tree() listed the commit: its regular files, nothing else
-            data = self._object(self._files[commit][path]) if path in self._files[commit] else None
-            if data is None:
+        with self._lock:
+            commit = self._commit(commit_sha)
+            problem = read_path_problem(path)
+            if problem:
+                raise RepositoryAccessError(f"{self.full_name}: cannot read {path!r}: {problem}")
+            missing = RepositoryAccessError(
+                f"{self.full_name}: no regular file {path!r} in commit {commit_sha}"
+            )
+            listed = self._files.get(commit_sha)
+            if listed is not None:  # tree() listed the commit: its regular files, nothing else
+                blob = self._object(listed[path]) if path in listed else None
+            else:
+                # Component by component: a symlinked directory is a blob, not a tree, so the
+                # lookup fails instead of following it.
+                try:
+                    entry = commit.tree[path]
+                except _GIT_ERRORS:
+                    raise missing from None
+                blob = self._object(str(entry.id)) if entry.filemode in REGULAR_FILE_MODES else None
+            if blob is None:
                 raise missing
-            return data
-        parent, _, name = path.rpartition("/")
-        # ``<commit>:<dir>`` names the directory literally (no pathspec magic); a symlinked
-        # directory is a blob there, so ls-tree fails instead of following it.
-        ok, listing, _ = self._run("ls-tree", "-z", f"{commit}:{parent}")
-        if not ok:
-            raise missing
-        for record in listing.split(b"\0"):
-            meta, _, raw_name = record.partition(b"\t")
-            if raw_name == name.encode("utf-8"):
-                mode, _kind, oid = meta.decode().split()
-                data = self._object(oid) if mode in REGULAR_FILE_MODES else None
-                if data is None:
-                    raise missing
-                return data
-        raise missing
+            return blob.data
 
     # --- pull requests ------------------------------------------------------------------
 
@@ -393,7 +213,7 @@ class LocalGitHost(RepositoryHost):
             "title": title,
             "body": body,
         }
-        with self._pulls_lock():
+        with self._pulls_lock(), self._lock:
             heads = self._branch_heads(head_branch, base_branch)
             existing_head, observed = heads.get(head_branch), heads.get(base_branch)
             if existing_head is not None:  # an earlier attempt got this far: adopt it
@@ -407,25 +227,28 @@ class LocalGitHost(RepositoryHost):
                     base_branch, observed_head=observed, expected_parent=expected_base_sha
                 )
             head_sha = self._commit_files(expected_base_sha, blobs, f"{title}\n\n{body}\n")
-            ref, zero = f"refs/heads/{head_branch}", "0" * len(head_sha)
+            ref = f"refs/heads/{head_branch}"
             try:
-                # The zero old-value makes this create-only: if the branch appeared meanwhile
-                # (the local analogue of GitHub's 422 "Reference already exists"), adopt it.
-                self._update_ref("amtp: open pull request", ref, head_sha, zero)
-            except RepositoryAccessError:
-                winner = self._rev_parse(ref)
-                if winner is None:
-                    raise
+                # Create-only: if the branch appeared meanwhile (the local analogue of GitHub's
+                # 422 "Reference already exists"), adopt it.
+                self._create_ref(ref, head_sha)
+            except pygit2.AlreadyExistsError:
+                winner = self._branch_heads(head_branch)[head_branch]
                 return self._recorded(pull, winner, adopted=True)
             return self._recorded(pull, head_sha, adopted=False)
 
     def discard_pull_request(self, *, head_branch: str, base_branch: str) -> bool:
         self._check_branch(head_branch, "head branch")
-        with self._pulls_lock():
-            ref = f"refs/heads/{head_branch}"
-            head = self._rev_parse(ref)
-            if head is not None:  # deleted only if it still points where we saw it
-                self._update_ref("amtp: discard pull request", ref, head, delete=True)
+        with self._pulls_lock(), self._lock:
+            ref = self._repo.references.get(f"refs/heads/{head_branch}")
+            if ref is not None:  # deleted only if it still points where we saw it
+                self._clear_stale_lock(ref.name)
+                try:
+                    ref.delete()
+                except _GIT_ERRORS as exc:
+                    raise RepositoryAccessError(
+                        f"{self.full_name}: could not delete {ref.name}: {exc}"
+                    ) from None
             data = self._load_pulls()
             records = [
                 p
@@ -436,57 +259,63 @@ class LocalGitHost(RepositoryHost):
                 record["state"] = "closed"
             if records:
                 self._save_pulls(data)
-        return head is not None or bool(records)
+        return ref is not None or bool(records)
 
     def pull_requests(self) -> list[dict]:
         """Every recorded pull request of this repository, by number."""
         return sorted(self._load_pulls()["pulls"], key=lambda p: p["number"])
 
     def _check_branch(self, branch: str, what: str) -> None:
-        """``git check-ref-format --branch``'s rules, in Python (no process per name; a test
-        holds them to git's answers), and only literal names: "@{-1}" is refused."""
+        """``git check-ref-format --branch``'s rules, in Python (a test holds them to git's
+        answers), and only literal names: "@{-1}" is refused."""
         if not isinstance(branch, str) or ref_problem(branch) or branch == "HEAD":
             raise ContractViolation(f"{what} {branch!r} is not a valid branch name")
 
+    def _clear_stale_lock(self, ref: str) -> None:
+        """Called under the pulls lock, where no other AMTP process writes refs: a
+        ``<ref>.lock`` there was left by a process killed in the middle of a ref update and
+        would refuse every retry, so it goes first (refs live in the common git dir)."""
+        (self._common_dir / f"{ref}.lock").unlink(missing_ok=True)
+
+    def _create_ref(self, ref: str, sha: str) -> None:
+        """``ref`` -> ``sha`` if ``ref`` does not exist (else ``pygit2.AlreadyExistsError``)."""
+        self._clear_stale_lock(ref)
+        try:
+            self._repo.create_reference_direct(
+                ref, pygit2.Oid(hex=sha), False, message="amtp: open pull request"
+            )
+        except pygit2.AlreadyExistsError:
+            raise
+        except _GIT_ERRORS as exc:  # e.g. refs/heads/a when refs/heads/a/b exists
+            raise RepositoryAccessError(
+                f"{self.full_name}: update-ref {ref} failed: {exc}"
+            ) from None
+
     def _commit_files(self, parent: str, blobs: dict[str, bytes], message: str) -> str:
         """A commit whose tree is ``parent``'s tree plus ``blobs`` (mode 100644), parent first.
-
-        A throwaway index file keeps the repository's own index (and so ``git status`` of
-        whoever works in it) untouched.
-        """
-        with tempfile.TemporaryDirectory(prefix="amtp-index-") as tmp:
-            index_env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
-            self._git("read-tree", f"{parent}^{{tree}}", env=index_env)
-            # One process for all the blobs, from files named by us (never the paths given).
-            names = []
-            for number, data in enumerate(blobs.values()):
-                names.append(os.path.join(tmp, f"blob-{number}"))
-                Path(names[-1]).write_bytes(data)
-            oids = self._git("hash-object", "-w", "--no-filters", "--", *names).decode().split()
-            cacheinfo = [
-                arg
-                for path, oid in zip(blobs, oids, strict=True)
-                for arg in ("--cacheinfo", f"{WRITE_MODE},{oid},{path}")
-            ]
-            try:
-                # --add without --replace: a path that is a directory (or under a file) in the
-                # base is refused, never replaced. (--index-info would replace it.)
-                self._git("update-index", "--add", *cacheinfo, env=index_env)
-            except RepositoryAccessError as exc:
-                raise ContractViolation(
-                    f"the files cannot be added on top of {parent}: {exc.details['stderr']}"
-                ) from None
-            tree = self._git("write-tree", env=index_env).decode().strip()
-        commit = self._git(
-            "commit-tree", "--no-gpg-sign", tree, "-p", parent, stdin=message.encode()
-        )
-        return commit.decode().strip()
+        The tree is built in an in-memory index: the repository's own index (and so ``git
+        status`` of whoever works in it) is untouched."""
+        repo = self._repo
+        parent_commit = self._commit(parent)
+        base = parent_commit.tree
+        problems = _directory_file_conflicts(base, list(blobs))
+        if problems:
+            raise ContractViolation(
+                f"the files cannot be added on top of {parent}: {'; '.join(problems)}", problems
+            )
+        index = pygit2.Index()
+        index.read_tree(base)
+        for path, data in blobs.items():
+            index.add(pygit2.IndexEntry(path, repo.create_blob(data), FileMode.BLOB))
+        tree = index.write_tree(repo)
+        author = pygit2.Signature(AUTHOR_NAME, AUTHOR_EMAIL)
+        return str(repo.create_commit(None, author, author, message, tree, [parent_commit.id]))
 
     # --- pull request records -----------------------------------------------------------
 
     @property
     def _pulls_dir(self) -> Path:
-        return self._dirs[1] / "amtp"
+        return self._common_dir / "amtp"
 
     @contextmanager
     def _pulls_lock(self) -> Iterator[None]:
@@ -542,3 +371,33 @@ class LocalGitHost(RepositoryHost):
             base_sha=record["base_sha"],
             adopted=adopted,
         )
+
+
+def _directory_file_conflicts(base: pygit2.Tree, paths: list[str]) -> list[str]:
+    """Why each of ``paths`` cannot be written as a file on top of ``base``: it is a directory
+    there (or among ``paths``), or a folder on its way is a file. A plain index would replace
+    either silently; git's ``update-index --add`` refuses them, and so does the host."""
+    problems = []
+    new_dirs = {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)}
+    for path in paths:
+        if _entry(base, path) == _TREE or path in new_dirs:
+            problems.append(f"{path!r} is a directory")
+            continue
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            mode = _entry(base, folder)
+            if mode is None:
+                break
+            if mode != _TREE:
+                problems.append(f"{path!r} would go under {folder!r}, which is a file")
+                break
+    return problems
+
+
+def _entry(tree: pygit2.Tree, path: str) -> int | None:
+    """The mode of ``path`` in ``tree``, or None."""
+    try:
+        return tree[path].filemode
+    except _GIT_ERRORS:
+        return None

@@ -27,11 +27,13 @@ from amtp_site.child import django_setup
 log = logging.getLogger(__name__)
 
 PRELOAD = (
+    "runs.temporal.worker",  # the pool's initializer (_agent_process_setup)
     "runs.temporal.activities",  # what the pool unpickles; runs.pipeline and the stages
     "agents.service",
     "agents.crawler",  # the MCP SDK
     "repositories.mcp_server",  # the MCP server the crawler runs in its own process
     "repositories.hosts.github",  # PyGithub
+    "repositories.hosts.local",  # pygit2 (libgit2)
     "agents.providers.offline",
     "agents.providers.anthropic",  # the vendors' SDKs
     "agents.providers.openai",
@@ -43,7 +45,7 @@ PRELOAD = (
 # Called once here; each fills a pure, read-only cache.
 CACHES = (
     "schemas.compile_all",  # both validators of every contract, ~2 ms per stage
-    "repositories.mcp_server.tools",  # the MCP tools' argument models, ~10 ms per crawl
+    "repositories.mcp_server.tools",  # the MCP tools' argument and request models, ~12 ms per crawl
 )
 
 

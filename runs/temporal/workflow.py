@@ -20,8 +20,11 @@ from temporalio.exceptions import (
 )
 from temporalio.workflow import ActivityCancellationType
 
+# ``import a.b.c``, not ``from a.b import c``: the sandbox passes through what ``__import__``
+# asks for, but ``from`` loads the submodule through importlib's own path, which would run
+# types.py again (its dataclasses built anew) for every workflow the worker starts.
 with workflow.unsafe.imports_passed_through():
-    from runs.temporal import types as t
+    import runs.temporal.types as t
 
 POLICY_APPROVAL = "The repository requires a human approval before AMTP opens a pull request."
 # Bookkeeping retries without an attempt cap (params.bookkeeping_retry); runs whose history
