@@ -1,7 +1,10 @@
 """The agent process pool: every task in a process that never ran another one, forked from a
 template that has already imported the agent stack (runs/temporal/agent_template.py)."""
 
+import importlib.util
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -115,3 +118,23 @@ def test_a_stopped_worker_leaves_no_database_connection_open(tmp_path, temporal_
     while others() > before and time.monotonic() < deadline:
         time.sleep(0.1)
     assert others() == before
+
+
+def test_the_workflow_module_is_compiled_once_not_per_workflow(monkeypatch):
+    """The sandbox imports the workflow's module afresh for every workflow; the worker writes
+    its bytecode first, so that even with bytecode writing off (PYTHONDONTWRITEBYTECODE)
+    the import loads it instead of compiling the source every time."""
+    from runs.temporal import workflow
+    from runs.temporal.worker import compile_workflow_modules
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    cached = Path(importlib.util.cache_from_source(workflow.__file__))
+    package = Path(importlib.util.cache_from_source(sys.modules["runs.temporal"].__file__))
+    for pyc in (cached, package):
+        pyc.unlink(missing_ok=True)
+    compile_workflow_modules([workflow.TestGenerationWorkflow])
+    assert cached.is_file() and package.is_file()
+    loader = importlib.util.spec_from_file_location("probe", workflow.__file__).loader
+    compiled = []
+    monkeypatch.setattr(loader, "source_to_code", lambda *a, **k: compiled.append(a))
+    assert loader.get_code("probe") is not None and compiled == []  # read, not compiled
