@@ -205,23 +205,27 @@ class CachedRepoReader:
             self.conn.set(key, text.encode("utf-8"), ex=self.ttl)
         return text
 
-    def _readable_size(self, sha: str, path: str) -> int | None:
-        """The size of ``path`` if a deep crawl may read it, else None: never .git, dependency
-        or build folders. From the commit's index in Valkey (one lookup, not a parse of the
-        whole tree), which the first read of the commit writes."""
+    def _readable_size(self, sha: str, path: str) -> tuple[int | None, bytes | None]:
+        """(the size of ``path`` if a deep crawl may read it, else None: never .git,
+        dependency or build folders; its cached content, if any). From the commit's index in
+        Valkey (one lookup, not a parse of the whole tree, in the same round trip as the
+        content), which the first read of the commit writes."""
+        content_key = file_key(self.repo, sha, path)
         if sha in self._readable:
-            return self._readable[sha].get(path)
+            size = self._readable[sha].get(path)
+            return size, None if size is None else self.conn.get(content_key)
         key = readable_key(self.repo, sha)
-        size, known = self.conn.pipeline().hget(key, path).hexists(key, KNOWN).execute()
+        pipe = self.conn.pipeline(transaction=False)
+        size, known, cached = pipe.hget(key, path).hexists(key, KNOWN).get(content_key).execute()
         if known:
-            return None if size is None or path == KNOWN else int(size)
+            return (None, None) if size is None or path == KNOWN else (int(size), cached)
         rows, ranks = self._indexed(sha)  # a lookup, not a served response
         readable = {r[0]: r[1] for r, k in zip(rows, ranks, strict=True) if k >= 0}
         self.conn.pipeline().hset(key, mapping={KNOWN: -1, **readable}).expire(
             key, self.ttl
         ).execute()
         self._readable[sha] = readable
-        return readable.get(path)
+        return readable.get(path), cached
 
     def read_file(self, ref: str, path: str) -> dict:
         sha = self.commit_sha(ref)
@@ -229,7 +233,7 @@ class CachedRepoReader:
             raise RepositoryAccessError(SECRET_FILE.format(path=path))
         if is_binary_path(path):
             raise RepositoryAccessError(f"{path!r} is a binary file; only text files can be read")
-        size = self._readable_size(sha, path)
+        size, cached = self._readable_size(sha, path)
         if size is None:
             raise RepositoryAccessError(
                 f"{path!r} is not a file in {self.repo} at {sha[:12]}; use a path listed by repo.tree"
@@ -239,7 +243,6 @@ class CachedRepoReader:
                 f"{path!r} is {size} bytes, over the {self.max_read_bytes}-byte read limit; "
                 "pick a smaller file"
             )
-        cached = self.conn.get(file_key(self.repo, sha, path))
         if cached is not None:
             self._hit()
             text = redact(cached.decode("utf-8"))

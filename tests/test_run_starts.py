@@ -59,6 +59,33 @@ def test_an_accepted_run_is_started_when_the_outbox_notifies_not_at_the_next_pol
     assert describe(created.json()["run_id"]).task_queue == api_env.TEMPORAL_TASK_QUEUE
 
 
+def test_a_run_accepted_while_the_dispatcher_is_starting_others_is_not_left_for_the_poll(
+    api_env, make_token, repository, monkeypatch
+):
+    """The dispatcher stops claiming once a claim comes back short; a run accepted while it
+    was starting that batch has notified meanwhile, and psycopg keeps that notification for
+    the dispatcher's next wait: the run starts at once, not at the next poll."""
+    from runs.temporal import dispatcher as dispatcher_module
+
+    token = bearer(make_token())
+    first = post(token, "/api/runs", {"repo_full_name": "acme/shop"}).json()["run_id"]
+    dispatch, later = dispatcher_module.run_starts_dispatch, []
+
+    def accept_one_meanwhile(limit):
+        taken = dispatch(limit)
+        if taken and not later:  # a submit lands while the first batch is being started
+            later.append(post(token, "/api/runs", {"repo_full_name": "acme/shop"}).json())
+        return taken
+
+    monkeypatch.setattr(dispatcher_module, "run_starts_dispatch", accept_one_meanwhile)
+    with dispatching() as dispatcher:
+        waited = wait_until(
+            lambda: later and not RunStart.objects.exists(), 60, "the outbox to empty"
+        )
+        assert waited < POLL_S / 2 and dispatcher.dispatched == 2
+    assert started(first) and started(later[0]["run_id"])
+
+
 def test_a_run_accepted_while_temporal_is_unreachable_starts_once_it_answers(
     api_env, make_token, repository, caplog
 ):

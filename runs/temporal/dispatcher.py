@@ -76,8 +76,12 @@ class StartDispatcher:
         due = 0.0
         while not self._stop.is_set():
             if time.monotonic() >= due:
+                # Until a claim comes back short: the outbox was empty then, and a row added
+                # since has sent a notification, which psycopg keeps for notifies() below.
                 while taken := run_starts_dispatch(self.batch):
                     self.dispatched += taken
+                    if taken < self.batch:
+                        break
                 self.drained.set()
                 self._backoff = 0.0  # Temporal and PostgreSQL answer again
                 due = time.monotonic() + POLL_S
