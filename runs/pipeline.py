@@ -11,10 +11,12 @@ called again. Each stage loads its upstream artifact from PostgreSQL and returns
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import redis
 from django.db import connection
 
 import schemas
@@ -22,7 +24,7 @@ from agents.runner import AgentResult
 from amtp_site.canonical import idempotency_key
 from amtp_site.errors import RunNotActive
 from repositories.hosts import host_for
-from runs import artifacts, lifecycle, selectors
+from runs import artifacts, lifecycle, selectors, slots
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
 from runs.pull_requests import head_branch_for, pull_request_create
 from runs.temporal.types import (
@@ -30,7 +32,9 @@ from runs.temporal.types import (
     CREATE_PULL_REQUEST,
     GENERATE_TEST_CASES,
     GENERATE_TEST_CODE,
+    RUN_PASSED,
     STAGE_OF,
+    VERIFICATION_SKIPPED,
     VERIFY_TESTS,
 )
 from runs.verification.service import REPORT_SCHEMA, target_url_of, verification_report
@@ -102,11 +106,18 @@ def agent_step(activity: str, run_id: str) -> AgentStep | str:
     return AgentStep(run, activity, idempotency_key(run_id, activity, key_input), call)
 
 
-def agent_store(step: AgentStep, result: AgentResult) -> str:
-    """Store the agent's validated output as the stage's artifact; the stage passes."""
+def agent_store(step: AgentStep, result: AgentResult) -> str | dict:
+    """Store the agent's validated output as the stage's artifact; the stage passes. After
+    GenerateTestCode, VerifyTests is closed as skipped here when there is nothing to run
+    (:func:`skip_verification`), and the answer says so: the workflow then has no step of
+    its own to take for it."""
     kind, schema, _prepare = AGENTS[step.activity]
     artifact = _persist(step.run, kind, schema, result, step.key, step.activity)
-    return _finish(step.run, step.activity, str(artifact.artifact_id))
+    artifact_id = _finish(step.run, step.activity, str(artifact.artifact_id))
+    run_id = str(step.run.run_id)
+    if step.activity == GENERATE_TEST_CODE and skip_verification(run_id, step.run):
+        return {"artifact_id": artifact_id, VERIFICATION_SKIPPED: True}
+    return artifact_id
 
 
 def _resolve_commits(run: Run) -> None:
@@ -195,13 +206,16 @@ def verify_tests(run_id: str, run: Run | None = None) -> str:
     """Run the generated tests against the run's target URL, heal, quarantine, report. The
     stage passes (verified), is skipped (no target URL, no device: the note says why) or,
     when the repository opens the PR anyway, fails with the reason while the run goes on."""
-    run = _begin(run_id, VERIFY_TESTS, run)
-    code = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_ENGINEER_OUTPUT)
-    key_input = {"upstream": str(code.artifact_id), "target_url": target_url_of(run)}
-    key = idempotency_key(run_id, VERIFY_TESTS, key_input)
+    run = run or selectors.run_with_repository(run_id)
+    # The report of an earlier attempt, or of GenerateTestCode's store (nothing to run), is
+    # the stage's: it is closed as that report says (if that attempt did not get so far).
     if done := _reuse(run, ArtifactKind.VERIFICATION_REPORT, "content"):
         artifact_id, report = str(done[0]), done[1]
     else:
+        _begin(run_id, VERIFY_TESTS, run)
+        code = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_ENGINEER_OUTPUT)
+        key_input = {"upstream": str(code.artifact_id), "target_url": target_url_of(run)}
+        key = idempotency_key(run_id, VERIFY_TESTS, key_input)
         content, meta = verification_report(run, code.content)
         result = AgentResult(output=content, meta=meta)
         artifact = _persist(
@@ -226,20 +240,31 @@ def verify_tests(run_id: str, run: Run | None = None) -> str:
     return artifact_id
 
 
-def skip_verification(run_id: str) -> bool:
+def skip_verification(run_id: str, run: Run | None = None) -> bool:
     """VerifyTests with nothing to run (web tests, no target URL): the stage is closed as
-    skipped with the same report, here, without an agent process. False when there is
-    something to run (a target URL, or Maestro flows to list): the VerifyTests activity runs."""
-    run = selectors.run_with_repository(run_id)
+    skipped with the same report, here, without an agent process (again: True, unchanged).
+    False when there is something to run (a target URL, or Maestro flows to list): the
+    VerifyTests activity runs."""
+    run = run or selectors.run_with_repository(run_id)
     if target_url_of(run) or run.target_framework != "playwright":
         return False
     verify_tests(run_id, run)
     return True
 
 
-def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> str:
-    """Open the PR; ``stop()`` says the run's cancellation was requested (see pull_requests)."""
-    run = _begin(run_id, CREATE_PULL_REQUEST)
+def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> dict:
+    """Open the PR; ``stop()`` says the run's cancellation was requested (see pull_requests).
+    The PR is the last stage: once it passed, the run is marked passed and its slot given
+    back here, and the answer says so (the workflow then has no step of its own to take)."""
+    try:
+        run = _begin(run_id, CREATE_PULL_REQUEST)
+    except RunNotActive:
+        # An attempt that finished the run, and whose answer Temporal never recorded (its
+        # worker died just after): the same answer again, not a failure of a passed run.
+        passed = Run.objects.filter(pk=run_id, status=Run.Status.PASSED).first()
+        if done := passed and _reuse(passed, ArtifactKind.PULL_REQUEST):
+            return {"artifact_id": str(done[0]), RUN_PASSED: True}
+        raise
     kinds = (ArtifactKind.TEST_ENGINEER_OUTPUT, ArtifactKind.VERIFICATION_REPORT)
     found = Artifact.objects.filter(run=run, kind__in=kinds).order_by()  # no join on runs
     content = dict(found.values_list("kind", "content"))
@@ -248,4 +273,10 @@ def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False
     code, report = content[kinds[0]], content.get(kinds[1])
     files, title, body = pull_request_contents(code, report, run.repository.test_dir)
     artifact = pull_request_create(run=run, files=files, title=title, body=body, stop=stop)
-    return _finish(run, CREATE_PULL_REQUEST, str(artifact.artifact_id))
+    artifact_id = _finish(run, CREATE_PULL_REQUEST, str(artifact.artifact_id))
+    lifecycle.mark_passed(run_id)
+    # Best effort: a place Valkey did not give back is freed once the run is seen finished
+    # (slots._forget_finished), or when its lease ends.
+    with contextlib.suppress(redis.RedisError):
+        slots.slot_release(run_id)
+    return {"artifact_id": artifact_id, RUN_PASSED: True}

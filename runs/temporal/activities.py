@@ -168,7 +168,7 @@ def _stoppable(stage_fn):
     if "stop" not in inspect.signature(stage_fn).parameters:
         return stage_fn
 
-    def stage(run_id: str) -> str:
+    def stage(run_id: str) -> str | dict:
         return stage_fn(run_id, stop=activity.is_cancelled)
 
     return stage
@@ -194,7 +194,7 @@ def _agent_activity(name: str, pool: concurrent.futures.Executor):
     stage = t.STAGE_OF[name]
     begin, store = _in_thread(pipeline.agent_step), _in_thread(pipeline.agent_store)
 
-    async def execute(run_id: str) -> str:
+    async def execute(run_id: str) -> str | dict:
         beating = asyncio.create_task(_beat())
         try:
             step = await begin(name, run_id)
@@ -231,7 +231,7 @@ def _worker_stage_activity(name: str, stage: str):
     stopped: the workflow takes back what is left after that, never while it is written."""
     work_in_thread = _in_thread(_typed(stage)(_stoppable(getattr(pipeline, stage))))
 
-    async def execute(run_id: str) -> str:
+    async def execute(run_id: str) -> str | dict:
         work = asyncio.ensure_future(work_in_thread(run_id))
         beating = asyncio.create_task(_beat())
         try:

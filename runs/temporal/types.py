@@ -28,6 +28,13 @@ DISCARD_PULL_REQUEST = "DiscardPullRequest"
 # VerifyTests when there is nothing to run (no target URL): closes the stage as skipped with
 # the same report, without an agent process. Answers whether it did.
 SKIP_VERIFICATION = "SkipVerificationWithoutTarget"
+# What an activity's answer (a dict, where it used to be the artifact id alone) may say it
+# did already, so the workflow has no step of its own to take: GenerateTestCode closed
+# VerifyTests as skipped (nothing to run), CreatePullRequest marked the run passed and gave its
+# slot back. An answer without it (a recorded history, a worker of an earlier version) gets
+# that step as before; so no patch marker is needed, the history itself says which it was.
+VERIFICATION_SKIPPED = "verification_skipped"
+RUN_PASSED = "run_passed"
 # Runs started before a cancel stopped CreatePullRequest replay without it (workflow.patched).
 CANCEL_PATCH = "cancel-stops-pull-request"
 # Runs started before a run waited for its slot (instead of failing) replay without it.

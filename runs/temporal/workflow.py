@@ -99,13 +99,14 @@ class TestGenerationWorkflow:
                 slot = True
                 await self._acquire_slot(run_id, quick=not self._current)
             for name in t.AGENT_STAGES:
-                await self._agent(name, run_id)
-            if self._patched(t.VERIFY_PATCH):
+                code = await self._agent(name, run_id)  # the last one's answer: code
+            if self._patched(t.VERIFY_PATCH) and not _said(code, t.VERIFICATION_SKIPPED):
                 await self._verify(run_id)
             if params.require_approval:
                 await self._hold(t.ApprovalRequest(run_id, "policy", POLICY_APPROVAL))
-            await self._pull_request(run_id)
-            if self._current:
+            if _said(await self._pull_request(run_id), t.RUN_PASSED):
+                slot = False  # marked passed and given back by CreatePullRequest
+            elif self._current:
                 await self._book(t.FINISH_RUN, run_id)
                 slot = False  # given back
             else:
@@ -134,12 +135,12 @@ class TestGenerationWorkflow:
             if slot:
                 await self._book(t.RELEASE_SLOT, run_id)
 
-    async def _pull_request(self, run_id: str) -> None:
-        """Open the PR; while branch protection refuses it, hold for an approval and retry."""
+    async def _pull_request(self, run_id: str):
+        """Open the PR; while branch protection refuses it, hold for an approval and retry.
+        CreatePullRequest's answer."""
         while True:
             try:
-                await self._agent(t.CREATE_PULL_REQUEST, run_id)
-                return
+                return await self._agent(t.CREATE_PULL_REQUEST, run_id)
             except ActivityError as err:
                 cause = _cause(err)
                 if cause is None or cause.type != "BranchProtectionViolation":
@@ -218,7 +219,7 @@ class TestGenerationWorkflow:
             retry_policy=retry,
         )
 
-    async def _agent(self, name: str, run_id: str) -> str:
+    async def _agent(self, name: str, run_id: str):
         self._stage = t.STAGE_OF[name]
         return await workflow.execute_activity(
             name,
@@ -261,6 +262,12 @@ class TestGenerationWorkflow:
                     f"rejected by {by}: {self._decision.comment or '(no comment)'}",
                 )
             )
+
+
+def _said(answer, what: str) -> bool:
+    """Whether an activity's answer says it did ``what`` (types.VERIFICATION_SKIPPED,
+    types.RUN_PASSED); an answer recorded before answers said anything is an artifact id."""
+    return isinstance(answer, dict) and answer.get(what) is True
 
 
 class _Rejected(Exception):
