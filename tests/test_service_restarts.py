@@ -31,6 +31,7 @@ from amtp_site import valkey as valkey_mod
 from amtp_site.devstack.base import RESTARTED
 from amtp_site.temporal import connect
 from repositories.hosts.local import LocalGitHost
+from runs import lifecycle
 from runs.pull_requests import head_branch_for
 from runs.services import run_create
 from runs.temporal import types as t
@@ -124,17 +125,31 @@ def agent_retries(settings, attempts: int) -> None:
     reason="the server is shared with other test sessions: stopping it would fail theirs",
 )
 def test_postgres_stopped_before_the_final_write_then_started_again(
-    request, tmp_path, temporal_env
+    request, tmp_path, temporal_env, monkeypatch
 ):
-    pause = Pause(t.FINISH_RUN)  # mark passed and give the slot back
+    """CreatePullRequest marks the run passed once the PR is recorded; PostgreSQL is stopped
+    just before that write. The answer then leaves it to the workflow's final step (mark
+    passed, give the slot back), which keeps retrying for as long as the outage lasts."""
+    pause = Pause(t.FINISH_RUN)
+    pause.release.set()  # counts its attempts only
+    final_write, go_on = threading.Event(), threading.Event()
+    mark_passed = lifecycle.mark_passed
+
+    def held_first_time(run_id):
+        if not final_write.is_set():
+            final_write.set()
+            go_on.wait(120)
+        return mark_passed(run_id)
+
+    monkeypatch.setattr(lifecycle, "mark_passed", held_first_time)
     repo = local_repo(tmp_path, "web", DEMO_WEB)
     state = devstack.read_state()["postgres"]
     with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=2, interceptors=[pause]):
         run = run_create(repository=repo, depth_level="smoke")
-        assert pause.reached.wait(120), f"the run never reached {t.FINISH_RUN}"
+        assert final_write.wait(120), "the run never reached its final write"
         try:
             kill_and_wait(devstack.postgres.pid(), signal.SIGINT)  # the PR is open by now
-            pause.release.set()
+            go_on.set()
             # Down for longer than the agents' whole budget (4 attempts, < 2 s): the final
             # write keeps retrying, at most a second apart.
             deadline = time.monotonic() + 60
@@ -142,7 +157,7 @@ def test_postgres_stopped_before_the_final_write_then_started_again(
                 assert time.monotonic() < deadline, f"{pause.attempts} attempts"
                 time.sleep(0.2)
         finally:
-            pause.release.set()
+            go_on.set()
             up_again(devstack.STACK_DIR, "postgres", state["port"])
             close_old_connections()  # this thread's connection died with the server
         run = wait_terminal(run, timeout=60)
