@@ -8,6 +8,9 @@ the verification report and the pull request body.
 
 from __future__ import annotations
 
+import ipaddress
+import re
+import socket
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -40,3 +43,119 @@ def target_url_problem(value: Any) -> str | None:
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment:
         return TARGET_URL_INVALID
     return None
+
+
+# The network rule of verification (the proxy's, the probe's and the submit check's): a test
+# reaches the target origin and nothing else, and never a loopback, link-local, private or
+# unique-local address unless the repository's allow-list names the host. Metadata services
+# (169.254.169.254, fd00:ec2::254), the worker's own databases and the LAN all sit at such
+# addresses.
+TARGET_URL_PRIVATE = (
+    "{host} is a {kind} address; tests may reach it only when the repository's allowed hosts "
+    "name it (admin → Repositories → Allowed hosts, or launch_run --allow-host {host})"
+)
+ALLOW_HOST_INVALID = "give HOST or HOST:PORT (a name or an IP address, no scheme or path): {entry}"
+MAX_ALLOW_HOSTS = 20
+_HOST = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.?)+$")
+
+
+def parse_allow_host(entry: str) -> tuple[str, int | None]:
+    """``HOST`` or ``HOST:PORT`` (``[v6]:PORT`` for IPv6) as (lower-case host, port or None);
+    ValueError naming the rule otherwise."""
+    text = str(entry).strip()
+    host, port = text, None
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        if rest:
+            if not rest.startswith(":") or not rest[1:].isdigit():
+                raise ValueError(ALLOW_HOST_INVALID.format(entry=entry))
+            port = int(rest[1:])
+    elif text.count(":") == 1:
+        host, _, number = text.partition(":")
+        if not number.isdigit():
+            raise ValueError(ALLOW_HOST_INVALID.format(entry=entry))
+        port = int(number)
+    host = host.lower().rstrip(".")
+    if port is not None and not 0 < port < 65536:
+        raise ValueError(ALLOW_HOST_INVALID.format(entry=entry))
+    if not host or len(host) > 253 or not (_is_ip(host) or _HOST.match(host)):
+        raise ValueError(ALLOW_HOST_INVALID.format(entry=entry))
+    return host, port
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def address_kind(address: str) -> str | None:
+    """Why ``address`` is not public ("loopback", "link-local", "private", …), or None."""
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    for kind, flag in (
+        ("loopback", ip.is_loopback),
+        ("link-local", ip.is_link_local),
+        ("unspecified", ip.is_unspecified),
+        ("multicast", ip.is_multicast),
+        ("private", ip.is_private),  # RFC 1918, fc00::/7 (unique-local), shared and reserved
+        ("reserved", ip.is_reserved),
+        ("non-public", not ip.is_global),  # shared (100.64/10), documentation, …
+    ):
+        if flag:
+            return kind
+    return None
+
+
+def allows(allow_hosts: list[str], host: str, port: int) -> bool:
+    """Whether the repository's allow-list names ``host`` (on ``port``, or on any port)."""
+    host = host.lower().rstrip(".")
+    for entry in allow_hosts:
+        try:
+            listed, listed_port = parse_allow_host(entry)
+        except ValueError:
+            continue
+        if listed == host and listed_port in (None, port):
+            return True
+    return False
+
+
+def origin(url: str) -> tuple[str, str, int]:
+    """(scheme, lower-case host, port) of an http(s) URL."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return parts.scheme, (parts.hostname or "").lower().rstrip("."), port
+
+
+def resolve(host: str, port: int) -> list[str]:
+    """The addresses ``host`` resolves to (an IP literal: itself); OSError when none."""
+    if _is_ip(host):
+        return [host]
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(info[4][0] for info in infos))
+
+
+def blocked_reason(host: str, port: int, addresses: list[str], allow_hosts: list[str]) -> str:
+    """Why connecting to ``host`` at ``addresses`` is refused ("" when it is allowed)."""
+    if allows(allow_hosts, host, port):
+        return ""
+    for address in addresses:
+        if kind := address_kind(address):
+            return TARGET_URL_PRIVATE.format(host=host, kind=kind)
+    return ""
+
+
+def target_address_problem(url: str, allow_hosts: list[str]) -> str | None:
+    """Why the tests could not be let through to ``url`` (a valid target URL), or None. A name
+    that does not resolve here is left to the verifier, which resolves it again."""
+    if not url:
+        return None
+    _scheme, host, port = origin(url)
+    try:
+        addresses = resolve(host, port)
+    except (OSError, UnicodeError):
+        return None
+    return blocked_reason(host, port, addresses, allow_hosts) or None
