@@ -1,10 +1,23 @@
 """Initializer of spawned agent processes. Imports nothing from Django apps, because the
 child unpickles this function before Django is set up."""
 
+import ctypes
 import os
+
+PR_SET_DUMPABLE = 4
+
+
+def undumpable() -> None:
+    """Make this process non-dumpable: no other process of the same user may read its memory,
+    its ``/proc/<pid>/environ`` or attach to it (keys, tokens and database URLs live there).
+    Linux resets the flag at exec, so every worker and pool process calls this itself."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
 def django_setup() -> None:
+    undumpable()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "amtp_site.settings")
     import django
 

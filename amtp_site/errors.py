@@ -185,26 +185,6 @@ class RateLimitExceeded(NonRetryableError):
     """The repository's sliding-window run limit is exhausted (spec 003: non-retryable)."""
 
 
-# --- Verification (the VerifyTests stage) -----------------------------------------------
-
-
-class VerificationError(NonRetryableError):
-    """The generated tests could not be run (not: they ran and failed). The message says what
-    to do; retrying the same run would meet the same problem."""
-
-
-class TargetUnreachable(VerificationError):
-    """The run's target URL did not answer."""
-
-
-class VerifierNotInstalled(VerificationError):
-    """Node, the pinned ``@playwright/test`` package or the Chromium browser is missing."""
-
-
-class VerificationTimedOut(VerificationError):
-    """The tests did not finish within ``AMTP_VERIFY_TIMEOUT_S``."""
-
-
 class RunError(NonRetryableError):
     """A request about a run that cannot be honoured (the message says why)."""
 

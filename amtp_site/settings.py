@@ -19,7 +19,6 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from amtp_site import devstack
-from amtp_site.errors import non_retryable_error_types
 from amtp_site.github_url import check_github_api_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -168,7 +167,6 @@ AMTP_RETRY_POLICY = {
     "backoff_coefficient": 2.0,
     "maximum_interval": timedelta(seconds=float(os.environ.get("AMTP_RETRY_MAX_INTERVAL_S", "30"))),
     "maximum_attempts": env_int("AMTP_RETRY_MAX_ATTEMPTS", 20),
-    "non_retryable_error_types": non_retryable_error_types(),
 }
 
 AMTP_AGENT_ACTIVITY_TIMEOUT_S = float(os.environ.get("AMTP_AGENT_ACTIVITY_TIMEOUT_S", "900"))
@@ -244,6 +242,21 @@ AMTP_VERIFY_RUNNER_DIR = Path(
     os.environ.get("AMTP_VERIFY_RUNNER_DIR") or BASE_DIR / "infra" / "playwright"
 ).resolve()
 AMTP_VERIFY_CHROMIUM = os.environ.get("AMTP_VERIFY_CHROMIUM", "/usr/bin/chromium")
+# Generated code runs only in the bubblewrap box (runs/verification/sandbox.py). The override
+# runs it with the worker's own rights; every report and PR then says "not sandboxed".
+AMTP_VERIFY_UNSANDBOXED = env_bool("AMTP_VERIFY_UNSANDBOXED", False)
+# Limits of one execution in the box (docs/security.md).
+AMTP_SANDBOX_MEMORY_BYTES = env_int("AMTP_SANDBOX_MEMORY_BYTES", 2 << 30)  # per process
+AMTP_SANDBOX_PROCESSES = env_int("AMTP_SANDBOX_PROCESSES", 256)
+AMTP_SANDBOX_FILE_BYTES = env_int("AMTP_SANDBOX_FILE_BYTES", 256 << 20)
+AMTP_SANDBOX_OPEN_FILES = env_int("AMTP_SANDBOX_OPEN_FILES", 1024)
+AMTP_SANDBOX_CPU_S = env_int("AMTP_SANDBOX_CPU_S", 900)  # per process
+AMTP_SANDBOX_OUTPUT_BYTES = env_int("AMTP_SANDBOX_OUTPUT_BYTES", 8 << 20)
+AMTP_SANDBOX_DISK_BYTES = env_int("AMTP_SANDBOX_DISK_BYTES", 1 << 30)
+# Evidence kept per run (traces, screenshots), and for how long (manage.py prune_evidence).
+AMTP_EVIDENCE_MAX_FILES = env_int("AMTP_EVIDENCE_MAX_FILES", 200)
+AMTP_EVIDENCE_MAX_BYTES = env_int("AMTP_EVIDENCE_MAX_BYTES", 200 << 20)
+AMTP_EVIDENCE_DAYS = env_int("AMTP_EVIDENCE_DAYS", 30)
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("AMTP_MAX_REQUEST_BYTES", 2 * 1024 * 1024)
 

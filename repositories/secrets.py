@@ -15,8 +15,11 @@ The rules err on the side of redacting: a test generator never needs a credentia
 from __future__ import annotations
 
 import math
+import os
 import re
 from fnmatch import translate
+
+from django.conf import settings
 
 SECRET_FILE = (
     "{path!r} may hold credentials (secret files such as .env, keys, certificates and "
@@ -134,3 +137,29 @@ def redact(text: str) -> str:
     for kind, pattern in _COMPILED:
         text = _replace(text, kind, pattern)
     return _replace(text, "secret-assignment", _ASSIGNMENT, keep=lambda v: not _looks_random(v))
+
+
+# Names of this process's variables that carry credentials: their values are scrubbed wherever
+# text from generated code leaves verification, even where they look like nothing special.
+_SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE|_URL$|DSN", re.I)
+MIN_SCRUBBED = 8  # shorter values would scrub ordinary words
+
+
+def held_secrets() -> list[str]:
+    """The credential values this process holds (environment and settings), longest first."""
+    values = {v for k, v in os.environ.items() if _SECRET_ENV.search(k)}
+    values.add(str(getattr(settings, "SECRET_KEY", "")))
+    for database in getattr(settings, "DATABASES", {}).values():
+        values.add(str(database.get("PASSWORD") or ""))
+    for value in list(values):
+        values.update(re.findall(r"://[^:/@\s]*:([^@/\s]+)@", value))  # a URL's password
+    return sorted((v for v in values if len(v) >= MIN_SCRUBBED), key=len, reverse=True)
+
+
+def scrub(text: str) -> str:
+    """``text`` with secret-looking values redacted and every held credential removed."""
+    text = redact(text)
+    for value in held_secrets():
+        if value in text:
+            text = text.replace(value, MARKER.format(kind="held-secret"))
+    return text

@@ -159,3 +159,9 @@ def target_address_problem(url: str, allow_hosts: list[str]) -> str | None:
     except (OSError, UnicodeError):
         return None
     return blocked_reason(host, port, addresses, allow_hosts) or None
+
+
+def display(url: str) -> str:
+    """``url`` as it may be printed: without its query string (tokens travel there)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}{parts.path}" if parts.scheme else ""

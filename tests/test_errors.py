@@ -1,8 +1,7 @@
 """The retry policy's non-retryable list is derived from the error hierarchy."""
 
-from django.conf import settings
-
 from amtp_site import errors
+from runs.temporal.client import retry_settings
 
 SPEC_NON_RETRYABLE = {
     "StaleBaseBranch",
@@ -25,7 +24,8 @@ def test_non_retryable_list_is_derived_and_used_by_the_retry_policy():
     assert SPEC_NON_RETRYABLE <= derived
     assert "ConfigurationError" in derived  # a setting to fix: retrying cannot help
     assert "MalformedLlmOutput" not in derived and "RepoPrLockContended" not in derived
-    assert set(settings.AMTP_RETRY_POLICY["non_retryable_error_types"]) == derived
+    assert set(retry_settings().non_retryable_error_types) == derived
+    assert {"VerificationTimedOut", "SandboxUnavailable"} <= derived
 
 
 def test_stale_base_branch_carries_the_failure_report_fields():

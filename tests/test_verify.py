@@ -18,10 +18,10 @@ import schemas
 from agents.providers.base import Completion, Provider, ProviderOptions
 from agents.runner import AgentContext, run_agent
 from agents.test_engineer import HEAL_ONLY_DELETES, HealingTestEngineer
-from amtp_site.errors import TargetUnreachable, VerificationTimedOut, VerifierNotInstalled
 from runs.demo_app import serve
 from runs.verification import playwright as pw
 from runs.verification import verify as v
+from runs.verification.errors import TargetUnreachable, VerificationTimedOut, VerifierNotInstalled
 from runs.verification.service import runner_from_settings
 from tests.test_browser import chromium_path
 from tests.verify_apps import NotesApp
@@ -87,6 +87,7 @@ def make_plan(tmp_path, url, files, **overrides) -> v.Plan:
         "budget_s": 120,
         "runner": runner_from_settings(),
         "evidence_dir": tmp_path / "evidence",
+        "allow_hosts": ["127.0.0.1"],  # the apps under test listen on loopback
         **overrides,
     }
     return v.Plan(**values)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.conf import settings
 
+import runs.verification.errors  # noqa: F401  (its classes belong in the list below)
+from amtp_site.errors import non_retryable_error_types
 from runs.temporal.types import RetrySettings, WorkflowParams
 
 
@@ -17,7 +19,7 @@ def retry_settings(*, bookkeeping: bool = False) -> RetrySettings:
         backoff_coefficient=policy["backoff_coefficient"],
         maximum_interval_s=policy["maximum_interval"].total_seconds(),
         maximum_attempts=0 if bookkeeping else policy["maximum_attempts"],
-        non_retryable_error_types=list(policy["non_retryable_error_types"]),
+        non_retryable_error_types=non_retryable_error_types(),
     )
 
 

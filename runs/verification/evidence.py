@@ -16,11 +16,18 @@ import shutil
 import zipfile
 from pathlib import Path
 
+from django.conf import settings
+
+from repositories.secrets import scrub
 from runs.verification.playwright import Attempt
 
 KINDS = {"trace": "trace", "screenshot": "screenshot", "error-context": "error_context"}
 MAX_FILE_BYTES = 50 * 1024 * 1024
 SNAPSHOT_CHARS = 2000
+# A trace is a zip the tests wrote: its entries are checked before any is read (a zip bomb
+# declares small files that inflate to gigabytes).
+MAX_ZIP_ENTRIES = 10_000
+MAX_NETWORK_LOG_BYTES = 8 << 20
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _PAGE_YAML = re.compile(r"```yaml\n(.*?)```", re.S)
 EMPTY_SNAPSHOT = {"method": "", "url": "", "status": 0, "content_type": "", "body": "", "page": ""}
@@ -42,7 +49,7 @@ def keep(attempt: Attempt | None, *, scratch: Path, folder: Path, prefix: str) -
         if kind is None or not source.is_relative_to(results) or not source.is_file():
             continue
         size = source.stat().st_size
-        if size > MAX_FILE_BYTES:
+        if size > MAX_FILE_BYTES or not _room(folder, size):
             continue
         relative = source.relative_to(results)
         name_parts = [_safe(prefix), *(_safe(p) for p in relative.parts)]
@@ -51,6 +58,15 @@ def keep(attempt: Attempt | None, *, scratch: Path, folder: Path, prefix: str) -
         shutil.copyfile(source, target)
         kept.append({"kind": kind, "path": "/".join(name_parts), "bytes": size})
     return kept
+
+
+def _room(folder: Path, size: int) -> bool:
+    """Whether the run's evidence folder may take one more file of ``size`` bytes."""
+    kept = [p for p in folder.rglob("*") if p.is_file()] if folder.is_dir() else []
+    return (
+        len(kept) < settings.AMTP_EVIDENCE_MAX_FILES
+        and sum(p.stat().st_size for p in kept) + size <= settings.AMTP_EVIDENCE_MAX_BYTES
+    )
 
 
 def snapshot(attempt: Attempt | None) -> dict:
@@ -63,17 +79,26 @@ def snapshot(attempt: Attempt | None) -> dict:
         if name == "trace" and Path(path).is_file():
             found.update(_last_response(Path(path)))
         elif name == "error-context" and Path(path).is_file():
-            match = _PAGE_YAML.search(Path(path).read_text(errors="replace"))
-            found["page"] = match.group(1).strip()[:SNAPSHOT_CHARS] if match else ""
+            with Path(path).open("rb") as context:
+                text = context.read(MAX_FILE_BYTES).decode("utf-8", "replace")
+            match = _PAGE_YAML.search(text)
+            found["page"] = scrub(match.group(1).strip()[:SNAPSHOT_CHARS]) if match else ""
     return found
 
 
 def _last_response(trace: Path) -> dict:
     try:
         with zipfile.ZipFile(trace) as archive:
+            entries = {info.filename: info for info in archive.infolist()}
+            if len(entries) > MAX_ZIP_ENTRIES:
+                return {}
             last = None
-            for name in sorted(n for n in archive.namelist() if n.endswith(".network")):
-                for line in archive.read(name).decode("utf-8", "replace").splitlines():
+            for name in sorted(n for n in entries if n.endswith(".network")):
+                if entries[name].file_size > MAX_NETWORK_LOG_BYTES:
+                    continue
+                with archive.open(name) as log:
+                    text = log.read(MAX_NETWORK_LOG_BYTES).decode("utf-8", "replace")
+                for line in text.splitlines():
                     entry = json.loads(line) if line.strip() else {}
                     if entry.get("type") == "resource-snapshot":
                         last = entry["snapshot"]
@@ -82,15 +107,15 @@ def _last_response(trace: Path) -> dict:
             response = last.get("response", {})
             content = response.get("content", {})
             body = ""
-            if content.get("_file") in archive.namelist():
-                raw = archive.read(content["_file"])[: SNAPSHOT_CHARS * 4]
-                body = raw.decode("utf-8", "replace")[:SNAPSHOT_CHARS]
+            if content.get("_file") in entries:
+                with archive.open(content["_file"]) as raw:  # read no more than is kept
+                    body = raw.read(SNAPSHOT_CHARS * 4).decode("utf-8", "replace")
             return {
                 "method": str(last.get("request", {}).get("method", ""))[:16],
-                "url": str(last.get("request", {}).get("url", ""))[:2000],
+                "url": scrub(str(last.get("request", {}).get("url", ""))[:2000]),
                 "status": max(0, int(response.get("status", 0))),
                 "content_type": str(content.get("mimeType", ""))[:200],
-                "body": body,
+                "body": scrub(body[:SNAPSHOT_CHARS]),
             }
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError):
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError, TypeError, AttributeError):
         return {}

@@ -12,19 +12,24 @@ into :class:`TestResult` rows.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
 import shutil
-import signal
+import socket
+import ssl
 import subprocess
-import time
-import urllib.error
-import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from amtp_site.errors import TargetUnreachable, VerificationTimedOut, VerifierNotInstalled
+from agents import spec_blocks
+from repositories import targets
+from repositories.secrets import scrub
+from runs.verification import sandbox
+from runs.verification.errors import TargetUnreachable, VerificationTimedOut, VerifierNotInstalled
+from runs.verification.proxy import Blocked, Policy
 
 CLI = "node_modules/@playwright/test/cli.js"
 NODE_MISSING = "Node.js is not installed: install node (v20 or later) on the worker"
@@ -45,8 +50,15 @@ TIMED_OUT = (
     "AMTP_VERIFY_TIMEOUT_S or use a shallower depth level, then run again"
 )
 NO_REPORT = "Playwright ended (exit code {code}) without a report: {tail}"
+BAD_REPORT = "Playwright's report is over {limit} or not JSON; the tests' output ends: {tail}"
+HUNG = (
+    "did not finish: the suite was stopped after {limit:.0f} s, as long as all its tests may "
+    "take (an endless loop or a hang in this test or one before it)"
+)
+SUITE_SLACK_S = 30.0
+MAX_REPORT_BYTES = 16 << 20
+TAIL_BYTES = 1500
 CHROMIUM_ARGS = [
-    "--no-sandbox",
     "--disable-gpu",
     "--disable-dev-shm-usage",
     "--disable-background-networking",
@@ -94,6 +106,9 @@ class TestResult:
     def duration_ms(self) -> int:
         return sum(a.duration_ms for a in self.attempts)
 
+    def failure_text(self) -> str:
+        return self.failure.error if self.failure else ""
+
     @property
     def failure(self) -> Attempt | None:
         """The last failed attempt (the evidence of a failed or flaky test)."""
@@ -102,7 +117,9 @@ class TestResult:
 
 
 def clean(text: str, limit: int) -> str:
-    text = _ANSI.sub("", text or "").strip()
+    """Text from the tests, bounded, and scrubbed of every secret: it reaches the report, the
+    pull request, the LLM's heal request and the failure records."""
+    text = scrub(_ANSI.sub("", text or "")).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -117,18 +134,26 @@ def preflight(runner: Runner) -> None:
         raise VerifierNotInstalled(BROWSER_MISSING.format(path=runner.chromium))
 
 
-def probe(url: str, timeout_s: float = 5.0) -> None:
+def probe(url: str, policy: Policy, timeout_s: float = 5.0) -> None:
     """TargetUnreachable unless ``url`` answers HTTP at all (any status counts: a 404 or a
-    500 from the app is for the tests to report)."""
-    request = urllib.request.Request(url, method="GET", headers={"User-Agent": "AMTP-verify"})
+    500 from the app is for the tests to report). It goes where the tests' proxy would: the
+    address the name is pinned to, refused where the network rule refuses; no redirect is
+    followed."""
+    scheme, host, port = targets.origin(url)
+    shown = targets.display(url)
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310
-            response.read(1024)
-    except urllib.error.HTTPError:
-        return
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        why = getattr(exc, "reason", exc)
-        raise TargetUnreachable(UNREACHABLE.format(url=url, why=why), url=url) from exc
+        address = policy.address(host, port)
+        sock = socket.create_connection((address, port), timeout=timeout_s)
+        if scheme == "https":
+            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+        connection = http.client.HTTPConnection(host, port, timeout=timeout_s)
+        connection.sock = sock
+        with sock:
+            connection.request("GET", "/", headers={"User-Agent": "AMTP-verify"})
+            connection.getresponse().read(1024)
+    except (Blocked, OSError, http.client.HTTPException, ValueError) as exc:
+        why = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
+        raise TargetUnreachable(UNREACHABLE.format(url=shown, why=why), url=shown) from exc
 
 
 def tool_versions(runner: Runner) -> dict[str, str]:
@@ -162,9 +187,14 @@ def _config(runner: Runner, base_url: str, budget_s: float) -> str:
             "baseURL": base_url,
             "trace": "retain-on-failure",
             "screenshot": "only-on-failure",
+            # the box's one way out: the bridge to the worker's allow-listing proxy
+            "proxy": {"server": f"http://127.0.0.1:{sandbox.BRIDGE_PORT}"},
             "launchOptions": {
                 "executablePath": runner.chromium,
                 "headless": True,
+                # Chromium's own sandbox stays on in the box (an unprivileged uid); only the
+                # operator's unsandboxed override, often as root, needs it off.
+                "chromiumSandbox": sandbox.sandboxed(),
                 "args": CHROMIUM_ARGS,
             },
         },
@@ -172,18 +202,18 @@ def _config(runner: Runner, base_url: str, budget_s: float) -> str:
     return f"export default {json.dumps(config, indent=2)};\n"
 
 
-def scrubbed_env(scratch: Path, base_url: str, runner: Runner) -> dict[str, str]:
-    """The whole environment of the test process: no variable of this one leaks (no keys,
-    no tokens, no database URL)."""
-    node_dir = os.path.dirname(shutil.which("node") or "/usr/bin/node")
+def box_env(box: sandbox.Box, base_url: str) -> dict[str, str]:
+    """The whole environment of the test process: nothing of this one's (no keys, no tokens,
+    no database URL), paths as the code sees them."""
+    code = box.code_dir
     return {
-        "PATH": f"{node_dir}:/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(scratch / "home"),
-        "TMPDIR": str(scratch / "tmp"),
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": f"{code}/home",
+        "TMPDIR": f"{code}/tmp",
         "BASE_URL": base_url,
-        "NODE_PATH": str(runner.runner_dir / "node_modules"),
         "CI": "1",
         "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1",
+        "PLAYWRIGHT_BROWSERS_PATH": "0",
         "PW_TEST_HTML_REPORT_OPEN": "never",
         "NO_COLOR": "1",
         "LANG": "C.UTF-8",
@@ -191,66 +221,79 @@ def scrubbed_env(scratch: Path, base_url: str, runner: Runner) -> dict[str, str]
 
 
 def execute(
-    files: list[dict], *, scratch: Path, base_url: str, runner: Runner, budget_s: float
+    files: list[dict], *, box: sandbox.Box, base_url: str, runner: Runner, budget_s: float
 ) -> list[TestResult]:
-    """Run ``files`` (``{"path", "contents"}``) in ``scratch`` (created, left for the caller to
-    keep evidence from); VerificationTimedOut past ``budget_s``."""
+    """Run ``files`` (``{"path", "contents"}``) in ``box`` (its proxy already listening);
+    VerificationTimedOut past ``budget_s``, VerifierNotInstalled when no report comes back."""
     for sub in ("home", "tmp"):
-        (scratch / sub).mkdir(parents=True, exist_ok=True)
+        (box.work / sub).mkdir(parents=True, exist_ok=True)
     for entry in files:
-        target = scratch / entry["path"]
+        target = box.work / entry["path"]
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(entry["contents"], encoding="utf-8")
-    (scratch / "node_modules").symlink_to(runner.runner_dir / "node_modules")
-    (scratch / "playwright.config.mjs").write_text(_config(runner, base_url, budget_s))
-    cmd = ["node", str(runner.runner_dir / CLI), "test", "--config", "playwright.config.mjs"]
-    env = scrubbed_env(scratch, base_url, runner)
-    process = subprocess.Popen(
-        cmd,
-        cwd=scratch,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group: a timeout kills node and chromium
+    modules = box.runner_modules(runner.runner_dir / "node_modules")
+    (box.work / "node_modules").symlink_to(modules)
+    limit = min(budget_s, suite_seconds(files, runner))
+    (box.work / "playwright.config.mjs").write_text(_config(runner, base_url, limit))
+    cli = f"{modules}/@playwright/test/cli.js"
+    outcome = box.run(
+        ["node", cli, "test", "--config", "playwright.config.mjs"],
+        env=box_env(box, base_url),
+        runner=(runner.runner_dir / "node_modules").resolve(),
+        limits=sandbox.Limits.from_settings(),
+        wall_s=budget_s + GRACE_S,
     )
-    started = time.monotonic()
-    try:
-        output, _ = process.communicate(timeout=budget_s + GRACE_S)
-    except subprocess.TimeoutExpired:
-        _kill_group(process.pid)
-        process.communicate()
-        raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s)) from None
-    finally:
-        _kill_group(process.pid)  # workers or browsers Playwright left behind, if any
-    (scratch / "playwright.log").write_bytes(output)
-    report = scratch / "report.json"
-    if not report.is_file():
-        tail = clean(output.decode("utf-8", "replace")[-1500:], 1500)
-        raise VerifierNotInstalled(NO_REPORT.format(code=process.returncode, tail=tail))
-    data = json.loads(report.read_text())
+    if outcome.stopped.startswith("stopped: still running"):
+        raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
+    data = _report(box, outcome)
+    results = parse_report(data, where=lambda path: str(box.outside(path)))
     if any("Timed out waiting" in e.get("message", "") for e in data.get("errors", [])):
-        raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
-    if time.monotonic() - started > budget_s + GRACE_S:
-        raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
-    return parse_report(data)
+        if limit >= budget_s:
+            raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
+        for result in results:  # the test that hung, and those it kept from running
+            if result.status in ("skipped", "failed") and not result.failure_text():
+                result.status = "failed"
+                result.attempts.append(Attempt("timedOut", 0, HUNG.format(limit=limit), []))
+    return results
 
 
-def _kill_group(pgid: int) -> None:
+def suite_seconds(files: list[dict], runner: Runner) -> float:
+    """What the files' tests may take at most (each test's timeout, each attempt): past it, a
+    test holds the suite (an endless loop blocks Playwright's own per-test timeout)."""
+    tests = sum(len(spec_blocks.blocks(f["contents"])) for f in files) or 1
+    return tests * runner.test_timeout_s * (runner.retries + 1) + SUITE_SLACK_S
+
+
+def _report(box: sandbox.Box, outcome: sandbox.Outcome) -> dict:
+    """Playwright's JSON report, read only when it is bounded; VerifierNotInstalled (with the
+    reason the box was stopped, or the output's tail) when there is none to read."""
+    report = box.work / "report.json"
+    tail = clean(box.output_tail(TAIL_BYTES), TAIL_BYTES)
+    if outcome.stopped:
+        raise VerifierNotInstalled(f"{outcome.stopped}; the output ends: {tail}")
+    if report.is_symlink() or not report.is_file():
+        raise VerifierNotInstalled(NO_REPORT.format(code=outcome.returncode, tail=tail))
+    if report.stat().st_size > MAX_REPORT_BYTES:
+        raise VerifierNotInstalled(BAD_REPORT.format(limit="16 MiB", tail=tail))
     try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+        data = json.loads(report.read_bytes())
+    except ValueError:
+        raise VerifierNotInstalled(BAD_REPORT.format(limit="16 MiB", tail=tail)) from None
+    if not isinstance(data, dict):
+        raise VerifierNotInstalled(BAD_REPORT.format(limit="16 MiB", tail=tail))
+    return data
 
 
-def parse_report(data: dict) -> list[TestResult]:
-    """Playwright's JSON report as one row per test, in report order."""
+def parse_report(data: dict, where: Callable[[str], str] = str) -> list[TestResult]:
+    """Playwright's JSON report as one row per test, in report order; ``where`` maps an
+    attachment's path (as the tests saw it) to where it lies for the worker."""
     found: list[TestResult] = []
     suites = list(data.get("suites", []))
     while suites:
         suite = suites.pop(0)
         for spec in suite.get("specs", []):
             for test in spec.get("tests", []):
-                found.append(_result(spec, test))
+                found.append(_result(spec, test, where))
         suites[:0] = suite.get("suites", [])
     return found
 
@@ -258,14 +301,14 @@ def parse_report(data: dict) -> list[TestResult]:
 _STATUS = {"expected": "passed", "unexpected": "failed", "flaky": "flaky", "skipped": "skipped"}
 
 
-def _result(spec: dict, test: dict) -> TestResult:
+def _result(spec: dict, test: dict, where: Callable[[str], str]) -> TestResult:
     attempts = [
         Attempt(
             status=r.get("status", "failed"),
             duration_ms=int(r.get("duration", 0)),
             error=clean((r.get("error") or {}).get("message", ""), 4000),
             attachments=[
-                (a.get("name", ""), a.get("contentType", ""), a["path"])
+                (a.get("name", ""), a.get("contentType", ""), where(str(a["path"])))
                 for a in r.get("attachments", [])
                 if a.get("path")
             ],

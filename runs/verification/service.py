@@ -8,8 +8,8 @@ from pathlib import Path
 from django.conf import settings
 
 import schemas
-from amtp_site.errors import VerificationError
 from runs.models import Run
+from runs.verification.errors import VerificationError
 from runs.verification.healer import heal_in_fresh_process
 from runs.verification.playwright import Runner
 from runs.verification.verify import Plan, not_run, verify
@@ -47,6 +47,7 @@ def verification_report(run: Run, code: dict) -> tuple[dict, dict]:
         budget_s=settings.AMTP_VERIFY_TIMEOUT_S,
         runner=runner_from_settings(),
         evidence_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
+        allow_hosts=list(run.repository.allowed_hosts),
     )
     heals: list[dict] = []
 

@@ -23,12 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from tempfile import TemporaryDirectory
 
 from agents import spec_blocks
 from agents.file_policy import check_generated_files
-from amtp_site.errors import AmtpError, VerificationTimedOut
-from runs.verification import evidence
+from amtp_site.errors import AmtpError
+from repositories import targets
+from runs.verification import evidence, proxy, sandbox
+from runs.verification.errors import VerificationTimedOut
 from runs.verification.playwright import (
     TIMED_OUT,
     Runner,
@@ -66,6 +67,7 @@ class Plan:
     budget_s: float
     runner: Runner
     evidence_dir: Path  # this run's folder
+    allow_hosts: list[str] = field(default_factory=list)  # the repository's allowed hosts
 
 
 @dataclass
@@ -114,6 +116,7 @@ class Session:
         self.started = _now()
         self.clock = time.monotonic()
         self.deadline = self.clock + plan.budget_s
+        self.policy = proxy.Policy(plan.target_url, plan.allow_hosts) if plan.target_url else None
 
     def left(self) -> float:
         left = self.deadline - time.monotonic()
@@ -123,17 +126,20 @@ class Session:
 
     def execute(self, phase: str, paths: list[str]) -> list[TestResult]:
         began = time.monotonic()
-        with TemporaryDirectory(prefix="amtp-verify-", ignore_cleanup_errors=True) as scratch:
-            files = [{"path": p, "contents": self.files[p]} for p in paths]
-            results = execute(
-                files,
-                scratch=Path(scratch),
-                base_url=self.plan.target_url,
-                runner=self.plan.runner,
-                budget_s=self.left(),
-            )
+        box = sandbox.Box()
+        try:
+            with proxy.serving(box.socket, self.policy):
+                results = execute(
+                    [{"path": p, "contents": self.files[p]} for p in paths],
+                    box=box,
+                    base_url=self.plan.target_url,
+                    runner=self.plan.runner,
+                    budget_s=self.left(),
+                )
             for result in results:
-                self._record(result, Path(scratch), f"{phase}-{len(self.rounds) + 1}")
+                self._record(result, box.work, f"{phase}-{len(self.rounds) + 1}")
+        finally:
+            box.remove()
         self.rounds.append({"phase": phase, "duration_ms": _ms(began)})
         return results
 
@@ -191,9 +197,10 @@ def verify(plan: Plan, *, heal: Heal) -> dict:
     if not plan.target_url:
         return not_run(plan, "skipped", NO_TARGET)
     preflight(plan.runner)
-    probe(plan.target_url)
-    versions = tool_versions(plan.runner)
+    sandbox.check_available()
     session = Session(plan)
+    probe(plan.target_url, session.policy)
+    versions = tool_versions(plan.runner)
     session.execute("run", list(session.files))
     for _ in range(plan.heal_rounds):
         if not session.failing():
@@ -286,7 +293,9 @@ def _quarantine(session: Session) -> None:
                 row.reason = NOT_LOCATED
                 continue
             why = QUARANTINED.format(
-                url=plan.target_url, rounds=plan.heal_rounds, error=headline(row.error)
+                url=targets.display(plan.target_url),
+                rounds=plan.heal_rounds,
+                error=headline(row.error),
             )
             row.reason = f"{why}; {row.reason}" if row.reason else why
             if plan.failing_tests == "drop":
@@ -317,7 +326,7 @@ def _report(
         "run_id": plan.run_id,
         "status": status,
         "reason": reason,
-        "target_url": plan.target_url,
+        "target_url": targets.display(plan.target_url),
         "framework": plan.framework,
         "tool_versions": versions,
         "settings": {
@@ -337,4 +346,8 @@ def _report(
         "tests": [row.entry() for row in rows],
         "files": [{"path": p, "contents": c} for p, c in session.files.items()],
         "evidence_dir": str(plan.evidence_dir),
+        "sandbox": {
+            "isolated": sandbox.sandboxed(),
+            "blocked": session.policy.blocked[:100] if session.policy else [],
+        },
     }

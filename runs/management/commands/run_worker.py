@@ -5,6 +5,7 @@ import asyncio
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from amtp_site.child import undumpable
 from runs.temporal.worker import run_worker
 
 
@@ -21,4 +22,5 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, task_queue, processes, **options):
+        undumpable()  # the worker holds every credential: no same-user process reads it
         asyncio.run(run_worker(task_queue=task_queue, processes=processes))

@@ -1,0 +1,26 @@
+"""Errors of the VerifyTests stage: the generated tests could not be run (not: they failed)."""
+
+from __future__ import annotations
+
+from amtp_site.errors import NonRetryableError
+
+
+class VerificationError(NonRetryableError):
+    """The generated tests could not be run (not: they ran and failed). The message says what
+    to do; retrying the same run would meet the same problem."""
+
+
+class TargetUnreachable(VerificationError):
+    """The run's target URL did not answer, or the network rule refuses it."""
+
+
+class VerifierNotInstalled(VerificationError):
+    """Node, the pinned ``@playwright/test`` package or the Chromium browser is missing."""
+
+
+class VerificationTimedOut(VerificationError):
+    """The tests did not finish within ``AMTP_VERIFY_TIMEOUT_S``."""
+
+
+class SandboxUnavailable(VerificationError):
+    """The box for generated code (bubblewrap) cannot start here; nothing was executed."""
