@@ -38,6 +38,7 @@ DEV := DJANGO_DEBUG=true
 venv: $(STAMP) $(RUNNER_STAMP)
 
 run: $(STAMP) $(RUNNER_STAMP)
+	bash scripts/ensure_packages.sh
 	$(DEV) $(PY) manage.py devstack up
 	$(DEV) $(PY) manage.py run_system --stop-devstack
 
@@ -47,7 +48,7 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 test: lint $(RUNNER_STAMP)
-	bash scripts/ensure_chromium.sh
+	bash scripts/ensure_packages.sh
 	AMTP_DEVSTACK_DIR=$(TEST_STACK) $(DEV) \
 		bash scripts/test.sh $(PY) $(TEST_WORKERS) $(PYTEST_ARGS)
 

@@ -3,7 +3,7 @@ live server and a real worker. Launch a run from the form, watch its tests get v
 the demo app and the run pass, read the verification report and an artifact; then approve a
 held run from the admin.
 
-Chromium comes from apt (``scripts/ensure_chromium.sh``), never from ``playwright install``,
+Chromium comes from apt (``scripts/ensure_packages.sh``), never from ``playwright install``,
 which downloads a browser build this project's machines cannot fetch.
 """
 
@@ -41,7 +41,7 @@ def chromium_path() -> str:
     # A missing browser fails rather than skips: a skipped browser test hides a broken admin.
     path = "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else shutil.which("chromium")
     if not path:
-        pytest.fail("Chromium is not installed: run scripts/ensure_chromium.sh (as root).")
+        pytest.fail("Chromium is not installed: run scripts/ensure_packages.sh (as root).")
     return path
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import io
+import shutil
 import json
 import socket
 import subprocess
@@ -27,7 +28,8 @@ import schemas
 from runs.demo_app import serve
 from runs.verification import sandbox
 from runs.verification import verify as v
-from runs.verification.errors import VerifierNotInstalled
+from runs.verification.errors import SandboxUnavailable, VerifierNotInstalled
+from runs.verification.summary import NOT_SANDBOXED, pr_section
 from tests.test_verify import HEADER, make_plan, spec
 from tests.verify_apps import NotesApp
 
@@ -290,3 +292,32 @@ def _runner(**changes):
     from runs.verification.service import runner_from_settings
 
     return replace(runner_from_settings(), **changes)
+
+
+def test_without_bubblewrap_nothing_runs_and_the_error_says_what_to_enable(
+    tmp_path, app, monkeypatch
+):
+    (tmp_path / "node").symlink_to(shutil.which("node"))
+    monkeypatch.setenv("PATH", str(tmp_path))  # node, and no bwrap
+    sandbox._unavailable.cache_clear()
+    try:
+        with pytest.raises(SandboxUnavailable) as caught:
+            v.verify(plan(tmp_path, app, [spec("any", HEADER)]), heal=healer([]))
+    finally:
+        sandbox._unavailable.cache_clear()
+    assert "bwrap is not installed" in caught.value.message
+    assert "apt-get install bubblewrap" in caught.value.message
+    assert "AMTP_VERIFY_UNSANDBOXED=true" in caught.value.message
+
+
+def test_the_operators_override_runs_unsandboxed_and_every_report_says_so(tmp_path, app, settings):
+    settings.AMTP_VERIFY_UNSANDBOXED = True
+    body = """test('home page answers', async ({ page }) => {
+  await page.goto('/');
+  await expect(page.getByRole('heading', { name: 'Notes' })).toBeVisible();
+});
+"""
+    report = v.verify(plan(tmp_path, app, [spec("notes", HEADER + body)]), heal=healer([]))
+    assert report["sandbox"]["isolated"] is False
+    assert report["tests"][0]["status"] == "passed"
+    assert NOT_SANDBOXED in pr_section(report, "e2e/amtp")

@@ -225,7 +225,7 @@ def test_a_missing_runner_or_browser_says_what_to_install(tmp_path, notes):
             make_plan(tmp_path, notes[1], [spec("x", PASSING)], runner=no_runner), heal=no_heal
         )
     no_browser = pw.Runner(**{**settings_runner.__dict__, "chromium": str(tmp_path / "chromium")})
-    with pytest.raises(VerifierNotInstalled, match="ensure_chromium.sh"):
+    with pytest.raises(VerifierNotInstalled, match="ensure_packages.sh"):
         v.verify(
             make_plan(tmp_path, notes[1], [spec("x", PASSING)], runner=no_browser), heal=no_heal
         )

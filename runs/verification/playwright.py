@@ -38,7 +38,7 @@ RUNNER_MISSING = (
     "`PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix {dir}`) on the worker"
 )
 BROWSER_MISSING = (
-    "Chromium is not installed at {path}: run scripts/ensure_chromium.sh (as root) or set "
+    "Chromium is not installed at {path}: run scripts/ensure_packages.sh (as root) or set "
     "AMTP_VERIFY_CHROMIUM to a Chromium executable"
 )
 UNREACHABLE = (

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 from django.conf import settings
 
 import schemas
+from repositories.hosts import host_for
 from runs.models import Run
 from runs.verification.errors import VerificationError
 from runs.verification.healer import heal_in_fresh_process
@@ -64,6 +66,56 @@ def verification_report(run: Run, code: dict) -> tuple[dict, dict]:
         report = not_run(plan, "unverified", f"{type(exc).__name__}: {exc.message}")
     meta = {"pid": os.getpid(), "heal_sessions": heals}
     return schemas.validate(REPORT_SCHEMA, report), meta
+
+
+MAX_CHECKED_FILES = 200
+NO_SPECS = "{repo}@{ref} holds no Playwright spec (*.spec.ts) under {test_dir}/"
+
+
+def repository_tests(repository, ref: str) -> tuple[str, list[dict]]:
+    """(commit SHA, the ``*.spec.ts`` files under the repository's test directory at ``ref``)."""
+    host = host_for(repository)
+    sha = host.resolve_ref(ref or repository.default_branch)
+    prefix = repository.test_dir.strip("/") + "/"
+    paths = [e.path for e in host.tree(sha) if e.path.startswith(prefix)]
+    paths = [p for p in paths if p.endswith(".spec.ts")][:MAX_CHECKED_FILES]
+    files = [
+        {"path": p, "contents": host.read_file(sha, p).decode("utf-8", "replace")} for p in paths
+    ]
+    return sha, files
+
+
+def check_repository_tests(
+    repository, *, ref: str, target_url: str, allow_hosts: list[str]
+) -> dict:
+    """The report of the repository's own tests at ``ref`` run against ``target_url``: the same
+    box, proxy and reporting as VerifyTests, without healing or quarantine (an operator's check
+    after a deploy). VerificationError when they cannot run; ValueError when there are none."""
+    sha, files = repository_tests(repository, ref)
+    if not files:
+        raise ValueError(
+            NO_SPECS.format(repo=repository.full_name, ref=ref or sha, test_dir=repository.test_dir)
+        )
+    check_id = str(uuid.uuid4())
+    plan = Plan(
+        run_id=check_id,
+        framework="playwright",
+        files=files,
+        target_url=target_url,
+        test_dir=repository.test_dir,
+        failing_tests=repository.failing_tests,
+        heal_rounds=0,
+        budget_s=settings.AMTP_VERIFY_TIMEOUT_S,
+        runner=runner_from_settings(),
+        evidence_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / f"check-{check_id}",
+        allow_hosts=[*repository.allowed_hosts, *allow_hosts],
+        quarantine=False,
+    )
+    return schemas.validate(REPORT_SCHEMA, verify(plan, heal=_no_heal))
+
+
+def _no_heal(payload: dict, seconds: float) -> dict:
+    raise AssertionError("a check has no healing round")  # heal_rounds=0: never called
 
 
 def evidence_file(run: Run, path: str, tests: list[dict]) -> Path | None:

@@ -51,8 +51,19 @@ def _headline(report: dict) -> str:
     )
 
 
+NOT_SANDBOXED = (
+    "**⚠️ Not sandboxed** — the operator's `AMTP_VERIFY_UNSANDBOXED` override ran these "
+    "generated tests with the worker's own rights."
+)
+
+
 def pr_section(report: dict, test_dir: str) -> str:
     lines = ["", "## Verification", "", _headline(report), ""]
+    if not report.get("sandbox", {}).get("isolated", True):
+        lines += [NOT_SANDBOXED, ""]
+    if blocked := report.get("sandbox", {}).get("blocked"):
+        shown = ", ".join(f"`{_cell(b, 80)}`" for b in blocked[:10])
+        lines += [f"Connections the network rule refused: {shown}.", ""]
     tests = report["tests"]
     if report["status"] == "verified" and tests:
         lines += ["| test | file | result | notes |", "| --- | --- | --- | --- |"]

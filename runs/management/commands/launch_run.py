@@ -1,16 +1,13 @@
 """``manage.py launch_run OWNER/NAME``: start a run from the command line, optionally wait."""
 
-import subprocess
 import time
-from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from amtp_site.errors import AmtpError, RepositoryInvalid
-from repositories.models import DepthLevel, Framework, Host, Repository
-from repositories.names import full_name_problem
-from repositories.services import repository_create
+from amtp_site.errors import AmtpError
+from repositories.models import DepthLevel, Framework
 from repositories.targets import target_url_problem
+from runs.management.repository_arg import repository_arg
 from runs.models import Run
 from runs.services import run_create
 
@@ -47,7 +44,7 @@ class Command(BaseCommand):
     def handle(self, *args, repo, ref, depth_level, framework, base_branch, **options):
         if problem := target_url_problem(options["target_url"]):
             raise CommandError(f"--target-url: {problem}")
-        repository = self._repository(repo, options["local"])
+        repository = repository_arg(repo, options["local"], self.stdout.write)
         try:
             run = run_create(
                 repository=repository,
@@ -68,46 +65,6 @@ class Command(BaseCommand):
         self.stdout.write(f"  admin: http://127.0.0.1:8000/admin/runs/run/{run.run_id}/change/")
         if options["wait"]:
             self._wait(run, options["timeout"])
-
-    def _repository(self, full_name: str, local: str) -> Repository:
-        if problem := full_name_problem(full_name):
-            raise CommandError(RepositoryInvalid({"full_name": [problem]}).message)
-        repository = Repository.objects.filter(full_name=full_name).first()
-        if local:
-            path = Path(local).expanduser().resolve()
-            if not (path / ".git").exists() and not (path / "HEAD").exists():
-                raise CommandError(f"--local {local}: not a git repository")
-            if repository is None:
-                repository = self._register(full_name, path)
-            elif repository.host != Host.LOCAL or Path(repository.local_path) != path:
-                raise CommandError(
-                    f"{full_name} is already registered with host {repository.host} "
-                    f"at {repository.local_path or 'GitHub'}"
-                )
-        if repository is None:
-            raise CommandError(
-                f"unknown repository {full_name}: register it in admin or pass --local PATH"
-            )
-        return repository
-
-    def _register(self, full_name: str, path: Path) -> Repository:
-        """Registered by the service admin saves with, so its rules hold here too."""
-        head = subprocess.run(
-            ["git", "-C", str(path), "symbolic-ref", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-        )
-        try:
-            repository = repository_create(
-                full_name=full_name,
-                host=Host.LOCAL,
-                local_path=str(path),
-                default_branch=head.stdout.strip() or "main",
-            )
-        except RepositoryInvalid as exc:
-            raise CommandError(exc.message) from exc
-        self.stdout.write(f"registered {full_name} -> {path}")
-        return repository
 
     def _wait(self, run: Run, timeout: float) -> None:
         deadline = time.monotonic() + timeout
