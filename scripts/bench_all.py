@@ -29,6 +29,7 @@ BENCHMARKS = [  # name, script
     ("lists", "bench_lists.py"),
     ("submit", "bench_submit.py"),
     ("workers", "bench_workers.py"),
+    ("sandbox", "bench_sandbox.py"),  # 5 demo verifications in the box, 5 without
 ]
 
 
