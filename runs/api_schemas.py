@@ -12,7 +12,12 @@ from pydantic import ConfigDict, field_validator
 from repositories.models import DepthLevel, Framework
 from repositories.names import FULL_NAME_PATTERN, full_name_problem
 from repositories.refnames import ref_problem
-from repositories.targets import MAX_TARGET_URL_LENGTH, TARGET_URL_PATTERN, target_url_problem
+from repositories.targets import (
+    MAX_TARGET_URL_LENGTH,
+    TARGET_URL_PATTERN,
+    display,
+    target_url_problem,
+)
 from runs import selectors
 from runs.models import Run, RunStatus, Trigger
 
@@ -163,6 +168,10 @@ class RunOut(Schema):
     started_at: datetime | None
     finished_at: datetime | None
     url: str
+
+    @staticmethod
+    def resolve_target_url(run: Run) -> str:
+        return display(run.target_url) if run.target_url else ""  # tokens travel in queries
 
     @staticmethod
     def resolve_pull_request(run: Run) -> dict | None:

@@ -459,3 +459,11 @@ def test_cancel_needs_the_write_scope(make_token):
     run = RunFactory()
     assert_problem(bearer(make_token("runs:read")).post(f"/api/runs/{run.run_id}/cancel"), 403)
     assert Run.objects.get().status == "pending"
+
+
+def test_a_target_urls_query_string_is_never_shown(client, repo):
+    url = "https://preview.acme.test/app?token=s3cr3t-preview-token"
+    RunFactory(repository=repo, target_url=url)
+    listed = client.get("/api/runs").json()
+    shown = json.dumps(listed)
+    assert "https://preview.acme.test/app" in shown and "s3cr3t-preview-token" not in shown
