@@ -174,7 +174,7 @@ def test_a_fork_bomb_meets_the_process_cap(tmp_path, app, settings):
     settings.AMTP_SANDBOX_PROCESSES = 64
     body = """import { execFileSync } from 'node:child_process';
 test('forks without end', async () => {
-  execFileSync('sh', ['-c', 'b() { b | b & }; b; sleep 5'], { timeout: 8000 });
+  execFileSync('sh', ['-c', 'b() { b | b & }; b; sleep 3'], { timeout: 5000 });
 });
 test('the target still answers', async ({ request }) => {
   expect((await request.get('/login')).ok()).toBeTruthy();
@@ -182,7 +182,7 @@ test('the target still answers', async ({ request }) => {
 """
     seen: list = []
     started = time.monotonic()
-    report, error = run_alone(tmp_path, app, body, seen, budget_s=60)
+    report, error = run_alone(tmp_path, app, body, seen, runner=_runner(retries=0))
     assert time.monotonic() - started < 90
     assert error == ""
     statuses = {t["title"]: t["status"] for t in report["tests"]}
