@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import base64
 import io
-import shutil
 import json
+import shutil
 import socket
 import subprocess
 import time
