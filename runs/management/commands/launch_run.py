@@ -2,10 +2,14 @@
 
 import subprocess
 import time
+import traceback
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from temporalio.service import RPCError
 
+from amtp_site import temporal
 from amtp_site.errors import AmtpError, RepositoryInvalid
 from repositories.models import DepthLevel, Framework, Host, Repository
 from repositories.names import full_name_problem
@@ -15,6 +19,18 @@ from runs.models import Run
 from runs.services import run_create
 
 POLL_SECONDS = 0.5
+WORKER_CHECK_SECONDS = 15  # while a waited-for run is pending: is a worker there to start it?
+TEMPORAL_TIMEOUT_S = 10
+
+NO_WORKER = (
+    "no worker polls task queue {queue} on {address}: the run stays pending until one does "
+    "(start one: manage.py run_worker --task-queue {queue})"
+)
+WORKER_BACK = "a worker polls task queue {queue} now: {names}"
+TEMPORAL_UNREACHABLE = (
+    "could not ask Temporal at {address} for the workers of task queue {queue} ({error}); "
+    "the run starts when a worker can reach both"
+)
 
 
 class Command(BaseCommand):
@@ -44,6 +60,20 @@ class Command(BaseCommand):
         parser.add_argument("--wait", action="store_true")
         parser.add_argument("--timeout", type=float, default=3600, help="seconds to --wait")
 
+    def run_from_argv(self, argv):
+        """From the shell (call_command does not come here): exit without finalizing, since
+        the Temporal client's threads can abort a finalizing interpreter
+        (amtp_site.temporal.exit_without_finalizing)."""
+        try:
+            super().run_from_argv(argv)
+            code = 0
+        except SystemExit as exc:  # a CommandError, printed by Django already
+            code = exc.code if isinstance(exc.code, int) else 1
+        except Exception:
+            traceback.print_exc()
+            code = 1
+        temporal.exit_without_finalizing(code)
+
     def handle(self, *args, repo, ref, depth_level, framework, base_branch, **options):
         if problem := target_url_problem(options["target_url"]):
             raise CommandError(f"--target-url: {problem}")
@@ -66,8 +96,9 @@ class Command(BaseCommand):
             f"({run.depth_level}, {run.target_framework})"
         )
         self.stdout.write(f"  admin: http://127.0.0.1:8000/admin/runs/run/{run.run_id}/change/")
+        workers = self._workers()
         if options["wait"]:
-            self._wait(run, options["timeout"])
+            self._wait(run, options["timeout"], workers)
 
     def _repository(self, full_name: str, local: str) -> Repository:
         if problem := full_name_problem(full_name):
@@ -109,11 +140,44 @@ class Command(BaseCommand):
         self.stdout.write(f"registered {full_name} -> {path}")
         return repository
 
-    def _wait(self, run: Run, timeout: float) -> None:
+    def _workers(self) -> set[str] | None:
+        """The workers polling the queue the run goes to, saying so when there are none;
+        None when Temporal could not be asked (the run is accepted either way)."""
+        queue, address = settings.TEMPORAL_TASK_QUEUE, settings.TEMPORAL_ADDRESS
+        try:
+            workers = temporal.call(
+                lambda client: temporal.task_queue_pollers(client, queue),
+                timeout=TEMPORAL_TIMEOUT_S,
+            )
+        except (RPCError, RuntimeError, TimeoutError) as exc:
+            # RuntimeError: the SDK's "Failed client connect"
+            error = str(exc) or type(exc).__name__
+            self.stderr.write(
+                TEMPORAL_UNREACHABLE.format(address=address, queue=queue, error=error)
+            )
+            return None
+        if not workers:
+            self.stderr.write(NO_WORKER.format(queue=queue, address=address))
+        return workers
+
+    def _wait(self, run: Run, timeout: float, workers: set[str] | None) -> None:
         deadline = time.monotonic() + timeout
         seen: dict[str, str] = {}
+        checked = time.monotonic()
         while time.monotonic() < deadline:
             run.refresh_from_db()
+            if (
+                run.status == Run.Status.PENDING
+                and not workers
+                and time.monotonic() - checked > WORKER_CHECK_SECONDS
+            ):
+                checked = time.monotonic()
+                if workers := self._workers():
+                    self.stdout.write(
+                        WORKER_BACK.format(
+                            queue=settings.TEMPORAL_TASK_QUEUE, names=", ".join(sorted(workers))
+                        )
+                    )
             for stage in run.stages.order_by("position"):
                 state = (
                     f"{stage.status}"
@@ -131,7 +195,8 @@ class Command(BaseCommand):
                 break
             time.sleep(POLL_SECONDS)
         else:
-            raise CommandError(f"run {run.run_id} still {run.status} after {timeout:.0f} s")
+            hint = " with no worker polling its task queue" if workers == set() else ""
+            raise CommandError(f"run {run.run_id} still {run.status} after {timeout:.0f} s{hint}")
         if run.status != Run.Status.PASSED:
             raise CommandError(
                 f"run {run.run_id} {run.status}: {run.error_type} {run.error_message}"
