@@ -1,4 +1,4 @@
-"""The spec's CHECK and unique constraints hold in PostgreSQL itself, even through raw SQL."""
+"""The CHECK and unique constraints hold in PostgreSQL itself, even through raw SQL."""
 
 import uuid
 
