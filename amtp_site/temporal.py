@@ -20,6 +20,7 @@ import atexit
 import os
 import sys
 import threading
+import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import NoReturn, TypeVar
@@ -134,6 +135,23 @@ def exit_without_finalizing(code: int) -> NoReturn:
         except (OSError, ValueError):  # a closed pipe must not bring finalization back
             pass
     os._exit(code)
+
+
+class ExitsWithoutFinalizing:
+    """A management command mixin: run from the shell, the command ends through
+    :func:`exit_without_finalizing`, with the status Django would have given it (a
+    CommandError's 1, a traceback's 1). ``call_command`` does not come here."""
+
+    def run_from_argv(self, argv):
+        try:
+            super().run_from_argv(argv)
+            code = 0
+        except SystemExit as exc:  # a CommandError, printed by Django already
+            code = exc.code if isinstance(exc.code, int) else 1
+        except Exception:
+            traceback.print_exc()
+            code = 1
+        exit_without_finalizing(code)
 
 
 async def workflow_result(client: Client, workflow_id: str):

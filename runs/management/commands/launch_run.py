@@ -2,7 +2,6 @@
 
 import subprocess
 import time
-import traceback
 from pathlib import Path
 
 from django.conf import settings
@@ -33,7 +32,7 @@ TEMPORAL_UNREACHABLE = (
 )
 
 
-class Command(BaseCommand):
+class Command(temporal.ExitsWithoutFinalizing, BaseCommand):
     help = "Launch a test-generation run; --wait prints each stage and exits 0 only on success."
 
     def add_arguments(self, parser):
@@ -59,20 +58,6 @@ class Command(BaseCommand):
         )
         parser.add_argument("--wait", action="store_true")
         parser.add_argument("--timeout", type=float, default=3600, help="seconds to --wait")
-
-    def run_from_argv(self, argv):
-        """From the shell (call_command does not come here): exit without finalizing, since
-        the Temporal client's threads can abort a finalizing interpreter
-        (amtp_site.temporal.exit_without_finalizing)."""
-        try:
-            super().run_from_argv(argv)
-            code = 0
-        except SystemExit as exc:  # a CommandError, printed by Django already
-            code = exc.code if isinstance(exc.code, int) else 1
-        except Exception:
-            traceback.print_exc()
-            code = 1
-        temporal.exit_without_finalizing(code)
 
     def handle(self, *args, repo, ref, depth_level, framework, base_branch, **options):
         if problem := target_url_problem(options["target_url"]):
