@@ -1,8 +1,8 @@
 """What an LLM call sees of an agent's validated input: a rendering within a token budget.
 
-The spec sends the canonical validated input verbatim. The crawl of a 100,000-file repository
-has a ``file_tree`` of about 9 MB, which no model takes. So the handoff envelope is sent
-verbatim (byte for byte, as the spec says) only while it fits ``Budgets.context_tokens``.
+An agent's first message is its canonical validated input. The crawl of a 100,000-file
+repository has a ``file_tree`` of about 9 MB, which no model takes. So the handoff envelope is
+sent verbatim (byte for byte) only while it fits ``Budgets.context_tokens``.
 Above that, its large parts are rendered within the budget, and everything else is verbatim:
 
 - ``file_tree``: the number of files, then paths ranked by relevance (candidate entry points,

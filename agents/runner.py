@@ -1,4 +1,4 @@
-"""The stateless agent runner: one code path for all three agents (spec 000/001, 002's repair).
+"""The stateless agent runner: one code path for all three agents, with a repair turn.
 
 One invocation = one fresh provider client, the agent's static system prompt, and ONE first
 user message: the canonical-JSON handoff envelope (for the crawler, its validated input). No

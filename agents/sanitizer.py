@@ -1,4 +1,4 @@
-"""SanitizeLlmOutput v1.0.0, exactly the spec's reference function (spec 000/003).
+"""SanitizeLlmOutput v1.0.0, exactly its JavaScript reference function (tests/test_sanitizer.py).
 
 Strip one leading ```json or ``` fence, one trailing ``` fence, trim whitespace. No other
 mutation. "Whitespace" is ECMAScript's ``String.prototype.trim`` set, not Python's

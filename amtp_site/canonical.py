@@ -1,4 +1,4 @@
-"""Canonical JSON and the spec's activity idempotency key.
+"""Canonical JSON and the activity idempotency key.
 
 Canonical JSON here means: object keys sorted by Unicode code point, separators ``,`` and ``:``
 with no whitespace, UTF-8 bytes, and non-ASCII characters written as themselves (not ``\\uXXXX``
@@ -29,7 +29,7 @@ def canonical_text(value: Any) -> str:
 
 
 def idempotency_key(run_id: str, activity_name: str, payload: Any) -> str:
-    """sha256(run_id ":" activity_name ":" canonical_json(input)), hex (spec 003)."""
+    """sha256(run_id ":" activity_name ":" canonical_json(input)), hex."""
     digest = hashlib.sha256()
     digest.update(f"{run_id}:{activity_name}:".encode())
     digest.update(canonical_json(payload))

@@ -16,12 +16,19 @@ at import time.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import os
+import sys
 import threading
+import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 from django.conf import settings
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
@@ -72,9 +79,10 @@ def _this_process() -> _Loop:
         return _loop
 
 
-def call(request: Callable[[Client], Awaitable[T]]) -> T:
+def call(request: Callable[[Client], Awaitable[T]], *, timeout: float | None = None) -> T:
     """Run ``request(client)`` on this process's long-lived client and return its result.
-    A connection that fails raises as :func:`connect` does and is tried again next call."""
+    A connection that fails raises as :func:`connect` does and is tried again next call;
+    past ``timeout`` seconds (connecting included) it raises TimeoutError."""
     here = _this_process()
     key = (
         settings.TEMPORAL_ADDRESS,
@@ -90,7 +98,60 @@ def call(request: Callable[[Client], Awaitable[T]]) -> T:
             client = here.clients[key] = await connect()
         return await request(client)
 
-    return asyncio.run_coroutine_threadsafe(run(), here.loop).result()
+    return asyncio.run_coroutine_threadsafe(run(), here.loop).result(timeout)
+
+
+async def task_queue_pollers(client: Client, task_queue: str) -> set[str]:
+    """The identities of the workers polling ``task_queue`` for workflow tasks
+    (DescribeTaskQueue). Temporal lists a poller for a few minutes after its last poll, so a
+    worker stopped just now may still be named; an empty set means no worker is there."""
+    answer = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace,
+            task_queue=TaskQueue(name=task_queue),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        )
+    )
+    return {poller.identity for poller in answer.pollers}
+
+
+def exit_without_finalizing(code: int) -> NoReturn:
+    """End a short-lived command that used the client, skipping interpreter finalization.
+
+    The SDK's Rust runtime keeps threads of its own that can still call into Python while
+    the interpreter finalizes, which aborts the process ("Fatal Python error:
+    PyGILState_Release: thread state ... must be current when releasing") after its work
+    is done and with a non-zero status
+    (https://github.com/temporalio/sdk-python/issues/300, open upstream). The workaround
+    used there is ``os._exit``; what a normal exit would still do that matters here runs
+    first: atexit handlers, closing database connections, flushing stdout and stderr."""
+    from django.db import connections
+
+    atexit._run_exitfuncs()
+    connections.close_all()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe must not bring finalization back
+            pass
+    os._exit(code)
+
+
+class ExitsWithoutFinalizing:
+    """A management command mixin: run from the shell, the command ends through
+    :func:`exit_without_finalizing`, with the status Django would have given it (a
+    CommandError's 1, a traceback's 1). ``call_command`` does not come here."""
+
+    def run_from_argv(self, argv):
+        try:
+            super().run_from_argv(argv)
+            code = 0
+        except SystemExit as exc:  # a CommandError, printed by Django already
+            code = exc.code if isinstance(exc.code, int) else 1
+        except Exception:
+            traceback.print_exc()
+            code = 1
+        exit_without_finalizing(code)
 
 
 async def workflow_result(client: Client, workflow_id: str):

@@ -50,7 +50,8 @@ def window_key(repo: str) -> str:
 
 
 def concurrency_key(repo: str) -> str:
-    # A new name for the sorted set: the string counter of earlier versions just expires.
+    # A sorted set of run ids scored by lease end: a run is counted once, and a lost release
+    # expires with its lease.
     return f"amtp:rl:repo:{repo}:running"
 
 
@@ -70,7 +71,7 @@ end
 return 0
 """
 
-# Only the holder may release (spec 003, verbatim).
+# Only the holder may release: compare the token, then delete, in one step.
 _RELEASE = """
 if redis.call("GET", KEYS[1]) == ARGV[1] then
   return redis.call("DEL", KEYS[1])

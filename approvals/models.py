@@ -1,4 +1,4 @@
-"""The spec's ``approvals`` table: a held run waiting for a human decision."""
+"""The ``approvals`` table: a held run waiting for a human decision."""
 
 from __future__ import annotations
 

@@ -196,5 +196,5 @@ _CONTEXT_SCHEMA = {
     },
 )
 def get_context(request: HttpRequest, run_id: uuid.UUID):
-    """The run in the multi-agent context format (spec 004), validated against its schema."""
+    """The run in the multi-agent context format, validated against its schema."""
     return run_context(get_object_or_404(Run, pk=run_id))

@@ -1,4 +1,4 @@
-"""Storing a stage's artifact with its ``activity_idempotency`` row (spec 003).
+"""Storing a stage's artifact with its ``activity_idempotency`` row.
 
 A run has one artifact of each kind (``artifacts_one_per_run_and_kind``). The first attempt to
 store it wins; a later or concurrent attempt gets that one back, and its own idempotency key is

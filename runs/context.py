@@ -1,4 +1,4 @@
-"""A run as a multi-agent context document (spec 004), validated before anyone sees it.
+"""A run as a multi-agent context document, validated before anyone sees it.
 
 The document is what the next agent (or a human taking over) would need: who worked last,
 who works next, what was produced, what was decided, what is still to do and which rules

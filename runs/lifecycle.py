@@ -1,4 +1,4 @@
-"""Run and stage transitions (spec 003 lifecycle), each a compare-and-swap in PostgreSQL.
+"""Run and stage transitions, each a compare-and-swap in PostgreSQL.
 
 Every write names the states it may leave, so a late or replayed activity cannot move a
 finished run backwards (e.g. an agent child finishing after the run was cancelled).

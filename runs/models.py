@@ -1,4 +1,4 @@
-"""The spec's tables (``runs``, ``stages``, ``artifacts``) and ours (``activity_idempotency``).
+"""The run tables: ``runs``, ``stages``, ``artifacts`` and ``activity_idempotency``.
 
 Every status/kind set is a PostgreSQL CHECK constraint, so a bad value is refused even through
 raw SQL."""
@@ -95,7 +95,6 @@ class Run(models.Model):
         max_length=200,
         null=True,
         blank=True,
-        unique=True,
         help_text="Idempotency-Key of the request (or webhook delivery) that created the run.",
     )
     head_branch = models.CharField(max_length=255, blank=True)
@@ -115,16 +114,21 @@ class Run(models.Model):
             one_of("trigger", Trigger, "runs_trigger_valid"),
             one_of("depth_level", DepthLevel, "runs_depth_valid"),
             one_of("target_framework", Framework, "runs_framework_valid"),
+            # A constraint, not unique=True: the field form adds a LIKE index nothing asks for.
+            models.UniqueConstraint(fields=["request_key"], name="runs_request_key_unique"),
         ]
-        # One per list filter and ordering (admin and API), each ending in the page order
-        # (created_at, run_id) so a page, a deep page and a cursor page are index scans; and
-        # one per admin search column (amtp_site.lists.PrefixSearchMixin). docs/operations.md.
+        # Each ends in the page order (created_at, run_id), so a page, a deep page and a cursor
+        # page are index scans, and includes the low-cardinality filter columns, checked in the
+        # index. Newest first alone serves the framework and depth filters (a fifth and a
+        # quarter of the runs: a page reads a few hundred entries), so they have none of their
+        # own; status (pending and running are rare), repository, repository name (the API)
+        # and trigger (with a repository) do. Then one per admin search column
+        # (amtp_site.lists.PrefixSearchMixin). scripts/bench_lists.py prints each one's scans.
         indexes = [
             *newest_first(
                 "runs",
                 "run_id",
-                *("status", "repository", "repo_full_name", None),
-                *("target_framework", "trigger", "depth_level"),
+                *("status", "repository", "repo_full_name", None, "trigger"),
                 include=("status", "target_framework", "trigger", "depth_level"),
             ),
             *prefix_search("runs", "repo_full_name", "ref", "requested_by"),
@@ -214,7 +218,7 @@ class Artifact(models.Model):
 
 
 class ActivityIdempotency(models.Model):
-    """The spec's "future" table: sha256(run_id ":" activity ":" canonical_json(input)) → result."""
+    """sha256(run_id ":" activity ":" canonical_json(input)) → result: a retried stage's answer."""
 
     idem_key = models.CharField(max_length=64, primary_key=True)
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="idempotency_keys")

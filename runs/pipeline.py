@@ -2,7 +2,7 @@
 
 An agent stage is two steps the worker runs around its agent process: ``agent_step`` (begin,
 load the upstream, build the agent's call) and ``agent_store`` (store the answer). Each agent
-stage is idempotent per spec 003: its key is
+stage is idempotent: its key is
 ``sha256(run_id ":" activity ":" canonical_json(input))``; when ``activity_idempotency`` (or
 the run's artifact of that kind) already holds the result, it is returned and the LLM is not
 called again. Each stage loads its upstream artifact from PostgreSQL and returns only the new

@@ -1,4 +1,4 @@
-"""CreatePullRequest (spec 003): serialised per repository, idempotent, typed failures.
+"""CreatePullRequest: serialised per repository, idempotent, typed failures.
 
 The head branch comes from the run id, never from model output, so every attempt of one run
 targets the same branch: a retry after a crash, or after the ``pr_lock`` was lost to a Valkey

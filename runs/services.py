@@ -185,7 +185,8 @@ def _replay(run: Run, repository: Repository, asked: dict, request_key: str) -> 
 
 
 def run_enqueue(run: Run) -> None:
-    """Queue a pending run to be started (one an earlier version could not start)."""
+    """Queue a pending run that has no ``run_starts`` row to be started (reconcile_runs,
+    a webhook redelivery)."""
     if run.status == Run.Status.PENDING:
         RunStart.objects.bulk_create([_start_row(run)], ignore_conflicts=True)
 

@@ -227,9 +227,9 @@ def _push_seen(plan: Plan, delivery: WebhookDelivery) -> dict | None:
 
 
 def _retry_start(delivery: WebhookDelivery) -> dict:
-    """A redelivery of a push whose run an earlier version could not start (the orchestrator
-    was down; now runs are started from ``run_starts``) queues that run to start; any other
-    redelivery does nothing."""
+    """A redelivery of a push recorded as ``orchestrator_unavailable`` (its run was accepted
+    but not started) queues that run to start, so GitHub's redelivery is a way to retry it;
+    any other redelivery does nothing."""
     if delivery.outcome == DeliveryOutcome.ORCHESTRATOR_UNAVAILABLE and delivery.run:
         run_enqueue(delivery.run)
         delivery.outcome = DeliveryOutcome.RUN_CREATED

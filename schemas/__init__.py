@@ -2,7 +2,7 @@
 
 ``validate("repo_crawler/output", obj)`` checks ``obj`` against
 ``schemas/repo_crawler/output.json`` with the dialect its ``$schema`` names (Draft 2020-12 for
-the contracts, draft-07 for spec 004's context document) and format checking (``uuid`` and
+the contracts, draft-07 for the multi-agent context document) and format checking (``uuid`` and
 ``date-time`` really are checked) and raises one :class:`SchemaValidationError` listing every
 violation with its JSON path and the rule broken. Each validator is compiled once.
 
@@ -64,7 +64,7 @@ def schema_id(name: str) -> str:
 @cache
 def _validator(name: str) -> Draft202012Validator:
     schema = load(name)
-    # The dialect its "$schema" names (the contracts are 2020-12; spec 004's context is draft-07).
+    # The dialect its "$schema" names (the contracts are 2020-12; the context document is draft-07).
     cls = validator_for(schema, default=Draft202012Validator)
     cls.check_schema(schema)
     return cls(schema, format_checker=cls.FORMAT_CHECKER)

@@ -6,7 +6,7 @@ AMTP: N full pipeline runs (offline provider) on a small local git repository, s
 preloaded agent template). Bare: a workflow of four no-op activities (scripts/bare_workflow.py)
 in the same kind of pool. Each is measured sequentially (wall time per run) and with N runs
 launched at once (throughput; 3 rounds, taking turns), after one unmeasured warm-up run. Prints ``RATIO`` lines
-against the goals of issue 15.
+against the goals of docs/benchmarks.md.
 
     .venv/bin/python scripts/bench_orchestration.py [--runs 10] [--rounds 3]
 

@@ -192,7 +192,7 @@ HEADER = (
 
 
 def verdict(results: list[dict]) -> list[str]:
-    """Every Done-when bound of issue 11 that a run broke."""
+    """Every goal of docs/benchmarks.md (scale) that a run broke."""
     broken = []
     for label, r in results:
         if r["status"] != "passed":

@@ -59,25 +59,13 @@ def stop_workers(workers: list[subprocess.Popen]) -> None:
 
 def wait_for_pollers(task_queue: str, count: int, timeout: float = 120) -> None:
     """Until ``count`` distinct workers poll the queue's workflow tasks."""
-    from django.conf import settings
-    from temporalio.api.enums.v1 import TaskQueueType
-    from temporalio.api.taskqueue.v1 import TaskQueue
-    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-
     from amtp_site import temporal
 
-    request = DescribeTaskQueueRequest(
-        namespace=settings.TEMPORAL_NAMESPACE,
-        task_queue=TaskQueue(name=task_queue),
-        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-    )
-
-    async def pollers(client) -> int:
-        answer = await client.workflow_service.describe_task_queue(request)
-        return len({p.identity for p in answer.pollers})
+    def pollers() -> int:
+        return len(temporal.call(lambda client: temporal.task_queue_pollers(client, task_queue)))
 
     deadline = time.monotonic() + timeout
-    while temporal.call(pollers) < count:
+    while pollers() < count:
         if time.monotonic() > deadline:
             raise SystemExit(f"{count} workers did not poll {task_queue} within {timeout:.0f} s")
         time.sleep(0.5)

@@ -1,4 +1,4 @@
-"""Chaos drill (issue 12, R2): many runs in flight while the worker's process group is
+"""Chaos drill (docs/reliability.md, R2): many runs in flight while the worker's process group is
 SIGKILLed at random moments and started again.
 
 ``--runs`` runs (default 30) on ``--repositories`` local git repositories (default 10: three
@@ -15,7 +15,7 @@ exit code 1 when a check fails.
 
 Uses its own PostgreSQL database (amtp_chaos, recreated), Valkey DB 11 (flushed) and task
 queue on the embedded devstack (started if it is not running). The retry policy is the
-spec's (2 s, x2, 30 s, 20 attempts); the heartbeat and bookkeeping timeouts, after which a
+production one (2 s, x2, 30 s, 20 attempts); the heartbeat and bookkeeping timeouts, after which a
 dead worker's activities are retried, are ``--timeout`` s (default 10; 60 s by default in
 production). ``tests/test_chaos.py`` is the bounded version in ``make test``.
 """

@@ -1,4 +1,4 @@
-"""Chaos (issue 12, R2): runs in flight while the worker's process group is SIGKILLed at random
+"""Chaos (docs/reliability.md, R2): runs in flight while the worker's process group is SIGKILLed at random
 moments and started again; then what must hold, check by check.
 
 Shared by ``scripts/chaos.py`` (30 runs, 5 kills) and ``tests/test_chaos.py`` (the bounded

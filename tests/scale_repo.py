@@ -1,7 +1,7 @@
 """A generated Next.js monorepo of any size whose routes and pages are known: the 10k-file
 end-to-end test and ``scripts/bench_scale.py`` measure against it.
 
-Like the monorepo of issue 11: pages and API routes under ``src/pages`` (``ROUTES``: 20 pages,
+Like a real Next.js monorepo: pages and API routes under ``src/pages`` (``ROUTES``: 20 pages,
 10 API route files, some dynamic), ``next.config.js`` and a root ``package.json`` naming
 ``next``; the rest grows with the size asked for: 120 workspace packages nested 3-8 folders
 deep (each with its own ``package.json``, and some ``api/`` and ``views/`` folders that look

@@ -1,4 +1,4 @@
-"""Agent activities waiting for a process are not timed out (item 7 of issue 12): with one
+"""Agent activities waiting for a process are not timed out: with one
 agent process and two runs, one run's stage waits longer than the heartbeat timeout while the
 other's runs; it is not retried, and no stage calls its LLM twice."""
 

@@ -1,5 +1,5 @@
-"""GET /api/runs/{id}/context: the run as a spec 004 context document, checked here with
-the spec's own draft-07 schema (format checking on), independently of the API's validation."""
+"""GET /api/runs/{id}/context: the run as a multi-agent context document, checked here with
+its own draft-07 schema (format checking on), independently of the API's validation."""
 
 import pytest
 from django.utils import timezone
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 client, make_token = api_support.client, api_support.make_token
 
 
-# --- context document (spec 004) -------------------------------------------------------------
+# --- context document --------------------------------------------------------------------------
 
 
 def spec_validator():

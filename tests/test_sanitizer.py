@@ -1,4 +1,4 @@
-"""sanitize_llm_output matches the spec's JavaScript reference function exactly."""
+"""sanitize_llm_output matches its JavaScript reference function exactly."""
 
 import json
 import shutil

@@ -13,7 +13,7 @@ from tests.temporal_worker import wait_terminal
 pytestmark = pytest.mark.django_db(transaction=True)
 
 FILES = 10_000
-MAX_CALL_INPUT_TOKENS = 40_000  # issue 11's bound for every agent call
+MAX_CALL_INPUT_TOKENS = 40_000  # the bound for every agent call (docs/benchmarks.md)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""Contracts: the spec's six schemas verbatim, ours beside them, every violation listed."""
+"""Contracts: the six original schemas verbatim (tests/fixtures/spec_000_schemas.txt), ours
+beside them, every violation listed."""
 
 import json
 import re
@@ -108,7 +109,7 @@ def test_required_keys_enums_and_repo_pattern_on_inputs():
 
 
 def test_date_time_format_is_really_checked():
-    # Our schemas do not use date-time, but the validator must: spec 004's context does.
+    # Our contracts do not use date-time, but the validator must: the context document does.
     from jsonschema import Draft202012Validator
 
     checker = Draft202012Validator.FORMAT_CHECKER

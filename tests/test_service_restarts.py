@@ -113,7 +113,7 @@ def workflow_result(run) -> str:
 
 
 def agent_retries(settings, attempts: int) -> None:
-    """Agent stages keep spec 003's shape with a cap; bookkeeping's has none."""
+    """Agent stages keep the retry policy's attempt cap; bookkeeping's has none."""
     settings.AMTP_RETRY_POLICY = {**settings.AMTP_RETRY_POLICY, **FAST_RETRY}
     settings.AMTP_RETRY_POLICY["maximum_attempts"] = attempts
 

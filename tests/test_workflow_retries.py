@@ -1,4 +1,4 @@
-"""The retry policy of spec 003 as configured, and what it does to a run on the real worker:
+"""The activity retry policy as configured, and what it does to a run on the real worker:
 a malformed answer is retried by Temporal, a schema violation ends the run after one attempt,
 a PR lock held by another run is waited for with backoff."""
 

@@ -149,8 +149,8 @@ def test_a_worker_stopped_by_sigterm_to_its_process_group_exits_cleanly(
     """What a supervisor does (systemd's control-group kill, run_system's stop): every process
     of the worker's group gets SIGTERM, its children first here. VerifyTests ran in the agent
     pool, so the worker's shutdown signals the heartbeat channel's process: that process
-    outlives the signal and the worker exits 0, without a traceback (it used to die with a
-    BrokenPipeError, surfacing as a CancelledError)."""
+    outlives the signal and the worker exits 0, without a traceback (a BrokenPipeError
+    surfacing as a CancelledError would mean the channel died first)."""
     import psutil  # pgserver's dependency
 
     log = tmp_path / "worker.log"

@@ -99,7 +99,7 @@ class AnthropicProvider(VendorProvider):
         }
         if takes_temperature(self.name, self.options.model):
             # The SDK has no typed `temperature`; models that still take it read it from the
-            # body. top_p is left out: its default is 1 (the spec's value), and these models
+            # body. top_p is left out: its default is 1 (the value agents use), and these models
             # refuse a request that sets both.
             request["extra_body"] = {"temperature": self.options.temperature}
         if tools:

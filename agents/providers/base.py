@@ -74,7 +74,7 @@ class Provider(ABC):
 
     def __init__(self, options: ProviderOptions, *, agent: str) -> None:
         if options.temperature > 0.2:
-            raise ValueError("temperature must be at most 0.2 (spec 001)")
+            raise ValueError("temperature must be at most 0.2")
         self.options = options
         self.agent = agent
 

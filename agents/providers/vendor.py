@@ -3,7 +3,8 @@ instance built from the settings with the SDK's retries off, and the translation
 exceptions into our hierarchy with API keys kept out of every message.
 
 One SDK client per instance, and the runner makes one provider per agent invocation, so no
-connection pool, header or conversation state outlives a session (spec 001). The SDK's own
+connection pool, header or conversation state outlives a session (each agent
+invocation is memoryless). The SDK's own
 retries are off: Temporal owns retries, and a hidden SDK retry would blur the activity's
 timing and attempt count. What the SDKs' retry logic knows we apply ourselves: the server's
 ``x-should-retry`` header decides when present, and 429s that a retry cannot clear (spend

@@ -2,9 +2,12 @@
 
 import time
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from temporalio.service import RPCError
 
+from amtp_site import temporal
 from amtp_site.errors import AmtpError, RepositoryInvalid, RunInputInvalid
 from repositories.models import DepthLevel, Framework, Repository
 from repositories.services import repository_update
@@ -14,9 +17,21 @@ from runs.models import Run
 from runs.services import run_create
 
 POLL_SECONDS = 0.5
+WORKER_CHECK_SECONDS = 15  # while a waited-for run is pending: is a worker there to start it?
+TEMPORAL_TIMEOUT_S = 10
+
+NO_WORKER = (
+    "no worker polls task queue {queue} on {address}: the run stays pending until one does "
+    "(start one: manage.py run_worker --task-queue {queue})"
+)
+WORKER_BACK = "a worker polls task queue {queue} now: {names}"
+TEMPORAL_UNREACHABLE = (
+    "could not ask Temporal at {address} for the workers of task queue {queue} ({error}); "
+    "the run starts when a worker can reach both"
+)
 
 
-class Command(BaseCommand):
+class Command(temporal.ExitsWithoutFinalizing, BaseCommand):
     help = "Launch a test-generation run; --wait prints each stage and exits 0 only on success."
 
     def add_arguments(self, parser):
@@ -79,8 +94,9 @@ class Command(BaseCommand):
             f"({run.depth_level}, {run.target_framework})"
         )
         self.stdout.write(f"  admin: http://127.0.0.1:8000/admin/runs/run/{run.run_id}/change/")
+        workers = self._workers()
         if options["wait"]:
-            self._wait(run, options["timeout"])
+            self._wait(run, options["timeout"], workers)
 
     def _allow(self, repository: Repository, hosts: list[str]) -> str:
         """``--allow-host`` entries added to the repository's allowed hosts, checked by the
@@ -105,11 +121,44 @@ class Command(BaseCommand):
             + f" (now {', '.join(repository.allowed_hosts)})"
         )
 
-    def _wait(self, run: Run, timeout: float) -> None:
+    def _workers(self) -> set[str] | None:
+        """The workers polling the queue the run goes to, saying so when there are none;
+        None when Temporal could not be asked (the run is accepted either way)."""
+        queue, address = settings.TEMPORAL_TASK_QUEUE, settings.TEMPORAL_ADDRESS
+        try:
+            workers = temporal.call(
+                lambda client: temporal.task_queue_pollers(client, queue),
+                timeout=TEMPORAL_TIMEOUT_S,
+            )
+        except (RPCError, RuntimeError, TimeoutError) as exc:
+            # RuntimeError: the SDK's "Failed client connect"
+            error = str(exc) or type(exc).__name__
+            self.stderr.write(
+                TEMPORAL_UNREACHABLE.format(address=address, queue=queue, error=error)
+            )
+            return None
+        if not workers:
+            self.stderr.write(NO_WORKER.format(queue=queue, address=address))
+        return workers
+
+    def _wait(self, run: Run, timeout: float, workers: set[str] | None) -> None:
         deadline = time.monotonic() + timeout
         seen: dict[str, str] = {}
+        checked = time.monotonic()
         while time.monotonic() < deadline:
             run.refresh_from_db()
+            if (
+                run.status == Run.Status.PENDING
+                and not workers
+                and time.monotonic() - checked > WORKER_CHECK_SECONDS
+            ):
+                checked = time.monotonic()
+                if workers := self._workers():
+                    self.stdout.write(
+                        WORKER_BACK.format(
+                            queue=settings.TEMPORAL_TASK_QUEUE, names=", ".join(sorted(workers))
+                        )
+                    )
             for stage in run.stages.order_by("position"):
                 state = (
                     f"{stage.status}"
@@ -127,7 +176,8 @@ class Command(BaseCommand):
                 break
             time.sleep(POLL_SECONDS)
         else:
-            raise CommandError(f"run {run.run_id} still {run.status} after {timeout:.0f} s")
+            hint = " with no worker polling its task queue" if workers == set() else ""
+            raise CommandError(f"run {run.run_id} still {run.status} after {timeout:.0f} s{hint}")
         if run.status != Run.Status.PASSED:
             raise CommandError(
                 f"run {run.run_id} {run.status}: {run.error_type} {run.error_message}"

@@ -6,10 +6,11 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from amtp_site.errors import OrchestratorUnavailable
+from amtp_site.temporal import ExitsWithoutFinalizing
 from runs.reconcile import reconcile_runs
 
 
-class Command(BaseCommand):
+class Command(ExitsWithoutFinalizing, BaseCommand):
     help = (
         "For every pending/running run older than the grace period, ask Temporal for its "
         "workflow: start a run that never started, end one whose workflow closed, leave the rest."
