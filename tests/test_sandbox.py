@@ -29,6 +29,7 @@ from runs.demo_app import serve
 from runs.verification import sandbox
 from runs.verification import verify as v
 from runs.verification.errors import SandboxUnavailable, VerifierNotInstalled
+from runs.verification.playwright import clean
 from runs.verification.summary import NOT_SANDBOXED, pr_section
 from tests.test_verify import HEADER, make_plan, spec
 from tests.verify_apps import NotesApp
@@ -321,3 +322,12 @@ def test_the_operators_override_runs_unsandboxed_and_every_report_says_so(tmp_pa
     assert report["sandbox"]["isolated"] is False
     assert report["tests"][0]["status"] == "passed"
     assert NOT_SANDBOXED in pr_section(report, "e2e/amtp")
+
+
+def test_text_from_the_tests_carries_no_control_character_or_held_secret(monkeypatch):
+    monkeypatch.setenv("AMTP_CANARY_API_KEY", CANARY)
+    error = f"Expected: 'nothing'\nReceived: 'PATH=/bin\x00KEY={CANARY}\x00\ud800\x1b[31mred'"
+    cleaned = clean(error, 4000)
+    assert CANARY not in cleaned and "\x00" not in cleaned and "\ud800" not in cleaned
+    assert cleaned.startswith("Expected: 'nothing'\nReceived: 'PATH=/bin KEY=[REDACTED:")
+    cleaned.encode("utf-8")  # a committed test.fixme comment and JSON take it as it is

@@ -67,6 +67,9 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# Control characters and lone surrogates: a test's error may carry anything it read (NUL bytes
+# of an environ file), and the text goes into a committed file, the PR and JSON.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
 GRACE_S = 15.0  # Playwright's own globalTimeout fires first; this catches a hung process
 
 
@@ -119,7 +122,7 @@ class TestResult:
 def clean(text: str, limit: int) -> str:
     """Text from the tests, bounded, and scrubbed of every secret: it reaches the report, the
     pull request, the LLM's heal request and the failure records."""
-    text = scrub(_ANSI.sub("", text or "")).strip()
+    text = scrub(_CONTROL.sub(" ", _ANSI.sub("", text or ""))).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
