@@ -10,7 +10,7 @@ from temporalio.service import RPCError
 from amtp_site import temporal
 from amtp_site.errors import AmtpError, RepositoryInvalid, RunInputInvalid
 from repositories.models import DepthLevel, Framework, Repository
-from repositories.services import repository_update
+from repositories.services import repository_allow_hosts_add
 from repositories.targets import target_url_problem
 from runs.management.repository_arg import repository_arg
 from runs.models import Run
@@ -99,12 +99,25 @@ class Command(temporal.ExitsWithoutFinalizing, BaseCommand):
             self._wait(run, options["timeout"], workers)
 
     def _allow(self, repository: Repository, hosts: list[str]) -> str:
-        """``--allow-host`` entries added to the repository's allowed hosts, checked by the
-        service the admin saves with (the preview URL is judged against the new list); what
-        to say about it once the run is accepted."""
+        """``--allow-host`` entries added to the repository's allowed hosts; what to say
+        about it once the run is accepted."""
         if not hosts:
             return ""
-        before = list(repository.allowed_hosts)
+        try:
+            added = repository_allow_hosts_add(repository=repository, hosts=hosts)
+        except RepositoryInvalid as exc:
+            shown = "; ".join(
+                f"{'--allow-host' if field == 'allowed_hosts' else field}: {message}"
+                for field, messages in exc.errors.items()
+                for message in messages
+            )
+            raise CommandError(shown) from exc
+        return (
+            f"allowed hosts of {repository.full_name}: "
+            + (f"added {', '.join(added)}" if added else "already listed")
+            + f" (now {', '.join(repository.allowed_hosts)})"
+        )
+
         try:
             repository_update(repository=repository, allowed_hosts=before + hosts)
         except RepositoryInvalid as exc:
