@@ -118,22 +118,6 @@ class Command(temporal.ExitsWithoutFinalizing, BaseCommand):
             + f" (now {', '.join(repository.allowed_hosts)})"
         )
 
-        try:
-            repository_update(repository=repository, allowed_hosts=before + hosts)
-        except RepositoryInvalid as exc:
-            shown = "; ".join(
-                f"{'--allow-host' if field == 'allowed_hosts' else field}: {message}"
-                for field, messages in exc.errors.items()
-                for message in messages
-            )
-            raise CommandError(shown) from exc
-        added = [entry for entry in repository.allowed_hosts if entry not in before]
-        return (
-            f"allowed hosts of {repository.full_name}: "
-            + (f"added {', '.join(added)}" if added else "already listed")
-            + f" (now {', '.join(repository.allowed_hosts)})"
-        )
-
     def _workers(self) -> set[str] | None:
         """The workers polling the queue the run goes to, saying so when there are none;
         None when Temporal could not be asked (the run is accepted either way)."""
