@@ -19,6 +19,7 @@ import compileall
 import concurrent.futures
 import contextlib
 import gc
+import importlib
 import logging
 import multiprocessing
 import multiprocessing.forkserver
@@ -27,7 +28,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures.process import BrokenProcessPool, _RemoteTraceback
 from datetime import timedelta
 from multiprocessing import reduction
 from multiprocessing.managers import SyncManager
@@ -39,9 +40,9 @@ from django.utils.module_loading import import_string
 from temporalio.worker import Interceptor, SharedStateManager, Worker
 
 from amtp_site.child import django_setup
-from amtp_site.errors import AgentProcessDied
+from amtp_site.errors import AgentProcessDied, ConfigurationError
 from amtp_site.temporal import connect
-from runs.temporal.activities import CANCEL_NOTICE_S, agent_activities
+from runs.temporal.activities import CANCEL_NOTICE_S, AgentActivities
 from runs.temporal.agent_gate import AgentPoolGate
 from runs.temporal.dispatcher import StartDispatcher
 from runs.temporal.workflow import TestGenerationWorkflow
@@ -96,7 +97,31 @@ def _adopt_stdio(*fds) -> None:
 
 def _agent_process_setup(_stdio: _WorkerStdio | None) -> None:
     gc.enable()  # the template turned it off and froze what it made (agent_template.py)
-    django_setup()  # a no-op after the template's; the set-up if that failed
+    django_setup()  # a no-op after the template's
+
+
+def _in_agent_process(template: str, fn, /, *args, **kwargs):
+    """``fn(*args, **kwargs)`` in an agent process, once its template is known to have
+    preloaded: a template that could not (a module that fails to import) fails every task
+    with a ConfigurationError naming the module, instead of letting children start cold."""
+    problem = template_problem(template)
+    if problem:
+        raise ConfigurationError(problem)
+    return fn(*args, **kwargs)
+
+
+def template_problem(template: str) -> str:
+    """What keeps agent processes from starting from ``template`` ('' if nothing). The
+    forkserver skips a preload module that raises ImportError without a word, so a template
+    missing from this process is imported here again, for its error."""
+    module = sys.modules.get(template)
+    if module is None:
+        try:
+            importlib.import_module(template)
+        except Exception as exc:
+            return f"the agent process template {template} could not be imported: {exc!r}"
+        return f"the agent process template {template} was not preloaded"
+    return getattr(module, "PRELOAD_ERROR", "")
 
 
 def agent_context() -> multiprocessing.context.BaseContext:
@@ -155,10 +180,10 @@ class RespawningProcessPool(concurrent.futures.Executor):
             if self._broken:
                 self._respawn()
             try:
-                inner = self._pool.submit(fn, *args, **kwargs)
+                inner = self._pool.submit(_in_agent_process, TEMPLATE, fn, *args, **kwargs)
             except BrokenProcessPool:
                 self._respawn()
-                inner = self._pool.submit(fn, *args, **kwargs)
+                inner = self._pool.submit(_in_agent_process, TEMPLATE, fn, *args, **kwargs)
         outer: concurrent.futures.Future = concurrent.futures.Future()
         outer.add_done_callback(lambda f: f.cancelled() and inner.cancel())
         inner.add_done_callback(lambda f: self._relay(f, outer))
@@ -178,12 +203,23 @@ class RespawningProcessPool(concurrent.futures.Executor):
                 )
             )
         elif inner.exception() is not None:
-            outer.set_exception(inner.exception())
+            outer.set_exception(_without_remote_traceback(inner.exception()))
         else:
             outer.set_result(inner.result())
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def _without_remote_traceback(exc: BaseException) -> BaseException:
+    """The error an agent process raised, its traceback (which the pool attaches as the
+    cause, and Temporal would send on) written to the log instead."""
+    if isinstance(exc.__cause__, _RemoteTraceback):
+        log.warning(
+            "an agent process raised %s; its traceback:%s", type(exc).__name__, exc.__cause__.tb
+        )
+        exc.__cause__ = None
+    return exc
 
 
 def app_activities() -> list:
@@ -234,7 +270,7 @@ def build_worker(
         agents = pool
         for interceptor in interceptors:  # a test's interceptor may wrap it (fault injection)
             agents = getattr(interceptor, "agent_pool", lambda p: p)(agents)
-        activities = [*app_activities(), *agent_activities(agents)]
+        activities = [*app_activities(), *AgentActivities(agents).all()]
     compile_workflow_modules(workflows)
     return Worker(
         client,
