@@ -36,6 +36,7 @@ def record_history(run, name: str) -> None:
         return
     path = HISTORIES / (f"{name}.json" if tag == "1" else f"{name}.{tag}.json")
     if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
         history = json.loads(run_history(run.run_id).to_json())
         path.write_text(json.dumps(strip_stack_traces(history), indent=1))
 
