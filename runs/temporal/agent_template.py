@@ -27,8 +27,8 @@ from amtp_site.child import django_setup
 log = logging.getLogger(__name__)
 
 PRELOAD = (
-    "runs.temporal.worker",  # the pool's initializer (_agent_process_setup)
-    "runs.temporal.activities",  # what the pool unpickles; runs.pipeline and the stages
+    "runs.temporal.agent_process",  # the pool's initializer, and what wraps each task
+    "runs.temporal.activities",  # VerifyTests, unpickled by the pool; runs.pipeline
     "agents.service",
     "agents.crawler",  # the MCP SDK
     "repositories.mcp_server",  # the MCP server the crawler runs in its own process

@@ -18,8 +18,6 @@ import asyncio
 import compileall
 import concurrent.futures
 import contextlib
-import gc
-import importlib
 import logging
 import multiprocessing
 import multiprocessing.forkserver
@@ -30,7 +28,6 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures.process import BrokenProcessPool, _RemoteTraceback
 from datetime import timedelta
-from multiprocessing import reduction
 from multiprocessing.managers import SyncManager
 
 from django.apps import apps
@@ -39,11 +36,11 @@ from django.db import connections
 from django.utils.module_loading import import_string
 from temporalio.worker import Interceptor, SharedStateManager, Worker
 
-from amtp_site.child import django_setup
-from amtp_site.errors import AgentProcessDied, ConfigurationError
+from amtp_site.errors import AgentProcessDied
 from amtp_site.temporal import connect
 from runs.temporal.activities import CANCEL_NOTICE_S, AgentActivities
 from runs.temporal.agent_gate import AgentPoolGate
+from runs.temporal.agent_process import WorkerStdio, agent_process_setup, in_agent_process
 from runs.temporal.dispatcher import StartDispatcher
 from runs.temporal.workflow import TestGenerationWorkflow
 
@@ -70,58 +67,6 @@ def _stop_template() -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(server._forkserver_pid, signal.SIGTERM)
     server._stop()
-
-
-class _WorkerStdio:
-    """The worker's stdout and stderr as they are now, handed to an agent process as it
-    starts (pickled with its start-up arguments): a forked one would otherwise write where the
-    template's were when it started, not where the worker's are now (tests capture them)."""
-
-    def __reduce__(self):
-        return _adopt_stdio, tuple(_dup_if_open(fd) for fd in (1, 2))
-
-
-def _dup_if_open(fd: int):
-    try:
-        os.fstat(fd)
-    except OSError:  # closed (a daemon without output): the child keeps the template's
-        return None
-    return reduction.DupFd(fd)
-
-
-def _adopt_stdio(*fds) -> None:
-    for target, fd in enumerate(fds, start=1):
-        if fd is not None:
-            os.dup2(fd.detach(), target)
-
-
-def _agent_process_setup(_stdio: _WorkerStdio | None) -> None:
-    gc.enable()  # the template turned it off and froze what it made (agent_template.py)
-    django_setup()  # a no-op after the template's
-
-
-def _in_agent_process(template: str, fn, /, *args, **kwargs):
-    """``fn(*args, **kwargs)`` in an agent process, once its template is known to have
-    preloaded: a template that could not (a module that fails to import) fails every task
-    with a ConfigurationError naming the module, instead of letting children start cold."""
-    problem = template_problem(template)
-    if problem:
-        raise ConfigurationError(problem)
-    return fn(*args, **kwargs)
-
-
-def template_problem(template: str) -> str:
-    """What keeps agent processes from starting from ``template`` ('' if nothing). The
-    forkserver skips a preload module that raises ImportError without a word, so a template
-    missing from this process is imported here again, for its error."""
-    module = sys.modules.get(template)
-    if module is None:
-        try:
-            importlib.import_module(template)
-        except Exception as exc:
-            return f"the agent process template {template} could not be imported: {exc!r}"
-        return f"the agent process template {template} was not preloaded"
-    return getattr(module, "PRELOAD_ERROR", "")
 
 
 def agent_context() -> multiprocessing.context.BaseContext:
@@ -161,8 +106,8 @@ class RespawningProcessPool(concurrent.futures.Executor):
             max_workers=self.max_workers,
             mp_context=agent_context(),
             max_tasks_per_child=1,  # the child exits after its task; a new one is forked
-            initializer=_agent_process_setup,
-            initargs=(_WorkerStdio(),),
+            initializer=agent_process_setup,
+            initargs=(WorkerStdio(),),
         )
 
     def _respawn(self) -> None:
@@ -180,10 +125,10 @@ class RespawningProcessPool(concurrent.futures.Executor):
             if self._broken:
                 self._respawn()
             try:
-                inner = self._pool.submit(_in_agent_process, TEMPLATE, fn, *args, **kwargs)
+                inner = self._pool.submit(in_agent_process, TEMPLATE, fn, *args, **kwargs)
             except BrokenProcessPool:
                 self._respawn()
-                inner = self._pool.submit(_in_agent_process, TEMPLATE, fn, *args, **kwargs)
+                inner = self._pool.submit(in_agent_process, TEMPLATE, fn, *args, **kwargs)
         outer: concurrent.futures.Future = concurrent.futures.Future()
         outer.add_done_callback(lambda f: f.cancelled() and inner.cancel())
         inner.add_done_callback(lambda f: self._relay(f, outer))
