@@ -42,11 +42,7 @@ UNVERIFIED_NOTE = "the pull request is opened anyway, marked unverified"
 def _begin(run_id: str, activity: str, run: Run | None = None) -> Run:
     """The stage begun, and the run (``run``, when the caller has just loaded it)."""
     stage = STAGE_OF[activity]
-    begun = lifecycle.stage_begin(run_id, stage)
-    if not begun and activity == VERIFY_TESTS:  # a run started before this stage existed
-        lifecycle.stages_upgrade(run_id)
-        begun = lifecycle.stage_begin(run_id, stage)
-    if not begun:
+    if not lifecycle.stage_begin(run_id, stage):
         raise RunNotActive(f"run {run_id} is no longer active; {stage} was not started")
     return run or selectors.run_with_repository(run_id)
 
