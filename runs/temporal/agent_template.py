@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 PRELOAD = (
     "runs.temporal.agent_process",  # the pool's initializer, and what wraps each task
+    "runs.temporal.worker",  # temporalio.worker, which runs VerifyTests in its process
     "runs.temporal.activities",  # VerifyTests, unpickled by the pool; runs.pipeline
     "agents.service",
     "agents.crawler",  # the MCP SDK
