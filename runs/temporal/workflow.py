@@ -91,6 +91,8 @@ class TestGenerationWorkflow:
         try:
             await self._start(run_id)
             await self._stages(run_id)
+            # Cancelled before EndRun wrote "passed": the run ends cancelled, its PR taken back.
+            await self._end(t.RunEnd(run_id, t.PASSED))
         except asyncio.CancelledError:
             await self._cancelled(run_id)
             raise
@@ -102,7 +104,6 @@ class TestGenerationWorkflow:
             raise await self._failed(failure, f"{failure.error_type}: {failure.message}") from err
         except _Rejected as rejected:
             raise await self._failed(rejected.failure, rejected.failure.message) from None
-        await self._end(t.RunEnd(run_id, t.PASSED))
         return t.PASSED
 
     async def _stages(self, run_id: str) -> None:
