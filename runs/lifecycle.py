@@ -11,7 +11,6 @@ import logging
 from contextlib import nullcontext
 
 from django.db import connection, models, transaction
-from django.db.models import Case, F, Value, When
 from django.db.models.functions import Now
 
 import schemas
@@ -69,15 +68,6 @@ def new_stages(run: Run) -> list[Stage]:
 
 def create_stages(run: Run) -> list[Stage]:
     return Stage.objects.bulk_create(new_stages(run), ignore_conflicts=True)
-
-
-def stages_upgrade(run_id: str) -> None:
-    """Give a run started before a stage existed (VerifyTests) that stage's row, and every
-    stage its position in today's order."""
-    create_stages(Run.objects.get(pk=run_id))
-    order = [When(name=name, then=Value(i)) for i, name in enumerate(Stage.ORDER)]
-    position = Case(*order, default=F("position"), output_field=Stage._meta.get_field("position"))
-    Stage.objects.filter(run_id=run_id).update(position=position)
 
 
 def _write(sql: str, params: list) -> int:

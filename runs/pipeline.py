@@ -11,20 +11,18 @@ called again. Each stage loads its upstream artifact from PostgreSQL and returns
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import redis
-from django.db import DatabaseError, connection
+from django.db import connection
 
 import schemas
 from agents.runner import AgentResult
 from amtp_site.canonical import idempotency_key
 from amtp_site.errors import RunNotActive
 from repositories.hosts import host_for
-from runs import artifacts, lifecycle, selectors, slots
+from runs import artifacts, lifecycle, selectors
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
 from runs.pull_requests import head_branch_for, pull_request_create
 from runs.temporal.types import (
@@ -32,9 +30,7 @@ from runs.temporal.types import (
     CREATE_PULL_REQUEST,
     GENERATE_TEST_CASES,
     GENERATE_TEST_CODE,
-    RUN_PASSED,
     STAGE_OF,
-    VERIFICATION_SKIPPED,
     VERIFY_TESTS,
 )
 from runs.verification.service import REPORT_SCHEMA, target_url_of, verification_report
@@ -46,11 +42,7 @@ UNVERIFIED_NOTE = "the pull request is opened anyway, marked unverified"
 def _begin(run_id: str, activity: str, run: Run | None = None) -> Run:
     """The stage begun, and the run (``run``, when the caller has just loaded it)."""
     stage = STAGE_OF[activity]
-    begun = lifecycle.stage_begin(run_id, stage)
-    if not begun and activity == VERIFY_TESTS:  # a run started before this stage existed
-        lifecycle.stages_upgrade(run_id)
-        begun = lifecycle.stage_begin(run_id, stage)
-    if not begun:
+    if not lifecycle.stage_begin(run_id, stage):
         raise RunNotActive(f"run {run_id} is no longer active; {stage} was not started")
     return run or selectors.run_with_repository(run_id)
 
@@ -106,18 +98,11 @@ def agent_step(activity: str, run_id: str) -> AgentStep | str:
     return AgentStep(run, activity, idempotency_key(run_id, activity, key_input), call)
 
 
-def agent_store(step: AgentStep, result: AgentResult) -> str | dict:
-    """Store the agent's validated output as the stage's artifact; the stage passes. After
-    GenerateTestCode, VerifyTests is closed as skipped here when there is nothing to run
-    (:func:`skip_verification`), and the answer says so: the workflow then has no step of
-    its own to take for it."""
+def agent_store(step: AgentStep, result: AgentResult) -> str:
+    """Store the agent's validated output as the stage's artifact; the stage passes."""
     kind, schema, _prepare = AGENTS[step.activity]
     artifact = _persist(step.run, kind, schema, result, step.key, step.activity)
-    artifact_id = _finish(step.run, step.activity, str(artifact.artifact_id))
-    run_id = str(step.run.run_id)
-    if step.activity == GENERATE_TEST_CODE and skip_verification(run_id, step.run):
-        return {"artifact_id": artifact_id, VERIFICATION_SKIPPED: True}
-    return artifact_id
+    return _finish(step.run, step.activity, str(artifact.artifact_id))
 
 
 def _resolve_commits(run: Run) -> None:
@@ -241,10 +226,11 @@ def verify_tests(run_id: str, run: Run | None = None) -> str:
 
 
 def skip_verification(run_id: str, run: Run | None = None) -> bool:
-    """VerifyTests with nothing to run (web tests, no target URL): the stage is closed as
-    skipped with the same report, here, without an agent process (again: True, unchanged).
-    False when there is something to run (a target URL, or Maestro flows to list): the
-    VerifyTests activity runs."""
+    """Whether VerifyTests is skipped: the one place that decides it, just after
+    GenerateTestCode. With nothing to run (web tests, no target URL) the stage is closed as
+    skipped with the same report, here, without an agent process (asked again: True,
+    unchanged). False when there is something to run (a target URL, or Maestro flows to
+    list): the workflow then runs the VerifyTests activity."""
     run = run or selectors.run_with_repository(run_id)
     if target_url_of(run) or run.target_framework != "playwright":
         return False
@@ -252,21 +238,10 @@ def skip_verification(run_id: str, run: Run | None = None) -> bool:
     return True
 
 
-def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> str | dict:
+def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> str:
     """Open the PR; ``stop()`` says the run's cancellation was requested (see pull_requests).
-    The PR is the last stage: once it passed, the run is marked passed and its slot given
-    back here, and the answer says so (the workflow then has no step of its own to take).
-    When PostgreSQL fails that last write, the answer is the artifact id alone: the workflow's
-    own final step writes it then, retried for as long as the outage lasts."""
-    try:
-        run = _begin(run_id, CREATE_PULL_REQUEST)
-    except RunNotActive:
-        # An attempt that finished the run, and whose answer Temporal never recorded (its
-        # worker died just after): the same answer again, not a failure of a passed run.
-        passed = Run.objects.filter(pk=run_id, status=Run.Status.PASSED).first()
-        if done := passed and _reuse(passed, ArtifactKind.PULL_REQUEST):
-            return {"artifact_id": str(done[0]), RUN_PASSED: True}
-        raise
+    The stage passes; the run's end is its workflow's to write."""
+    run = _begin(run_id, CREATE_PULL_REQUEST)
     kinds = (ArtifactKind.TEST_ENGINEER_OUTPUT, ArtifactKind.VERIFICATION_REPORT)
     found = Artifact.objects.filter(run=run, kind__in=kinds).order_by()  # no join on runs
     content = dict(found.values_list("kind", "content"))
@@ -275,13 +250,4 @@ def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False
     code, report = content[kinds[0]], content.get(kinds[1])
     files, title, body = pull_request_contents(code, report, run.repository.test_dir)
     artifact = pull_request_create(run=run, files=files, title=title, body=body, stop=stop)
-    artifact_id = _finish(run, CREATE_PULL_REQUEST, str(artifact.artifact_id))
-    try:
-        lifecycle.mark_passed(run_id)
-    except DatabaseError:  # the workflow's own final step writes it, retried without a cap
-        return artifact_id
-    # Best effort: a place Valkey did not give back is freed once the run is seen finished
-    # (slots._forget_finished), or when its lease ends.
-    with contextlib.suppress(redis.RedisError):
-        slots.slot_release(run_id)
-    return {"artifact_id": artifact_id, RUN_PASSED: True}
+    return _finish(run, CREATE_PULL_REQUEST, str(artifact.artifact_id))

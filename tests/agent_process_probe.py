@@ -33,3 +33,14 @@ def one_task(name: str) -> dict:
         cursor.execute("SELECT 1")
         found["query"] = cursor.fetchone()[0]
     return found
+
+
+def fail_loudly(size: int) -> None:
+    """Raises in the agent process with a message of ``size`` characters, a few frames deep."""
+
+    def deeper(depth: int) -> None:
+        if depth:
+            deeper(depth - 1)
+        raise RuntimeError("the agent broke: " + "x" * size)
+
+    deeper(20)

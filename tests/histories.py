@@ -27,14 +27,16 @@ def fixture_name(test_name: str) -> str:
 
 
 def record_history(run, name: str) -> None:
-    """A new fixture beside the old ones, when ``AMTP_RECORD_HISTORIES`` is set; a tag
-    (anything but 1) names it ``<name>.<tag>.json``. A recorded history is never overwritten:
-    it stands for runs in flight that today's workflow must still replay."""
+    """A new fixture beside the others, when ``AMTP_RECORD_HISTORIES`` is set; a tag
+    (anything but 1) names it ``<name>.<tag>.json``. A recorded history is not overwritten:
+    from 1.0.0 on it stands for runs in flight that the workflow must still replay (before,
+    delete the fixtures a workflow change makes obsolete and record them again)."""
     tag = os.environ.get("AMTP_RECORD_HISTORIES")
     if not tag:
         return
     path = HISTORIES / (f"{name}.json" if tag == "1" else f"{name}.{tag}.json")
     if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
         history = json.loads(run_history(run.run_id).to_json())
         path.write_text(json.dumps(strip_stack_traces(history), indent=1))
 

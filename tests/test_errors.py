@@ -59,18 +59,15 @@ def test_an_error_keeps_its_class_through_task_groups_and_cause_chains():
 
 
 def test_the_activity_wrapper_reports_a_wrapped_final_error_as_itself():
-    import pytest
     from temporalio.exceptions import ApplicationError
 
-    from runs.temporal.activities import _typed
+    from runs.temporal.failures import activity_failure
 
-    def crawl(_run_id):
-        raise ExceptionGroup("unhandled errors in a TaskGroup", [errors.BudgetExceeded("big")])
-
-    with pytest.raises(ApplicationError) as caught:
-        _typed(None)(crawl)("run-1")
-    assert caught.value.type == "BudgetExceeded" and caught.value.non_retryable
-    assert caught.value.message == "big"
+    wrapped = ExceptionGroup("unhandled errors in a TaskGroup", [errors.BudgetExceeded("big")])
+    failure = activity_failure(wrapped)
+    assert isinstance(failure, ApplicationError)
+    assert failure.type == "BudgetExceeded" and failure.non_retryable
+    assert failure.message == "big"
 
 
 def test_every_error_survives_pickling_with_its_type_and_details():

@@ -127,10 +127,9 @@ def agent_retries(settings, attempts: int) -> None:
 def test_postgres_stopped_before_the_final_write_then_started_again(
     request, tmp_path, temporal_env, monkeypatch
 ):
-    """CreatePullRequest marks the run passed once the PR is recorded; PostgreSQL is stopped
-    just before that write. The answer then leaves it to the workflow's final step (mark
-    passed, give the slot back), which keeps retrying for as long as the outage lasts."""
-    pause = Pause(t.FINISH_RUN)
+    """The PR is open; PostgreSQL is stopped just before EndRun marks the run passed. EndRun
+    (mark passed, give the slot back) keeps retrying for as long as the outage lasts."""
+    pause = Pause(t.END_RUN)
     pause.release.set()  # counts its attempts only
     final_write, go_on = threading.Event(), threading.Event()
     mark_passed = lifecycle.mark_passed

@@ -11,13 +11,12 @@ from django.urls import reverse
 
 from repositories.models import Repository
 from repositories.targets import TARGET_URL_CREDENTIALS, TARGET_URL_INVALID, TARGET_URL_PRIVATE
-from runs import lifecycle, pipeline
-from runs.models import Artifact, Run
-from runs.verification.verify import NO_TARGET
+from runs import lifecycle
+from runs.models import Run
 from tests import api_support
 from tests.admin_helpers import VIEW, change_url, client_for, staff
 from tests.api_support import assert_problem, post
-from tests.contract_examples import ENGINEER_OUTPUT, VERIFICATION_REPORT
+from tests.contract_examples import VERIFICATION_REPORT
 from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
 from tests.test_admin import _repository_form
 from tests.test_admin_launch import LAUNCH, form_data, launcher  # noqa: F401  (fixture)
@@ -134,25 +133,3 @@ def test_the_run_page_shows_the_report_with_evidence_downloads(verified_run):
         evil = reverse("admin:runs_run_evidence", args=[verified_run.pk, "x"]).replace("x", name)
         assert browser.get(evil).status_code == 404, name
     assert client_for(staff()).get(url).status_code in (302, 403)
-
-
-def test_a_run_started_before_the_stage_existed_gets_it_when_it_arrives(settings):
-    """A workflow started before the upgrade reaches VerifyTests (workflow.patched) with no
-    verify_tests row: the stage adds it in pipeline order, and without a URL skips."""
-    run = RunFactory(status="running")
-    lifecycle.create_stages(run)
-    run.stages.filter(name="verify_tests").delete()
-    run.stages.filter(name="create_pull_request").update(position=3)  # the old order
-    ArtifactFactory(run=run, kind="test_engineer_output", content=ENGINEER_OUTPUT)
-    artifact_id = pipeline.verify_tests(str(run.run_id))
-    stages = list(run.stages.order_by("position").values_list("name", "status", "note"))
-    assert [name for name, _, _ in stages] == [
-        "crawl_repo",
-        "generate_test_cases",
-        "generate_test_code",
-        "verify_tests",
-        "create_pull_request",
-    ]
-    assert stages[3][1:] == ("skipped", NO_TARGET)
-    report = Artifact.objects.get(pk=artifact_id)
-    assert report.kind == "verification_report" and report.content["status"] == "skipped"

@@ -15,6 +15,7 @@ from tests.faults import Fault, FaultOnce
 from tests.gitrepo import git, make_git_repo
 from tests.samples import DEMO_WEB
 from tests.temporal_worker import wait_terminal
+from tests.test_workflow import record_histories  # noqa: F401  (AMTP_RECORD_HISTORIES=1)
 from tests.worker_process import kill_worker, start_worker, stop_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)

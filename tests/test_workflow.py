@@ -12,9 +12,9 @@ from approvals.services import approval_decide
 from repositories.hosts.local import LocalGitHost
 from runs import pipeline
 from runs.models import Artifact, Run
+from runs.outcome import run_end
 from runs.pull_requests import head_branch_for
 from runs.services import run_cancel, run_create
-from runs.temporal import activities
 from runs.temporal import types as t
 from tests.factories import RepositoryFactory
 from tests.gitrepo import commit_files, git, make_git_repo
@@ -72,33 +72,31 @@ def test_happy_path_on_the_local_host(tmp_path, worker, framework, files):
     ]
     assert len(set(pids)) == 3, "each agent must run in a fresh process"
     assert slot_released(repo)
-    # Bookkeeping is local (markers, no task-queue round trip), the start one step. Web tests
-    # without a target URL have nothing to run: GenerateTestCode closes VerifyTests as skipped
-    # and says so; Maestro flows get an activity (and a process) to list them. The PR, the
-    # last stage, marks the run passed and gives its slot back: no step of its own.
+    # Bookkeeping is local (markers, no task-queue round trip): one step to start, one to
+    # end. Web tests without a target URL have nothing to run: GenerateTestCode closes
+    # VerifyTests as skipped and says so; Maestro flows get an activity (and a process) to
+    # list them.
     scheduled, local, patches = history_outline(run)
-    assert patches == [t.CURRENT_PATCH]  # one marker for every change made before it
+    assert patches == []
     agents = ["CrawlRepo", "GenerateTestCases", "GenerateTestCode", "CreatePullRequest"]
     if framework == "maestro":
         agents.insert(3, "VerifyTests")
     assert scheduled == agents
-    assert local == ["MarkRunRunningAndTakeSlot"] + (
-        ["SkipVerificationWithoutTarget"] if framework == "maestro" else []  # answers False
-    )
+    assert local == [t.START_RUN, t.END_RUN]
     verify = run.stages.get(name="verify_tests")
     assert (verify.status, verify.attempts) == ("skipped", 1)  # no target URL, no device
     assert run.finished_at is not None
 
 
-def test_the_steps_answers_made_unneeded_are_harmless_when_taken(tmp_path, worker):
-    """A run in flight from an earlier version still takes them (SkipVerification and
-    FinishRun steps, or VerifyTests as an activity), and CreatePullRequest is retried when
-    its answer was lost after it finished the run: each ends where the first success did."""
+def test_the_end_and_the_skip_asked_again_change_nothing(tmp_path, worker):
+    """EndRun and the skip decision are retried until they succeed, so each may be asked
+    again after it did its work (its answer lost): a run ends where the first end put it,
+    and a late cancel does not move a passed run."""
     repo = local_repo(tmp_path, "web", DEMO_WEB)
     run = wait_terminal(run_create(repository=repo, depth_level="core"))
     assert run.status == "passed", (run.error_type, run.error_message)
-    run_id, kinds = str(run.run_id), ("verification_report", "pull_request")
-    report, pull = (str(run.artifacts.get(kind=k).artifact_id) for k in kinds)
+    run_id = str(run.run_id)
+    report = str(run.artifacts.get(kind="verification_report").artifact_id)
 
     def state():
         run.refresh_from_db()
@@ -108,8 +106,8 @@ def test_the_steps_answers_made_unneeded_are_harmless_when_taken(tmp_path, worke
     before = state()
     assert pipeline.skip_verification(run_id) is True
     assert pipeline.verify_tests(run_id) == report
-    assert pipeline.create_pull_request(run_id) == {"artifact_id": pull, t.RUN_PASSED: True}
-    activities.finish_run(run_id)
+    assert run_end(run_id=run_id, status=t.PASSED) is False
+    assert run_end(run_id=run_id, status=t.CANCELLED) is False
     assert state() == before and slot_released(repo)
     assert len(LocalGitHost(repo.full_name, repo.local_path).pull_requests()) == 1
 

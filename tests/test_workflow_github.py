@@ -10,6 +10,7 @@ from tests.factories import RepositoryFactory
 from tests.fakes.github_api import FakeGitHub
 from tests.samples import DEMO_WEB
 from tests.temporal_worker import wait_for, wait_terminal
+from tests.test_workflow import record_histories  # noqa: F401  (AMTP_RECORD_HISTORIES=1)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,7 +7,9 @@ Temporal would time it out and start it again while the queued copy still runs l
 LLM conversations for one stage. :class:`AgentPoolGate` keeps the waiting ones here instead,
 heartbeating from the worker, and goes on heartbeating for an admitted one until its agent
 process heartbeats itself (a process is being spawned meanwhile). A cancel reaches a waiting
-one too. Activities run in the worker (bookkeeping, CreatePullRequest) pass straight through.
+one too. The gated ones: every activity run in the pool (VerifyTests), and the agent stages
+(``types.AGENT_STAGES``), whose agent the activity hands to the pool. Activities run in the
+worker (bookkeeping, CreatePullRequest) pass straight through.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from temporalio.worker import (
     ExecuteActivityInput,
     Interceptor,
 )
+
+from runs.temporal.types import AGENT_STAGES
 
 NOT_STARTED = "cancelled while waiting for an agent process"
 
@@ -54,7 +58,8 @@ class _Gate(ActivityInboundInterceptor):
         super().init(_Watched(outbound, self.agent_alive))
 
     async def execute_activity(self, input: ExecuteActivityInput):
-        if input.executor is None and not getattr(input.fn, "uses_agent_process", False):
+        in_pool = input.executor is not None or activity.info().activity_type in AGENT_STAGES
+        if not in_pool:
             return await super().execute_activity(input)  # runs in the worker, not the pool
         every = beat_interval()
         await self._wait_for_a_process(every)

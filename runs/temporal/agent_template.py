@@ -27,8 +27,9 @@ from amtp_site.child import django_setup
 log = logging.getLogger(__name__)
 
 PRELOAD = (
-    "runs.temporal.worker",  # the pool's initializer (_agent_process_setup)
-    "runs.temporal.activities",  # what the pool unpickles; runs.pipeline and the stages
+    "runs.temporal.agent_process",  # the pool's initializer, and what wraps each task
+    "runs.temporal.worker",  # temporalio.worker, which runs VerifyTests in its process
+    "runs.temporal.activities",  # VerifyTests, unpickled by the pool; runs.pipeline
     "agents.service",
     "agents.crawler",  # the MCP SDK
     "repositories.mcp_server",  # the MCP server the crawler runs in its own process
@@ -49,12 +50,17 @@ CACHES = (
 )
 
 
-def warm() -> None:
+def warm(modules=PRELOAD, caches=CACHES) -> None:
+    """Set Django up, import ``modules`` and fill ``caches``; an import that fails raises
+    ImportError naming the module."""
     gc.disable()  # no collection leaves holes in the pages the children share
     django_setup()
-    for name in PRELOAD:
-        importlib.import_module(name)
-    for path in CACHES:
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:
+            raise ImportError(f"preload module {name} failed to import: {exc!r}") from exc
+    for path in caches:
         module, _, function = path.rpartition(".")
         getattr(importlib.import_module(module), function)()
     from django.db import connections
@@ -68,12 +74,17 @@ def warm() -> None:
     gc.freeze()
 
 
-# The forkserver forgives only an ImportError in a preloaded module and dies on anything else,
-# which would leave the pool unable to start any process: log it instead, and every child
-# then sets itself up (the pool's initializer), as slowly as a spawned one.
-try:
-    warm()
-    READY = True
-except Exception:
-    log.exception("the agent process template could not preload; agent processes start cold")
-    READY = False
+def preload(modules=PRELOAD, caches=CACHES) -> str:
+    """:func:`warm`; what went wrong ('' if nothing). Never raises: the forkserver skips a
+    preload module that raises ImportError without a word, and dies on anything else, which
+    leaves the pool unable to start any process. Instead, every task given to an agent
+    process fails with this message (runs.temporal.worker), and the log says it at once."""
+    try:
+        warm(modules, caches)
+    except Exception as exc:
+        log.error("the agent process template could not preload", exc_info=True)
+        return f"agent processes cannot start: {exc}"
+    return ""
+
+
+PRELOAD_ERROR = preload()

@@ -11,9 +11,8 @@ WORKFLOW_NAME = "TestGenerationWorkflow"
 APPROVAL_SIGNAL = "approval_decided"
 
 # Activities, by their stable names (the workflow refers to them by name only).
-MARK_RUNNING = "MarkRunRunning"
-ACQUIRE_SLOT = "RateLimitCheckAndIncrRepoConcurrency"
-RELEASE_SLOT = "DecrRepoConcurrency"
+START_RUN = "MarkRunRunningAndTakeSlot"  # the run marked running, its slot taken
+END_RUN = "EndRun"  # the run marked as the workflow decided (RunEnd), its slot given back
 CRAWL_REPO = "CrawlRepo"
 GENERATE_TEST_CASES = "GenerateTestCases"
 GENERATE_TEST_CODE = "GenerateTestCode"
@@ -21,40 +20,13 @@ VERIFY_TESTS = "VerifyTests"
 CREATE_PULL_REQUEST = "CreatePullRequest"
 REQUEST_APPROVAL = "RequestApproval"
 EXPIRE_APPROVAL = "ExpireApproval"
-MARK_PASSED = "MarkRunPassed"
-MARK_FAILED = "MarkRunFailed"
-MARK_CANCELLED = "MarkRunCancelled"
 DISCARD_PULL_REQUEST = "DiscardPullRequest"
-# VerifyTests when there is nothing to run (no target URL): closes the stage as skipped with
-# the same report, without an agent process. Answers whether it did.
-SKIP_VERIFICATION = "SkipVerificationWithoutTarget"
-# What an activity's answer (a dict, where it used to be the artifact id alone) may say it
-# did already, so the workflow has no step of its own to take: GenerateTestCode closed
-# VerifyTests as skipped (nothing to run), CreatePullRequest marked the run passed and gave its
-# slot back. An answer without it (a recorded history, a worker of an earlier version) gets
-# that step as before; so no patch marker is needed, the history itself says which it was.
-VERIFICATION_SKIPPED = "verification_skipped"
-RUN_PASSED = "run_passed"
-# Runs started before a cancel stopped CreatePullRequest replay without it (workflow.patched).
-CANCEL_PATCH = "cancel-stops-pull-request"
-# Runs started before a run waited for its slot (instead of failing) replay without it.
-SLOT_WAIT_PATCH = "wait-for-a-slot"
-# Bookkeeping runs as local activities (no task-queue round trip, no workflow task of its
-# own) and VerifyTests without a target URL is closed without an agent process. Runs started
-# before replay with regular bookkeeping activities and a VerifyTests activity.
-LOCAL_BOOKKEEPING_PATCH = "local-bookkeeping"
-# A run started since CURRENT_PATCH starts (mark running, take the slot) and, when it passed,
-# ends (mark passed, give the slot back) with one local activity each, not two.
-START_RUN = "MarkRunRunningAndTakeSlot"
-FINISH_RUN = "MarkRunPassedAndReleaseSlot"
-# Every change above (and BOOKKEEPING_RETRY_PATCH, VERIFY_PATCH) at once, plus the one-step
-# start and finish: a run started since records this one marker instead of one per change;
-# older runs replay theirs. A change made after it needs a patch of its own, asked with
-# workflow.patched (not the workflow's _patched).
-CURRENT_PATCH = "changes-to-2026-11-24"
+# The name under which a run's admission to its repository's rate window is recorded in
+# ``activity_idempotency`` (runs.slots; part of stored keys: never rename it).
+ACQUIRE_SLOT = "RateLimitCheckAndIncrRepoConcurrency"
 
-# The stages in the order they run: (activity name, stage name). The agent activities and a
-# run's ``stages`` rows (Stage.ORDER) are built from this table. Both names are stored
+# The stages in the order they run: (activity name, stage name). A run's ``stages`` rows
+# (Stage.ORDER) are built from this table. Both names are stored
 # (recorded histories, idempotency keys, the database): never rename one.
 STAGES = (
     (CRAWL_REPO, "crawl_repo"),
@@ -64,9 +36,11 @@ STAGES = (
     (CREATE_PULL_REQUEST, "create_pull_request"),
 )
 STAGE_OF = dict(STAGES)  # activity name -> stage name
-AGENT_STAGES = (CRAWL_REPO, GENERATE_TEST_CASES, GENERATE_TEST_CODE)  # the workflow's first loop
-# Workflows started before VerifyTests existed replay without it (workflow.patched).
-VERIFY_PATCH = "verify-tests"
+# The stages whose agent runs in a process of the worker's pool (AgentPoolGate admits them).
+AGENT_STAGES = (CRAWL_REPO, GENERATE_TEST_CASES, GENERATE_TEST_CODE)
+
+# How a run ends (runs.models.RunStatus values), as its workflow decides it.
+PASSED, FAILED, CANCELLED = "passed", "failed", "cancelled"
 
 
 @dataclass
@@ -79,6 +53,17 @@ class RetrySettings:
     maximum_interval_s: float = 30.0
     maximum_attempts: int = 20
     non_retryable_error_types: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TestCode:
+    """GenerateTestCode's answer: its artifact, and whether VerifyTests was closed as skipped
+    with it (nothing to run: web tests without a target URL)."""
+
+    __test__ = False  # not a pytest test class
+
+    artifact_id: str
+    verification_skipped: bool
 
 
 @dataclass
@@ -122,3 +107,13 @@ class Failure:
     error_type: str
     message: str
     details: dict = field(default_factory=dict)
+
+
+@dataclass
+class RunEnd:
+    """EndRun's input: how the workflow decided the run ends (PASSED, FAILED with
+    ``failure``, CANCELLED)."""
+
+    run_id: str
+    status: str
+    failure: Failure | None = None

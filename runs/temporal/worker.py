@@ -18,7 +18,6 @@ import asyncio
 import compileall
 import concurrent.futures
 import contextlib
-import gc
 import logging
 import multiprocessing
 import multiprocessing.forkserver
@@ -27,9 +26,8 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures.process import BrokenProcessPool, _RemoteTraceback
 from datetime import timedelta
-from multiprocessing import reduction
 from multiprocessing.managers import SyncManager
 
 from django.apps import apps
@@ -38,11 +36,11 @@ from django.db import connections
 from django.utils.module_loading import import_string
 from temporalio.worker import Interceptor, SharedStateManager, Worker
 
-from amtp_site.child import django_setup
 from amtp_site.errors import AgentProcessDied
 from amtp_site.temporal import connect
-from runs.temporal.activities import CANCEL_NOTICE_S, agent_activities
+from runs.temporal.activities import CANCEL_NOTICE_S, AgentActivities
 from runs.temporal.agent_gate import AgentPoolGate
+from runs.temporal.agent_process import WorkerStdio, agent_process_setup, in_agent_process
 from runs.temporal.dispatcher import StartDispatcher
 from runs.temporal.workflow import TestGenerationWorkflow
 
@@ -69,34 +67,6 @@ def _stop_template() -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(server._forkserver_pid, signal.SIGTERM)
     server._stop()
-
-
-class _WorkerStdio:
-    """The worker's stdout and stderr as they are now, handed to an agent process as it
-    starts (pickled with its start-up arguments): a forked one would otherwise write where the
-    template's were when it started, not where the worker's are now (tests capture them)."""
-
-    def __reduce__(self):
-        return _adopt_stdio, tuple(_dup_if_open(fd) for fd in (1, 2))
-
-
-def _dup_if_open(fd: int):
-    try:
-        os.fstat(fd)
-    except OSError:  # closed (a daemon without output): the child keeps the template's
-        return None
-    return reduction.DupFd(fd)
-
-
-def _adopt_stdio(*fds) -> None:
-    for target, fd in enumerate(fds, start=1):
-        if fd is not None:
-            os.dup2(fd.detach(), target)
-
-
-def _agent_process_setup(_stdio: _WorkerStdio | None) -> None:
-    gc.enable()  # the template turned it off and froze what it made (agent_template.py)
-    django_setup()  # a no-op after the template's; the set-up if that failed
 
 
 def agent_context() -> multiprocessing.context.BaseContext:
@@ -136,8 +106,8 @@ class RespawningProcessPool(concurrent.futures.Executor):
             max_workers=self.max_workers,
             mp_context=agent_context(),
             max_tasks_per_child=1,  # the child exits after its task; a new one is forked
-            initializer=_agent_process_setup,
-            initargs=(_WorkerStdio(),),
+            initializer=agent_process_setup,
+            initargs=(WorkerStdio(),),
         )
 
     def _respawn(self) -> None:
@@ -155,10 +125,10 @@ class RespawningProcessPool(concurrent.futures.Executor):
             if self._broken:
                 self._respawn()
             try:
-                inner = self._pool.submit(fn, *args, **kwargs)
+                inner = self._pool.submit(in_agent_process, TEMPLATE, fn, *args, **kwargs)
             except BrokenProcessPool:
                 self._respawn()
-                inner = self._pool.submit(fn, *args, **kwargs)
+                inner = self._pool.submit(in_agent_process, TEMPLATE, fn, *args, **kwargs)
         outer: concurrent.futures.Future = concurrent.futures.Future()
         outer.add_done_callback(lambda f: f.cancelled() and inner.cancel())
         inner.add_done_callback(lambda f: self._relay(f, outer))
@@ -178,12 +148,23 @@ class RespawningProcessPool(concurrent.futures.Executor):
                 )
             )
         elif inner.exception() is not None:
-            outer.set_exception(inner.exception())
+            outer.set_exception(_without_remote_traceback(inner.exception()))
         else:
             outer.set_result(inner.result())
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def _without_remote_traceback(exc: BaseException) -> BaseException:
+    """The error an agent process raised, its traceback (which the pool attaches as the
+    cause, and Temporal would send on) written to the log instead."""
+    if isinstance(exc.__cause__, _RemoteTraceback):
+        log.warning(
+            "an agent process raised %s; its traceback:%s", type(exc).__name__, exc.__cause__.tb
+        )
+        exc.__cause__ = None
+    return exc
 
 
 def app_activities() -> list:
@@ -234,7 +215,7 @@ def build_worker(
         agents = pool
         for interceptor in interceptors:  # a test's interceptor may wrap it (fault injection)
             agents = getattr(interceptor, "agent_pool", lambda p: p)(agents)
-        activities = [*app_activities(), *agent_activities(agents)]
+        activities = [*app_activities(), *AgentActivities(agents).all()]
     compile_workflow_modules(workflows)
     return Worker(
         client,
