@@ -27,6 +27,7 @@ from amtp_site.errors import (
     OrchestratorUnavailable,
     RateLimitExceeded,
     RunError,
+    RunInputInvalid,
 )
 from amtp_site.problems import CONTENT_TYPE, Problem, field_error, is_problem, problem_response
 from runs.auth import UNAUTHENTICATED, CsrfFailed, ScopeMissing
@@ -181,7 +182,7 @@ def _idempotency_key_reused(request, exc: IdempotencyKeyReused) -> HttpResponse:
     return problem_response(request, 422, "idempotency-key-reused", exc.message, errors=[error])
 
 
-def _decision_invalid(request, exc: ApprovalDecisionInvalid) -> HttpResponse:
+def _field_invalid(request, exc: ApprovalDecisionInvalid | RunInputInvalid) -> HttpResponse:
     error = field_error(exc.field, exc.message)
     return problem_response(request, 422, "validation-error", exc.message, errors=[error])
 
@@ -211,7 +212,8 @@ def install_problem_handlers(api: NinjaAPI) -> None:
         RateLimitExceeded: _rate_limited,
         RPCError: _orchestrator_down,
         ApprovalAlreadyDecided: _simple(409, "approval-already-decided"),
-        ApprovalDecisionInvalid: _decision_invalid,
+        ApprovalDecisionInvalid: _field_invalid,
+        RunInputInvalid: _field_invalid,
         Exception: _internal,
     }
     for exc_class, handler in handlers.items():

@@ -217,6 +217,16 @@ class IdempotencyKeyReused(RunError):
     """A request key that already created a run was sent again with different inputs."""
 
 
+class RunInputInvalid(RunError):
+    """An input of a run that breaks a rule (a target URL the verifier would refuse, say);
+    ``field`` names it, ``rule`` is the rule alone. Nothing was written."""
+
+    def __init__(self, field: str, rule: str) -> None:
+        super().__init__(f"{field}: {rule}", field=field, rule=rule)
+        self.field = field
+        self.rule = rule
+
+
 class RunNotActive(NonRetryableError):
     """The run finished (e.g. was cancelled) while this activity waited to run."""
 

@@ -11,7 +11,7 @@ from repositories.models import Repository
 from repositories.services import FIELDS, repository_create, repository_update
 
 REPOSITORY_DEFAULTS = ("default_branch", "default_depth_level", "default_framework", "test_dir")
-REPOSITORY_VERIFICATION = ("preview_url", "failing_tests", "open_pr_unverified")
+REPOSITORY_VERIFICATION = ("preview_url", "allowed_hosts", "failing_tests", "open_pr_unverified")
 REPOSITORY_LIMITS = ("max_concurrent_runs", "rate_limit_runs", "rate_limit_window_seconds")
 
 

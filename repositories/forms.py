@@ -11,9 +11,9 @@ from repositories.models import Repository
 from repositories.services import FIELDS, repository_validate
 
 
-class BranchListField(forms.CharField):
-    """The JSON list of ``webhook_branches`` as comma-separated text: nobody wants to type
-    JSON brackets and quotes into an admin form."""
+class TextListField(forms.CharField):
+    """A JSON list (``webhook_branches``, ``allowed_hosts``) as comma-separated text: nobody
+    wants to type JSON brackets and quotes into an admin form."""
 
     def prepare_value(self, value):
         if isinstance(value, list):
@@ -26,10 +26,15 @@ class BranchListField(forms.CharField):
 
 
 class RepositoryForm(forms.ModelForm):
-    webhook_branches = BranchListField(
+    webhook_branches = TextListField(
         required=False,
         help_text="Comma-separated branch names whose pushes start a run (empty: the default "
         "branch only).",
+    )
+    allowed_hosts = TextListField(
+        required=False,
+        label="Allowed hosts",
+        help_text=Repository._meta.get_field("allowed_hosts").help_text,
     )
 
     class Meta:

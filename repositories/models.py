@@ -68,6 +68,15 @@ class Repository(models.Model):
         help_text="A running instance of the app (http(s) URL). When set, the generated tests "
         "run against it before the pull request is opened; a run can override it.",
     )
+    allowed_hosts = models.JSONField(
+        default=list,
+        blank=True,
+        db_default=[],
+        help_text="Hosts the generated tests may reach although they resolve to a loopback, "
+        "private, link-local or other non-public address (HOST or HOST:PORT, comma-separated; "
+        "empty: public addresses only). The target itself must be listed when it is such an "
+        "address; a cloud metadata service or the worker's own databases never should be.",
+    )
     failing_tests = models.CharField(
         max_length=8,
         choices=FailingTests.choices,

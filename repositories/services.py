@@ -21,7 +21,12 @@ from repositories.models import Host, Repository
 from repositories.names import full_name_problem
 from repositories.paths import checked_test_dir
 from repositories.refnames import ref_problem
-from repositories.targets import target_url_problem
+from repositories.targets import (
+    MAX_ALLOW_HOSTS,
+    parse_allow_host,
+    target_address_problem,
+    target_url_problem,
+)
 
 LOCAL_PATH_REQUIRED = "a repository on the 'local' host needs the path of its git repository"
 LOCAL_PATH_NOT_ABSOLUTE = "give an absolute path"
@@ -32,6 +37,8 @@ AT_LEAST_ONE = "must be at least 1"
 MAX_WEBHOOK_BRANCHES = 50
 TOO_MANY_BRANCHES = f"at most {MAX_WEBHOOK_BRANCHES} branches"
 BRANCHES_NOT_A_LIST = "give a list of branch names"
+ALLOW_HOSTS_NOT_A_LIST = "give a list of HOST or HOST:PORT entries"
+TOO_MANY_ALLOW_HOSTS = f"at most {MAX_ALLOW_HOSTS} hosts"
 
 # Every setting a person chooses (not the id or the timestamps).
 FIELDS = tuple(f.name for f in Repository._meta.concrete_fields if f.editable and not f.primary_key)
@@ -69,6 +76,9 @@ def repository_validate(*, repository: Repository | None = None, **fields: Any) 
     for name, rule in _RULES.items():
         if name not in errors and (problems := rule(values[name])):
             errors[name] = problems
+    if not {"preview_url", "allowed_hosts"} & errors.keys():
+        problem = target_address_problem(values["preview_url"], values["allowed_hosts"])
+        errors.update({"preview_url": [problem]} if problem else {})
     if not {"host", "local_path"} & errors.keys():
         errors.update(
             _host_problems(values, checkable=not {"full_name", "default_branch"} & errors.keys())
@@ -77,7 +87,17 @@ def repository_validate(*, repository: Repository | None = None, **fields: Any) 
     if errors:
         raise RepositoryInvalid(errors)
     values["test_dir"] = checked_test_dir(values["test_dir"])[0]
+    values["allowed_hosts"] = normalised_allow_hosts(values["allowed_hosts"])
     return values
+
+
+def normalised_allow_hosts(entries: list[str]) -> list[str]:
+    """Valid allow-list entries as stored: lower-case, ``[v6]:PORT``, each once, in order."""
+    shown = []
+    for host, port in map(parse_allow_host, entries):
+        name = f"[{host}]" if ":" in host and port is not None else host
+        shown.append(f"{name}:{port}" if port is not None else name)
+    return list(dict.fromkeys(shown))
 
 
 def _listed(problem: str | None) -> list[str]:
@@ -92,6 +112,20 @@ def _branch_problems(branches: Any) -> list[str]:
     return [p for p in map(ref_problem, branches) if p]
 
 
+def _allow_host_problems(entries: Any) -> list[str]:
+    if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+        return [ALLOW_HOSTS_NOT_A_LIST]
+    if len(entries) > MAX_ALLOW_HOSTS:
+        return [TOO_MANY_ALLOW_HOSTS]
+    problems = []
+    for entry in entries:
+        try:
+            parse_allow_host(entry)
+        except ValueError as exc:
+            problems.append(str(exc))
+    return problems
+
+
 def _at_least_one(value: int) -> list[str]:
     return [AT_LEAST_ONE] if value < 1 else []
 
@@ -102,6 +136,7 @@ _RULES: dict[str, Callable[[Any], list[str]]] = {
     "test_dir": lambda test_dir: checked_test_dir(test_dir)[1],
     "webhook_branches": _branch_problems,
     "preview_url": lambda url: _listed(target_url_problem(url)),
+    "allowed_hosts": _allow_host_problems,
     **dict.fromkeys(LIMITS, _at_least_one),
 }
 

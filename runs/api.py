@@ -41,7 +41,8 @@ REPO_NOT_REGISTERED = "repository {name!r} is not registered in AMTP"
 # read when first used.
 _REPOSITORY = (
     "SELECT id, full_name, default_branch, default_depth_level, default_framework, "
-    "rate_limit_runs, rate_limit_window_seconds FROM repositories WHERE full_name = %s"
+    "rate_limit_runs, rate_limit_window_seconds, preview_url, allowed_hosts "
+    "FROM repositories WHERE full_name = %s"
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from repositories.models import Framework, Host, Repository
 from repositories.services import repository_create, repository_update
@@ -64,3 +65,12 @@ def ensure_demo_repositories(folder: Path) -> dict[str, Repository]:
         else:
             found[key] = repository_update(repository=existing, **values)
     return found
+
+
+def demo_preview_set(repository: Repository, url: str) -> Repository:
+    """``url`` (the demo app's stand-in, on loopback) as the repository's preview URL, its
+    host:port allow-listed in place of the previous stand-in's: the verifier reaches a
+    loopback address only when the repository names it."""
+    host, stale = urlsplit(url).netloc, urlsplit(repository.preview_url).netloc
+    hosts = [entry for entry in repository.allowed_hosts if entry not in (host, stale)]
+    return repository_update(repository=repository, preview_url=url, allowed_hosts=[*hosts, host])

@@ -14,9 +14,14 @@ from temporalio.service import RPCError
 
 import schemas
 from amtp_site import audit, temporal
-from amtp_site.errors import IdempotencyKeyReused, OrchestratorUnavailable, RunError
+from amtp_site.errors import (
+    IdempotencyKeyReused,
+    OrchestratorUnavailable,
+    RunError,
+    RunInputInvalid,
+)
 from repositories.models import Repository
-from repositories.targets import target_url_problem
+from repositories.targets import target_address_problem, target_url_problem
 from runs import lifecycle, selectors, slots
 from runs.models import Run, RunStart, Stage
 from runs.temporal.client import workflow_params
@@ -26,7 +31,7 @@ RUN_FINISHED = "run {run_id} already finished ({status}); nothing to cancel"
 CANCEL_RECORDED = "Cancellation requested"
 RAN_AGAIN = "Run again as run {run_id}"
 AGAIN_OF = "Started as a run again of run {run_id}"
-TARGET_URL_INVALID = "target_url: {problem}"
+PREVIEW_URL_REFUSED = "the repository's preview URL, used when none is given: {problem}"
 # Workflow starts one dispatcher has in flight at once: enough to hide Temporal's latency,
 # few enough that a burst of accepted runs does not flood it (each worker runs a dispatcher).
 START_CONCURRENCY = 16
@@ -63,10 +68,11 @@ def run_create(
     ``admit_at_submit`` takes the new run's place in its repository's window in the
     transaction that inserts it, and refuses the run (RateLimitExceeded, the API's 429) when the
     window is full; otherwise the workflow admits the run. ``target_url`` (where VerifyTests
-    runs the tests) overrides the repository's preview URL; an invalid one raises RunError.
+    runs the tests) overrides the repository's preview URL; one the verifier would refuse
+    (repositories.targets) raises RunInputInvalid naming ``target_url``.
     """
     if problem := target_url_problem(target_url):
-        raise RunError(TARGET_URL_INVALID.format(problem=problem))
+        raise RunInputInvalid("target_url", problem)
     asked = {
         "ref": ref,
         "depth_level": depth_level,
@@ -78,6 +84,7 @@ def run_create(
     existing = Run.objects.filter(request_key=key).first() if key else None
     if existing is not None:
         return _replay(existing, repository, asked, request_key)
+    target_address_check(repository, target_url)
     try:
         run = _insert(
             repository,
@@ -93,6 +100,17 @@ def run_create(
         raise
     run.created = True
     return run
+
+
+def target_address_check(repository: Repository, target_url: str) -> None:
+    """RunInputInvalid when the tests could not reach the run's target (``target_url``, else
+    the repository's preview URL) through the verifier's proxy: a private address that the
+    repository's allowed hosts do not name. Asked again at submit, as DNS and lists change."""
+    url = target_url or repository.preview_url
+    if problem := target_address_problem(url, repository.allowed_hosts):
+        raise RunInputInvalid(
+            "target_url", problem if target_url else PREVIEW_URL_REFUSED.format(problem=problem)
+        )
 
 
 def _insert(

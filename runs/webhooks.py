@@ -28,11 +28,12 @@ from pydantic import ValidationError as PayloadInvalid
 
 from amtp_site import valkey
 from amtp_site.bodies import read_body
+from amtp_site.errors import RunInputInvalid
 from amtp_site.problems import Problem, documented, field_error
 from repositories.models import Repository
 from runs.models import Run
 from runs.models_api import DeliveryOutcome, WebhookDelivery
-from runs.services import run_create, run_enqueue
+from runs.services import run_create, run_enqueue, target_address_check
 
 router = Router(tags=["webhooks"])
 
@@ -59,6 +60,7 @@ NOT_A_BRANCH = "{ref} is not a branch"
 BRANCH_NOT_WATCHED = "branch {branch} does not start runs for {repo} (watched: {watched})"
 DUPLICATE = "delivery {delivery} was already received"
 PUSH_SEEN = "push of {sha} to {branch} already started run {run_id}"
+TARGET_REFUSED = "{repo} starts no run: {rule}"
 PONG = "pong"
 REQUEST_SCOPE = "github-delivery"  # a run's request_key is github-delivery:<X-GitHub-Delivery>
 
@@ -137,6 +139,10 @@ def _plan(event: str, payload: dict) -> Plan:
     watched = repository.webhook_branches or [repository.default_branch]
     if branch not in watched:
         return _ignored(BRANCH_NOT_WATCHED.format(branch=branch, repo=name, watched=watched), name)
+    try:  # the preview URL is judged as a launched run's target_url is
+        target_address_check(repository, "")
+    except RunInputInvalid as exc:
+        return _ignored(TARGET_REFUSED.format(repo=name, rule=exc.rule), name)
     note = f"push of {push.after} to {branch}"
     return Plan(DeliveryOutcome.RUN_CREATED, note, name, repository, push)
 

@@ -110,7 +110,7 @@ def screenshot(page: Page, path) -> None:
 def test_launch_from_the_form_watch_it_pass_and_read_an_artifact(
     tmp_path, live_server, worker, operator, demo_app
 ):
-    repo = local_repo(tmp_path, "web", preview_url=demo_app)
+    repo = local_repo(tmp_path, "web", preview_url=demo_app, allowed_hosts=["127.0.0.1"])
     with admin_page(live_server, operator) as page:
         page.goto("/launch/")
         page.select_option("#id_repository", label="acme/web")

@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from repositories.models import Repository
-from repositories.targets import TARGET_URL_CREDENTIALS, TARGET_URL_INVALID
+from repositories.targets import TARGET_URL_CREDENTIALS, TARGET_URL_INVALID, TARGET_URL_PRIVATE
 from runs import lifecycle
 from runs.models import Run
 from tests import api_support
@@ -85,6 +85,10 @@ def test_the_launch_form_takes_a_target_url(launcher, tmp_path, api_env):  # noq
     response = browser.post(LAUNCH, bad)
     assert response.context["form"].errors["target_url"] == [TARGET_URL_INVALID]
     good = form_data(browser, repository=repository.pk, target_url="http://127.0.0.1:5000")
+    refused = browser.post(LAUNCH, good).context["form"].errors["target_url"]
+    assert refused == [TARGET_URL_PRIVATE.format(host="127.0.0.1", kind="loopback")]
+    repository.allowed_hosts = ["127.0.0.1:5000"]
+    repository.save()
     assert browser.post(LAUNCH, good).status_code == 302
     assert Run.objects.get().target_url == "http://127.0.0.1:5000"
 

@@ -55,7 +55,9 @@ def record_histories(request):
 
 
 def notes_repo(tmp_path, **settings):
+    """The notes app's repository; its stand-in runs on loopback, which it allow-lists."""
     path = make_git_repo(tmp_path / "notes", NOTES_REPO)
+    settings.setdefault("allowed_hosts", ["127.0.0.1"])
     return RepositoryFactory(full_name="acme/notes", host="local", local_path=str(path), **settings)
 
 

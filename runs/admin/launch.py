@@ -21,7 +21,7 @@ from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from amtp_site.errors import AmtpError
+from amtp_site.errors import AmtpError, RunInputInvalid
 from repositories.models import DepthLevel, Framework, Repository
 from repositories.refnames import MAX_REF_LENGTH, ref_problem
 from repositories.targets import MAX_TARGET_URL_LENGTH, target_url_problem
@@ -141,6 +141,10 @@ def _launch(request, form: LaunchRunForm) -> HttpResponseRedirect | None:
             requested_by=request.user.get_username(),
             request_key=key,
         )
+    except RunInputInvalid as exc:  # shown on its field, as the form's own checks are
+        on_field = exc.field in form.fields
+        form.add_error(exc.field if on_field else None, exc.rule if on_field else exc.message)
+        return None
     except AmtpError as exc:
         form.add_error(None, str(exc))
         return None

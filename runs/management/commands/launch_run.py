@@ -6,13 +6,14 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 from temporalio.service import RPCError
 
 from amtp_site import temporal
-from amtp_site.errors import AmtpError, RepositoryInvalid
+from amtp_site.errors import AmtpError, RepositoryInvalid, RunInputInvalid
 from repositories.models import DepthLevel, Framework, Host, Repository
 from repositories.names import full_name_problem
-from repositories.services import repository_create
+from repositories.services import repository_create, repository_update
 from repositories.targets import target_url_problem
 from runs.models import Run
 from runs.services import run_create
@@ -56,26 +57,40 @@ class Command(temporal.ExitsWithoutFinalizing, BaseCommand):
             metavar="PATH",
             help="a local git repository (registered as host 'local' if new)",
         )
+        parser.add_argument(
+            "--allow-host",
+            action="append",
+            default=[],
+            metavar="HOST[:PORT]",
+            help="add HOST (on PORT only, if given) to the repository's allowed hosts, so the "
+            "tests may reach it although it is a loopback or private address (repeatable)",
+        )
         parser.add_argument("--wait", action="store_true")
         parser.add_argument("--timeout", type=float, default=3600, help="seconds to --wait")
 
     def handle(self, *args, repo, ref, depth_level, framework, base_branch, **options):
         if problem := target_url_problem(options["target_url"]):
             raise CommandError(f"--target-url: {problem}")
-        repository = self._repository(repo, options["local"])
-        try:
-            run = run_create(
-                repository=repository,
-                ref=ref,
-                depth_level=depth_level,
-                target_framework=framework,
-                base_branch=base_branch,
-                target_url=options["target_url"],
-                trigger=Run.Trigger.CLI,
-                requested_by="cli",
-            )
+        try:  # one transaction: a refused run leaves no registration or allow-list behind
+            with transaction.atomic():
+                repository = self._repository(repo, options["local"])
+                allowed = self._allow(repository, options["allow_host"])
+                run = run_create(
+                    repository=repository,
+                    ref=ref,
+                    depth_level=depth_level,
+                    target_framework=framework,
+                    base_branch=base_branch,
+                    target_url=options["target_url"],
+                    trigger=Run.Trigger.CLI,
+                    requested_by="cli",
+                )
+        except RunInputInvalid as exc:
+            raise CommandError(f"--{exc.field.replace('_', '-')}: {exc.rule}") from exc
         except AmtpError as exc:
             raise CommandError(exc.message) from exc
+        if allowed:
+            self.stdout.write(allowed)
         self.stdout.write(
             f"run {run.run_id} started: {repository.full_name}@{run.ref} "
             f"({run.depth_level}, {run.target_framework})"
@@ -84,6 +99,29 @@ class Command(temporal.ExitsWithoutFinalizing, BaseCommand):
         workers = self._workers()
         if options["wait"]:
             self._wait(run, options["timeout"], workers)
+
+    def _allow(self, repository: Repository, hosts: list[str]) -> str:
+        """``--allow-host`` entries added to the repository's allowed hosts, checked by the
+        service the admin saves with (the preview URL is judged against the new list); what
+        to say about it once the run is accepted."""
+        if not hosts:
+            return ""
+        before = list(repository.allowed_hosts)
+        try:
+            repository_update(repository=repository, allowed_hosts=before + hosts)
+        except RepositoryInvalid as exc:
+            shown = "; ".join(
+                f"{'--allow-host' if field == 'allowed_hosts' else field}: {message}"
+                for field, messages in exc.errors.items()
+                for message in messages
+            )
+            raise CommandError(shown) from exc
+        added = [entry for entry in repository.allowed_hosts if entry not in before]
+        return (
+            f"allowed hosts of {repository.full_name}: "
+            + (f"added {', '.join(added)}" if added else "already listed")
+            + f" (now {', '.join(repository.allowed_hosts)})"
+        )
 
     def _repository(self, full_name: str, local: str) -> Repository:
         if problem := full_name_problem(full_name):

@@ -25,7 +25,6 @@ from django.db import DatabaseError, close_old_connections
 from agents.providers.probe import check_providers
 from amtp_site import devstack
 from repositories.hosts.probe import check_github
-from repositories.services import repository_update
 from runs import demo
 from runs.demo_app import DemoTasks, serve
 from runs.models import Run
@@ -98,8 +97,11 @@ class Command(BaseCommand):
         """The demo web app's stand-in on loopback, as demo/web's preview URL: the demo run's
         tests are verified against it (runs/demo_app.py says why a stand-in)."""
         server, url = serve(DemoTasks())
-        repository_update(repository=repository, preview_url=url)
-        self.stdout.write(f"demo web app (stand-in for demo/web) at {url}")
+        demo.demo_preview_set(repository, url)
+        self.stdout.write(
+            f"demo web app (stand-in for demo/web) at {url}; allowed hosts of demo/web: "
+            f"{', '.join(repository.allowed_hosts)}"
+        )
         return server
 
     def _say_provider(self) -> None:
