@@ -49,8 +49,10 @@ def run_statuses(stack: Path) -> dict[str, str]:
     import psycopg
 
     port = json.loads((stack / "state.json").read_text())["postgres"]["port"]
+    password = (stack / "postgres.password").read_text().strip()  # devstack up wrote it
+    url = f"postgres://postgres:{password}@127.0.0.1:{port}/amtp"
     try:
-        with psycopg.connect(f"postgres://postgres@127.0.0.1:{port}/amtp", connect_timeout=3) as c:
+        with psycopg.connect(url, connect_timeout=3) as c:
             return {str(r): s for r, s in c.execute("SELECT run_id, status FROM runs")}
     except psycopg.OperationalError:
         return {}

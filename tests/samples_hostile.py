@@ -110,7 +110,12 @@ def valkey_text(conn) -> str:
     where = conn.connection_pool.connection_kwargs
     dump = []
     for name in conn.info("keyspace"):
-        db = redis.Redis(host=where["host"], port=where["port"], db=int(name.removeprefix("db")))
+        db = redis.Redis(
+            host=where["host"],
+            port=where["port"],
+            password=where.get("password"),
+            db=int(name.removeprefix("db")),
+        )
         for key in db.scan_iter(count=1000):
             dump.extend(v.decode(errors="replace") for v in [key, *_values(db, key)])
         db.close()

@@ -32,7 +32,7 @@ def test_up_is_idempotent_restarts_on_the_recorded_ports_down_leaves_nothing(tmp
         for name in pids:
             assert f"127.0.0.1:{state[name]['port']}" in status
         assert status.count("running") == 3
-        stop_with_clients_connected(state)
+        stop_with_clients_connected(stack, state)
         third = manage(stack, "up")
         assert third.returncode == 0, third.stderr
         restarted = json.loads((stack / "state.json").read_text())
@@ -48,13 +48,19 @@ def test_up_is_idempotent_restarts_on_the_recorded_ports_down_leaves_nothing(tmp
     assert manage(stack, "status").stdout.count("stopped") == 3
 
 
-def stop_with_clients_connected(state):
+def password(stack, service: str) -> str:
+    return (stack / f"{service}.password").read_text().strip()
+
+
+def stop_with_clients_connected(stack, state):
     """Stop each server the way a crash or an operator would while clients are connected, so
     the old connections linger (TIME_WAIT, FIN_WAIT) on the ports when it starts again."""
     port = {name: state[name]["port"] for name in ("postgres", "valkey", "temporal")}
-    pg = psycopg.connect(f"postgres://postgres@127.0.0.1:{port['postgres']}/amtp")
+    pg = psycopg.connect(
+        f"postgres://postgres:{password(stack, 'postgres')}@127.0.0.1:{port['postgres']}/amtp"
+    )
     pg.execute("SELECT 1")
-    kv = redis.Redis(port=port["valkey"])
+    kv = redis.Redis(port=port["valkey"], password=password(stack, "valkey"))
     kv.ping()
     grpc = socket.create_connection(("127.0.0.1", port["temporal"]))
     os.kill(state["postgres"]["pid"], signal.SIGINT)  # fast shutdown of the postmaster

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -47,6 +48,37 @@ def write_state(state: dict) -> None:
     tmp = STATE_FILE.with_suffix(".tmp")
     tmp.write_text(json.dumps(state, indent=2, sort_keys=True))
     tmp.replace(STATE_FILE)
+
+
+# --- passwords ---------------------------------------------------------------------------
+
+
+def password_file(service: str) -> Path:
+    return STACK_DIR / f"{service}.password"
+
+
+def read_password(service: str) -> str:
+    """The password ``up`` generated for ``service`` ("" before it did: an older devstack,
+    upgraded by the next ``up``)."""
+    try:
+        return password_file(service).read_text().strip()
+    except OSError:
+        return ""
+
+
+def ensure_password(service: str) -> str:
+    """``service``'s password, generated on first use into a file only its owner may read
+    (0600): other users of the machine, and generated test code, must not connect."""
+    if found := read_password(service):
+        return found
+    STACK_DIR.mkdir(parents=True, exist_ok=True)
+    path = password_file(service)
+    value = secrets.token_urlsafe(32)  # URL-safe: goes into DATABASE_URL / VALKEY_URL as is
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(value + "\n")
+    path.chmod(0o600)
+    return value
 
 
 # --- ports -------------------------------------------------------------------------------

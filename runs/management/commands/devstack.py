@@ -1,5 +1,7 @@
 """``manage.py devstack up|down|status``: the embedded PostgreSQL, Valkey and Temporal."""
 
+from urllib.parse import urlsplit
+
 from django.core.management.base import BaseCommand, CommandError
 
 from amtp_site import devstack
@@ -40,4 +42,13 @@ class Command(BaseCommand):
             pid = f"pid {svc.pid}" if svc.pid else ""
             self.stdout.write(f"  {svc.name:<9} {state:<8} {svc.address} {pid}")
         for name, url in devstack.urls().items():
-            self.stdout.write(f"  {name}={url}")
+            self.stdout.write(f"  {name}={_masked(url)}")
+        self.stdout.write(f"  passwords: {devstack.STACK_DIR}/*.password (mode 0600)")
+
+
+def _masked(url: str) -> str:
+    """The URL with its password shown as ***: a terminal is not a place for secrets."""
+    parts = urlsplit(url)
+    if not parts.password:
+        return url
+    return url.replace(f":{parts.password}@", ":***@", 1)
