@@ -24,9 +24,10 @@ from repositories.targets import (
     TARGET_URL_INVALID,
     TARGET_URL_PRIVATE,
 )
+from runs.demo import demo_preview_set, ensure_demo_repositories
 from runs.models import Run
 from runs.models_api import WebhookDelivery
-from runs.services import PREVIEW_URL_REFUSED
+from runs.services import PREVIEW_URL_REFUSED, run_create
 from runs.webhooks import TARGET_REFUSED
 from tests import api_support
 from tests.admin_helpers import client_for
@@ -250,3 +251,15 @@ def test_a_push_starts_no_run_against_a_preview_url_the_proxy_would_refuse(
     assert WebhookDelivery.objects.get().note == answer["note"] and not Run.objects.exists()
     allow(repository, "127.0.0.1:3000")
     assert deliver(client, push()).json()["status"] == "run_created"
+
+
+# --- make run's demo -----------------------------------------------------------------------
+
+
+def test_the_demo_allow_lists_its_stand_in_app_and_its_run_is_accepted(tmp_path, api_env):
+    web = ensure_demo_repositories(tmp_path)["web"]
+    demo_preview_set(web, "http://127.0.0.1:41000")
+    demo_preview_set(web, "http://127.0.0.1:41001")  # make run again: another port
+    web.refresh_from_db()
+    assert (web.preview_url, web.allowed_hosts) == ("http://127.0.0.1:41001", ["127.0.0.1:41001"])
+    assert run_create(repository=web, requested_by="make run").created
