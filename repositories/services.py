@@ -59,6 +59,15 @@ def repository_update(*, repository: Repository, **fields: Any) -> Repository:
     return repository
 
 
+def repository_allow_hosts_add(*, repository: Repository, hosts: list[str]) -> list[str]:
+    """``hosts`` added to ``repository``'s allowed hosts and saved, checked as the admin checks
+    them (the preview URL judged against the new list); the entries that were not listed yet.
+    RepositoryInvalid otherwise, nothing saved. For ``--allow-host`` at the shell."""
+    before = list(repository.allowed_hosts)
+    repository_update(repository=repository, allowed_hosts=[*before, *hosts])
+    return [entry for entry in repository.allowed_hosts if entry not in before]
+
+
 def repository_validate(*, repository: Repository | None = None, **fields: Any) -> dict:
     """Every setting as it would be saved (``fields`` over ``repository``'s values, else the
     defaults), normalised; or RepositoryInvalid naming each field and every rule it breaks.

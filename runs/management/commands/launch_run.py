@@ -13,7 +13,7 @@ from amtp_site import temporal
 from amtp_site.errors import AmtpError, RepositoryInvalid, RunInputInvalid
 from repositories.models import DepthLevel, Framework, Host, Repository
 from repositories.names import full_name_problem
-from repositories.services import repository_create, repository_update
+from repositories.services import repository_allow_hosts_add, repository_create
 from repositories.targets import target_url_problem
 from runs.models import Run
 from runs.services import run_create
@@ -101,14 +101,12 @@ class Command(temporal.ExitsWithoutFinalizing, BaseCommand):
             self._wait(run, options["timeout"], workers)
 
     def _allow(self, repository: Repository, hosts: list[str]) -> str:
-        """``--allow-host`` entries added to the repository's allowed hosts, checked by the
-        service the admin saves with (the preview URL is judged against the new list); what
-        to say about it once the run is accepted."""
+        """``--allow-host`` entries added to the repository's allowed hosts; what to say
+        about it once the run is accepted."""
         if not hosts:
             return ""
-        before = list(repository.allowed_hosts)
         try:
-            repository_update(repository=repository, allowed_hosts=before + hosts)
+            added = repository_allow_hosts_add(repository=repository, hosts=hosts)
         except RepositoryInvalid as exc:
             shown = "; ".join(
                 f"{'--allow-host' if field == 'allowed_hosts' else field}: {message}"
@@ -116,7 +114,6 @@ class Command(temporal.ExitsWithoutFinalizing, BaseCommand):
                 for message in messages
             )
             raise CommandError(shown) from exc
-        added = [entry for entry in repository.allowed_hosts if entry not in before]
         return (
             f"allowed hosts of {repository.full_name}: "
             + (f"added {', '.join(added)}" if added else "already listed")
