@@ -141,3 +141,23 @@ def test_up_upgrades_a_stopped_trust_devstack(stack):
     assert up.returncode == 0, up.stderr
     assert PG_UPGRADED.format(file=stack / "postgres.password") in up.stderr.replace("\n", " ")
     upgraded(stack, ports(stack))
+
+
+def test_up_stops_with_what_to_do_when_a_password_file_was_lost(stack):
+    """A new password would not open the existing data: say so, and keep the servers."""
+    port = ports(stack)
+    for service in ("postgres", "valkey"):
+        kept = password(stack, service)
+        (stack / f"{service}.password").unlink()
+        up = manage(stack, "up", service)
+        assert up.returncode != 0
+        said = up.stderr.replace("\n", " ")
+        if service == "postgres":
+            data = stack / "postgres" / "data"
+            assert f"the password in {stack / 'postgres.password'} is not the one" in said
+            assert f"remove {data} to start with an empty database" in said
+        else:
+            assert f"does not take the password in {stack / 'valkey.password'}" in said
+        (stack / f"{service}.password").write_text(kept + "\n")
+        assert manage(stack, "up", service).returncode == 0
+    assert ports(stack) == port

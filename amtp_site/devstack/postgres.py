@@ -159,11 +159,11 @@ def _secure(port: int, password: str, say: Say) -> None:
     answers by the new rules."""
     hba = DATA / "pg_hba.conf"
     before = hba.read_text()
-    if before == HBA:
-        return
     from psycopg import sql
 
-    with _connect(port, password) as conn:
+    with _connect(port, password) as conn:  # the password works, whatever else is to do
+        if before == HBA:
+            return
         conn.execute(sql.SQL("ALTER ROLE postgres PASSWORD {}").format(sql.Literal(password)))
         loaded = conn.execute("SELECT pg_conf_load_time()").fetchone()[0]
         hba.write_text(HBA)  # the file keeps its owner and mode

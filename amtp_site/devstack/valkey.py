@@ -13,6 +13,7 @@ import os
 
 from amtp_site.devstack.base import (
     STACK_DIR,
+    DevstackError,
     Say,
     choose_port,
     ensure_password,
@@ -30,6 +31,10 @@ UPGRADED = (
     "valkey: it answered without a password (started by an older version); it requires the "
     "one in {file} now. Processes started before (run_worker, runserver, run_system) must be "
     "restarted: they connect without it"
+)
+WRONG_PASSWORD = (
+    "valkey: the running server does not take the password in {file}; stop it (manage.py "
+    "devstack down valkey) and start it again: it keeps nothing on disk"
 )
 
 
@@ -66,10 +71,21 @@ def _require_password(port: int, password: str, say: Say) -> None:
     with redis.Redis(host="127.0.0.1", port=port, socket_timeout=10) as anonymous:
         try:
             anonymous.ping()
-        except redis.AuthenticationError:  # NOAUTH: a password is required already
+        except redis.AuthenticationError:  # NOAUTH: a password is required already; ours?
+            _check_password(port, password)
             return
         anonymous.config_set("requirepass", password)
     say(UPGRADED.format(file=password_file("valkey")))
+
+
+def _check_password(port: int, password: str) -> None:
+    import redis
+
+    try:
+        with redis.Redis(host="127.0.0.1", port=port, password=password, socket_timeout=10) as c:
+            c.ping()
+    except redis.AuthenticationError as exc:
+        raise DevstackError(WRONG_PASSWORD.format(file=password_file("valkey"))) from exc
 
 
 def url(entry: dict) -> str:
