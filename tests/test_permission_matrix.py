@@ -44,11 +44,14 @@ TOKENS = {
 
 def matrix() -> list[tuple[str, str, bool]]:
     text = DOC.read_text().split("### Permission matrix", 1)[1]
-    rows = [
-        [cell.strip() for cell in line.strip().strip("|").split("|")]
-        for line in text.splitlines()
-        if line.startswith("|")
-    ]
+    lines = text.splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith("|"))
+    table = []
+    for line in lines[start:]:  # the first table of the section, to its end
+        if not line.startswith("|"):
+            break
+        table.append(line)
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in table]
     header, body = rows[0], rows[2:]
     cells = []
     for row in body:
