@@ -139,6 +139,8 @@ class Session:
                 )
             for result in results:
                 self._record(result, box.work, f"{phase}-{len(self.rounds) + 1}")
+        except VerificationTimedOut:  # named by the stage's budget, not what was left of it
+            raise VerificationTimedOut(TIMED_OUT.format(budget=self.plan.budget_s)) from None
         finally:
             box.remove()
         self.rounds.append({"phase": phase, "duration_ms": _ms(began)})
