@@ -145,7 +145,7 @@ VERIFICATION_REPORT = {
     ],
     "files": [SPEC_FILE],
     "evidence_dir": "/srv/amtp/evidence/3f2b8c1e-9a4d-4e6f-8b21-5c7d9e0f1a2b",
-    "sandbox": {"isolated": True, "blocked": ["169.254.169.254:80"]},
+    "sandbox": {"isolated": True, "blocked": ["169.254.169.254:80", "localhost:5432"]},
 }
 
 HEAL_INPUT = {
