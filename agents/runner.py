@@ -209,7 +209,7 @@ async def run_agent(
         except (SchemaValidationError, ContractViolation) as exc:
             if tally.attempts > repairs:
                 raise
-            messages += repair_turn(completion.text, exc)
+            messages += repair_turn(completion, exc)
             continue
         meta = {
             "agent": agent.name,
@@ -305,10 +305,19 @@ async def answer_tool_calls(
             results.append(ToolResult(call.id, TOOL_BUDGET_EXHAUSTED, is_error=True))
         else:
             results.append(await agent.call_tool(call, ctx))
-    return [
-        {"role": "assistant", "content": completion.text, "tool_calls": completion.tool_calls},
-        {"role": "tool", "results": results},
-    ]
+    return [assistant_turn(completion), {"role": "tool", "results": results}]
+
+
+def assistant_turn(completion: Completion) -> dict[str, Any]:
+    """The model's turn as the conversation keeps it: its text and calls for the runner, and
+    the vendor's own blocks, which the provider sends back verbatim (thinking blocks and their
+    signatures must come back unchanged, in the same turn as the tool calls)."""
+    return {
+        "role": "assistant",
+        "content": completion.text,
+        "tool_calls": completion.tool_calls,
+        "vendor_turn": completion.vendor_turn,
+    }
 
 
 def accept(agent: Agent, ctx: AgentContext, text: str) -> dict[str, Any]:
@@ -320,10 +329,12 @@ def accept(agent: Agent, ctx: AgentContext, text: str) -> dict[str, Any]:
     return output
 
 
-def repair_turn(text: str, exc: SchemaValidationError | ContractViolation) -> list[dict[str, Any]]:
-    """The rejected answer and a user turn listing every problem with it."""
+def repair_turn(
+    completion: Completion, exc: SchemaValidationError | ContractViolation
+) -> list[dict[str, Any]]:
+    """The rejected answer, as it came, and a user turn listing every problem with it."""
     problems = "\n".join(f"- {p}" for p in _problems(exc))
     return [
-        {"role": "assistant", "content": text, "tool_calls": []},
+        assistant_turn(completion),
         {"role": "user", "content": REPAIR_MESSAGE.format(problems=problems)},
     ]

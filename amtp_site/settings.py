@@ -218,6 +218,21 @@ AMTP_MODELS = {
     for agent in ("repo_crawler", "test_case_generator", "test_engineer")
     if os.environ.get(f"AMTP_MODEL_{agent.upper()}")
 }
+AMTP_AGENTS = ("repo_crawler", "test_case_generator", "test_engineer")
+# Thinking (auto | on | off) and effort (low ... max; empty: the model's default), for all
+# agents or per agent (AMTP_THINKING_TEST_ENGINEER=off ...): docs/providers.md.
+AMTP_LLM_THINKING = os.environ.get("AMTP_LLM_THINKING", "auto")
+AMTP_LLM_EFFORT = os.environ.get("AMTP_LLM_EFFORT", "")
+AMTP_AGENT_THINKING = {
+    agent: os.environ[f"AMTP_THINKING_{agent.upper()}"]
+    for agent in AMTP_AGENTS
+    if os.environ.get(f"AMTP_THINKING_{agent.upper()}")
+}
+AMTP_AGENT_EFFORT = {
+    agent: os.environ[f"AMTP_EFFORT_{agent.upper()}"]
+    for agent in AMTP_AGENTS
+    if os.environ.get(f"AMTP_EFFORT_{agent.upper()}")
+}
 AMTP_LLM_TIMEOUT_S = float(os.environ.get("AMTP_LLM_TIMEOUT_S", "120"))
 AMTP_MAX_OUTPUT_TOKENS = env_int("AMTP_MAX_OUTPUT_TOKENS", 16000)
 AMTP_MAX_INPUT_TOKENS = env_int("AMTP_MAX_INPUT_TOKENS", 150_000)

@@ -373,7 +373,8 @@ def test_wrong_base_url_is_a_404(gpt):
 def test_anthropic_every_stop_reason_is_producible(claude, stop):
     fake, client = claude
     fake.script([Text("partial", stop=stop, refusal_category="cyber")])
-    message = ask_claude(client)
+    search = [{"type": "web_search_20260209", "name": "web_search"}]  # pause_turn needs one
+    message = ask_claude(client, tools=search) if stop == "pause_turn" else ask_claude(client)
     assert message.stop_reason == stop
     if stop == "refusal":
         assert message.stop_details.type == "refusal" and message.stop_details.category == "cyber"

@@ -28,6 +28,7 @@ from agents.providers.base import SEED, ProviderOptions, ToolCall, ToolResult, T
 from agents.providers.models import end_of_life, takes_temperature
 from agents.providers.openai import INVALID_ARGUMENTS_KEY, OpenAIProvider
 from agents.providers.probe import check_providers
+from agents.runner import assistant_turn
 from amtp_site import errors
 from amtp_site.errors import (
     ConfigurationError,
@@ -79,7 +80,8 @@ SCHEMA = {
     "properties": {"entry_points": {"type": "array", "items": {"type": "string"}}},
 }
 ANSWER = '{"entry_points": ["src/main.py"]}'
-CLAUDE = "claude-sonnet-4-6"  # still takes temperature
+CLAUDE = DEFAULT_MODELS["anthropic"]  # thinks by default, takes no sampling parameter
+OLD_CLAUDE = "claude-sonnet-4-6"  # still takes temperature, thinks only when asked
 LOCAL_MODEL = "llama3.1"  # a local server's model: takes every sampling parameter
 
 
@@ -127,7 +129,7 @@ def round_trip(provider, fake, first_reply, results):
     fake.script([first_reply, ANSWER])
     first = ask(provider, tools=TOOLS)
     conversation = HELLO + [
-        {"role": "assistant", "content": first.text, "tool_calls": first.tool_calls},
+        assistant_turn(first),  # as the runner keeps it: the vendor's blocks for Anthropic
         {"role": "tool", "results": results(first.tool_calls)},
     ]
     second = ask(provider, conversation, tools=TOOLS)
@@ -138,7 +140,7 @@ def round_trip(provider, fake, first_reply, results):
 # -- request shapes ----------------------------------------------------------------------------
 def test_anthropic_one_turn_request_and_usage(claude):
     claude.script([ANSWER])
-    completion = ask(make_claude(claude, temperature=0.2, max_output_tokens=2048))
+    completion = ask(make_claude(claude, model=OLD_CLAUDE, temperature=0.2, max_output_tokens=2048))
 
     (request,) = claude.requests
     # The system prompt is one block marked for the prompt cache.
@@ -148,7 +150,7 @@ def test_anthropic_one_turn_request_and_usage(claude):
     assert request.messages == [{"role": "user", "content": FIRST}]  # no system turn in there
     assert request.json.get("temperature") == 0.2  # sent through extra_body: Sonnet 4.6 takes it
     assert "top_p" not in request.json  # defaults to 1; these models refuse both set at once
-    assert request.json.get("model") == CLAUDE and request.json.get("max_tokens") == 2048
+    assert request.json.get("model") == OLD_CLAUDE and request.json.get("max_tokens") == 2048
     assert "tools" not in request.json and "output_config" not in request.json
     assert completion.text == ANSWER and completion.tool_calls == []
     assert completion.input_tokens > 0 and completion.output_tokens > 0
@@ -247,8 +249,10 @@ def test_anthropic_tool_round_trip(claude):
     ]
     assert first.text == "Looking at the tree." and first.stop_reason == "tool_use"
     assistant, results = request.messages[1:]
-    assert assistant["content"][0] == {"type": "text", "text": "Looking at the tree."}
-    assert [(b["id"], b["name"]) for b in assistant["content"][1:]] == [
+    assert assistant["content"] == first.vendor_turn  # verbatim: the default model thinks
+    assert assistant["content"][0]["type"] == "thinking" and assistant["content"][0]["signature"]
+    assert assistant["content"][1] == {"type": "text", "text": "Looking at the tree."}
+    assert [(b["id"], b["name"]) for b in assistant["content"][2:]] == [
         ("toolu_1", "repo_tree"),
         ("toolu_2", "repo_read_file"),
     ]
@@ -627,15 +631,6 @@ def test_anthropic_normal_stops_pass(claude, stop):
     assert ask(make_claude(claude)).text == ANSWER
 
 
-def test_anthropic_paused_turn_is_continued(claude):
-    claude.script([Text('{"entry_points": ', stop="pause_turn"), '["src/main.py"]}'])
-    completion = ask(make_claude(claude), tools=TOOLS)
-    assert completion.text == ANSWER and completion.stop_reason == "end_turn"
-    continued = claude.requests[1].messages
-    assert continued[-1]["role"] == "assistant"
-    assert continued[-1]["content"][0]["text"] == '{"entry_points": '
-
-
 @pytest.mark.parametrize(
     "reply, error_class, words",
     [
@@ -715,8 +710,11 @@ def test_context_overflow_errors_are_final_whatever_the_server(claude):
 
 # -- timeouts, caching, counting ---------------------------------------------------------------
 def test_the_timeout_grows_with_the_output_budget(claude, gpt):
-    big = make_claude(claude, timeout_seconds=120, max_output_tokens=16_000)
+    big = make_claude(claude, model=OLD_CLAUDE, timeout_seconds=120, max_output_tokens=16_000)
     assert big.timeout == 450 and big._client.timeout == 450  # the SDK's own estimate
+    # 16,000 + room to think is streamed: the timeout is the wait for each event.
+    thinking = make_claude(claude, timeout_seconds=120, max_output_tokens=16_000)
+    assert thinking.plan.max_tokens == 48_000 and thinking.timeout == 120
     small = make_gpt(gpt, timeout_seconds=120, max_output_tokens=1000)
     assert small.timeout == 120 and small._client.timeout == 120
 
@@ -727,7 +725,7 @@ def test_the_crawler_conversation_is_cached_up_to_its_newest_message(claude):
     claude.script([tool_use("repo_tree", {}, id="toolu_1"), ANSWER])
     first = ask(provider, long_first, tools=TOOLS)
     conversation = long_first + [
-        {"role": "assistant", "content": "", "tool_calls": first.tool_calls},
+        assistant_turn(first),
         {"role": "tool", "results": [ToolResult("toolu_1", "src/main.py")]},
     ]
     second = ask(provider, conversation, tools=TOOLS)
@@ -766,13 +764,26 @@ def levels(findings) -> list[str]:
 
 
 def test_probe_of_a_working_anthropic_setup(settings, claude):
+    """The default model thinks: the probe's second turn sends the tool_use turn back with its
+    thinking blocks, or the (strict) fake refuses it as the API would."""
     _use(settings, "anthropic", claude.url)
-    claude.script(["OK", tool_use("amtp_probe", {})])
+    claude.script(["OK", tool_use("amtp_probe", {}, id="toolu_p"), "OK"])
     findings = check_providers()
     assert levels(findings) == ["ok", "ok"]
     assert findings[0].text == f"anthropic answered with model {DEFAULT_MODELS['anthropic']!r}"
+    assert "two-turn tool call" in findings[1].text
     assert claude.requests[1].tool_names == ["amtp_probe"]
-    assert claude.requests[0].json["max_tokens"] == 64  # cheap
+    assert claude.requests[0].json["max_tokens"] == 64 + 32_000  # a short answer, room to think
+    turn = claude.requests[2].messages[1]["content"]
+    assert [b["type"] for b in turn] == ["thinking", "tool_use"]
+    assert tool_results(claude.requests[2].json) == {"toolu_p": "OK"}
+
+
+def test_probe_warns_when_the_model_calls_no_tool(settings, claude):
+    _use(settings, "anthropic", claude.url)
+    claude.script(["OK", "OK"])
+    findings = check_providers()
+    assert levels(findings) == ["ok", "warning"] and "without calling" in findings[1].text
 
 
 def test_probe_says_the_key_is_bad(settings, claude):
@@ -789,14 +800,14 @@ def test_probe_warns_of_a_deprecated_model_and_stops_at_a_retired_one(
 ):
     monkeypatch.setattr(models_module, "today", lambda: date(2026, 11, 1))
     _use(settings, "anthropic", claude.url, "claude-sonnet-4-5")
-    claude.script(["OK", "OK"])
+    claude.script(["OK", tool_use("amtp_probe", {}), "OK"])
     findings = check_providers()
     assert levels(findings) == ["warning", "ok", "ok"]
     assert "retires it on 2026-11-30" in findings[0].text
     _use(settings, "anthropic", claude.url, "claude-opus-4-0")
     (finding,) = check_providers()
     assert finding.level == "error" and "was retired on 2026-06-15" in finding.text
-    assert len(claude.requests) == 2
+    assert len(claude.requests) == 3
 
 
 def test_probe_says_a_claude_model_is_unknown(settings):
@@ -829,7 +840,7 @@ def test_probe_says_vllm_needs_its_tool_flags(settings):
 def test_probe_finds_an_ollama_window_that_cuts_prompts(settings):
     with FakeOpenAI(flavour="ollama", context_window=2048) as fake:
         _use(settings, "openai", fake.url, "llama3.1")
-        fake.script(["OK", "OK", "OK"])
+        fake.script(["OK", tool_use("amtp_probe", {}), "OK", "OK"])
         findings = check_providers()
     assert levels(findings) == ["ok", "ok", "error"]
     needed = settings.AMTP_MAX_INPUT_TOKENS + settings.AMTP_MAX_OUTPUT_TOKENS
@@ -837,14 +848,14 @@ def test_probe_finds_an_ollama_window_that_cuts_prompts(settings):
     assert f"OLLAMA_CONTEXT_LENGTH={needed}" in findings[2].text
     with FakeOpenAI(flavour="ollama", context_window=200_000) as fake:
         _use(settings, "openai", fake.url, "llama3.1")
-        fake.script(["OK", "OK", "OK"])
+        fake.script(["OK", tool_use("amtp_probe", {}), "OK", "OK"])
         assert levels(check_providers()) == ["ok", "ok", "ok"]
 
 
 def test_probe_finds_an_lm_studio_window_that_refuses_prompts(settings):
     with FakeOpenAI(flavour="lmstudio", context_window=4096) as fake:
         _use(settings, "openai", fake.url, "qwen2.5-7b-instruct")
-        fake.script(["OK", "OK"])
+        fake.script(["OK", tool_use("amtp_probe", {}), "OK"])
         findings = check_providers()
     assert levels(findings) == ["ok", "ok", "error"]
     assert "refused a prompt of about" in findings[2].text and "n_ctx: 4096" in findings[2].text

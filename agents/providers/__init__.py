@@ -59,12 +59,26 @@ def provider_options(
     notice = check_model(agent, name)
     if notice:
         log.warning(notice)
+    thinking, thinking_setting = agent_setting(agent, "THINKING", "AMTP_AGENT_THINKING")
+    effort, effort_setting = agent_setting(agent, "EFFORT", "AMTP_AGENT_EFFORT")
     return ProviderOptions(
         model=model_for(agent, name),
         max_output_tokens=max_output_tokens or settings.AMTP_MAX_OUTPUT_TOKENS,
         timeout_seconds=settings.AMTP_LLM_TIMEOUT_S,
         output_schema=output_schema,
+        thinking=(thinking or "auto").strip().lower(),
+        effort=(effort or "").strip().lower() or None,
+        thinking_setting=thinking_setting,
+        effort_setting=effort_setting,
     )
+
+
+def agent_setting(agent: str, kind: str, per_agent: str) -> tuple[str, str]:
+    """(value, the setting it came from): AMTP_<KIND>_<AGENT>, else AMTP_LLM_<KIND>."""
+    value = getattr(settings, per_agent, {}).get(agent)
+    if value:
+        return value, f"AMTP_{kind}_{agent.upper()}"
+    return getattr(settings, f"AMTP_LLM_{kind}", ""), f"AMTP_LLM_{kind}"
 
 
 def make_provider(

@@ -3,7 +3,9 @@
 Conversations are kept in a neutral shape so the runner has one code path:
 
 * ``{"role": "user", "content": str}``
-* ``{"role": "assistant", "content": str, "tool_calls": [ToolCall, ...]}``
+* ``{"role": "assistant", "content": str, "tool_calls": [ToolCall, ...], "vendor_turn": ...}``
+  (``vendor_turn``: ``Completion.vendor_turn``, the answer as the vendor gave it; a provider
+  sends it back verbatim and never rebuilds such a turn from its text)
 * ``{"role": "tool", "results": [ToolResult, ...]}`` — answers to the previous tool calls
 
 A provider turns that into its vendor's request, sends it with sampling pinned where the
@@ -56,6 +58,10 @@ class Completion:
     stop_reason: str = ""
     stop_detail: str = ""  # e.g. a refusal's category, when the vendor gives one
     cache_read_tokens: int = 0  # input tokens served from the vendor's prompt cache
+    # The vendor's own rendering of this assistant turn (Anthropic: its content blocks,
+    # thinking and signatures included), opaque to the runner, which keeps it in the
+    # conversation so the provider can send the turn back exactly as it came.
+    vendor_turn: Any = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,12 @@ class ProviderOptions:
     temperature: float = TEMPERATURE
     # The JSON Schema the final answer must meet; providers with structured outputs use it.
     output_schema: dict[str, Any] | None = None
+    # Thinking (auto | on | off) and effort (None: the model's default), with the settings
+    # they came from for error messages (claude_thinking.py).
+    thinking: str = "auto"
+    effort: str | None = None
+    thinking_setting: str = "AMTP_LLM_THINKING"
+    effort_setting: str = "AMTP_LLM_EFFORT"
 
 
 class Provider(ABC):

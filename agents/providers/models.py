@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 
@@ -39,6 +40,67 @@ ANTHROPIC_WITH_TEMPERATURE = (
 # OpenAI's reasoning models (o1, o3, o4-mini, gpt-5 and later) refuse temperature and top_p
 # and want `max_completion_tokens`; other names, local servers' models included, take them.
 OPENAI_REASONING = re.compile(r"o\d|gpt-[5-9]")
+
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
+
+
+@dataclass(frozen=True)
+class ClaudeSpec:
+    """What one Claude model does with thinking and output, from its model page and the
+    "Troubleshooting thinking" page (platform.claude.com/docs/en/build-with-claude/
+    thinking-troubleshooting): the mode it thinks in, whether a request without ``thinking``
+    thinks, the ``thinking.type`` that turns it off (None: it cannot be turned off), the
+    ``output_config.effort`` levels it takes, its ``max_tokens`` ceiling, and whether it takes
+    an assistant prefill (refused from the Claude 4.6 models on: "Prefill removal")."""
+
+    max_output: int
+    mode: str  # "adaptive" | "extended" (thinking: enabled + budget_tokens)
+    thinks_by_default: bool
+    off: str | None  # "disabled", "between_tools" (Sonnet 5.5 only), None: always on
+    efforts: tuple[str, ...] = ()  # () = no effort parameter
+    default_effort: str | None = None  # the API's own default, when there is one
+    prefill: bool = False
+
+
+def _adaptive(on: bool, off: str | None, default: str, efforts=EFFORTS) -> ClaudeSpec:
+    return ClaudeSpec(128_000, "adaptive", on, off, efforts, default)
+
+
+def _extended(max_output: int, efforts: tuple[str, ...] = ()) -> ClaudeSpec:
+    default = "high" if efforts else None
+    return ClaudeSpec(max_output, "extended", False, "disabled", efforts, default, prefill=True)
+
+
+# First match wins (str.startswith). Sources: each model page's "How it compares" table (max
+# output, thinking, default effort); Sonnet 5.5's "What's new" (between_tools replaces
+# disabled, which it refuses; between_tools only up to effort high); the Sonnet 5 migration
+# guide (adaptive on by default, `enabled` refused); Opus 5.5 and Fable: "always on"; the 4.6
+# models: adaptive, off unless asked for, no prefill; 4.5 and earlier: extended only, prefill.
+CLAUDE_SPECS: tuple[tuple[str, ClaudeSpec], ...] = (
+    ("claude-sonnet-5-5", _adaptive(True, "between_tools", "high")),
+    ("claude-opus-5-5", _adaptive(True, None, "medium")),
+    ("claude-fable-", _adaptive(True, None, "high")),
+    ("claude-mythos-5", _adaptive(True, None, "high")),  # Fable's sibling
+    ("claude-haiku-5-5", _adaptive(True, "disabled", "medium")),  # taken to follow Sonnet 5
+    ("claude-sonnet-5", _adaptive(True, "disabled", "high")),
+    ("claude-opus-5", _adaptive(True, "disabled", "high")),
+    ("claude-opus-4-8", _adaptive(True, "disabled", "high")),
+    ("claude-opus-4-7", _adaptive(True, "disabled", "high")),
+    ("claude-mythos-preview", _adaptive(True, "disabled", "high")),
+    ("claude-opus-4-6", _adaptive(False, "disabled", "high", ("low", "medium", "high", "max"))),
+    ("claude-sonnet-4-6", _adaptive(False, "disabled", "high", ("low", "medium", "high", "max"))),
+    ("claude-opus-4-5", _extended(64_000, ("low", "medium", "high"))),
+    ("claude-sonnet-4-5", _extended(64_000)),
+    ("claude-haiku-4-5", _extended(64_000)),
+    ("claude-", _extended(32_000)),
+)
+# A model name no row knows (a gateway's alias, say): nothing is assumed about its thinking.
+UNKNOWN_CLAUDE = ClaudeSpec(128_000, "none", False, None, prefill=True)
+
+
+def claude_spec(model: str) -> ClaudeSpec:
+    return next((spec for prefix, spec in CLAUDE_SPECS if model.startswith(prefix)), UNKNOWN_CLAUDE)
+
 
 DEPRECATED = (
     "{source}={model!r} is deprecated: {vendor} retires it on {eol}; set {source} to a current "

@@ -1,7 +1,9 @@
 """``manage.py check_providers``: a few cheap real calls to the configured provider, and what
 is wrong with it in words a user can act on.
 
-The calls: one tiny answer, one with a tool (the crawler needs tools), and, for an
+The calls: one tiny answer, a two-turn tool call (tool_use, then its tool_result back with the
+model's turn exactly as the runner keeps it: the crawler's loop, thinking blocks included), and,
+for an
 OpenAI-compatible server of one's own (``OPENAI_BASE_URL``), one prompt of known size, because
 Ollama cuts a prompt longer than its context window without saying so. Each finding is
 ``ok``, ``warning`` (runs may work, or work worse) or ``error`` (runs will fail).
@@ -12,8 +14,9 @@ from __future__ import annotations
 from django.conf import settings
 
 from agents.providers import DEFAULT_MODELS, check_model, make_provider, model_for
-from agents.providers.base import Provider, ToolSpec
+from agents.providers.base import Provider, ToolResult, ToolSpec
 from agents.providers.vendor import CONTEXT_HINT
+from agents.runner import assistant_turn
 from amtp_site.errors import (
     AmtpError,
     ConfigurationError,
@@ -37,7 +40,15 @@ FILLER = "The quick brown fox jumps over the lazy dog near the river bank today.
 KEPT_ENOUGH = 0.6  # tokenizers differ; under this share of the estimate, the server cut it
 
 ANSWERED = "{vendor} answered with model {model!r}"
-TOOLS_OK = "{vendor} accepted a request with tools"
+TOOLS_OK = "{vendor} ran a two-turn tool call (tool_use, then tool_result) on {model!r}"
+NO_CALL = (
+    "{vendor} {model!r} answered without calling the probe tool, so the tool round trip was not "
+    "checked; the crawler needs a model that calls tools"
+)
+SECOND_TURN_REFUSED = (
+    "{vendor} refused the second turn of a tool call (the tool_result after the model's "
+    "tool_use), which every crawl sends: {message}"
+)
 CONTEXT_OK = (
     "the server read a prompt of about {tokens} tokens whole ({kept} counted); runs may need "
     "up to AMTP_MAX_INPUT_TOKENS + AMTP_MAX_OUTPUT_TOKENS = {needed}"
@@ -103,17 +114,34 @@ def _plain(provider: Provider) -> Finding:
 
 
 def _tools(provider: Provider) -> Finding:
+    """tool_use → tool_result → answer, the conversation kept as the runner keeps it."""
     try:
-        provider.complete(system=SYSTEM, messages=CALL_TOOL, tools=[PROBE_TOOL])
+        first = provider.complete(system=SYSTEM, messages=CALL_TOOL, tools=[PROBE_TOOL])
     except LlmOutputTruncated:
-        pass
+        return Finding("ok", TOOLS_OK.format(vendor=provider.name, model=provider.model))
     except LlmProviderRejected as exc:
         if exc.details.get("status") == 400:
             return Finding("error", TOOLS_REFUSED.format(message=exc.message))
         return Finding("error", explain(exc, provider))
     except AmtpError as exc:
         return Finding("error", explain(exc, provider))
-    return Finding("ok", TOOLS_OK.format(vendor=provider.name))
+    if not first.tool_calls:
+        return Finding("warning", NO_CALL.format(vendor=provider.name, model=provider.model))
+    results = [ToolResult(call.id, "OK") for call in first.tool_calls]
+    messages = [*CALL_TOOL, assistant_turn(first), {"role": "tool", "results": results}]
+    try:
+        provider.complete(system=SYSTEM, messages=messages, tools=[PROBE_TOOL])
+    except LlmOutputTruncated:
+        pass
+    except LlmProviderRejected as exc:
+        if exc.details.get("status") == 400:
+            return Finding(
+                "error", SECOND_TURN_REFUSED.format(vendor=provider.name, message=exc.message)
+            )
+        return Finding("error", explain(exc, provider))
+    except AmtpError as exc:
+        return Finding("error", explain(exc, provider))
+    return Finding("ok", TOOLS_OK.format(vendor=provider.name, model=provider.model))
 
 
 def _context(provider: Provider) -> Finding | None:

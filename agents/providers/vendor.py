@@ -114,7 +114,7 @@ class VendorProvider(Provider):
         api_key = self._client_key(api_key, base_url)
         self._api_key = api_key  # kept only to scrub it from error messages
         self.base_url = base_url
-        self.timeout = call_timeout(options)
+        self.timeout = self._timeout(options)
         self._client = self.client_class(
             api_key=api_key, base_url=base_url, max_retries=0, timeout=self.timeout
         )
@@ -135,6 +135,9 @@ class VendorProvider(Provider):
                 vendor=self.name,
             )
 
+    def _timeout(self, options: ProviderOptions) -> float:
+        return call_timeout(options)
+
     def _client_key(self, api_key: str, base_url: str | None) -> str:
         """The key the SDK client gets; without one the provider cannot start."""
         if not api_key:
@@ -152,8 +155,11 @@ class VendorProvider(Provider):
             # body dump; Temporal serialises causes, so only our scrubbed summary travels on.
             raise self._translate(exc) from None
         completion = self._completion(answer, tools)
-        check_stop(completion, vendor=self.name, options=self.options)
+        self._check_stop(completion)
         return completion
+
+    def _check_stop(self, completion: Completion) -> None:
+        check_stop(completion, vendor=self.name, options=self.options)
 
     @abstractmethod
     def build_request(
@@ -199,12 +205,13 @@ class VendorProvider(Provider):
         return None
 
 
-def call_timeout(options: ProviderOptions) -> float:
-    """The setting, raised to the time an answer of ``max_output_tokens`` may take: the
-    anthropic SDK's own estimate (``_calculate_nonstreaming_timeout`` in
+def call_timeout(options: ProviderOptions, max_tokens: int | None = None) -> float:
+    """The setting, raised to the time an answer of ``max_tokens`` (default: the options')
+    may take: the anthropic SDK's own estimate (``_calculate_nonstreaming_timeout`` in
     anthropic/_base_client.py: an hour per 128,000 output tokens), so a long answer is not cut
     off by our timeout and paid for again."""
-    return max(options.timeout_seconds, 60 * 60 * options.max_output_tokens / 128_000)
+    tokens = options.max_output_tokens if max_tokens is None else max_tokens
+    return max(options.timeout_seconds, 60 * 60 * tokens / 128_000)
 
 
 def check_stop(completion: Completion, *, vendor: str, options: ProviderOptions) -> None:

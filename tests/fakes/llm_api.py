@@ -38,6 +38,7 @@ from typing import Any
 import anthropic.types
 
 from agents.providers import models as model_tables
+from tests.fakes import claude_rules
 
 NO_REPLY_LEFT = "fake: no scripted reply left"
 
@@ -53,6 +54,10 @@ class Text:
     # "refusal" on OpenAI sends the text as `message.refusal`.
     stop: str | None = None
     refusal_category: str | None = None  # Anthropic `stop_details.category` of a refusal
+    # Anthropic, when the request thinks: the thinking blocks before the answer (None: one
+    # default block) and a redacted_thinking block after them.
+    thinking: tuple[str, ...] | None = None
+    redacted: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,8 @@ class ToolUse:
 
     calls: tuple[ToolCall, ...]
     text: str | None = None
+    thinking: tuple[str, ...] | None = None  # as Text's
+    redacted: bool = False
 
 
 def tool_use(name: str, input: dict[str, Any], *, id: str | None = None, text: str | None = None):
@@ -175,6 +182,7 @@ class _FakeServer:
 
     vendor = endpoint = request_id_header = ""
     known_params: frozenset[str] = frozenset()
+    streams = False  # serves `stream: true` (as server-sent events, see `encode`)
 
     def __init__(self, *, extra_params: Iterable[str] = ()) -> None:
         # Vendors reject unknown top-level fields; extra_params allows more (e.g. a
@@ -246,14 +254,18 @@ class _FakeServer:
             return self._error(problem, {"x-should-retry": "false"})
         if isinstance(reply, HttpError):
             return self._error(reply, {})
-        return 200, {self.request_id_header: _new_id("req_", 24)}, json.dumps(body).encode()
+        headers, raw = self.encode(body, record.json or {})
+        return 200, {self.request_id_header: _new_id("req_", 24), **headers}, raw
+
+    def encode(self, body: dict[str, Any], request: dict[str, Any]) -> tuple[dict, bytes]:
+        return {}, json.dumps(body).encode()
 
     def _check_basics(self, record: RecordedRequest) -> HttpError | None:
         if record.method != "POST" or record.path.split("?")[0] != self.endpoint:
             return HttpError(404, f"Not found: {record.method} {record.path}")
         if not isinstance(record.json, dict):
             return HttpError(400, "fake: the request body is not a JSON object")
-        if record.json.get("stream"):
+        if record.json.get("stream") and not self.streams:
             return HttpError(400, "fake: streaming is not supported", param="stream")
         return None
 
@@ -283,7 +295,8 @@ class _Handler(BaseHTTPRequestHandler):
         status, reply_headers, body = self.fake.handle(record)
         record.status = status
         self.send_response(status)
-        self.send_header("content-type", "application/json")
+        content_type = reply_headers.pop("content-type", "application/json")
+        self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(body)))
         for name, value in reply_headers.items():
             self.send_header(name, value)
@@ -324,6 +337,7 @@ class FakeAnthropic(_FakeServer):
     to 4,096 tokens by model: docs.orq.ai/docs/proxy/prompt-caching quotes the table)."""
 
     vendor, endpoint, request_id_header = "anthropic", "/v1/messages", "request-id"
+    streams = True
     # The SDK's typed parameters, plus the sampling ones the SDK only sends via extra_body.
     known_params = frozenset(
         "max_tokens messages model cache_control container diagnostics inference_geo metadata"
@@ -364,6 +378,7 @@ class FakeAnthropic(_FakeServer):
         self.min_cacheable_tokens = min_cacheable_tokens
         self.token_counts: list[RecordedRequest] = []  # requests to count_tokens
         self._cache: set[str] = set()  # prompt prefixes cached so far
+        self.ledger = claude_rules.Ledger()  # thinking blocks and turns handed out
 
     def error_body(self, err: HttpError, request_id: str) -> dict[str, Any]:
         default = "api_error" if err.status >= 500 else "invalid_request_error"
@@ -376,7 +391,19 @@ class FakeAnthropic(_FakeServer):
         return {"type": "error", "error": error, "request_id": request_id}
 
     def validate(self, record: RecordedRequest) -> HttpError | None:
-        return self._check(record, self.allowed_params, ("model", "max_tokens", "messages"))
+        problem = self._check(record, self.allowed_params, ("model", "max_tokens", "messages"))
+        if problem is not None:
+            return problem
+        body = record.json or {}
+        text = claude_rules.request_problem(body) or self.ledger.problem(body)
+        if text is None and self.ledger.prefill_refused(body):
+            text = claude_rules.PREFILL
+        return HttpError(400, text) if text else None
+
+    def encode(self, body: dict[str, Any], request: dict[str, Any]) -> tuple[dict, bytes]:
+        if request.get("stream"):
+            return {"content-type": "text/event-stream"}, claude_rules.sse(body)
+        return {}, json.dumps(body).encode()
 
     def _check(self, record: RecordedRequest, allowed, required) -> HttpError | None:
         # The SDK sends the key as `Authorization: Bearer`, the API also takes `x-api-key`.
@@ -454,6 +481,14 @@ class FakeAnthropic(_FakeServer):
                 for c in reply.calls
             ]
             stop_reason = "tool_use"
+        if stop_reason == "pause_turn" and not claude_rules.has_server_tools(request):
+            # "the API may pause [its server-side loop] and return pause_turn" (Server tools):
+            # a request without server tools never gets it.
+            raise ValueError("pause_turn comes only with server tools (web_search, ...)")
+        if claude_rules.thinks(request) and reply.thinking != ():
+            texts = reply.thinking or ("Let me look at what the repository holds first.",)
+            content = self.ledger.thinking_blocks(request, texts, reply.redacted) + content
+        self.ledger.record(request, content, stop_reason)
         usage = self._usage(request) | {"output_tokens": _tokens(content)}
         return {
             "id": _new_id("msg_01", 22),
@@ -507,8 +542,6 @@ def _anthropic_problem(body: dict[str, Any], allowed, required) -> str | None:
         return f"{missing[0]}: Field required"
     if unknown:
         return f"{unknown[0]}: Extra inputs are not permitted"
-    if "max_tokens" in body and (not isinstance(body["max_tokens"], int) or body["max_tokens"] < 0):
-        return "max_tokens: Input should be a valid integer greater than or equal to 0"
     for key in ("temperature", "top_p"):
         if not _in_range(body.get(key), 0, 1):
             return f"{key}: Input should be a number between 0 and 1"
