@@ -782,11 +782,36 @@ def _vllm_error(message: str, type_: str, code: int) -> dict[str, Any]:
     return {"object": "error", "message": message, "type": type_, "param": None, "code": code}
 
 
+# Function tools on Chat Completions: the gpt-5.6 family and later refuse them with any
+# reasoning effort but "none", their default included (laurent22/joplin#16451: "Joplin never
+# sends reasoning_effort"; GEMISIS/leviath#333, GoogleChromeLabs/webmcp-tools#417); gpt-5.2 and
+# 5.4 refuse them with an explicit reasoning_effort (pipecat-ai/pipecat#4043, livekit/agents#5088).
+TOOLS_NEED_RESPONSES = re.compile(r"gpt-(5\.([6-9]|\d\d)|[6-9])")
+TOOLS_WITHOUT_EFFORT = re.compile(r"gpt-5\.[2-5]")
+
+
+def _chat_tools_problem(body: dict[str, Any]) -> HttpError | None:
+    model, effort = str(body.get("model")), body.get("reasoning_effort")
+    if not body.get("tools") or effort == "none":
+        return None
+    if TOOLS_NEED_RESPONSES.match(model):
+        message = f"Function tools with reasoning_effort are not supported for {model} in /v1/chat/completions. To use function tools, use /v1/responses or set reasoning_effort to 'none'."
+        return HttpError(400, message, param="reasoning_effort")
+    if TOOLS_WITHOUT_EFFORT.match(model) and effort is not None:
+        message = f"Function tools with reasoning_effort are not supported for {model} in /v1/chat/completions. Please use /v1/responses instead."
+        return HttpError(400, message, param="reasoning_effort")
+    return None
+
+
 def _reasoning_problem(body: dict[str, Any]) -> HttpError | None:
     """OpenAI's reasoning models refuse sampling parameters and `max_tokens`
-    (BeehiveInnovations/pal-mcp-server#78, npiv/chatblade#100, griptape-ai/ComfyUI-Griptape#312)."""
+    (BeehiveInnovations/pal-mcp-server#78, npiv/chatblade#100, griptape-ai/ComfyUI-Griptape#312)
+    and, the newer ones, function tools on this endpoint (`_chat_tools_problem`)."""
     if not OPENAI_REASONING.match(str(body.get("model"))):
         return None
+    tools = _chat_tools_problem(body)
+    if tools is not None:
+        return tools
     temperature = body.get("temperature")
     if temperature is not None and temperature != 1:
         message = f"Unsupported value: 'temperature' does not support {temperature} with this model. Only the default (1) value is supported."
