@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TEMPERATURE = 0.1
+# A tool call whose arguments are not a JSON object reaches the runner as {this key: raw text}
+# (no tool's input schema accepts it, so the tool refuses the call and the model sees why).
+INVALID_ARGUMENTS_KEY = "__invalid_json__"
 TOP_P = 1.0
 SEED = 20250101
 

@@ -126,6 +126,13 @@ def is_openai_reasoning(model: str) -> bool:
     return OPENAI_REASONING.match(model) is not None
 
 
+def openai_api(model: str, hosted: bool) -> str:
+    """ "responses" for OpenAI's own reasoning models (the newest refuse function tools on Chat
+    Completions, and reasoning items can only be passed back between turns there), "chat" for
+    every other model and for every OpenAI-compatible server of one's own."""
+    return "responses" if hosted and is_openai_reasoning(model) else "chat"
+
+
 def end_of_life(vendor: str, model: str) -> date | None:
     """The day the vendor retires ``model`` according to its SDK; None when none is announced."""
     table = (

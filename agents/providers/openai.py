@@ -1,8 +1,10 @@
-"""OpenAI-compatible chat completions through the official ``openai`` SDK.
+"""OpenAI and OpenAI-compatible servers through the official ``openai`` SDK.
 
 ``base_url`` points it at hosted OpenAI (None) or at a local server speaking the same API
-(Ollama ``http://localhost:11434/v1``, vLLM, LM Studio). Client setup and error translation
-are shared with the Anthropic provider (``vendor.py``).
+(Ollama ``http://localhost:11434/v1``, vLLM, LM Studio). Chat Completions for those servers and
+OpenAI's non-reasoning models; the Responses API (``openai_responses.py``) for OpenAI's own
+reasoning models, as ``models.openai_api`` decides. Client setup and error translation are
+shared with the Anthropic provider (``vendor.py``).
 
 Malformed tool-call arguments: models (local ones especially) sometimes emit arguments that
 are not a JSON object. That is the model's mistake, not the vendor's, so it is not an
@@ -20,7 +22,9 @@ from urllib.parse import urlsplit
 
 import openai
 
+from agents.providers import openai_responses
 from agents.providers.base import (
+    INVALID_ARGUMENTS_KEY,
     SEED,
     TOP_P,
     Completion,
@@ -30,11 +34,17 @@ from agents.providers.base import (
     mcp_tool_name,
     vendor_tool_name,
 )
-from agents.providers.models import is_openai_reasoning, takes_temperature
+from agents.providers.models import is_openai_reasoning, openai_api, takes_temperature
 from agents.providers.vendor import VendorProvider, body_text
-from amtp_site.errors import LlmProviderError
+from amtp_site.errors import ConfigurationError, LlmProviderError
 
-INVALID_ARGUMENTS_KEY = "__invalid_json__"
+__all__ = ["INVALID_ARGUMENTS_KEY", "OpenAIProvider"]
+# reasoning.effort on the Responses API (openai/types/shared/reasoning_effort.py).
+OPENAI_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+BAD_EFFORT = (
+    "{setting}={value!r}: OpenAI's reasoning models take effort {levels}; set {setting} to one "
+    "of them, or leave it empty for the model's default"
+)
 # Local servers ignore the key, but the SDK refuses to start without one (and would otherwise
 # fall back to OPENAI_API_KEY from the environment).
 LOCAL_PLACEHOLDER_KEY = "not-needed"
@@ -64,10 +74,20 @@ class OpenAIProvider(VendorProvider):
         api_key: str,
         base_url: str | None = None,
         structured_outputs: bool = True,
+        api: str | None = None,
     ) -> None:
         super().__init__(options, agent=agent, api_key=api_key, base_url=base_url)
         self._hosted = base_url is None or urlsplit(base_url).hostname == "api.openai.com"
         self.structured_outputs = structured_outputs
+        # "chat" (Chat Completions) or "responses", from the model table unless given.
+        self.api = api or openai_api(options.model, self._hosted)
+        if self.api == "responses" and options.effort not in (None, *OPENAI_EFFORTS):
+            levels = ", ".join(OPENAI_EFFORTS)
+            raise ConfigurationError(
+                BAD_EFFORT.format(
+                    setting=options.effort_setting, value=options.effort, levels=levels
+                )
+            )
 
     def _client_key(self, api_key: str, base_url: str | None) -> str:
         if not api_key and base_url is not None:
@@ -75,12 +95,20 @@ class OpenAIProvider(VendorProvider):
         return super()._client_key(api_key, base_url)
 
     def _send(self, request: dict[str, Any]) -> Any:
+        if self.api == "responses":
+            return self._client.responses.create(**request)
         return self._client.chat.completions.create(**request)
+
+    def schema_name(self) -> str:
+        return _schema_name(self.options.output_schema or {}, self.agent)
 
     def build_request(
         self, *, system: str, messages: list[dict[str, Any]], tools: list[ToolSpec]
     ) -> dict[str, Any]:
-        """The keyword arguments for ``chat.completions.create`` (public so tests can read them)."""
+        """The keyword arguments for ``chat.completions.create`` or ``responses.create``
+        (public so tests can read them)."""
+        if self.api == "responses":
+            return openai_responses.request(self, system, messages, tools)
         vendor_messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         for message in messages:
             vendor_messages += _to_vendor(message)
@@ -111,7 +139,7 @@ class OpenAIProvider(VendorProvider):
             request["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {
-                    "name": _schema_name(self.options.output_schema, self.agent),
+                    "name": self.schema_name(),
                     "schema": self.options.output_schema,
                     "strict": False,
                 },
@@ -119,6 +147,8 @@ class OpenAIProvider(VendorProvider):
         return request
 
     def _completion(self, response: Any, tools: list[ToolSpec]) -> Completion:
+        if self.api == "responses":
+            return openai_responses.completion(response, tools)
         if not response.choices:
             raise LlmProviderError(
                 "openai: the response has no choices", vendor=self.name, model=self.options.model

@@ -38,7 +38,7 @@ from typing import Any
 import anthropic.types
 
 from agents.providers import models as model_tables
-from tests.fakes import claude_rules
+from tests.fakes import claude_rules, openai_responses
 
 NO_REPLY_LEFT = "fake: no scripted reply left"
 
@@ -181,6 +181,7 @@ class _FakeServer:
     `side_endpoint(record)` may answer paths other than `endpoint` (they take no reply)."""
 
     vendor = endpoint = request_id_header = ""
+    other_endpoints: tuple[str, ...] = ()  # further paths that take scripted replies
     known_params: frozenset[str] = frozenset()
     streams = False  # serves `stream: true` (as server-sent events, see `encode`)
 
@@ -261,7 +262,8 @@ class _FakeServer:
         return {}, json.dumps(body).encode()
 
     def _check_basics(self, record: RecordedRequest) -> HttpError | None:
-        if record.method != "POST" or record.path.split("?")[0] != self.endpoint:
+        path = record.path.split("?")[0]
+        if record.method != "POST" or path not in (self.endpoint, *self.other_endpoints):
             return HttpError(404, f"Not found: {record.method} {record.path}")
         if not isinstance(record.json, dict):
             return HttpError(400, "fake: the request body is not a JSON object")
@@ -633,6 +635,7 @@ def _claude_tokens(text: str) -> int:
 
 # -- OpenAI-compatible -------------------------------------------------------------------------
 OPENAI_REASONING = re.compile(r"o\d|gpt-[5-9]")
+RESPONSES = "/v1/responses"
 FLAVOURS = ("openai", "ollama", "vllm", "lmstudio")
 
 
@@ -646,6 +649,7 @@ class FakeOpenAI(_FakeServer):
     loaded model takes."""
 
     vendor, endpoint, request_id_header = "openai", "/v1/chat/completions", "x-request-id"
+    other_endpoints = (RESPONSES,)  # OpenAI's Responses API (tests/fakes/openai_responses.py)
     known_params = frozenset(
         "audio frequency_penalty function_call functions logit_bias logprobs max_completion_tokens"
         " max_tokens messages metadata modalities model moderation n parallel_tool_calls"
@@ -675,6 +679,7 @@ class FakeOpenAI(_FakeServer):
             raise ValueError(f"unsupported fake setup: flavour={flavour!r}, tools={tools}")
         self.flavour = flavour
         self.models = None if models is None else frozenset(models)
+        self.responses = openai_responses.Ledger()  # reasoning items handed out
         self.tools = tools
         self.context_window = context_window
 
@@ -689,6 +694,13 @@ class FakeOpenAI(_FakeServer):
             error = {"message": "You didn't provide an API key.", "type": "invalid_request_error"}
             return HttpError(401, body={"error": error | {"param": None, "code": None}})
         body = record.json or {}
+        if record.path.split("?")[0] == RESPONSES:
+            found = self.responses.problem(body)
+            return (
+                HttpError(400, found[0], param=found[1])
+                if found
+                else self._model_problem(str(body["model"]))
+            )
         return (
             _openai_problem(body, self.allowed_params)
             or self._model_problem(str(body["model"]))
@@ -736,6 +748,8 @@ class FakeOpenAI(_FakeServer):
         return HttpError(400, text, param="messages", code="context_length_exceeded")
 
     def render(self, reply: Text | ToolUse, request: dict[str, Any]) -> dict[str, Any]:
+        if "input" in request and "messages" not in request:  # a Responses API request
+            return self.responses.render(reply, request, _tokens)
         message: dict[str, Any] = {"role": "assistant", "refusal": None, "annotations": []}
         if isinstance(reply, Text):
             reply = _clip(reply, request.get("max_completion_tokens", request.get("max_tokens")))
