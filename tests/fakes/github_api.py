@@ -42,6 +42,8 @@ from urllib.parse import parse_qsl, unquote
 
 import jwt  # PyJWT (a PyGithub dependency) verifies App JWTs the way GitHub does
 
+from tests.fakes import github_rules
+
 DOCS = "https://docs.github.com/rest"
 CREATE_REF_DOC = f"{DOCS}/git/refs#create-a-reference"
 WRITES = ("POST", "PATCH", "PUT", "DELETE")
@@ -130,32 +132,6 @@ class Grant:  # what a bearer token may see; repos None = every repository
     expires: float
     installation: int | None = None
     permissions: dict[str, str] | None = None  # an installation's; None: a user's token
-
-
-# The permission each route needs of an installation token ("Permissions required for GitHub
-# Apps", docs.github.com/rest/authentication/permissions-required-for-github-apps): metadata
-# (always granted) for the repository and its rules, contents for git data, pull_requests for
-# pulls; reads need "read" or "write", writes "write". Anything else: 403.
-ROUTE_PERMISSIONS = {
-    **dict.fromkeys(("repo", "branch_rules"), ("metadata", "read")),
-    **dict.fromkeys(
-        ("branch", "get_ref", "matching_refs", "get_commit", "get_tree", "get_blob", "get_tag"),
-        ("contents", "read"),
-    ),
-    "contents": ("contents", "read"),
-    **dict.fromkeys(
-        ("create_ref", "update_ref", "delete_ref", "create_commit", "create_tree", "create_blob"),
-        ("contents", "write"),
-    ),
-    **dict.fromkeys(("list_pulls", "get_pull"), ("pull_requests", "read")),
-    **dict.fromkeys(("create_pull", "update_pull"), ("pull_requests", "write")),
-}
-JWT_LIFETIME = 600  # exp at most 10 minutes after iat (docs: "Generating a JWT for a GitHub App")
-# An iat in the future, as GitHub words it (probot/probot#967, Expensify/App#32069: clock drift).
-BAD_IAT = (
-    "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was "
-    "issued"
-)
 
 
 @dataclass
@@ -779,12 +755,7 @@ class FakeGitHub:
         return handler(repo, *args, query=query, body=body)
 
     def _permitted(self, headers, route: str) -> bool:
-        granted = self._grant(headers).permissions
-        if granted is None:
-            return True  # a user's token: its scopes, not an installation's permissions
-        permission, level = ROUTE_PERMISSIONS[route]
-        has = "read" if permission == "metadata" else granted.get(permission)
-        return has == "write" or (has == "read" and level == "read")
+        return github_rules.permitted(self._grant(headers).permissions, route)
 
     def _grant(self, headers) -> Grant:
         credential = (headers.get("Authorization") or "").partition(" ")[2]
@@ -813,7 +784,7 @@ class FakeGitHub:
                 options={"require": ["exp", "iat", "iss"]},
             )
         except jwt.ImmatureSignatureError:  # PyJWT's own iat check
-            raise Reply(401, BAD_IAT) from None
+            raise Reply(401, github_rules.BAD_IAT) from None
         except jwt.ExpiredSignatureError:
             raise Reply(
                 401,
@@ -823,8 +794,8 @@ class FakeGitHub:
         except (jwt.PyJWTError, KeyError):
             raise Reply(401, "A JSON web token could not be decoded") from None
         if claims["iat"] > time.time():
-            raise Reply(401, BAD_IAT)
-        too_long = claims["exp"] - claims["iat"] > JWT_LIFETIME
+            raise Reply(401, github_rules.BAD_IAT)
+        too_long = claims["exp"] - claims["iat"] > github_rules.JWT_LIFETIME
         if scheme.lower() != "bearer" or claims["exp"] - time.time() > 600 or too_long:
             raise Reply(401, "'Expiration time' claim ('exp') is too far in the future")
         return app

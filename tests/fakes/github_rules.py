@@ -1,0 +1,39 @@
+"""What the GitHub fake enforces on GitHub Apps, in one place: the permission each route needs
+of an installation token, and the window an App JWT must fall in."""
+
+from __future__ import annotations
+
+# The permission each route needs of an installation token ("Permissions required for GitHub
+# Apps", docs.github.com/rest/authentication/permissions-required-for-github-apps): metadata
+# (always granted) for the repository and its rules, contents for git data, pull_requests for
+# pulls; reads need "read" or "write", writes "write". Anything else: 403.
+ROUTE_PERMISSIONS = {
+    **dict.fromkeys(("repo", "branch_rules"), ("metadata", "read")),
+    **dict.fromkeys(
+        ("branch", "get_ref", "matching_refs", "get_commit", "get_tree", "get_blob", "get_tag"),
+        ("contents", "read"),
+    ),
+    "contents": ("contents", "read"),
+    **dict.fromkeys(
+        ("create_ref", "update_ref", "delete_ref", "create_commit", "create_tree", "create_blob"),
+        ("contents", "write"),
+    ),
+    **dict.fromkeys(("list_pulls", "get_pull"), ("pull_requests", "read")),
+    **dict.fromkeys(("create_pull", "update_pull"), ("pull_requests", "write")),
+}
+JWT_LIFETIME = 600  # exp at most 10 minutes after iat (docs: "Generating a JWT for a GitHub App")
+# An iat in the future, as GitHub words it (probot/probot#967, Expensify/App#32069: clock drift).
+BAD_IAT = (
+    "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was "
+    "issued"
+)
+
+
+def permitted(granted: dict[str, str] | None, route: str) -> bool:
+    """Whether a token with ``granted`` (an installation's permissions; None: a user's token,
+    judged by its scopes instead) may take ``route``."""
+    if granted is None:
+        return True
+    permission, level = ROUTE_PERMISSIONS[route]
+    has = "read" if permission == "metadata" else granted.get(permission)
+    return has == "write" or (has == "read" and level == "read")
