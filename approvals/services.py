@@ -15,7 +15,7 @@ from amtp_site.errors import (
 )
 from approvals.models import Approval, Decision
 from runs import lifecycle
-from runs.temporal.types import APPROVAL_SIGNAL, ApprovalDecision, ApprovalRequest
+from runs.stages import APPROVAL_SIGNAL, ApprovalDecision, ApprovalRequest
 
 ALREADY_DECIDED = (
     "approval {approval_id} was already {decision} by {by}; it cannot be decided twice"

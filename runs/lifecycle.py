@@ -17,7 +17,7 @@ import schemas
 from amtp_site.errors import SchemaValidationError
 from runs.models import Artifact, ArtifactKind, Run, RunStatus, Stage, StageStatus
 from runs.signals import run_closed
-from runs.temporal.types import Failure
+from runs.stages import Failure
 
 logger = logging.getLogger(__name__)
 REPORT_SCHEMA = "artifacts/failure_report"

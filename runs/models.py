@@ -13,7 +13,7 @@ from django.db.models import Q
 from amtp_site.constraints import one_of
 from amtp_site.indexes import newest_first, prefix_search
 from repositories.models import DepthLevel, Framework, Repository
-from runs.temporal.types import STAGES
+from runs.stages import STAGES
 
 
 class RunStatus(models.TextChoices):
@@ -238,7 +238,7 @@ class ActivityIdempotency(models.Model):
 
 class RunStart(models.Model):
     """A run accepted whose workflow is not started yet: the outbox that ``run_worker``'s
-    dispatcher drains (``runs.services.run_starts_dispatch``). It goes in with the run, and
+    dispatcher drains (``runs.temporal.dispatcher.run_starts_dispatch``). It goes in with the run, and
     every insert notifies the ``amtp_run_starts`` channel (a trigger, migration 0007)."""
 
     run = models.OneToOneField(

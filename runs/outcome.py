@@ -1,14 +1,14 @@
 """A run's end, written as its workflow decided it: the one place a live run is finished.
 
-``runs.reconcile`` is the only other writer of a run's end: it ends runs whose workflow is
-gone, with the same steps.
+``runs.temporal.reconcile`` is the only other writer of a run's end: it ends runs whose
+workflow is gone, with the same steps.
 """
 
 from __future__ import annotations
 
 from runs import lifecycle, slots
 from runs.models import RunStatus
-from runs.temporal.types import Failure
+from runs.stages import Failure
 
 
 def run_end(*, run_id: str, status: str, failure: Failure | None = None) -> bool:

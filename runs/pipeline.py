@@ -25,7 +25,7 @@ from repositories.hosts import host_for
 from runs import artifacts, lifecycle, selectors
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
 from runs.pull_requests import head_branch_for, pull_request_create
-from runs.temporal.types import (
+from runs.stages import (
     CRAWL_REPO,
     CREATE_PULL_REQUEST,
     GENERATE_TEST_CASES,

@@ -27,7 +27,7 @@ from repositories.hosts import PullRequestResult, RepositoryHost, host_for
 from runs import artifacts
 from runs.lifecycle import OPEN_RUN
 from runs.models import Artifact, ArtifactKind, Run
-from runs.temporal.types import CREATE_PULL_REQUEST
+from runs.stages import CREATE_PULL_REQUEST
 
 PR_SCHEMA = "artifacts/pull_request"
 NOT_WRITTEN = "run {run_id} is {status}: its pull request is not written"

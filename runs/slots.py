@@ -27,7 +27,7 @@ from repositories.models import Repository
 from runs import lifecycle, selectors
 from runs.lifecycle import OPEN_RUN
 from runs.models import ActivityIdempotency, Run, Stage
-from runs.temporal.types import ACQUIRE_SLOT
+from runs.stages import ACQUIRE_SLOT
 
 logger = logging.getLogger(__name__)
 

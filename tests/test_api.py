@@ -18,7 +18,8 @@ from runs import api as runs_api
 from runs import auth
 from runs.models import Run, RunStart
 from runs.models_api import ApiToken
-from runs.services import RUN_FINISHED, run_starts_dispatch
+from runs.services import RUN_FINISHED
+from runs.temporal.dispatcher import run_starts_dispatch
 from tests import api_support
 from tests.api_support import assert_problem, bearer, describe, post
 from tests.factories import ApprovalFactory, ArtifactFactory, RepositoryFactory, RunFactory

@@ -14,7 +14,7 @@ from approvals.services import ALREADY_DECIDED
 from runs import auth
 from runs.models import Run
 from runs.models_api import ApiToken
-from runs.services import run_starts_dispatch
+from runs.temporal.dispatcher import run_starts_dispatch
 from tests import api_support
 from tests.api_support import assert_problem, bearer, post, signals_of
 from tests.factories import ApprovalFactory

@@ -12,7 +12,8 @@ from repositories.models import Repository
 from runs import auth
 from runs.models import Run
 from runs.models_api import ApiToken
-from runs.services import run_create, run_starts_dispatch
+from runs.services import run_create
+from runs.temporal.dispatcher import run_starts_dispatch
 from tests import api_support
 from tests.admin_helpers import VIEW, change_url, client_for, csrf_post, staff
 from tests.api_support import bearer, post

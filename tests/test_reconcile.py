@@ -18,8 +18,8 @@ from amtp_site import valkey as valkey_mod
 from amtp_site.temporal import connect
 from runs import lifecycle
 from runs.models import Run
-from runs.reconcile import GONE, NO_WORKFLOW, reconcile_runs
 from runs.services import run_create
+from runs.temporal.reconcile import GONE, NO_WORKFLOW, reconcile_runs
 from runs.temporal.worker_thread import WorkerThread
 from tests.factories import RepositoryFactory, RunFactory
 from tests.stub_stages import stub_activities

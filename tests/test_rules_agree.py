@@ -18,8 +18,9 @@ from approvals.services import (
     approval_decide,
 )
 from runs.models import Run
-from runs.services import IDEMPOTENCY_KEY_REUSED, run_create, run_starts_dispatch
+from runs.services import IDEMPOTENCY_KEY_REUSED, run_create
 from runs.slots import RATE_LIMITED
+from runs.temporal.dispatcher import run_starts_dispatch
 from tests import api_support
 from tests.admin_helpers import VIEW, change_url, client_for, csrf_post, flashed, staff
 from tests.api_support import assert_problem, bearer, post, signals_of

@@ -1,6 +1,7 @@
 """A run's end is written in one place while its workflow lives: the workflow's EndRun
-(runs/outcome.py). Only runs without one write their own: runs/reconcile.py ends those whose
-workflow is gone, and run_cancel (runs/services.py) those whose workflow was never started."""
+(runs/outcome.py). Only runs without one write their own: runs/temporal/reconcile.py ends
+those whose workflow is gone, and run_cancel (runs/services.py) those whose workflow was never
+started."""
 
 import re
 from pathlib import Path
@@ -14,7 +15,7 @@ ALLOWED = {
     "runs/lifecycle.py",
     "runs/slots.py",
     "runs/outcome.py",
-    "runs/reconcile.py",
+    "runs/temporal/reconcile.py",
     "runs/services.py",
 }
 
@@ -27,4 +28,4 @@ def test_only_the_workflow_and_reconcile_end_a_run():
         if ENDS_A_RUN.search(path.read_text())
     }
     assert writers - ALLOWED == set()
-    assert {"runs/outcome.py", "runs/reconcile.py"} <= writers
+    assert {"runs/outcome.py", "runs/temporal/reconcile.py"} <= writers

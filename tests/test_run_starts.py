@@ -14,8 +14,8 @@ from temporalio.client import WorkflowExecutionStatus
 
 from amtp_site import devstack
 from runs.models import Run, RunStart
-from runs.services import WAITING_TO_START, run_cancel, run_create
-from runs.temporal.dispatcher import POLL_S, StartDispatcher
+from runs.services import run_cancel, run_create
+from runs.temporal.dispatcher import POLL_S, WAITING_TO_START, StartDispatcher
 from tests import api_support
 from tests.api_support import bearer, describe, post
 from tests.devstack_cli import manage

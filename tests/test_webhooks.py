@@ -9,7 +9,8 @@ from temporalio.client import WorkflowExecutionStatus
 from runs import pipeline, webhooks
 from runs.models import Run, RunStart
 from runs.models_api import WebhookDelivery
-from runs.services import run_again, run_starts_dispatch
+from runs.services import run_again
+from runs.temporal.dispatcher import run_starts_dispatch
 from tests import api_support
 from tests.api_support import assert_problem, describe
 from tests.factories import RepositoryFactory

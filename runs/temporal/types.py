@@ -1,4 +1,6 @@
-"""Serialisable inputs of TestGenerationWorkflow and the activity names it schedules.
+"""Serialisable inputs and answers of TestGenerationWorkflow (its parameters, retry settings,
+GenerateTestCode's answer, EndRun's input); the names it schedules come from the stage
+vocabulary, :mod:`runs.stages`.
 
 Kept free of Django so the workflow sandbox can import it (passed through).
 """
@@ -7,40 +9,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-WORKFLOW_NAME = "TestGenerationWorkflow"
-APPROVAL_SIGNAL = "approval_decided"
-
-# Activities, by their stable names (the workflow refers to them by name only).
-START_RUN = "MarkRunRunningAndTakeSlot"  # the run marked running, its slot taken
-END_RUN = "EndRun"  # the run marked as the workflow decided (RunEnd), its slot given back
-CRAWL_REPO = "CrawlRepo"
-GENERATE_TEST_CASES = "GenerateTestCases"
-GENERATE_TEST_CODE = "GenerateTestCode"
-VERIFY_TESTS = "VerifyTests"
-CREATE_PULL_REQUEST = "CreatePullRequest"
-REQUEST_APPROVAL = "RequestApproval"
-EXPIRE_APPROVAL = "ExpireApproval"
-DISCARD_PULL_REQUEST = "DiscardPullRequest"
-# The name under which a run's admission to its repository's rate window is recorded in
-# ``activity_idempotency`` (runs.slots; part of stored keys: never rename it).
-ACQUIRE_SLOT = "RateLimitCheckAndIncrRepoConcurrency"
-
-# The stages in the order they run: (activity name, stage name). A run's ``stages`` rows
-# (Stage.ORDER) are built from this table. Both names are stored
-# (recorded histories, idempotency keys, the database): never rename one.
-STAGES = (
-    (CRAWL_REPO, "crawl_repo"),
-    (GENERATE_TEST_CASES, "generate_test_cases"),
-    (GENERATE_TEST_CODE, "generate_test_code"),
-    (VERIFY_TESTS, "verify_tests"),
-    (CREATE_PULL_REQUEST, "create_pull_request"),
+# The stage vocabulary (runs/stages.py), here too so workflow code reads it as ``t.*``.
+from runs.stages import (  # noqa: F401
+    ACQUIRE_SLOT,
+    AGENT_STAGES,
+    APPROVAL_SIGNAL,
+    CANCELLED,
+    CRAWL_REPO,
+    CREATE_PULL_REQUEST,
+    DISCARD_PULL_REQUEST,
+    END_RUN,
+    EXPIRE_APPROVAL,
+    FAILED,
+    GENERATE_TEST_CASES,
+    GENERATE_TEST_CODE,
+    PASSED,
+    REQUEST_APPROVAL,
+    STAGE_OF,
+    STAGES,
+    START_RUN,
+    VERIFY_TESTS,
+    WORKFLOW_NAME,
+    ApprovalDecision,
+    ApprovalRequest,
+    Failure,
 )
-STAGE_OF = dict(STAGES)  # activity name -> stage name
-# The stages whose agent runs in a process of the worker's pool (AgentPoolGate admits them).
-AGENT_STAGES = (CRAWL_REPO, GENERATE_TEST_CASES, GENERATE_TEST_CODE)
-
-# How a run ends (runs.models.RunStatus values), as its workflow decides it.
-PASSED, FAILED, CANCELLED = "passed", "failed", "cancelled"
 
 
 @dataclass
@@ -83,30 +76,6 @@ class WorkflowParams:
     approval_timeout_s: float = 7 * 24 * 3600.0
     # How long a run waits for a concurrency slot (retrying at the policy's longest interval).
     slot_wait_s: float = 24 * 3600.0
-
-
-@dataclass
-class ApprovalRequest:
-    run_id: str
-    approver: str  # "branch-protection" or "policy"
-    comment: str
-
-
-@dataclass
-class ApprovalDecision:
-    approval_id: str
-    decision: str  # "approved" or "rejected"
-    decided_by: str = ""
-    comment: str = ""
-
-
-@dataclass
-class Failure:
-    run_id: str
-    stage: str
-    error_type: str
-    message: str
-    details: dict = field(default_factory=dict)
 
 
 @dataclass

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from amtp_site.errors import OrchestratorUnavailable
 from amtp_site.temporal import ExitsWithoutFinalizing
-from runs.reconcile import reconcile_runs
+from runs.temporal.reconcile import reconcile_runs
 
 
 class Command(ExitsWithoutFinalizing, BaseCommand):

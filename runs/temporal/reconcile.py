@@ -36,8 +36,8 @@ from amtp_site.temporal import connect
 from runs import lifecycle, pull_requests, slots
 from runs.lifecycle import OPEN_RUN
 from runs.models import Run, Stage, StageStatus
-from runs.services import run_start
-from runs.temporal.types import Failure
+from runs.stages import Failure
+from runs.temporal.dispatcher import run_start
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,71 @@
+"""The stage vocabulary: the workflow's name, its signal, the activity names it schedules, the
+stages in the order they run, how a run ends, and the plain values passed between the workflow
+and the domain.
+
+Django-free and Temporal-free, so the domain (models, lifecycle, slots, services) and the
+Temporal adapter (``runs/temporal/``, whose workflow sandbox passes this module through) share
+one vocabulary without the domain importing the adapter. Every name here is stored (recorded
+histories, idempotency keys, the database): never rename one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+WORKFLOW_NAME = "TestGenerationWorkflow"
+APPROVAL_SIGNAL = "approval_decided"
+
+# Activities, by their stable names (the workflow refers to them by name only).
+START_RUN = "MarkRunRunningAndTakeSlot"  # the run marked running, its slot taken
+END_RUN = "EndRun"  # the run marked as the workflow decided (RunEnd), its slot given back
+CRAWL_REPO = "CrawlRepo"
+GENERATE_TEST_CASES = "GenerateTestCases"
+GENERATE_TEST_CODE = "GenerateTestCode"
+VERIFY_TESTS = "VerifyTests"
+CREATE_PULL_REQUEST = "CreatePullRequest"
+REQUEST_APPROVAL = "RequestApproval"
+EXPIRE_APPROVAL = "ExpireApproval"
+DISCARD_PULL_REQUEST = "DiscardPullRequest"
+# The name under which a run's admission to its repository's rate window is recorded in
+# ``activity_idempotency`` (runs.slots; part of stored keys: never rename it).
+ACQUIRE_SLOT = "RateLimitCheckAndIncrRepoConcurrency"
+
+# The stages in the order they run: (activity name, stage name). A run's ``stages`` rows
+# (Stage.ORDER) are built from this table.
+STAGES = (
+    (CRAWL_REPO, "crawl_repo"),
+    (GENERATE_TEST_CASES, "generate_test_cases"),
+    (GENERATE_TEST_CODE, "generate_test_code"),
+    (VERIFY_TESTS, "verify_tests"),
+    (CREATE_PULL_REQUEST, "create_pull_request"),
+)
+STAGE_OF = dict(STAGES)  # activity name -> stage name
+# The stages whose agent runs in a process of the worker's pool (AgentPoolGate admits them).
+AGENT_STAGES = (CRAWL_REPO, GENERATE_TEST_CASES, GENERATE_TEST_CODE)
+
+# How a run ends (runs.models.RunStatus values), as its workflow decides it.
+PASSED, FAILED, CANCELLED = "passed", "failed", "cancelled"
+
+
+@dataclass
+class ApprovalRequest:
+    run_id: str
+    approver: str  # "branch-protection" or "policy"
+    comment: str
+
+
+@dataclass
+class ApprovalDecision:
+    approval_id: str
+    decision: str  # "approved" or "rejected"
+    decided_by: str = ""
+    comment: str = ""
+
+
+@dataclass
+class Failure:
+    run_id: str
+    stage: str
+    error_type: str
+    message: str
+    details: dict = field(default_factory=dict)
