@@ -20,6 +20,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
+from amtp_site import rows
 from amtp_site.audit import Actor
 from amtp_site.errors import (
     ApprovalAlreadyDecided,
@@ -140,7 +141,7 @@ class ApprovalAdmin(PrefixSearchMixin, admin.ModelAdmin):
     )
 
     def get_readonly_fields(self, request, obj=None):
-        return [f.name for f in Approval._meta.fields] + ["decision_badge", "run_link"]
+        return [f.name for f in rows.fields(Approval)] + ["decision_badge", "run_link"]
 
     def has_view_permission(self, request, obj=None):
         return super().has_view_permission(request, obj) or can_decide(request)

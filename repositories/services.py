@@ -15,6 +15,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from amtp_site import rows
 from amtp_site.errors import RepositoryAccessError, RepositoryInvalid
 from repositories.hosts.local import LocalGitHost
 from repositories.models import Host, Repository
@@ -41,7 +42,7 @@ ALLOW_HOSTS_NOT_A_LIST = "give a list of HOST or HOST:PORT entries"
 TOO_MANY_ALLOW_HOSTS = f"at most {MAX_ALLOW_HOSTS} hosts"
 
 # Every setting a person chooses (not the id or the timestamps).
-FIELDS = tuple(f.name for f in Repository._meta.concrete_fields if f.editable and not f.primary_key)
+FIELDS = tuple(f.name for f in rows.fields(Repository) if f.editable and not f.primary_key)
 LIMITS = ("max_concurrent_runs", "rate_limit_runs", "rate_limit_window_seconds")
 
 

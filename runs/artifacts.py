@@ -12,6 +12,7 @@ import json
 
 from django.db import connection
 
+from amtp_site import rows
 from runs.models import ActivityIdempotency, Artifact, Run
 
 # Inserted, or, when an earlier attempt stored this run's artifact of this kind, that one
@@ -67,8 +68,7 @@ def store(
     if row[0] != artifact.artifact_id:  # an earlier one was kept (the key is recorded for it)
         return Artifact.objects.get(pk=row[0])
     artifact.created_at = row[1]
-    artifact._state.adding, artifact._state.db = False, connection.alias  # a stored row
-    return artifact
+    return rows.stored(artifact)
 
 
 def record(run: Run, key: str, activity: str, artifact_id: str) -> None:

@@ -26,9 +26,8 @@ from django.utils.functional import SimpleLazyObject
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
-from amtp_site import audit
+from amtp_site import audit, rows
 from runs.models_api import ApiToken, Scope
-from runs.selectors import loaded
 
 TOKEN_PREFIX = "amtp_"
 PREFIX_LENGTH = 12  # "amtp_" + 7 characters of the secret: enough to recognise, useless to guess
@@ -198,9 +197,9 @@ WHERE t.token_hash = %s AND t.revoked_at IS NULL
 @functools.cache
 def _authenticate_sql() -> str:
     user = get_user_model()
-    quote = connection.ops.quote_name
-    username = user._meta.get_field(user.USERNAME_FIELD).column
-    return _AUTHENTICATE.format(users=quote(user._meta.db_table), username=quote(username))
+    return _AUTHENTICATE.format(
+        users=rows.table(user), username=rows.column(user, user.USERNAME_FIELD)
+    )
 
 
 def api_token_authenticate(secret: str) -> ApiToken | None:
@@ -216,7 +215,7 @@ def api_token_authenticate(secret: str) -> ApiToken | None:
     # In the model's field order, as from_db needs them; the other fields are deferred.
     names = ["id", "name", "user_id", "created_by_id", "key_prefix", "scopes", "last_used_at"]
     *values, owner_name = row
-    token = ApiToken.from_db(connection.alias, names, loaded(ApiToken, names, tuple(values)))
+    token = rows.load(ApiToken, values, names)
     token.owner_name = owner_name
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at >= LAST_USED_PRECISION:

@@ -6,11 +6,9 @@ finished run backwards (e.g. an agent child finishing after the run was cancelle
 
 from __future__ import annotations
 
-import json
 import logging
-from contextlib import nullcontext
 
-from django.db import connection, models, transaction
+from django.db import connection, transaction
 from django.db.models.functions import Now
 
 import schemas
@@ -23,42 +21,6 @@ logger = logging.getLogger(__name__)
 REPORT_SCHEMA = "artifacts/failure_report"
 OPEN_RUN = [RunStatus.PENDING, RunStatus.RUNNING]
 OPEN_STAGE = [StageStatus.PENDING, StageStatus.RUNNING, StageStatus.AWAITING_APPROVAL]
-
-
-def insert_new(*rows: models.Model) -> None:
-    """Insert new rows (a run, its stages, its admission) with one statement: one round trip,
-    and atomic without a transaction of its own. A later row may refer to an earlier one (the
-    foreign keys are checked at the end of the statement). Each row's values are what
-    ``save()`` would write, defaults and ``auto_now_add`` included. The rows of a table go as
-    one JSON parameter (``jsonb_populate_recordset``): a short statement with few parameters,
-    which psycopg parses once per process instead of once per call."""
-    tables: dict[str, list[dict]] = {}
-    for row in rows:
-        values = {
-            f.column: f.get_prep_value(f.pre_save(row, add=True)) for f in row._meta.concrete_fields
-        }
-        tables.setdefault(row._meta.db_table, []).append(values)
-    quote = connection.ops.quote_name
-    inserts = [
-        f"INSERT INTO {t} SELECT * FROM jsonb_populate_recordset(NULL::{t}, %s::jsonb)"
-        for t in map(quote, tables)
-    ]
-    *first, last = inserts
-    statement = "".join(
-        f"{'WITH' if i == 0 else ','} i{i} AS ({sql}) " for i, sql in enumerate(first)
-    )
-    params = [json.dumps(values, default=_json) for values in tables.values()]
-    # Inside a caller's transaction a failure (a duplicate request key) must not abort it.
-    with transaction.atomic() if connection.in_atomic_block else nullcontext():
-        with connection.cursor() as cursor:
-            cursor.execute(statement + last, params)
-    for row in rows:
-        row._state.adding, row._state.db = False, connection.alias
-
-
-def _json(value):
-    """Datetimes in full (DjangoJSONEncoder cuts them to milliseconds), UUIDs as text."""
-    return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
 def new_stages(run: Run) -> list[Stage]:

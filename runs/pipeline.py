@@ -19,6 +19,7 @@ from django.db import connection
 
 import schemas
 from agents.runner import AgentResult
+from amtp_site import rows
 from amtp_site.canonical import idempotency_key
 from amtp_site.errors import RunNotActive
 from repositories.hosts import host_for
@@ -59,7 +60,7 @@ def _reuse(run: Run, kind: str, *fields: str) -> tuple | None:
             [str(run.run_id), kind],
         )
         row = cursor.fetchone()
-    return None if row is None else selectors.loaded(Artifact, ["artifact_id", *fields], row)
+    return None if row is None else rows.converted(Artifact, ["artifact_id", *fields], row)
 
 
 def _persist(

@@ -9,6 +9,7 @@ from django.db import connection
 from django.db.models import F, Func, IntegerField, QuerySet, TextField
 from django.db.models.functions import Cast
 
+from amtp_site import rows
 from repositories.models import Repository
 from runs.models import Artifact, ArtifactKind, Run, Stage
 
@@ -79,14 +80,10 @@ def verification_report(run: Run) -> dict | None:
 
 @functools.cache
 def _runs_with_repository_sql() -> str:
-    columns = [
-        f"{model._meta.db_table}.{connection.ops.quote_name(field.column)}"
-        for model in (Run, Repository)
-        for field in model._meta.concrete_fields
-    ]
     return (
-        f"SELECT {', '.join(columns)} FROM runs JOIN repositories "
-        "ON repositories.id = runs.repository_id WHERE runs.run_id = ANY(%s::uuid[])"
+        f"SELECT {rows.select_list(Run)}, {rows.select_list(Repository)} FROM runs "
+        "JOIN repositories ON repositories.id = runs.repository_id "
+        "WHERE runs.run_id = ANY(%s::uuid[])"
     )
 
 
@@ -97,14 +94,12 @@ def runs_with_repository(run_ids) -> list[Run]:
     out."""
     with connection.cursor() as cursor:
         cursor.execute(_runs_with_repository_sql(), [[str(run_id) for run_id in run_ids]])
-        rows = cursor.fetchall()
-    split = len(Run._meta.concrete_fields)
-    names = [[f.attname for f in m._meta.concrete_fields] for m in (Run, Repository)]
+        found = cursor.fetchall()
+    split = len(rows.fields(Run))
     runs = []
-    for row in rows:
-        run = Run.from_db(connection.alias, names[0], loaded(Run, names[0], row[:split]))
-        repository = loaded(Repository, names[1], row[split:])
-        run.repository = Repository.from_db(connection.alias, names[1], repository)
+    for row in found:
+        run = rows.load(Run, row[:split])
+        run.repository = rows.load(Repository, row[split:])
         runs.append(run)
     return runs
 
@@ -114,13 +109,3 @@ def run_with_repository(run_id) -> Run:
     for run in runs_with_repository([run_id]):
         return run
     raise Run.DoesNotExist(f"run {run_id} does not exist")
-
-
-def loaded(model, names: list[str], values: tuple) -> tuple:
-    """The columns ``names`` of a row of ``model`` read by raw SQL, as the ORM would hand them
-    over (each field's ``from_db_value``: JSON parsed, for one)."""
-    fields = [model._meta.get_field(name) for name in names]
-    return tuple(
-        field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value
-        for field, value in zip(fields, values, strict=True)
-    )

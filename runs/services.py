@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 import schemas
-from amtp_site import audit, temporal
+from amtp_site import audit, rows, temporal
 from amtp_site.errors import (
     IdempotencyKeyReused,
     OrchestratorUnavailable,
@@ -138,23 +138,26 @@ def _insert(
         target_url=target_url,
         **fields,
     )
-    # What the answer shows of a run inserted just now: these stages, nothing else yet
-    # (RunDetailOut reads nothing more for it).
-    run.inserted_stages = lifecycle.new_stages(run)
-    rows = [run, *run.inserted_stages, _start_row(run)]
+    stages = lifecycle.new_stages(run)
+    new_rows = [run, *stages, _start_row(run)]
     keyed = admit and run.request_key is not None
+    inserted = []
     with transaction.atomic() if keyed else nullcontext():
         if keyed:  # a concurrent duplicate waits on the unique key here and fails: no window place
-            lifecycle.insert_new(*rows)
-            rows = []
+            inserted, new_rows = rows.insert(*new_rows), []
         if admit and slots.window_admit(run):
             try:
-                lifecycle.insert_new(*rows, slots.admission(run))
+                inserted += rows.insert(*new_rows, slots.admission(run))
             except BaseException:
                 slots.window_forget(run)  # the run was not inserted: its place goes back
                 raise
-        elif rows:
-            lifecycle.insert_new(*rows)
+        elif new_rows:
+            inserted = rows.insert(*new_rows)
+    run, *stages = inserted[: len(stages) + 1]
+    run.repository = repository
+    # What the answer shows of a run inserted just now: these stages, nothing else yet
+    # (RunDetailOut reads nothing more for it).
+    run.inserted_stages = stages
     return run
 
 

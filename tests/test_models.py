@@ -5,9 +5,6 @@ import uuid
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from repositories.models import Repository
-from runs import lifecycle
-from runs.models import Run, Stage
 from tests.factories import ApprovalFactory, ArtifactFactory, RunFactory, StageFactory
 
 pytestmark = pytest.mark.django_db
@@ -152,85 +149,3 @@ def test_runs_carries_only_the_indexes_its_lists_and_keys_use():
         "runs_ref_prefix",
         "runs_requested_by_prefix",
     }
-
-
-# --- lifecycle.insert_new: a run, its stages and its admission in one statement -------------
-
-
-def new_run(repository, **fields):
-
-    return Run(
-        repository=repository,
-        repo_full_name=repository.full_name,
-        ref="main",
-        depth_level="smoke",
-        target_framework="playwright",
-        base_branch="main",
-        **fields,
-    )
-
-
-def stored(model, pk) -> dict:
-    row = model.objects.filter(pk=pk).values().get()
-    return {k: v for k, v in row.items() if k not in ("run_id", "stage_id", "created_at")}
-
-
-def test_insert_new_writes_what_save_writes():
-
-    repository = Repository.objects.create(full_name="acme/web")
-    saved, inserted = new_run(repository), new_run(repository, requested_by="x" * 200)
-    saved.requested_by = "x" * 200
-    saved.save()
-    stages = lifecycle.new_stages(inserted)
-    lifecycle.insert_new(inserted, *stages)
-    assert stored(Run, inserted.pk) == stored(Run, saved.pk)
-    # created_at to the microsecond, as on the instance (a JSON round trip must not cut it)
-    assert Run.objects.get(pk=inserted.pk).created_at == inserted.created_at
-    assert not inserted._state.adding  # saving it again updates
-    assert list(inserted.stages.order_by("position").values_list("name", "status")) == [
-        (name, "pending") for name in Stage.ORDER
-    ]
-
-
-def test_insert_new_is_all_or_nothing():
-    """A later row refused (a second stage of the same name) leaves no row of the statement."""
-
-    run = new_run(Repository.objects.create(full_name="acme/web"))
-    stages = lifecycle.new_stages(run)
-    twin = Stage(run=run, name=stages[0].name, position=9)
-    with pytest.raises(IntegrityError, match="stages_one_per_run_and_name"):
-        lifecycle.insert_new(run, *stages, twin)
-    assert not Run.objects.filter(pk=run.pk).exists()
-    assert not Stage.objects.filter(run_id=run.pk).exists()
-
-
-def test_insert_new_refused_inside_a_transaction_leaves_it_usable():
-
-    repository = Repository.objects.create(full_name="acme/web")
-    with transaction.atomic():
-        first = new_run(repository, request_key="k")
-        lifecycle.insert_new(first)
-        with pytest.raises(IntegrityError):
-            lifecycle.insert_new(new_run(repository, request_key="k"))
-        assert Run.objects.get(request_key="k").pk == first.pk  # the transaction goes on
-
-
-def test_run_with_repository_loads_what_the_orm_loads(django_assert_num_queries):
-    from runs.selectors import run_with_repository
-
-    def values(obj):
-        return {f.attname: getattr(obj, f.attname) for f in obj._meta.concrete_fields}
-
-    from tests.factories import RepositoryFactory
-
-    repository = RepositoryFactory(webhook_branches=["main", "release/*"])  # a JSON column
-    run = RunFactory(repository=repository, error_message="ü " * 10, pr_number=7)
-    with django_assert_num_queries(1):
-        loaded = run_with_repository(run.pk)
-        repository = loaded.repository  # loaded with it
-    orm = Run.objects.select_related("repository").get(pk=run.pk)
-    assert values(loaded) == values(orm) and values(repository) == values(orm.repository)
-    assert repository.webhook_branches == ["main", "release/*"]
-    assert not loaded._state.adding and loaded._state.db == "default"
-    with pytest.raises(Run.DoesNotExist):
-        run_with_repository(uuid.uuid4())

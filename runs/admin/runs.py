@@ -16,6 +16,7 @@ from django.urls import path, reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_POST
 
+from amtp_site import rows
 from amtp_site.audit import Actor
 from amtp_site.errors import AmtpError, RunError
 from amtp_site.lists import EstimatedCountPaginator, PrefixSearchMixin
@@ -91,7 +92,7 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
     ]
 
     def get_readonly_fields(self, request, obj=None):
-        return [f.name for f in Run._meta.fields] + ["status_badge", "duration", "pull_request"]
+        return [f.name for f in rows.fields(Run)] + ["status_badge", "duration", "pull_request"]
 
     # --- permissions: the run page is read-only; "change" is what gates cancelling ------
 

@@ -141,8 +141,8 @@ class ApiTokenAdmin(admin.ModelAdmin):
             expires_at=obj.expires_at,
             actor=Actor.admin(request),
         )
-        obj.__dict__.update({k: v for k, v in token.__dict__.items() if k != "_state"})
-        obj._state.adding = False
+        obj.pk = token.pk  # the admin goes on with ``obj``: make it the token created
+        obj.refresh_from_db()
         obj._new_secret = secret
 
     def response_add(self, request, obj, post_url_continue=None):
