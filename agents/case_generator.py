@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from agents.runner import Agent, AgentContext
-from amtp_site.errors import ContractViolation
+from schemas.errors import ContractViolation
 
 DEPTH_RULES = {
     "smoke": (("critical",), 5),

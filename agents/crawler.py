@@ -18,21 +18,18 @@ from typing import Any
 
 from mcp import Client
 
+from agents.errors import BudgetExceeded
 from agents.providers.base import Provider, ToolCall, ToolResult, ToolSpec
 from agents.rendering import CHARS_PER_TOKEN, ESCAPING, text_tokens
 from agents.runner import Agent, AgentContext, AgentResult, Budgets, run_agent
 from amtp_site import valkey
-from amtp_site.errors import (
-    BudgetExceeded,
-    ContractViolation,
-    RepositoryAccessError,
-    SchemaValidationError,
-    amtp_error_in,
-)
+from amtp_site.errors import amtp_error_in
 from repositories.depth import DEPTH_LEVELS
+from repositories.errors import RepositoryAccessError
 from repositories.mcp_server import READ_TOOL, TREE_TOOL, RepoServer
 from repositories.overview import MAX_PAGE_SIZE
 from repositories.reader import crawl_cache_hits
+from schemas.errors import ContractViolation, SchemaValidationError
 
 LLM_PAGE_SIZE = 100
 LISTING = (

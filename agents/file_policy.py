@@ -15,8 +15,8 @@ import tree_sitter
 import tree_sitter_typescript
 import yaml
 
-from amtp_site.errors import ContractViolation
 from repositories import paths
+from schemas.errors import ContractViolation
 
 FILE_POLICY_VERSION = "1.0.0"
 

@@ -30,16 +30,12 @@ from pathlib import Path
 from typing import Any
 
 import schemas
+from agents.errors import BudgetExceeded, MalformedLlmOutput
 from agents.providers.base import Completion, Provider, ToolCall, ToolResult, ToolSpec
 from agents.rendering import CHARS_PER_TOKEN, render_envelope
 from agents.sanitizer import SANITIZER_VERSION, sanitize_llm_output
 from amtp_site.canonical import canonical_text
-from amtp_site.errors import (
-    BudgetExceeded,
-    ContractViolation,
-    MalformedLlmOutput,
-    SchemaValidationError,
-)
+from schemas.errors import ContractViolation, SchemaValidationError
 
 log = logging.getLogger("amtp.agents")
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"

@@ -15,7 +15,7 @@ from typing import Any
 from agents import spec_blocks
 from agents.file_policy import check_generated_files
 from agents.runner import Agent, AgentContext
-from amtp_site.errors import ContractViolation
+from schemas.errors import ContractViolation
 
 
 class TestEngineer(Agent):

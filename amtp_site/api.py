@@ -20,17 +20,16 @@ from ninja.parser import Parser
 from temporalio.service import RPCError
 
 from amtp_site.bodies import TOO_LARGE, LengthRequired
-from amtp_site.errors import (
-    ApprovalAlreadyDecided,
-    ApprovalDecisionInvalid,
+from amtp_site.problems import CONTENT_TYPE, Problem, field_error, is_problem, problem_response
+from approvals.errors import ApprovalAlreadyDecided, ApprovalDecisionInvalid
+from runs.auth import UNAUTHENTICATED, CsrfFailed, ScopeMissing
+from runs.errors import (
     IdempotencyKeyReused,
     OrchestratorUnavailable,
     RateLimitExceeded,
     RunError,
     RunInputInvalid,
 )
-from amtp_site.problems import CONTENT_TYPE, Problem, field_error, is_problem, problem_response
-from runs.auth import UNAUTHENTICATED, CsrfFailed, ScopeMissing
 
 NOT_FOUND = "no such resource: {path}"
 METHOD_NOT_ALLOWED = "{method} is not allowed here; allowed: {allowed}"

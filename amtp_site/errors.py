@@ -1,4 +1,5 @@
-"""One hierarchy of typed errors, with the spec's names.
+"""The base of one hierarchy of typed errors, with the spec's names, and its retryable /
+non-retryable split; each app keeps its own errors (``<app>/errors.py``, :data:`ERROR_MODULES`).
 
 Temporal matches ``non_retryable_error_types`` by the exception's *class name*, not by
 ancestry, so :func:`non_retryable_error_types` walks this hierarchy and lists every class
@@ -7,7 +8,21 @@ whose ``retryable`` is False. The retry policy is derived from code, never typed
 
 from __future__ import annotations
 
+import functools
+import importlib
 from typing import Any, ClassVar
+
+# Where the layers above keep their errors: imported by name (they sit above this module)
+# before the hierarchy is walked, so the list is complete in any process, whatever it has
+# imported so far.
+ERROR_MODULES = (
+    "schemas.errors",
+    "repositories.errors",
+    "agents.errors",
+    "runs.errors",
+    "runs.verification.errors",
+    "approvals.errors",
+)
 
 
 class AmtpError(Exception):
@@ -48,180 +63,8 @@ class ConfigurationError(NonRetryableError):
     """A setting is missing or wrong; no retry can fix it. The message says what to set."""
 
 
-# --- LLM output -------------------------------------------------------------------------
-
-
-class MalformedLlmOutput(RetryableError):
-    """Sanitised model output is not parseable JSON (spec 000: retryable)."""
-
-
-class SchemaValidationError(NonRetryableError):
-    """Parsed output (or any input) breaks its JSON Schema contract; lists every violation."""
-
-    def __init__(self, schema: str, violations: list[dict[str, str]], message: str = "") -> None:
-        lines = "; ".join(f"{v['path']}: {v['message']} ({v['rule']})" for v in violations)
-        super().__init__(
-            message or f"{schema}: {len(violations)} violation(s): {lines}",
-            schema=schema,
-            violations=violations,
-        )
-        self.schema = schema
-        self.violations = violations
-
-
-class ContractViolation(NonRetryableError):
-    """Output passes its schema but breaks an agent's own contract rule (e.g. an unsafe path)."""
-
-    def __init__(self, message: str, problems: list[str] | None = None) -> None:
-        super().__init__(message, problems=problems or [message])
-        self.problems = problems or [message]
-
-
-class BudgetExceeded(NonRetryableError):
-    """An agent call would exceed a configured budget (tokens, tool calls, bytes, time)."""
-
-
-class LlmProviderError(RetryableError):
-    """The LLM vendor answered with a transient error (429, 5xx, timeout)."""
-
-
-class LlmProviderRejected(NonRetryableError):
-    """The LLM vendor refused the request for good (401, 403, 400 bad request)."""
-
-
-class LlmQuotaExhausted(LlmProviderRejected):
-    """A spend limit or quota is used up (Anthropic's spend-limit 429s, OpenAI's
-    ``insufficient_quota``): a 429 that no retry clears until someone raises the limit."""
-
-
-class LlmOutputTruncated(NonRetryableError):
-    """The answer stopped at the output token limit (``max_tokens`` / ``length``); the same
-    request would stop there again."""
-
-
-class LlmRefusal(NonRetryableError):
-    """The model declined to answer (stop reason ``refusal``)."""
-
-
-class LlmContentFiltered(NonRetryableError):
-    """The vendor's content filter withheld the answer (``finish_reason: content_filter``)."""
-
-
-class LlmContextOverflow(NonRetryableError):
-    """The conversation does not fit the model's context window."""
-
-
-# --- Repository hosts and pull requests ------------------------------------------------
-
-
-class RepositoryAccessError(NonRetryableError):
-    """A repository, ref or path that does not exist or cannot be read as asked."""
-
-
-class RepositoryInvalid(NonRetryableError):
-    """Repository settings that break a rule; ``errors`` maps each field to its problems, so
-    every surface (admin form, ``launch_run``) can show them on the field they are about."""
-
-    def __init__(self, errors: dict[str, list[str]]) -> None:
-        shown = "; ".join(f"{field}: {m}" for field, messages in errors.items() for m in messages)
-        super().__init__(f"invalid repository settings: {shown}", errors=errors)
-        self.errors = errors
-
-
-class StaleBaseBranch(NonRetryableError):
-    """The base branch moved since the crawl (spec 003: terminal, recover with a new run)."""
-
-    def __init__(self, base_branch: str, observed_head: str, expected_parent: str) -> None:
-        super().__init__(
-            f"base branch {base_branch!r} moved: it is at {observed_head}, "
-            f"the crawl used {expected_parent}; start a new run to re-crawl",
-            base_branch=base_branch,
-            observed_head=observed_head,
-            expected_parent=expected_parent,
-        )
-        self.base_branch = base_branch
-        self.observed_head = observed_head
-        self.expected_parent = expected_parent
-
-
-class BranchProtectionViolation(NonRetryableError):
-    """GitHub refused the write because of branch protection or a ruleset (403 or 422,
-    whatever the wording: repositories/hosts/github_errors.py recognises them)."""
-
-    def __init__(self, body: str) -> None:
-        super().__init__(f"branch protection refused the write: {body}", body=body)
-        self.body = body
-
-
-class GitHubForbidden(NonRetryableError):
-    """Any other 403: token scope or repository permission."""
-
-
-class GitHubRateLimited(RetryableError):
-    """GitHub's own rate limit; Temporal waits and retries (``retry_after`` seconds hint)."""
-
-
-class GitHubUnavailable(RetryableError):
-    """GitHub answered 5xx or the connection failed."""
-
-
-class GitTreesApi409(NonRetryableError):
-    """The head ref already exists (409/422): adopted by CreatePullRequest, never retried."""
-
-
-class AgentProcessDied(RetryableError):
-    """The process running an agent activity died (OOM kill, crash); retried on a fresh one."""
-
-
 class RepoPrLockContended(RetryableError):
-    """Another run holds the repository's pr_lock; back off and retry."""
-
-
-class RepoConcurrencyLimited(RetryableError):
-    """The repository already runs its maximum of concurrent runs; wait for one to finish."""
-
-
-class RateLimitExceeded(NonRetryableError):
-    """The repository's sliding-window run limit is exhausted (spec 003: non-retryable)."""
-
-
-class RunError(NonRetryableError):
-    """A request about a run that cannot be honoured (the message says why)."""
-
-
-class OrchestratorUnavailable(RunError):
-    """Temporal could not be reached; the run row is kept ``pending`` and can be retried."""
-
-
-class IdempotencyKeyReused(RunError):
-    """A request key that already created a run was sent again with different inputs."""
-
-
-class RunInputInvalid(RunError):
-    """An input of a run that breaks a rule (a target URL the verifier would refuse, say);
-    ``field`` names it, ``rule`` is the rule alone. Nothing was written."""
-
-    def __init__(self, field: str, rule: str) -> None:
-        super().__init__(f"{field}: {rule}", field=field, rule=rule)
-        self.field = field
-        self.rule = rule
-
-
-class RunNotActive(NonRetryableError):
-    """The run finished (e.g. was cancelled) while this activity waited to run."""
-
-
-class ApprovalAlreadyDecided(NonRetryableError):
-    """An approval can be decided once."""
-
-
-class ApprovalDecisionInvalid(NonRetryableError):
-    """A decision the rules refuse (unknown decision, a reject without a comment, a comment
-    over the limit); ``field`` names the input to blame. Nothing was written."""
-
-    def __init__(self, message: str, field: str) -> None:
-        super().__init__(message, field=field)
-        self.field = field
+    """Another run holds the repository's pr_lock (amtp_site.valkey); back off and retry."""
 
 
 def amtp_error_in(exc: BaseException) -> AmtpError | None:
@@ -253,4 +96,11 @@ def _subclasses(cls: type) -> list[type]:
 
 def non_retryable_error_types() -> list[str]:
     """Every error class name Temporal must not retry, derived from the hierarchy."""
-    return sorted({c.__name__ for c in _subclasses(AmtpError) if not c.retryable})
+    return list(_non_retryable())
+
+
+@functools.cache  # once per process: a run's start asks twice, and the classes do not change
+def _non_retryable() -> tuple[str, ...]:
+    for module in ERROR_MODULES:
+        importlib.import_module(module)
+    return tuple(sorted({c.__name__ for c in _subclasses(AmtpError) if not c.retryable}))

@@ -22,16 +22,13 @@ from django.views.decorators.http import require_POST
 
 from amtp_site import rows
 from amtp_site.audit import Actor
-from amtp_site.errors import (
-    ApprovalAlreadyDecided,
-    ApprovalDecisionInvalid,
-    OrchestratorUnavailable,
-)
 from amtp_site.lists import EstimatedCountPaginator, PrefixSearchMixin
+from approvals.errors import ApprovalAlreadyDecided, ApprovalDecisionInvalid
 from approvals.models import Approval, Decision
 from approvals.services import MAX_COMMENT_CHARS, approval_decide
 from runs import selectors
 from runs.admin import display as show
+from runs.errors import OrchestratorUnavailable
 
 DECIDE_PERMISSION = "approvals.decide_approval"
 DECIDED = "Approval {approval_id} {decision} by {user}."

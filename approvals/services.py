@@ -8,13 +8,10 @@ from django.db import transaction
 from django.db.models.functions import Now
 
 from amtp_site import audit, temporal
-from amtp_site.errors import (
-    ApprovalAlreadyDecided,
-    ApprovalDecisionInvalid,
-    OrchestratorUnavailable,
-)
+from approvals.errors import ApprovalAlreadyDecided, ApprovalDecisionInvalid
 from approvals.models import Approval, Decision
 from runs import lifecycle
+from runs.errors import OrchestratorUnavailable
 from runs.stages import APPROVAL_SIGNAL, ApprovalDecision, ApprovalRequest
 
 ALREADY_DECIDED = (

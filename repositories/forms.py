@@ -6,7 +6,7 @@ import re
 
 from django import forms
 
-from amtp_site.errors import RepositoryInvalid
+from repositories.errors import RepositoryInvalid
 from repositories.models import Repository
 from repositories.services import FIELDS, repository_validate
 

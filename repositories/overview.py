@@ -26,7 +26,6 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from amtp_site.errors import RepositoryAccessError
 from repositories.depth import excluded_class
 from repositories.depth_names import (
     CODE_EXTENSIONS,
@@ -40,6 +39,7 @@ from repositories.depth_names import (
     TEMPLATE_EXTENSIONS,
     TEST_DIRS,
 )
+from repositories.errors import RepositoryAccessError
 from repositories.paths import read_path_problem
 
 DEFAULT_PAGE_SIZE = 200

@@ -19,12 +19,12 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from amtp_site.errors import RepositoryAccessError
 from repositories import depth as depth_rules
 from repositories import depth_names
 from repositories import overview as overview_rules
 from repositories import secrets as secret_rules
 from repositories.depth import DEPTH_LEVELS, is_binary_path, looks_binary, min_depth_level
+from repositories.errors import RepositoryAccessError
 from repositories.hosts.base import RepositoryHost
 from repositories.overview import DEFAULT_PAGE_SIZE, build_overview, listing
 from repositories.secrets import SECRET_FILE, is_secret_path, redact

@@ -16,7 +16,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from amtp_site import rows
-from amtp_site.errors import RepositoryAccessError, RepositoryInvalid
+from repositories.errors import RepositoryAccessError, RepositoryInvalid
 from repositories.hosts.local import LocalGitHost
 from repositories.models import Host, Repository
 from repositories.names import full_name_problem

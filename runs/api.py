@@ -13,7 +13,6 @@ from ninja import Header, Query, Router, Status
 from ninja.pagination import paginate
 
 import schemas
-from amtp_site.errors import SchemaValidationError
 from amtp_site.pagination import Page
 from amtp_site.problems import Problem, documented, field_error
 from repositories.models import Repository
@@ -31,6 +30,7 @@ from runs.auth import CANCEL_RUNS, READ_ARTIFACTS, READ_RUNS, START_RUNS, scoped
 from runs.context import run_context
 from runs.models import ArtifactKind, Run
 from runs.services import run_cancel, run_create
+from schemas.errors import SchemaValidationError
 
 router = Router(tags=["runs"])
 

@@ -12,10 +12,10 @@ from django.db import connection, transaction
 from django.db.models.functions import Now
 
 import schemas
-from amtp_site.errors import SchemaValidationError
 from runs.models import Artifact, ArtifactKind, Run, RunStatus, Stage, StageStatus
 from runs.signals import run_closed
 from runs.stages import Failure
+from schemas.errors import SchemaValidationError
 
 logger = logging.getLogger(__name__)
 REPORT_SCHEMA = "artifacts/failure_report"

@@ -21,9 +21,9 @@ import schemas
 from agents.runner import AgentResult
 from amtp_site import rows
 from amtp_site.canonical import idempotency_key
-from amtp_site.errors import RunNotActive
 from repositories.hosts import host_for
 from runs import artifacts, lifecycle, selectors
+from runs.errors import RunNotActive
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
 from runs.pull_requests import head_branch_for, pull_request_create
 from runs.stages import (

@@ -22,9 +22,9 @@ from django.db import transaction
 import schemas
 from amtp_site import valkey
 from amtp_site.canonical import idempotency_key
-from amtp_site.errors import RunNotActive
 from repositories.hosts import PullRequestResult, RepositoryHost, host_for
 from runs import artifacts
+from runs.errors import RunNotActive
 from runs.lifecycle import OPEN_RUN
 from runs.models import Artifact, ArtifactKind, Run
 from runs.stages import CREATE_PULL_REQUEST

@@ -10,15 +10,10 @@ from django.db import IntegrityError, transaction
 
 import schemas
 from amtp_site import audit, rows, temporal
-from amtp_site.errors import (
-    IdempotencyKeyReused,
-    OrchestratorUnavailable,
-    RunError,
-    RunInputInvalid,
-)
 from repositories.models import Repository
 from repositories.targets import target_address_problem, target_url_problem
 from runs import lifecycle, slots
+from runs.errors import IdempotencyKeyReused, OrchestratorUnavailable, RunError, RunInputInvalid
 from runs.models import Run, RunStart
 
 RUN_FINISHED = "run {run_id} already finished ({status}); nothing to cancel"

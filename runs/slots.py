@@ -21,10 +21,10 @@ from django.conf import settings
 
 from amtp_site import valkey
 from amtp_site.canonical import idempotency_key
-from amtp_site.errors import RateLimitExceeded, RepoConcurrencyLimited
 from amtp_site.valkey import WindowDecision
 from repositories.models import Repository
 from runs import lifecycle, selectors
+from runs.errors import RateLimitExceeded, RepoConcurrencyLimited
 from runs.lifecycle import OPEN_RUN
 from runs.models import ActivityIdempotency, Run, Stage
 from runs.stages import ACQUIRE_SLOT

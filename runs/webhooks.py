@@ -28,9 +28,9 @@ from pydantic import ValidationError as PayloadInvalid
 
 from amtp_site import valkey
 from amtp_site.bodies import read_body
-from amtp_site.errors import RunInputInvalid
 from amtp_site.problems import Problem, documented, field_error
 from repositories.models import Repository
+from runs.errors import RunInputInvalid
 from runs.models import Run
 from runs.models_api import DeliveryOutcome, WebhookDelivery
 from runs.services import run_create, run_enqueue, target_address_check

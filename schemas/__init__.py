@@ -26,7 +26,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 from jsonschema.validators import validator_for
 
-from amtp_site.errors import SchemaValidationError
+from schemas.errors import SchemaValidationError
 
 SCHEMA_DIR = Path(__file__).resolve().parent
 AGENT_SCHEMAS = tuple(

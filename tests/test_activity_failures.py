@@ -11,10 +11,11 @@ import pytest
 from temporalio.api.failure.v1 import Failure
 from temporalio.converter import DataConverter
 
-from amtp_site.errors import ConfigurationError, SchemaValidationError
+from amtp_site.errors import ConfigurationError
 from runs.temporal import worker
 from runs.temporal.failures import MESSAGE_LIMIT, activity_failure
 from runs.temporal.worker import RespawningProcessPool
+from schemas.errors import SchemaValidationError
 from tests.agent_process_probe import fail_loudly, one_task
 from tests.temporal_worker import child_env
 

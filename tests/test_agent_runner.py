@@ -7,6 +7,14 @@ import pytest
 
 from agents.case_generator import TestCaseGenerator
 from agents.crawler import crawl
+from agents.errors import (
+    BudgetExceeded,
+    LlmContextOverflow,
+    LlmOutputTruncated,
+    LlmProviderError,
+    LlmRefusal,
+    MalformedLlmOutput,
+)
 from agents.providers.anthropic import AnthropicProvider
 from agents.providers.base import ProviderOptions
 from agents.providers.openai import OpenAIProvider
@@ -14,16 +22,7 @@ from agents.runner import AgentContext, Budgets, run_agent
 from agents.service import upstream_ref
 from agents.test_engineer import TestEngineer
 from amtp_site.canonical import canonical_text
-from amtp_site.errors import (
-    BudgetExceeded,
-    ContractViolation,
-    LlmContextOverflow,
-    LlmOutputTruncated,
-    LlmProviderError,
-    LlmRefusal,
-    MalformedLlmOutput,
-    SchemaValidationError,
-)
+from schemas.errors import ContractViolation, SchemaValidationError
 from tests.contract_examples import (
     CASES_INPUT,
     CASES_OUTPUT,

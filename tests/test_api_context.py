@@ -6,11 +6,11 @@ from django.utils import timezone
 from jsonschema import Draft7Validator
 
 import schemas
-from amtp_site.errors import SchemaValidationError
 from approvals.models import Approval
 from runs.context import SCHEMA
 from runs.lifecycle import create_stages
 from runs.models import Artifact, Run
+from schemas.errors import SchemaValidationError
 from tests import api_support
 from tests.factories import ApprovalFactory, ArtifactFactory, RunFactory
 

@@ -9,8 +9,8 @@ import pytest
 
 from agents import file_policy as fp
 from agents.file_policy import check_generated_files, normalise_test_dir
-from amtp_site.errors import ContractViolation
 from repositories import paths
+from schemas.errors import ContractViolation
 
 TEST_DIR = "e2e/amtp"
 X = "e2e/amtp/x.spec.ts"

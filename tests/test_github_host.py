@@ -14,10 +14,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from amtp_site.errors import (
+from amtp_site.errors import ConfigurationError
+from repositories.errors import (
     BranchProtectionViolation,
-    ConfigurationError,
-    ContractViolation,
     GitHubForbidden,
     GitHubRateLimited,
     GitHubUnavailable,
@@ -29,6 +28,7 @@ from repositories.hosts.base import TreeEntry
 from repositories.hosts.github import NOT_THE_API, GitHubHost
 from repositories.hosts.github_limits import LocalStrikes
 from repositories.hosts.github_pulls import _files_digest
+from schemas.errors import ContractViolation
 from tests.fakes.github_api import FakeGitHub, git_sha
 from tests.gitrepo import git, make_git_repo
 

@@ -19,9 +19,9 @@ from agents.test_engineer import (
     HEAL_TOUCHED_PASSING,
     heal_problems,
 )
-from amtp_site.errors import ContractViolation
 from repositories import targets
 from runs.verification import summary
+from schemas.errors import ContractViolation
 from tests.contract_examples import VERIFICATION_REPORT
 
 SPEC = """import { test, expect } from '@playwright/test';

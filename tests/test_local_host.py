@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from amtp_site.errors import ContractViolation, RepositoryAccessError, StaleBaseBranch
+from repositories.errors import RepositoryAccessError, StaleBaseBranch
 from repositories.hosts.local import LocalGitHost
 from repositories.paths import path_problems, read_path_problem
+from schemas.errors import ContractViolation
 from tests.gitrepo import bare_clone, commit_files, git, make_git_repo
 
 BASE_FILES = {

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from agents.offline import DEPTHS, MAX_READS, detect, generate_cases, generate_files, plan_reads
-from amtp_site.errors import ContractViolation
+from schemas.errors import ContractViolation
 from tests.offline_checks import (
     EVIL,
     EXPECTED,

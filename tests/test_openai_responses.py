@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from agents.errors import LlmOutputTruncated, LlmProviderRejected
 from agents.providers.base import ProviderOptions, ToolResult, ToolSpec
 from agents.providers.openai import OpenAIProvider
 from agents.runner import assistant_turn
-from amtp_site.errors import ConfigurationError, LlmOutputTruncated, LlmProviderRejected
+from amtp_site.errors import ConfigurationError
 from tests.fakes.llm_api import FakeOpenAI, Text, tool_use
 
 MODEL = "gpt-5.6-terra"  # refuses function tools on Chat Completions

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from amtp_site.errors import RepositoryAccessError
+from repositories.errors import RepositoryAccessError
 from repositories.overview import (
     BAD_PAGE,
     BAD_PAGE_SIZE,

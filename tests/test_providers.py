@@ -22,16 +22,7 @@ import agents.providers.models as models_module
 import agents.providers.openai as openai_module
 import agents.providers.probe as probe_module
 import agents.providers.vendor as vendor_module
-from agents.providers import DEFAULT_MODELS, make_provider
-from agents.providers.anthropic import AnthropicProvider
-from agents.providers.base import SEED, ProviderOptions, ToolCall, ToolResult, ToolSpec
-from agents.providers.models import end_of_life, takes_temperature
-from agents.providers.openai import INVALID_ARGUMENTS_KEY, OpenAIProvider
-from agents.providers.probe import check_providers
-from agents.runner import assistant_turn
-from amtp_site import errors
-from amtp_site.errors import (
-    ConfigurationError,
+from agents.errors import (
     LlmContentFiltered,
     LlmContextOverflow,
     LlmOutputTruncated,
@@ -40,6 +31,15 @@ from amtp_site.errors import (
     LlmQuotaExhausted,
     LlmRefusal,
 )
+from agents.providers import DEFAULT_MODELS, make_provider
+from agents.providers.anthropic import AnthropicProvider
+from agents.providers.base import SEED, ProviderOptions, ToolCall, ToolResult, ToolSpec
+from agents.providers.models import end_of_life, takes_temperature
+from agents.providers.openai import INVALID_ARGUMENTS_KEY, OpenAIProvider
+from agents.providers.probe import check_providers
+from agents.runner import assistant_turn
+from amtp_site import errors
+from amtp_site.errors import ConfigurationError
 from tests.fakes.llm_api import (
     CLAUDE_MODELS,
     SPEND_LIMITS,

@@ -4,15 +4,11 @@ failures."""
 import pytest
 
 from amtp_site import valkey as valkey_mod
-from amtp_site.errors import (
-    BranchProtectionViolation,
-    GitHubRateLimited,
-    RepoPrLockContended,
-    RunNotActive,
-    StaleBaseBranch,
-)
+from amtp_site.errors import RepoPrLockContended
+from repositories.errors import BranchProtectionViolation, GitHubRateLimited, StaleBaseBranch
 from repositories.hosts.github_limits import QUIET
 from repositories.hosts.local import LocalGitHost
+from runs.errors import RunNotActive
 from runs.models import Artifact
 from runs.pull_requests import head_branch_for, pull_request_create, pull_request_discard
 from tests.factories import RepositoryFactory, RunFactory

@@ -14,11 +14,12 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from agents.file_policy import check_generated_files, normalise_test_dir
-from amtp_site.errors import ContractViolation, RepositoryInvalid
 from repositories import names, paths, services
+from repositories.errors import RepositoryInvalid
 from repositories.forms import RepositoryForm
 from repositories.models import Repository
 from repositories.services import repository_create, repository_update, repository_validate
+from schemas.errors import ContractViolation
 from tests.gitrepo import git, make_git_repo
 from tests.test_file_policy import GOOD_SPEC
 

@@ -7,9 +7,9 @@ import re
 import pytest
 from django.urls import reverse
 
-from amtp_site.errors import ApprovalDecisionInvalid, IdempotencyKeyReused
 from amtp_site.valkey import window_key
 from approvals import admin as approvals_admin
+from approvals.errors import ApprovalDecisionInvalid
 from approvals.services import (
     BAD_DECISION,
     COMMENT_TOO_LONG,
@@ -17,6 +17,7 @@ from approvals.services import (
     REJECT_NEEDS_COMMENT,
     approval_decide,
 )
+from runs.errors import IdempotencyKeyReused
 from runs.models import Run
 from runs.services import IDEMPOTENCY_KEY_REUSED, run_create
 from runs.slots import RATE_LIMITED

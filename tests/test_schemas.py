@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import schemas
-from amtp_site.errors import SchemaValidationError
+from schemas.errors import SchemaValidationError
 from tests.contract_examples import VALID, valid
 
 SPEC_TEXT = Path(__file__).resolve().parent / "fixtures" / "spec_000_schemas.txt"

@@ -6,8 +6,8 @@ import time
 import pytest
 
 from amtp_site import valkey as valkey_mod
-from amtp_site.errors import RepoConcurrencyLimited
 from runs import slots
+from runs.errors import RepoConcurrencyLimited
 from runs.models import Run
 from runs.services import run_cancel, run_create
 from runs.temporal.worker_thread import WorkerThread

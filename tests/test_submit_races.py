@@ -11,9 +11,9 @@ import pytest
 from django.db import IntegrityError, connections
 from django.test import Client
 
-from amtp_site.errors import RateLimitExceeded
 from amtp_site.valkey import window_key
 from runs import slots, webhooks
+from runs.errors import RateLimitExceeded
 from runs.models import Run
 from runs.models_api import WebhookDelivery
 from runs.services import run_create

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from amtp_site.errors import RepositoryInvalid
+from repositories.errors import RepositoryInvalid
 from repositories.models import Repository
 from repositories.services import (
     ALLOW_HOSTS_NOT_A_LIST,

@@ -9,11 +9,12 @@ import json
 import pytest
 
 from agents.crawler import crawl
+from agents.errors import LlmOutputTruncated, LlmProviderRejected
 from agents.providers import DEFAULT_MODELS, make_provider
 from agents.providers.anthropic import NONSTREAMING_MAX, AnthropicProvider
 from agents.providers.base import ProviderOptions, ToolResult, ToolSpec
 from agents.runner import Budgets
-from amtp_site.errors import ConfigurationError, LlmOutputTruncated, LlmProviderRejected
+from amtp_site.errors import ConfigurationError
 from tests.contract_examples import RUN_ID
 from tests.factories import RepositoryFactory
 from tests.fakes.llm_api import FakeAnthropic, Text, ToolCall, ToolUse, tool_use

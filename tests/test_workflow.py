@@ -6,11 +6,11 @@ import time
 import pytest
 
 from amtp_site import valkey as valkey_mod
-from amtp_site.errors import OrchestratorUnavailable
 from approvals.models import Approval
 from approvals.services import approval_decide
 from repositories.hosts.local import LocalGitHost
 from runs import pipeline
+from runs.errors import OrchestratorUnavailable
 from runs.models import Artifact, Run
 from runs.outcome import run_end
 from runs.pull_requests import head_branch_for

@@ -26,6 +26,7 @@ from typing import Any
 
 import anthropic
 
+from agents.errors import LlmOutputTruncated, LlmProviderError
 from agents.providers import claude_thinking
 from agents.providers.base import (
     Completion,
@@ -37,7 +38,6 @@ from agents.providers.base import (
 )
 from agents.providers.models import takes_temperature
 from agents.providers.vendor import VendorProvider, body_text, call_timeout, check_stop
-from amtp_site.errors import LlmOutputTruncated, LlmProviderError
 
 log = logging.getLogger("amtp.agents")
 EPHEMERAL = {"type": "ephemeral"}  # the default 5-minute cache

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import openai
 
+from agents.errors import LlmProviderError
 from agents.providers import openai_responses
 from agents.providers.base import (
     INVALID_ARGUMENTS_KEY,
@@ -36,7 +37,7 @@ from agents.providers.base import (
 )
 from agents.providers.models import is_openai_reasoning, openai_api, takes_temperature
 from agents.providers.vendor import VendorProvider, body_text
-from amtp_site.errors import ConfigurationError, LlmProviderError
+from amtp_site.errors import ConfigurationError
 
 __all__ = ["INVALID_ARGUMENTS_KEY", "OpenAIProvider"]
 # reasoning.effort on the Responses API (openai/types/shared/reasoning_effort.py).

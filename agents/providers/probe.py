@@ -13,19 +13,18 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from agents.providers import DEFAULT_MODELS, check_model, make_provider, model_for
-from agents.providers.base import Provider, ToolResult, ToolSpec
-from agents.providers.vendor import CONTEXT_HINT
-from agents.runner import assistant_turn
-from amtp_site.errors import (
-    AmtpError,
-    ConfigurationError,
+from agents.errors import (
     LlmContextOverflow,
     LlmOutputTruncated,
     LlmProviderError,
     LlmProviderRejected,
     LlmQuotaExhausted,
 )
+from agents.providers import DEFAULT_MODELS, check_model, make_provider, model_for
+from agents.providers.base import Provider, ToolResult, ToolSpec
+from agents.providers.vendor import CONTEXT_HINT
+from agents.runner import assistant_turn
+from amtp_site.errors import AmtpError, ConfigurationError
 from amtp_site.findings import Finding
 
 AGENT = "repo_crawler"  # the agent with tools and the longest prompts

@@ -24,9 +24,7 @@ from types import ModuleType
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from agents.providers.base import Completion, Provider, ProviderOptions, ToolSpec
-from amtp_site.errors import (
-    ConfigurationError,
+from agents.errors import (
     LlmContentFiltered,
     LlmContextOverflow,
     LlmOutputTruncated,
@@ -35,6 +33,8 @@ from amtp_site.errors import (
     LlmQuotaExhausted,
     LlmRefusal,
 )
+from agents.providers.base import Completion, Provider, ProviderOptions, ToolSpec
+from amtp_site.errors import ConfigurationError
 
 # As the SDKs' own retry policies: 408/409/429 and every 5xx are transient, other 4xx final.
 RETRYABLE_STATUSES = {408, 409, 429}

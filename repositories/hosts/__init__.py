@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amtp_site.errors import RepositoryAccessError
+from repositories.errors import RepositoryAccessError
 from repositories.hosts.base import PullRequestResult, RepositoryHost, TreeEntry
 
 __all__ = ["PullRequestResult", "RepositoryHost", "TreeEntry", "host_for", "host_for_repo"]

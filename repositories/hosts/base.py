@@ -5,8 +5,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from amtp_site.errors import ContractViolation
 from repositories.paths import path_problems
+from schemas.errors import ContractViolation
 
 
 @dataclass(frozen=True)

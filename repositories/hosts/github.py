@@ -23,16 +23,15 @@ from typing import Any
 import requests
 from github import Auth, Github, GithubException, GithubIntegration
 
-from amtp_site.errors import (
-    AmtpError,
+from amtp_site.errors import AmtpError, ConfigurationError
+from amtp_site.github_url import check_github_api_url
+from repositories.errors import (
     BranchProtectionViolation,
-    ConfigurationError,
     GitHubForbidden,
     GitHubRateLimited,
     GitHubUnavailable,
     RepositoryAccessError,
 )
-from amtp_site.github_url import check_github_api_url
 from repositories.hosts import github_errors as answers
 from repositories.hosts import github_limits as limits
 from repositories.hosts.base import RepositoryHost, TreeEntry

@@ -18,7 +18,7 @@ from urllib.parse import quote
 from github import GithubException, InputGitTreeElement
 
 from amtp_site.canonical import canonical_json
-from amtp_site.errors import (
+from repositories.errors import (
     BranchProtectionViolation,
     GitHubUnavailable,
     GitTreesApi409,

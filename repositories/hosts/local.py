@@ -35,10 +35,11 @@ from urllib.parse import quote
 import pygit2
 from pygit2.enums import FileMode, RepositoryOpenFlag
 
-from amtp_site.errors import ContractViolation, RepositoryAccessError, StaleBaseBranch
+from repositories.errors import RepositoryAccessError, StaleBaseBranch
 from repositories.hosts.base import PullRequestResult, RepositoryHost, TreeEntry, check_files
 from repositories.paths import read_path_problem
 from repositories.refnames import ref_problem
+from schemas.errors import ContractViolation
 
 AUTHOR_NAME = "AMTP"
 AUTHOR_EMAIL = "amtp@localhost"

@@ -21,10 +21,11 @@ from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from amtp_site.errors import AmtpError, RunInputInvalid
+from amtp_site.errors import AmtpError
 from repositories.models import DepthLevel, Framework, Repository
 from repositories.refnames import MAX_REF_LENGTH, ref_problem
 from repositories.targets import MAX_TARGET_URL_LENGTH, target_url_problem
+from runs.errors import RunInputInvalid
 from runs.models import Run
 from runs.services import run_create
 

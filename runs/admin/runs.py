@@ -18,12 +18,13 @@ from django.views.decorators.http import require_POST
 
 from amtp_site import rows
 from amtp_site.audit import Actor
-from amtp_site.errors import AmtpError, RunError
+from amtp_site.errors import AmtpError
 from amtp_site.lists import EstimatedCountPaginator, PrefixSearchMixin
 from runs import selectors
 from runs.admin import display as show
 from runs.admin.launch import LAUNCH_PERMISSION
 from runs.admin.render import highlighted, pretty_json, pygments_css
+from runs.errors import RunError
 from runs.models import Run
 from runs.services import run_again, run_cancel
 from runs.verification.service import evidence_file

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from amtp_site.errors import RepositoryInvalid
+from repositories.errors import RepositoryInvalid
 from repositories.models import Host, Repository
 from repositories.names import full_name_problem
 from repositories.services import repository_create

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.conf import settings
 
-import runs.verification.errors  # noqa: F401  (its classes belong in the list below)
 from amtp_site.errors import non_retryable_error_types
 from runs.temporal.types import RetrySettings, WorkflowParams
 

@@ -25,8 +25,8 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from amtp_site import temporal
-from amtp_site.errors import OrchestratorUnavailable
 from runs import lifecycle, selectors
+from runs.errors import OrchestratorUnavailable
 from runs.models import Run, Stage
 from runs.stages import WORKFLOW_NAME
 from runs.temporal.client import workflow_params

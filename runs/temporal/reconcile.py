@@ -31,9 +31,9 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.service import RPCError, RPCStatusCode
 
 from amtp_site import valkey
-from amtp_site.errors import OrchestratorUnavailable
 from amtp_site.temporal import connect
 from runs import lifecycle, pull_requests, slots
+from runs.errors import OrchestratorUnavailable
 from runs.lifecycle import OPEN_RUN
 from runs.models import Run, Stage, StageStatus
 from runs.stages import Failure

@@ -36,8 +36,8 @@ from django.db import connections
 from django.utils.module_loading import import_string
 from temporalio.worker import Interceptor, SharedStateManager, Worker
 
-from amtp_site.errors import AgentProcessDied
 from amtp_site.temporal import connect
+from runs.errors import AgentProcessDied
 from runs.temporal.activities import CANCEL_NOTICE_S, AgentActivities
 from runs.temporal.agent_gate import AgentPoolGate
 from runs.temporal.agent_process import WorkerStdio, agent_process_setup, in_agent_process

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from amtp_site.errors import ContractViolation
+from schemas.errors import ContractViolation
 
 MAX_ROWS = 100  # with the cell limits below the section stays far under GitHub's 65,536
 MARK = {

@@ -8,10 +8,12 @@ from django.db import transaction
 from temporalio.service import RPCError
 
 from amtp_site import temporal
-from amtp_site.errors import AmtpError, RepositoryInvalid, RunInputInvalid
+from amtp_site.errors import AmtpError
+from repositories.errors import RepositoryInvalid
 from repositories.models import DepthLevel, Framework, Repository
 from repositories.services import repository_allow_hosts_add
 from repositories.targets import target_url_problem
+from runs.errors import RunInputInvalid
 from runs.management.repository_arg import repository_arg
 from runs.models import Run
 from runs.services import run_create

@@ -5,8 +5,8 @@ Run it from cron (or a systemd timer) every few minutes; see docs/operations.md.
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from amtp_site.errors import OrchestratorUnavailable
 from amtp_site.temporal import ExitsWithoutFinalizing
+from runs.errors import OrchestratorUnavailable
 from runs.temporal.reconcile import reconcile_runs
 
 

@@ -1,0 +1,21 @@
+"""Errors of approvals: deciding one.
+
+Their retryability comes from the base classes of :mod:`amtp_site.errors`, which lists the
+non-retryable ones for Temporal by class name."""
+
+from __future__ import annotations
+
+from amtp_site.errors import NonRetryableError
+
+
+class ApprovalAlreadyDecided(NonRetryableError):
+    """An approval can be decided once."""
+
+
+class ApprovalDecisionInvalid(NonRetryableError):
+    """A decision the rules refuse (unknown decision, a reject without a comment, a comment
+    over the limit); ``field`` names the input to blame. Nothing was written."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message, field=field)
+        self.field = field
