@@ -25,8 +25,8 @@ from amtp_site.audit import Actor
 from amtp_site.lists import EstimatedCountPaginator, PrefixSearchMixin
 from approvals.errors import ApprovalAlreadyDecided, ApprovalDecisionInvalid
 from approvals.models import Approval, Decision
+from approvals.selectors import run_approvals
 from approvals.services import MAX_COMMENT_CHARS, approval_decide
-from runs import selectors
 from runs.admin import display as show
 from runs.errors import OrchestratorUnavailable
 
@@ -75,7 +75,7 @@ def approval_rows(request, run) -> list[dict]:
             if allowed and approval.decision == Decision.PENDING
             else None,
         }
-        for approval in selectors.run_approvals(run)
+        for approval in run_approvals(run)
     ]
 
 

@@ -11,9 +11,9 @@ from pydantic import ConfigDict
 
 from amtp_site.pagination import Page
 from amtp_site.problems import documented
+from approvals.api_schemas import ApprovalOut
 from approvals.models import Approval, Decision
 from approvals.services import MAX_COMMENT_CHARS, approval_decide
-from runs.api_schemas import ApprovalOut
 from runs.auth import DECIDE_APPROVALS, READ_APPROVALS, scoped
 
 router = Router(tags=["approvals"])

@@ -1,10 +1,11 @@
-"""The request and response bodies of ``/api/runs`` (``ApprovalOut`` is the approvals API's too)."""
+"""The request and response bodies of ``/api/runs``."""
 
 import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 from ninja import Field, Schema
 from pydantic import ConfigDict, field_validator
@@ -18,7 +19,7 @@ from repositories.targets import (
     display,
     target_url_problem,
 )
-from runs import selectors
+from runs import parts, selectors
 from runs.models import Run, RunStatus, Trigger
 
 DATE_OUT_OF_RANGE = "date out of range"
@@ -90,23 +91,6 @@ class RunIn(Schema):
         if problem:
             raise ValueError(problem)
         return value
-
-
-class ApprovalOut(Schema):
-    approval_id: uuid.UUID
-    run_id: uuid.UUID
-    stage: str = Field(description="The stage that waits, e.g. create_pull_request.")
-    decision: str
-    approver: str = Field(description="Who must decide: 'branch-protection' or 'policy'.")
-    comment: str = Field(description="Why the run is held (GitHub's error body).")
-    decided_by: str
-    decided_at: datetime | None
-    decision_comment: str
-    created_at: datetime
-
-    @staticmethod
-    def resolve_stage(approval) -> str:
-        return approval.stage.name
 
 
 class StageOut(Schema):
@@ -187,33 +171,38 @@ class RunOut(Schema):
 class RunDetailOut(RunOut):
     stages: list[StageOut]
     artifacts: list[ArtifactSummaryOut]
-    approvals: list[ApprovalOut]
     verification: VerificationOut | None = Field(
         description="The VerifyTests stage's outcome and totals (null until it has run)."
     )
 
     # A run inserted by this request (``run_create``) has its stages at hand and no artifact,
     # approval or verification yet: answering it reads nothing (bench_submit.py).
+    # The apps above runs add their parts to it (runs.parts; approvals: the run's approvals).
 
     @staticmethod
     def resolve_verification(run: Run) -> dict | None:
-        return None if _just_inserted(run) else selectors.verification_summary(run)
+        return None if just_inserted(run) else selectors.verification_summary(run)
 
     @staticmethod
     def resolve_stages(run: Run) -> list:
-        return run.inserted_stages if _just_inserted(run) else selectors.run_stages(run)
+        return run.inserted_stages if just_inserted(run) else selectors.run_stages(run)
 
     @staticmethod
     def resolve_artifacts(run: Run) -> list:
-        return [] if _just_inserted(run) else list(selectors.run_artifacts(run))
-
-    @staticmethod
-    def resolve_approvals(run: Run) -> list:
-        return [] if _just_inserted(run) else list(selectors.run_approvals(run))
+        return [] if just_inserted(run) else list(selectors.run_artifacts(run))
 
 
-def _just_inserted(run: Run) -> bool:
+def just_inserted(run: Run) -> bool:
+    """A run inserted by this request: it has nothing yet beside its stages."""
     return getattr(run, "inserted_stages", None) is not None
+
+
+def run_detail_out() -> type[RunDetailOut]:
+    """The run detail as the apps above runs extend it (runs.parts)."""
+    extended = [part.detail for part in parts.registered() if part.detail is not None]
+    if len(extended) > 1:
+        raise ImproperlyConfigured(f"runs.parts: one part may extend RunDetailOut: {extended}")
+    return extended[0] if extended else RunDetailOut
 
 
 class RunFilters(Schema):

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from django.utils import timezone
 
 import schemas
-from runs import selectors
+from runs import parts, selectors
 from runs.models import ArtifactKind, Run, RunStatus, Stage, StageStatus
 
 SCHEMA = "context/workflow_context"
@@ -40,13 +40,12 @@ TERMINAL_PHASE = {
 }
 PRIORITY = "medium"
 
-APPROVE_ACTION = "approve or reject the held pull request (approval {id}, {approver}): {why}"
 STAGE_ACTION = "run stage {stage} ({agent})"
 REVIEW_ACTION = "review and merge pull request {url}"
 RECOVER_ACTION = "start a new run: {base} moved since the crawl (StaleBaseBranch)"
 
 
-def _iso(moment: datetime) -> str:
+def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
@@ -69,40 +68,30 @@ def _files(run: Run, artifacts: dict) -> list[str]:
     return [f["path"] for f in code.content.get("files", [])] if code else []
 
 
-def _decisions(run: Run, approvals: list) -> list[str]:
-    decisions = [
+def _decisions(run: Run, taken: list[str]) -> list[str]:
+    return [
         f"depth level '{run.depth_level}' for the crawl and the test cases",
         f"target framework '{run.target_framework}' for the generated tests",
         f"pull request base branch '{run.base_branch}', source ref '{run.ref}'",
+        *taken,
     ]
-    for approval in approvals:
-        if not approval.is_pending:
-            note = f": {approval.decision_comment}" if approval.decision_comment else ""
-            decisions.append(
-                f"{approval.approver} approval {approval.decision} by "
-                f"{approval.decided_by or 'someone'} at {_iso(approval.decided_at)}{note}"
-            )
-    return decisions
 
 
-def _pending_actions(run: Run, stages: list[Stage], approvals: list) -> list[str]:
+def _pending_actions(run: Run, stages: list[Stage], held: list[str]) -> list[str]:
     if run.status == RunStatus.PASSED:
         return [REVIEW_ACTION.format(url=run.pr_url)] if run.pr_url else []
     if run.status == RunStatus.FAILED and run.error_type == "StaleBaseBranch":
         return [RECOVER_ACTION.format(base=run.base_branch)]
     if run.is_terminal:
         return []
-    actions = [
-        APPROVE_ACTION.format(id=a.approval_id, approver=a.approver, why=a.comment[:200])
-        for a in approvals
-        if a.is_pending
+    return [
+        *held,
+        *(
+            STAGE_ACTION.format(stage=s.name, agent=AGENT_OF_STAGE[s.name])
+            for s in stages
+            if s.status in (StageStatus.PENDING, StageStatus.RUNNING)
+        ),
     ]
-    actions += [
-        STAGE_ACTION.format(stage=s.name, agent=AGENT_OF_STAGE[s.name])
-        for s in stages
-        if s.status in (StageStatus.PENDING, StageStatus.RUNNING)
-    ]
-    return actions
 
 
 def _constraints(run: Run) -> list[str]:
@@ -122,7 +111,7 @@ def _constraints(run: Run) -> list[str]:
 def _error_log(run: Run, stages: list[Stage]) -> list[dict]:
     log = [
         {
-            "timestamp": _iso(s.finished_at or s.started_at or run.created_at),
+            "timestamp": iso(s.finished_at or s.started_at or run.created_at),
             "agent": AGENT_OF_STAGE[s.name],
             "error": f"{s.error_type}: {s.error_message}"[:2000],
             "resolved": s.status == StageStatus.PASSED,
@@ -133,7 +122,7 @@ def _error_log(run: Run, stages: list[Stage]) -> list[dict]:
     if run.error_type and not any(s.error_type == run.error_type for s in stages):
         log.append(
             {
-                "timestamp": _iso(run.finished_at or run.created_at),
+                "timestamp": iso(run.finished_at or run.created_at),
                 "agent": "workflow",
                 "error": f"{run.error_type}: {run.error_message}"[:2000],
                 "resolved": False,
@@ -157,7 +146,9 @@ def _summary(run: Run, phase: str, files: list[str]) -> str:
 def run_context(run: Run) -> dict:
     """The context document of ``run``; raises SchemaValidationError if it would be invalid."""
     stages = selectors.run_stages(run)
-    approvals = list(selectors.run_approvals(run))
+    # What the apps above runs add (runs.parts): approvals, the decisions and the holds.
+    added = [part.context(run) for part in parts.registered() if part.context]
+    taken, held = [line for d, _ in added for line in d], [line for _, a in added for line in a]
     artifacts = {a.kind: a for a in selectors.run_artifacts(run, content=True)}
     current = _current_stage(run, stages) if stages else None
     current_name = current.name if current else Stage.Name.CRAWL_REPO
@@ -168,13 +159,13 @@ def run_context(run: Run) -> dict:
     document = {
         "version": VERSION,
         "workflow_id": str(run.run_id),
-        "timestamp": _iso(timezone.now()),
+        "timestamp": iso(timezone.now()),
         "current_agent": AGENT_OF_STAGE[current_name],
         "next_agent": next_agent,
         "phase": str(phase),
         "files_modified": files,
-        "decisions": _decisions(run, approvals),
-        "pending_actions": _pending_actions(run, stages, approvals),
+        "decisions": _decisions(run, taken),
+        "pending_actions": _pending_actions(run, stages, held),
         "constraints": _constraints(run),
         "context_summary": _summary(run, str(phase), files),
         "metadata": {
@@ -192,7 +183,7 @@ def run_context(run: Run) -> dict:
         "checkpoints": [
             {
                 "id": str(a.artifact_id),
-                "timestamp": _iso(a.created_at),
+                "timestamp": iso(a.created_at),
                 "phase": str(STAGE_OF_ARTIFACT.get(a.kind, "failed")),
                 "context_snapshot": {
                     "artifact_id": str(a.artifact_id),

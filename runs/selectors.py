@@ -1,5 +1,5 @@
 """Reads of a run that several surfaces share (API, admin, context document, CLI): one query
-each, so the surfaces show the same stages, artifacts and approvals in the same order."""
+each, so the surfaces show the same stages and artifacts in the same order."""
 
 from __future__ import annotations
 
@@ -34,11 +34,6 @@ def run_artifacts(run: Run, *, content: bool = False) -> QuerySet[Artifact]:
 def run_stages(run: Run) -> list[Stage]:
     """The run's stages in pipeline order."""
     return list(run.stages.order_by("position"))
-
-
-def run_approvals(run: Run) -> QuerySet:
-    """The run's approvals (with their stage), oldest first."""
-    return run.approvals.select_related("stage").order_by("created_at")
 
 
 def failure_report(run: Run) -> dict | None:

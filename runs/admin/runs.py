@@ -20,7 +20,7 @@ from amtp_site import rows
 from amtp_site.audit import Actor
 from amtp_site.errors import AmtpError
 from amtp_site.lists import EstimatedCountPaginator, PrefixSearchMixin
-from runs import selectors
+from runs import parts, selectors
 from runs.admin import display as show
 from runs.admin.launch import LAUNCH_PERMISSION
 from runs.admin.render import highlighted, pretty_json, pygments_css
@@ -185,6 +185,12 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
             "can_run_again": self.has_launch_permission(request),
             "auto_refresh": not run.is_terminal,
             "refresh_seconds": REFRESH_SECONDS,
+            # What the apps above runs add to the page (runs.parts): approvals.
+            "run_sections": [
+                section
+                for part in parts.registered()
+                if part.admin_section and (section := part.admin_section(request, run))
+            ],
         }
 
     def _run_or_404(self, request, object_id) -> Run:
