@@ -195,7 +195,7 @@ def stage_seconds(run_ids: list[str]) -> tuple[dict[str, float], int]:
     """Mean seconds per stage as the stages table records them (from inside the activity, so
     process start-up and imports are not included), and retries over the given runs."""
     from runs.models import Stage
-    from runs.temporal.types import STAGES
+    from runs.stages import STAGES
 
     activity_of = {stage: name for name, stage in STAGES}
     per_stage: dict[str, list[float]] = {}
@@ -304,10 +304,10 @@ def run_all(n: int, rounds: int, workdir: Path) -> dict[str, dict]:
 def report(n: int, rounds: int, amtp: dict, bare: dict) -> None:
     import bare_workflow
 
-    from runs.temporal import types as t
+    from runs.stages import CRAWL_REPO, STAGES
 
     assert set(amtp["results"]) == {"passed"}, amtp["results"]
-    agent_names = {name for name, _stage in t.STAGES}
+    agent_names = {name for name, _stage in STAGES}
     stages, retries = stage_seconds(amtp["ids"][:n])
     amtp_b = breakdown(amtp, n, agent_names)
     bare_b = breakdown(bare, n, set(bare_workflow.ACTIVITY_NAMES))
@@ -322,7 +322,7 @@ def report(n: int, rounds: int, amtp: dict, bare: dict) -> None:
     amtp_fixed = statistics.mean(amtp_b["pool"][n_] - stages.get(n_, 0.0) for n_ in amtp_b["pool"])
     print(
         f"\npool activity cost beyond its body: AMTP {amtp_fixed:.2f} s, bare "
-        f"{statistics.mean(bare_b['pool'].values()):.2f} s (per activity; {t.CRAWL_REPO} body "
+        f"{statistics.mean(bare_b['pool'].values()):.2f} s (per activity; {CRAWL_REPO} body "
         f"includes the in-process MCP server's session)"
     )
 
@@ -342,7 +342,7 @@ def report(n: int, rounds: int, amtp: dict, bare: dict) -> None:
         f"load average at the end {os.getloadavg()[0]:.1f} (other work on this machine "
         "slows both workflows; the ratio is the figure to compare)"
     )
-    crawl = amtp_b["pool"].get(t.CRAWL_REPO, float("nan"))
+    crawl = amtp_b["pool"].get(CRAWL_REPO, float("nan"))
     print(
         f"RATIO orchestration_per_run: {per_run_median:.2f} (AMTP / bare, median seconds per "
         f"run end to end, agents' start-up included; mean {per_run:.2f}; goal <= {PER_RUN_GOAL})"
