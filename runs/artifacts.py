@@ -68,7 +68,8 @@ def store(
     if row[0] != artifact.artifact_id:  # an earlier one was kept (the key is recorded for it)
         return Artifact.objects.get(pk=row[0])
     artifact.created_at = row[1]
-    return rows.stored(artifact)
+    rows.mark_stored(artifact)
+    return artifact
 
 
 def record(run: Run, key: str, activity: str, artifact_id: str) -> None:

@@ -133,26 +133,23 @@ def _insert(
         target_url=target_url,
         **fields,
     )
-    stages = lifecycle.new_stages(run)
-    new_rows = [run, *stages, _start_row(run)]
+    # What the answer shows of a run inserted just now: these stages, nothing else yet
+    # (RunDetailOut reads nothing more for it).
+    run.inserted_stages = lifecycle.new_stages(run)
+    new_rows = [run, *run.inserted_stages, _start_row(run)]
     keyed = admit and run.request_key is not None
-    inserted = []
     with transaction.atomic() if keyed else nullcontext():
         if keyed:  # a concurrent duplicate waits on the unique key here and fails: no window place
-            inserted, new_rows = rows.insert(*new_rows), []
+            rows.insert(*new_rows)
+            new_rows = []
         if admit and slots.window_admit(run):
             try:
-                inserted += rows.insert(*new_rows, slots.admission(run))
+                rows.insert(*new_rows, slots.admission(run))
             except BaseException:
                 slots.window_forget(run)  # the run was not inserted: its place goes back
                 raise
         elif new_rows:
-            inserted = rows.insert(*new_rows)
-    run, *stages = inserted[: len(stages) + 1]
-    run.repository = repository
-    # What the answer shows of a run inserted just now: these stages, nothing else yet
-    # (RunDetailOut reads nothing more for it).
-    run.inserted_stages = stages
+            rows.insert(*new_rows)
     return run
 
 
