@@ -19,14 +19,9 @@ repository's config nor an inherited variable can run a program or redirect a re
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
 import re
-import tempfile
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
@@ -37,6 +32,7 @@ from pygit2.enums import FileMode, RepositoryOpenFlag
 
 from repositories.errors import RepositoryAccessError, StaleBaseBranch
 from repositories.hosts.base import PullRequestResult, RepositoryHost, TreeEntry, check_files
+from repositories.hosts.local_pulls import PullRecords
 from repositories.paths import read_path_problem
 from repositories.refnames import ref_problem
 from schemas.errors import ContractViolation
@@ -214,7 +210,7 @@ class LocalGitHost(RepositoryHost):
             "title": title,
             "body": body,
         }
-        with self._pulls_lock(), self._lock:
+        with self._pulls.lock(), self._lock:
             heads = self._branch_heads(head_branch, base_branch)
             existing_head, observed = heads.get(head_branch), heads.get(base_branch)
             if existing_head is not None:  # an earlier attempt got this far: adopt it
@@ -240,7 +236,7 @@ class LocalGitHost(RepositoryHost):
 
     def discard_pull_request(self, *, head_branch: str, base_branch: str) -> bool:
         self._check_branch(head_branch, "head branch")
-        with self._pulls_lock(), self._lock:
+        with self._pulls.lock(), self._lock:
             ref = self._repo.references.get(f"refs/heads/{head_branch}")
             if ref is not None:  # deleted only if it still points where we saw it
                 self._clear_stale_lock(ref.name)
@@ -250,7 +246,7 @@ class LocalGitHost(RepositoryHost):
                     raise RepositoryAccessError(
                         f"{self.full_name}: could not delete {ref.name}: {exc}"
                     ) from None
-            data = self._load_pulls()
+            data = self._pulls.load()
             records = [
                 p
                 for p in data["pulls"]
@@ -259,12 +255,12 @@ class LocalGitHost(RepositoryHost):
             for record in records:
                 record["state"] = "closed"
             if records:
-                self._save_pulls(data)
+                self._pulls.save(data)
         return ref is not None or bool(records)
 
     def pull_requests(self) -> list[dict]:
         """Every recorded pull request of this repository, by number."""
-        return sorted(self._load_pulls()["pulls"], key=lambda p: p["number"])
+        return sorted(self._pulls.load()["pulls"], key=lambda p: p["number"])
 
     def _check_branch(self, branch: str, what: str) -> None:
         """``git check-ref-format --branch``'s rules, in Python (a test holds them to git's
@@ -314,36 +310,9 @@ class LocalGitHost(RepositoryHost):
 
     # --- pull request records -----------------------------------------------------------
 
-    @property
-    def _pulls_dir(self) -> Path:
-        return self._common_dir / "amtp"
-
-    @contextmanager
-    def _pulls_lock(self) -> Iterator[None]:
-        """Serialises pull-request writers on this repository across processes.
-
-        flock is released by the kernel if the holder dies, so a crash never leaves a stale
-        lock behind (unlike a lock file that must be deleted).
-        """
-        self._pulls_dir.mkdir(exist_ok=True)
-        with open(self._pulls_dir / "pulls.lock", "a") as lock:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # closing the file releases it
-            yield
-
-    def _load_pulls(self) -> dict:
-        try:
-            return json.loads((self._pulls_dir / "pulls.json").read_text("utf-8"))
-        except FileNotFoundError:
-            return {"version": 1, "pulls": []}
-
-    def _save_pulls(self, data: dict) -> None:
-        # Write-then-rename so a reader never sees a half-written file.
-        fd, tmp = tempfile.mkstemp(prefix="pulls.", suffix=".tmp", dir=self._pulls_dir)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=2, sort_keys=True)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self._pulls_dir / "pulls.json")
+    @cached_property
+    def _pulls(self) -> PullRecords:
+        return PullRecords(self._common_dir / "amtp")
 
     def _recorded(self, pull: dict, head_sha: str, *, adopted: bool) -> PullRequestResult:
         """The result for ``pull``, recording it under the next number if it is new.
@@ -351,7 +320,7 @@ class LocalGitHost(RepositoryHost):
         Looked up by head branch, so replays get the same number; a branch left without a
         record (the process died between update-ref and here) gets one on adoption.
         """
-        data = self._load_pulls()
+        data = self._pulls.load()
         record = next((p for p in data["pulls"] if p["head_branch"] == pull["head_branch"]), None)
         if record is None:
             record = {
@@ -362,7 +331,7 @@ class LocalGitHost(RepositoryHost):
                 "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
             }
             data["pulls"].append(record)
-            self._save_pulls(data)
+            self._pulls.save(data)
         return PullRequestResult(
             number=record["number"],
             url=record["url"],
