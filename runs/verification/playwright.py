@@ -109,9 +109,6 @@ class TestResult:
     def duration_ms(self) -> int:
         return sum(a.duration_ms for a in self.attempts)
 
-    def failure_text(self) -> str:
-        return self.failure.error if self.failure else ""
-
     @property
     def failure(self) -> Attempt | None:
         """The last failed attempt (the evidence of a failed or flaky test)."""
@@ -234,7 +231,8 @@ def execute(
         target = box.work / entry["path"]
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(entry["contents"], encoding="utf-8")
-    modules = box.runner_modules(runner.runner_dir / "node_modules")
+    runner_modules = (runner.runner_dir / "node_modules").resolve()
+    modules = box.runner_modules(runner_modules)
     (box.work / "node_modules").symlink_to(modules)
     limit = min(budget_s, suite_seconds(files, runner))
     (box.work / "playwright.config.mjs").write_text(_config(runner, base_url, limit))
@@ -242,11 +240,11 @@ def execute(
     outcome = box.run(
         ["node", cli, "test", "--config", "playwright.config.mjs"],
         env=box_env(box, base_url),
-        runner=(runner.runner_dir / "node_modules").resolve(),
+        runner=runner_modules,
         limits=sandbox.Limits.from_settings(),
         wall_s=budget_s + GRACE_S,
     )
-    if outcome.stopped.startswith("stopped: still running"):
+    if outcome.stopped == sandbox.WALL_CAP.format(limit=budget_s + GRACE_S):
         raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
     data = _report(box, outcome)
     results = parse_report(data, where=lambda path: str(box.outside(path)))
@@ -254,7 +252,8 @@ def execute(
         if limit >= budget_s:
             raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
         for result in results:  # the test that hung, and those it kept from running
-            if result.status in ("skipped", "failed") and not result.failure_text():
+            said = result.failure.error if result.failure else ""
+            if result.status in ("skipped", "failed") and not said:
                 result.status = "failed"
                 result.attempts.append(Attempt("timedOut", 0, HUNG.format(limit=limit), []))
     return results

@@ -56,9 +56,16 @@ ETC = (
     "hosts",
     "mime.types",
 )
+# The system as every box sees it (the availability probe starts the same one): /usr read-only,
+# the usual links into it.
+SYSTEM = ["--unshare-all", "--ro-bind", "/usr", "/usr"] + [
+    arg
+    for name in ("lib", "lib64", "bin", "sbin")
+    for arg in ("--symlink", f"usr/{name}", f"/{name}")
+]
 UNAVAILABLE = (
     "the sandbox for generated code cannot start ({why}). Install bubblewrap (`apt-get install "
-    "bubblewrap`, or `make venv`) and allow user namespaces (sysctl user.max_user_namespaces > "
+    "bubblewrap`, or scripts/ensure_packages.sh as root) and allow user namespaces (sysctl user.max_user_namespaces > "
     "0; kernel.unprivileged_userns_clone=1 on older Debian; "
     "kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu 24.04). AMTP does not run "
     "generated code outside it unless an operator sets AMTP_VERIFY_UNSANDBOXED=true"
@@ -96,10 +103,12 @@ def _unavailable() -> str:
     if shutil.which("bwrap") is None:
         return "bwrap is not installed"
     probe = subprocess.run(
-        ["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib",
-         "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin", "true"],
-        capture_output=True, text=True, timeout=30, **_as_own_user(secrets.randbelow(1000)),
-    )  # fmt: skip
+        ["bwrap", *SYSTEM, "true"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        **_as_own_user(secrets.randbelow(1000)),
+    )
     return "" if probe.returncode == 0 else (probe.stderr.strip() or f"exit {probe.returncode}")
 
 
@@ -121,7 +130,6 @@ def _as_own_user(offset: int = 0) -> dict:
 class Outcome:
     returncode: int
     stopped: str  # why the box was killed ("" when the command ended by itself)
-    seconds: float
 
 
 class Box:
@@ -146,7 +154,7 @@ class Box:
 
     def runner_modules(self, modules: Path) -> str:
         """The runner's ``node_modules`` as the code sees it (mounted read-only in the box)."""
-        return INSIDE_RUNNER if sandboxed() else str(modules.resolve())
+        return INSIDE_RUNNER if sandboxed() else str(modules)
 
     def outside(self, path: str) -> Path:
         """Where a path the code named (``/sandbox/...`` in the box) lies for the worker."""
@@ -190,10 +198,7 @@ class Box:
     def _argv(self, command: list[str], env: dict, runner_fd: int) -> list[str]:
         if not sandboxed():
             return ["node", str(self.entry), str(self.socket), str(BRIDGE_PORT), *command]
-        argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
-        argv += ["--ro-bind", "/usr", "/usr"]
-        for name in ("lib", "lib64", "bin", "sbin"):
-            argv += ["--symlink", f"usr/{name}", f"/{name}"]
+        argv = ["bwrap", *SYSTEM, "--die-with-parent", "--new-session", "--clearenv"]
         for name in ETC:
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(64 << 20), "--tmpfs", "/tmp"]
@@ -222,7 +227,7 @@ class Box:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(POLL_S)  # returns the moment the box ends
         _kill(process)  # whatever it left behind: the PID namespace dies with it
-        return Outcome(process.returncode, stopped, time.monotonic() - started)
+        return Outcome(process.returncode, stopped)
 
     def output_tail(self, limit: int) -> str:
         """The last ``limit`` bytes of the output, decoded (never the whole file)."""

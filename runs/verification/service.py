@@ -10,6 +10,13 @@ from django.conf import settings
 
 import schemas
 from repositories.hosts import host_for
+from repositories.targets import (
+    TARGET_URL_INVALID,
+    parse_allow_host,
+    target_address_problem,
+    target_url_problem,
+)
+from runs.errors import RunInputInvalid
 from runs.models import Run
 from runs.verification.errors import VerificationError
 from runs.verification.healer import heal_in_fresh_process
@@ -90,7 +97,11 @@ def check_repository_tests(
 ) -> dict:
     """The report of the repository's own tests at ``ref`` run against ``target_url``: the same
     box, proxy and reporting as VerifyTests, without healing or quarantine (an operator's check
-    after a deploy). VerificationError when they cannot run; ValueError when there are none."""
+    after a deploy); ``allow_hosts`` adds to the repository's for this check only.
+    RunInputInvalid (nothing run) for a target the network rule refuses or a bad entry;
+    VerificationError when the tests cannot run; ValueError when there are none."""
+    allowed = [*repository.allowed_hosts, *allow_hosts]
+    _check_inputs(target_url, allow_hosts, allowed)
     sha, files = repository_tests(repository, ref)
     if not files:
         raise ValueError(
@@ -108,10 +119,22 @@ def check_repository_tests(
         budget_s=settings.AMTP_VERIFY_TIMEOUT_S,
         runner=runner_from_settings(),
         evidence_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / f"check-{check_id}",
-        allow_hosts=[*repository.allowed_hosts, *allow_hosts],
+        allow_hosts=allowed,
         quarantine=False,
     )
     return schemas.validate(REPORT_SCHEMA, verify(plan, heal=_no_heal))
+
+
+def _check_inputs(target_url: str, allow_hosts: list[str], allowed: list[str]) -> None:
+    if problem := target_url_problem(target_url) or (None if target_url else TARGET_URL_INVALID):
+        raise RunInputInvalid("target_url", problem)
+    for entry in allow_hosts:
+        try:
+            parse_allow_host(entry)
+        except ValueError as exc:
+            raise RunInputInvalid("allow_host", str(exc)) from None
+    if problem := target_address_problem(target_url, allowed):
+        raise RunInputInvalid("target_url", problem)
 
 
 def _no_heal(payload: dict, seconds: float) -> dict:

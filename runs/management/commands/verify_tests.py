@@ -3,7 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from amtp_site.errors import AmtpError
-from repositories.targets import parse_allow_host, target_address_problem, target_url_problem
+from runs.errors import RunInputInvalid
 from runs.management.repository_arg import repository_arg
 from runs.verification.service import check_repository_tests
 
@@ -31,21 +31,13 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, repo, ref, target_url, local, allow_host, **options):
-        if problem := target_url_problem(target_url) or (None if target_url else "required"):
-            raise CommandError(f"--target-url: {problem}")
-        for entry in allow_host:
-            try:
-                parse_allow_host(entry)
-            except ValueError as exc:
-                raise CommandError(f"--allow-host: {exc}") from exc
         repository = repository_arg(repo, local, self.stdout.write)
-        allowed = [*repository.allowed_hosts, *allow_host]
-        if problem := target_address_problem(target_url, allowed):
-            raise CommandError(f"--target-url: {problem}")
         try:
             report = check_repository_tests(
                 repository, ref=ref, target_url=target_url, allow_hosts=allow_host
             )
+        except RunInputInvalid as exc:
+            raise CommandError(f"--{exc.field.replace('_', '-')}: {exc.rule}") from exc
         except (AmtpError, ValueError) as exc:
             raise CommandError(getattr(exc, "message", str(exc))) from exc
         for test in report["tests"]:
