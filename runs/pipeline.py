@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 from django.db import connection
@@ -38,6 +39,7 @@ from runs.verification.service import REPORT_SCHEMA, target_url_of, verification
 from runs.verification.summary import pull_request_contents, totals_note
 
 UNVERIFIED_NOTE = "the pull request is opened anyway, marked unverified"
+REPORT_NOT_STORED = "run {run_id} is being cancelled; its verification report was not stored"
 
 
 def _begin(run_id: str, activity: str, run: Run | None = None) -> Run:
@@ -188,10 +190,18 @@ AGENTS = {
 }
 
 
-def verify_tests(run_id: str, run: Run | None = None) -> str:
-    """Run the generated tests against the run's target URL, heal, quarantine, report. The
-    stage passes (verified), is skipped (no target URL, no device: the note says why) or,
-    when the repository opens the PR anyway, fails with the reason while the run goes on."""
+def verify_tests(
+    run_id: str,
+    run: Run | None = None,
+    *,
+    sessions: Executor | None = None,
+    stop: Callable[[], bool] = lambda: False,
+) -> str:
+    """Run the generated tests against the run's target URL, heal (each healing session in
+    a process of ``sessions``, the agent pool), quarantine, report. The stage passes
+    (verified), is skipped (no target URL, no device: the note says why) or, when the
+    repository opens the PR anyway, fails with the reason while the run goes on. Once
+    ``stop()`` (the run's cancellation was requested), the report is not stored."""
     run = run or selectors.run_with_repository(run_id)
     # The report of an earlier attempt, or of GenerateTestCode's store (nothing to run), is
     # the stage's: it is closed as that report says (if that attempt did not get so far).
@@ -202,7 +212,9 @@ def verify_tests(run_id: str, run: Run | None = None) -> str:
         code = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_ENGINEER_OUTPUT)
         key_input = {"upstream": str(code.artifact_id), "target_url": target_url_of(run)}
         key = idempotency_key(run_id, VERIFY_TESTS, key_input)
-        content, meta = verification_report(run, code.content)
+        content, meta = verification_report(run, code.content, sessions)
+        if stop():
+            raise RunNotActive(REPORT_NOT_STORED.format(run_id=run_id))
         result = AgentResult(output=content, meta=meta)
         artifact = _persist(
             run, ArtifactKind.VERIFICATION_REPORT, REPORT_SCHEMA, result, key, VERIFY_TESTS

@@ -1,12 +1,13 @@
 """The baseline for scripts/bench_orchestration.py: a workflow of four no-op activities.
 
-It lives in its own importable module, free of Django at import time, because the spawned pool
-processes unpickle the activities by module name and Temporal's workflow sandbox re-imports the
-workflow's module; neither works for code defined in a script's ``__main__``.
+It lives in its own importable module, free of Django at import time, because Temporal's
+workflow sandbox re-imports the workflow's module, which does not work for code defined in a
+script's ``__main__``; the pool's processes import ``_noop`` from it by name.
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from temporalio import activity, workflow
@@ -15,27 +16,37 @@ WORKFLOW_NAME = "BenchBareWorkflow"
 ACTIVITY_NAMES = ("BenchBareCrawl", "BenchBareCases", "BenchBareCode", "BenchBarePullRequest")
 
 
-@activity.defn(name=ACTIVITY_NAMES[0])
-def bare_crawl(run_id: str) -> str:
+def _noop(run_id: str) -> str:
     return run_id
 
 
-@activity.defn(name=ACTIVITY_NAMES[1])
-def bare_cases(run_id: str) -> str:
-    return run_id
+class BareActivities:
+    """Each activity a no-op in a fresh process of ``pool``, as AMTP's agents run."""
 
+    def __init__(self, pool) -> None:
+        self.pool = pool
 
-@activity.defn(name=ACTIVITY_NAMES[2])
-def bare_code(run_id: str) -> str:
-    return run_id
+    async def _in_pool(self, run_id: str) -> str:
+        return await asyncio.wrap_future(self.pool.submit(_noop, run_id))
 
+    @activity.defn(name=ACTIVITY_NAMES[0])
+    async def crawl(self, run_id: str) -> str:
+        return await self._in_pool(run_id)
 
-@activity.defn(name=ACTIVITY_NAMES[3])
-def bare_pull_request(run_id: str) -> str:
-    return run_id
+    @activity.defn(name=ACTIVITY_NAMES[1])
+    async def cases(self, run_id: str) -> str:
+        return await self._in_pool(run_id)
 
+    @activity.defn(name=ACTIVITY_NAMES[2])
+    async def code(self, run_id: str) -> str:
+        return await self._in_pool(run_id)
 
-ACTIVITIES = [bare_crawl, bare_cases, bare_code, bare_pull_request]
+    @activity.defn(name=ACTIVITY_NAMES[3])
+    async def pull_request(self, run_id: str) -> str:
+        return await self._in_pool(run_id)
+
+    def all(self) -> list:
+        return [self.crawl, self.cases, self.code, self.pull_request]
 
 
 @workflow.defn(name=WORKFLOW_NAME)

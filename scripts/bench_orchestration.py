@@ -262,7 +262,7 @@ def main() -> None:
 
 
 def run_all(n: int, rounds: int, workdir: Path) -> dict[str, dict]:
-    from bare_workflow import ACTIVITIES, BareWorkflow
+    from bare_workflow import BareActivities, BareWorkflow
     from django.conf import settings
 
     from repositories.models import Repository
@@ -294,7 +294,8 @@ def run_all(n: int, rounds: int, workdir: Path) -> dict[str, dict]:
     # The same worker setup (pool, initializer, limits) for both; the bare one swaps the
     # workflow and activities.
     amtp_worker = WorkerThread(settings.TEMPORAL_TASK_QUEUE)
-    bare_worker = WorkerThread(bare_queue, workflows=[BareWorkflow], activities=ACTIVITIES)
+    bare_worker = WorkerThread(bare_queue, workflows=[BareWorkflow])
+    bare_worker.build["activities"] = BareActivities(bare_worker.pool).all()
     with amtp_worker, bare_worker:
         for launch in launchers.values():  # warm-up: worker start, sandbox imports
             asyncio.run(_results(launch(1)))

@@ -1,19 +1,24 @@
 """The VerifyTests stage through the real worker: the offline pipeline writes tests for the issue's
 Flask notes service, they run against it on loopback (Playwright Test, Debian's Chromium), the
-Test Engineer heals in a fresh process, the rest is quarantined, and the PR carries the result.
+Test Engineer heals in a fresh process of the worker's agent pool, the rest is quarantined, and
+the PR carries the result.
 """
 
+import concurrent.futures
 import signal
 import socket
 import time
 
 import pytest
+from temporalio import activity
+from temporalio.worker import Interceptor
 
 from repositories.hosts.local import LocalGitHost
 from runs.demo_app import serve
 from runs.models import Run
 from runs.pipeline import UNVERIFIED_NOTE
 from runs.services import run_create
+from runs.temporal.worker_thread import WorkerThread
 from runs.verification.verify import NO_TARGET
 from tests.factories import RepositoryFactory
 from tests.gitrepo import git, make_git_repo
@@ -61,9 +66,26 @@ def notes_repo(tmp_path, **settings):
     return RepositoryFactory(full_name="acme/notes", host="local", local_path=str(path), **settings)
 
 
-def test_verify_heals_and_quarantines_before_the_pr(tmp_path, worker, evidence, notes_app):
+class PoolSubmissions(Interceptor, concurrent.futures.Executor):
+    """The worker's agent pool, recording (activity, function) for each task handed to it."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    def agent_pool(self, pool: concurrent.futures.Executor) -> concurrent.futures.Executor:
+        self.pool, self.max_workers = pool, pool.max_workers
+        return self
+
+    def submit(self, fn, /, *args, **kwargs) -> concurrent.futures.Future:
+        self.seen.append((activity.info().activity_type, getattr(fn, "__name__", repr(fn))))
+        return self.pool.submit(fn, *args, **kwargs)
+
+
+def test_verify_heals_and_quarantines_before_the_pr(tmp_path, temporal_env, evidence, notes_app):
     repo = notes_repo(tmp_path, preview_url=notes_app)
-    run = wait_terminal(run_create(repository=repo, depth_level="core"), RUN_TIMEOUT)
+    pool = PoolSubmissions()
+    with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=2, interceptors=[pool]):
+        run = wait_terminal(run_create(repository=repo, depth_level="core"), RUN_TIMEOUT)
     assert run.status == "passed", (run.error_type, run.error_message)
     stage = run.stages.get(name="verify_tests")
     assert (stage.status, stage.note) == (
@@ -87,6 +109,7 @@ def test_verify_heals_and_quarantines_before_the_pr(tmp_path, worker, evidence, 
     heals = report.meta["heal_sessions"]
     assert len(heals) == 1 and heals[0]["agent"] == "test_engineer_heal"
     assert heals[0]["pid"] != report.meta["pid"], "the heal must run in a fresh process"
+    assert ("VerifyTests", "heal_session") in pool.seen, "the heal must run in the agent pool"
 
     head = run.head_branch
     notes_spec = git(repo.local_path, "show", f"{head}:e2e/amtp/api-notes.spec.ts")

@@ -5,7 +5,8 @@ Where each runs:
 - the agent stages (CrawlRepo, GenerateTestCases, GenerateTestCode), methods of
   :class:`AgentActivities`: begun and stored by the worker, in a worker thread, while the agent
   runs in a fresh process of the worker's pool (``max_tasks_per_child=1``);
-- VerifyTests (:func:`verify_tests`): whole in a fresh process of that pool;
+- VerifyTests (:meth:`AgentActivities.verify_tests`): in a worker thread, the tests in the
+  sandbox, each healing session (an agent) in a fresh process of that pool;
 - CreatePullRequest (:func:`create_pull_request`): in a worker thread (no LLM session, so no
   process of its own);
 - the bookkeeping (:func:`start_run`, :func:`end_run`, :func:`discard_pull_request`): in a
@@ -18,9 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
-import contextvars
-import threading
+import functools
 import time
 
 from asgiref.sync import sync_to_async
@@ -122,52 +121,33 @@ class AgentActivities:
         finally:
             beating.cancel()
 
-    def all(self) -> list:
-        return [self.crawl_repo, self.generate_test_cases, self.generate_test_code]
-
-
-# --- VerifyTests (whole in the pool) ----------------------------------------------------
-
-
-@activity.defn(name=t.VERIFY_TESTS)
-def verify_tests(run_id: str) -> str:
-    """Run in a fresh process of the pool: Playwright runs and the healing session."""
-    with _heartbeating():
+    @activity.defn(name=t.VERIFY_TESTS)
+    async def verify_tests(self, run_id: str) -> str:
+        """Driven from a worker thread (the generated tests run in the sandbox, a process tree
+        of their own); each healing session in a fresh process of the pool. The gate holds a
+        process for the stage, so a heal never waits behind other runs' agents."""
+        beating = asyncio.create_task(_beat())
+        verify = functools.partial(
+            pipeline.verify_tests, sessions=self.pool, stop=activity.is_cancelled
+        )
         try:
-            return pipeline.verify_tests(run_id)
+            return await _in_thread(verify)(run_id)
         except Exception as raised:
-            raise stage_failure(raised, run_id, t.STAGE_OF[t.VERIFY_TESTS]) from None
+            if activity.is_cancelled():
+                raise _stopped(raised) from None
+            raise await _in_thread(stage_failure)(
+                raised, run_id, t.STAGE_OF[t.VERIFY_TESTS]
+            ) from None
+        finally:
+            beating.cancel()
 
-
-@contextlib.contextmanager
-def _heartbeating():
-    """Heartbeat from a side thread while the process works, so Temporal notices a dead
-    worker within the heartbeat timeout instead of the (long) start-to-close timeout, and the
-    work learns of a cancel request (``activity.is_cancelled()``). An attempt that fails once
-    its run's cancellation was requested (it stopped before writing) is reported cancelled."""
-    context = contextvars.copy_context()  # the activity context lives in contextvars
-    timeout = activity.info().heartbeat_timeout
-    every = max(1.0, min(timeout.total_seconds() / 4 if timeout else 15.0, CANCEL_NOTICE_S))
-    stop = threading.Event()
-
-    def beat():
-        while True:  # at once: the worker stops beating for it when this one starts
-            try:
-                context.run(activity.heartbeat)
-            except Exception:  # the activity is finishing; nothing left to keep alive
-                return
-            if stop.wait(every):
-                return
-
-    threading.Thread(target=beat, daemon=True, name="heartbeat").start()
-    try:
-        yield
-    except Exception as exc:
-        if activity.is_cancelled():
-            raise _stopped(exc) from None
-        raise
-    finally:
-        stop.set()
+    def all(self) -> list:
+        return [
+            self.crawl_repo,
+            self.generate_test_cases,
+            self.generate_test_code,
+            self.verify_tests,
+        ]
 
 
 def _stopped(exc: Exception) -> CancelledError:
@@ -235,4 +215,4 @@ async def discard_pull_request(run_id: str) -> bool:
     return await bookkeeping(pull_requests.pull_request_discard, run_id)
 
 
-ACTIVITIES = [verify_tests, create_pull_request, start_run, end_run, discard_pull_request]
+ACTIVITIES = [create_pull_request, start_run, end_run, discard_pull_request]

@@ -1,15 +1,14 @@
 """At most as many agent activities at a time as the pool has processes, and none silent.
 
 The worker takes more activities than it has agent processes (bookkeeping ones run in its
-event loop, and slots are shared). An agent activity handed to a busy process pool would wait
-in the pool's queue without a heartbeat (the agent heartbeats only once its process runs), so
-Temporal would time it out and start it again while the queued copy still runs later: two
-LLM conversations for one stage. :class:`AgentPoolGate` keeps the waiting ones here instead,
-heartbeating from the worker, and goes on heartbeating for an admitted one until its agent
-process heartbeats itself (a process is being spawned meanwhile). A cancel reaches a waiting
-one too. The gated ones: every activity run in the pool (VerifyTests), and the agent stages
-(``types.AGENT_STAGES``), whose agent the activity hands to the pool. Activities run in the
-worker (bookkeeping, CreatePullRequest) pass straight through.
+event loop, and slots are shared). An agent activity whose agent waited in a busy process
+pool's queue would have no say about it, and a cancel would not reach it. :class:`AgentPoolGate`
+keeps the waiting ones here instead, heartbeating from the worker (so Temporal does not time
+them out and start them again while the queued copy still runs later: two LLM conversations
+for one stage), and a cancel reaches a waiting one too. The gated ones are the activities
+whose agents run in the pool (``POOL_STAGES``: the agent stages, and VerifyTests for its
+healing session); each holds one process's place until it ends. Activities run in the worker
+alone (bookkeeping, CreatePullRequest) pass straight through.
 """
 
 from __future__ import annotations
@@ -25,7 +24,9 @@ from temporalio.worker import (
     Interceptor,
 )
 
-from runs.temporal.types import AGENT_STAGES
+from runs.temporal.types import AGENT_STAGES, VERIFY_TESTS
+
+POOL_STAGES = (*AGENT_STAGES, VERIFY_TESTS)
 
 NOT_STARTED = "cancelled while waiting for an agent process"
 
@@ -51,26 +52,18 @@ class _Gate(ActivityInboundInterceptor):
     def __init__(self, next: ActivityInboundInterceptor, free: asyncio.Semaphore) -> None:
         super().__init__(next)
         self.free = free
-        self.agent_alive = asyncio.Event()
 
     def init(self, outbound: ActivityOutboundInterceptor) -> None:
         self.outbound = outbound
-        super().init(_Watched(outbound, self.agent_alive))
+        super().init(outbound)
 
     async def execute_activity(self, input: ExecuteActivityInput):
-        in_pool = input.executor is not None or activity.info().activity_type in AGENT_STAGES
-        if not in_pool:
+        if activity.info().activity_type not in POOL_STAGES:
             return await super().execute_activity(input)  # runs in the worker, not the pool
-        every = beat_interval()
-        await self._wait_for_a_process(every)
-        # An agent stage heartbeats from the worker itself (activities.py); a whole activity in
-        # the pool (VerifyTests) from its process, and from here until that process runs.
-        beating = input.executor and asyncio.create_task(self._beat_until_the_agent_does(every))
+        await self._wait_for_a_process(beat_interval())
         try:
-            return await super().execute_activity(input)
+            return await super().execute_activity(input)  # it heartbeats itself meanwhile
         finally:
-            if beating:
-                beating.cancel()
             self.free.release()
 
     async def _wait_for_a_process(self, every: float) -> None:
@@ -81,23 +74,3 @@ class _Gate(ActivityInboundInterceptor):
                     self.free.release()
                 raise CancelledError(NOT_STARTED)
             self.outbound.heartbeat()
-
-    async def _beat_until_the_agent_does(self, every: float) -> None:
-        while not self.agent_alive.is_set():
-            self.outbound.heartbeat()
-            try:
-                await asyncio.wait_for(self.agent_alive.wait(), every)
-            except TimeoutError:
-                pass
-
-
-class _Watched(ActivityOutboundInterceptor):
-    """The heartbeats the agent process sends pass here: it is alive."""
-
-    def __init__(self, next: ActivityOutboundInterceptor, alive: asyncio.Event) -> None:
-        super().__init__(next)
-        self.alive = alive
-
-    def heartbeat(self, *details) -> None:
-        self.alive.set()
-        super().heartbeat(*details)

@@ -28,8 +28,7 @@ log = logging.getLogger(__name__)
 
 PRELOAD = (
     "runs.temporal.agent_process",  # the pool's initializer, and what wraps each task
-    "runs.temporal.worker",  # temporalio.worker, which runs VerifyTests in its process
-    "runs.temporal.activities",  # VerifyTests, unpickled by the pool; runs.pipeline
+    "runs.verification.healer",  # the healing session, unpickled by the pool
     "agents.service",
     "agents.crawler",  # the MCP SDK
     "repositories.mcp_server",  # the MCP server the crawler runs in its own process

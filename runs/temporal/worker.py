@@ -28,13 +28,12 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures.process import BrokenProcessPool, _RemoteTraceback
 from datetime import timedelta
-from multiprocessing.managers import SyncManager
 
 from django.apps import apps
 from django.conf import settings
 from django.db import connections
 from django.utils.module_loading import import_string
-from temporalio.worker import Interceptor, SharedStateManager, Worker
+from temporalio.worker import Interceptor, Worker
 
 from amtp_site.temporal import connect
 from runs.errors import AgentProcessDied
@@ -203,7 +202,6 @@ def build_worker(
     *,
     task_queue: str,
     pool: concurrent.futures.Executor,
-    manager,
     workflows: Sequence[type] = (TestGenerationWorkflow,),
     activities: Sequence | None = None,
     interceptors: Sequence[Interceptor] = (),
@@ -222,8 +220,6 @@ def build_worker(
         task_queue=task_queue,
         workflows=list(workflows),
         activities=list(activities),
-        activity_executor=pool,
-        shared_state_manager=SharedStateManager.create_from_multiprocessing(manager),
         max_concurrent_activities=max_concurrent_activities(),
         graceful_shutdown_timeout=timedelta(seconds=10),
         # Heartbeats reach Temporal this often, and a cancel request reaches agents with them.
@@ -254,28 +250,18 @@ async def serve(
     executor = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="amtp-worker")
     asyncio.get_running_loop().set_default_executor(executor)
     try:
-        # The heartbeat channel's process is spawned, not forked: a fork would hold every
-        # descriptor the worker has open (a test runner's pipes: a crashed test worker then
-        # hangs the whole run) for as long as it lives. It blocks SIGTERM and SIGINT: a
-        # supervisor signals the worker's whole process group, and the worker still needs
-        # the channel while it shuts down (it stops it itself, on the way out).
-        manager = SyncManager(ctx=multiprocessing.get_context("spawn"))
-        manager.start(signal.pthread_sigmask, (signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT}))
-        with manager:
-            worker = build_worker(
-                client, task_queue=task_queue, pool=pool, manager=manager, **build
+        worker = build_worker(client, task_queue=task_queue, pool=pool, **build)
+        async with worker, _dispatching(dispatch):
+            log.info(
+                "worker polling %s on %s (%d agent processes)",
+                task_queue,
+                settings.TEMPORAL_ADDRESS,
+                pool.max_workers,
             )
-            async with worker, _dispatching(dispatch):
-                log.info(
-                    "worker polling %s on %s (%d agent processes)",
-                    task_queue,
-                    settings.TEMPORAL_ADDRESS,
-                    pool.max_workers,
-                )
-                if ready is not None:
-                    ready.set()
-                await stop.wait()
-                log.info("shutting down the worker")
+            if ready is not None:
+                ready.set()
+            await stop.wait()
+            log.info("shutting down the worker")
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         await _close_connections(executor, threads)

@@ -1,22 +1,25 @@
-"""The Test Engineer's healing session in a fresh process (spawned, Django set up anew), so no
-heap, client or conversation of the verifying process reaches it; a new provider session
-starts inside it (``agents.service.run_test_healer``)."""
+"""The Test Engineer's healing session, run like every agent: in a fresh process of the
+worker's agent pool (``sessions``), so no heap, client or conversation of the verifying worker
+reaches it, and a new provider session starts inside it (``agents.service.run_test_healer``).
+The pool also bounds how many LLM sessions the worker holds at once."""
 
 from __future__ import annotations
 
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor
 
-from amtp_site.child import django_setup
-from amtp_site.errors import AmtpError
+from amtp_site.errors import AmtpError, ConfigurationError
+
+NO_AGENT_POOL = "healing needs the worker's agent process pool; none was given"
 
 
-def _heal_in_child(payload: dict, test_dir: str, max_seconds: float) -> tuple[str, dict, dict]:
+def heal_session(payload: dict, test_dir: str, max_seconds: float) -> tuple[str, dict, dict]:
+    """In the agent process: ("ok", output, meta), or ("error", what was said, {})."""
     from django.conf import settings
 
     from agents.service import run_test_healer
 
-    # The stage's budget bounds the session too (checked before each model call).
+    # The stage's budget bounds the session too (checked before each model call); the
+    # process is this task's alone, so the setting changes nowhere else.
     settings.AMTP_AGENT_MAX_SECONDS = min(settings.AMTP_AGENT_MAX_SECONDS, max_seconds)
     try:
         result = run_test_healer(payload, test_dir=test_dir)
@@ -26,14 +29,16 @@ def _heal_in_child(payload: dict, test_dir: str, max_seconds: float) -> tuple[st
     return "ok", result.output, result.meta
 
 
-def heal_in_fresh_process(
-    payload: dict, *, test_dir: str, max_seconds: float, meta: list[dict]
+def heal_in(
+    sessions: Executor | None, payload: dict, *, test_dir: str, max_seconds: float, meta: list
 ) -> dict:
-    """The heal output for ``payload``; a refused or failed heal raises an AmtpError (the
-    tests stay failing). The session's meta (provider, model, usage, pid) goes to ``meta``."""
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(1, mp_context=context, initializer=django_setup) as pool:
-        outcome, output, info = pool.submit(_heal_in_child, payload, test_dir, max_seconds).result()
+    """The heal output for ``payload``, from a session in ``sessions``; a refused or failed
+    heal raises an AmtpError (the tests stay failing). The session's meta (provider, model,
+    usage, pid) goes to ``meta``."""
+    if sessions is None:
+        raise ConfigurationError(NO_AGENT_POOL)
+    future = sessions.submit(heal_session, payload, test_dir, max_seconds)
+    outcome, output, info = future.result()
     if outcome == "error":
         raise AmtpError(f"{output['type']}: {output['message']}", problems=output["problems"])
     meta.append(info)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from concurrent.futures import Executor
 from pathlib import Path
 
 from django.conf import settings
@@ -19,7 +20,7 @@ from repositories.targets import (
 from runs.errors import RunInputInvalid
 from runs.models import Run
 from runs.verification.errors import VerificationError
-from runs.verification.healer import heal_in_fresh_process
+from runs.verification.healer import heal_in
 from runs.verification.playwright import Runner
 from runs.verification.verify import Plan, not_run, verify
 
@@ -40,8 +41,9 @@ def target_url_of(run: Run) -> str:
     return run.target_url or run.repository.preview_url
 
 
-def verification_report(run: Run, code: dict) -> tuple[dict, dict]:
-    """(report content, meta) for the run's generated ``code`` (test_engineer output).
+def verification_report(run: Run, code: dict, sessions: Executor | None) -> tuple[dict, dict]:
+    """(report content, meta) for the run's generated ``code`` (test_engineer output); the
+    healing sessions run in ``sessions``, the worker's agent process pool.
 
     A failure to run the tests at all (VerificationError) fails the stage, unless the
     repository opens the pull request anyway: then the report says ``unverified`` and why."""
@@ -61,9 +63,7 @@ def verification_report(run: Run, code: dict) -> tuple[dict, dict]:
     heals: list[dict] = []
 
     def heal(payload: dict, seconds: float) -> dict:
-        return heal_in_fresh_process(
-            payload, test_dir=plan.test_dir, max_seconds=seconds, meta=heals
-        )
+        return heal_in(sessions, payload, test_dir=plan.test_dir, max_seconds=seconds, meta=heals)
 
     try:
         report = verify(plan, heal=heal)
