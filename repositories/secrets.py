@@ -2,24 +2,39 @@
 
 Two layers, both applied by the reader behind ``amtp-github-mcp``:
 
-- files whose purpose is to hold credentials (``.env*``, keys, certificates, credential files,
-  keystores, anything under ``.ssh/`` or ``.aws/``) are not listed by ``repo.tree`` and
-  ``repo.read_file`` refuses them (:func:`is_secret_path`);
+- files whose purpose is to hold credentials are not listed by ``repo.tree`` and
+  ``repo.read_file`` refuses them (:func:`is_secret_path`): environment files, key material,
+  keystores, client configurations that carry tokens (``.npmrc``, ``.pypirc``, ``.s3cfg``,
+  ``kubeconfig`` ...), anything under ``.ssh/``, ``.aws/`` and the like, and any *data* file
+  whose name says ``secret`` or ``credential`` (``secrets.yaml``, ``credentials.json``).
+  A backup suffix (``server.key.bak``) does not hide a name. Source code and documentation
+  named that way (``src/secrets.ts``, ``secret_santa.py``, ``docs/credentials.md``) stay
+  readable: a helper that reads secrets is code the tests may need to understand, and its
+  content is redacted like every other file's. The name decides; so a key pasted into a
+  ``.py`` file is the second layer's job.
 - in every other file, values that look like credentials are replaced in place by
   ``[REDACTED:<kind>]`` before the text is cached or returned (:func:`redact`), so a human
   reading an artifact sees that something was removed, and what kind of thing it was.
+  The kinds are gitleaks' rule ids (its maintained rule set, :mod:`repositories.gitleaks`:
+  ``github-pat``, ``stripe-access-token``, ``generic-api-key`` ...) and four rules of our own
+  for what it leaves out: a private key block even when cut before its END line, a password
+  in a URL, an ``Authorization`` header, and a random-looking value assigned to a name that
+  says it is secret (punctuation, ``DB_PASS``, ``passphrase``, PHP's ``define('X', 'v')``).
 
 The rules err on the side of redacting: a test generator never needs a credential's value.
 """
 
 from __future__ import annotations
 
-import math
+import base64
+import binascii
 import os
 import re
 from fnmatch import translate
 
 from django.conf import settings
+
+from repositories.gitleaks import RULES, entropy
 
 SECRET_FILE = (
     "{path!r} may hold credentials (secret files such as .env, keys, certificates and "
@@ -27,39 +42,68 @@ SECRET_FILE = (
 )
 MARKER = "[REDACTED:{kind}]"
 
-SECRET_DIRS = frozenset({".ssh", ".aws", ".gnupg", ".docker", ".kube"})
+SECRET_DIRS = frozenset({".ssh", ".aws", ".azure", ".gnupg", ".docker", ".kube", ".gcloud"})
 SECRET_NAMES = (
-    ".env",
-    ".env.*",
-    ".envrc",
+    # environment files
+    ".env*",
+    "*.env",
+    ".dev.vars",
+    # key material and keystores
     "*.pem",
     "*.key",
+    "*.der",
+    "*.p12",
+    "*.pfx",
+    "*.p8",
+    "*.pk8",
+    "*.ppk",
+    "*.jks",
+    "*.jceks",
+    "*.keystore",
+    "*.kdbx",
+    "*.ovpn",
     "id_rsa*",
     "id_dsa*",
     "id_ecdsa*",
     "id_ed25519*",
+    # client configurations that carry tokens or passwords
     ".npmrc",
+    ".yarnrc",
     ".yarnrc.yml",
     ".pypirc",
     ".netrc",
     "_netrc",
     ".pgpass",
+    ".my.cnf",
     ".git-credentials",
     ".htpasswd",
     ".dockercfg",
-    "*.p12",
-    "*.pfx",
-    "*.p8",
-    "*.jks",
-    "*.keystore",
-    "*.kdbx",
-    "*.ppk",
+    ".s3cfg",
+    ".boto",
+    ".vault-token",
+    ".terraformrc",
+    "terraform.rc",
+    "kubeconfig*",
+    "*.kubeconfig",
+    "*service-account*.json",
+    "*service_account*.json",
+    # infrastructure state and variables
     "*.tfvars",
     "*.tfstate",
     "*.tfstate.backup",
 )
-# One pattern for them all, compiled once (in the agent process template) rather than 28
-# fnmatch patterns compiled in each agent process that checks a path.
+# Any name holding one of these words is refused, unless it is source code or documentation.
+SECRET_WORDS = re.compile(r"secret|credential")
+READABLE_EXTENSIONS = tuple(
+    "." + extension
+    for extension in (
+        "py pyi js jsx mjs cjs ts tsx mts cts vue svelte go rb java kt scala rs php cs swift c h "
+        "cc cpp hpp ex exs erl clj dart lua pl sh sql md rst adoc html css scss"
+    ).split()
+)
+BACKUP_SUFFIX = re.compile(r"(?:\.(?:bak|old|orig|backup|save|swp|tmp|copy)|~)+$")
+# One pattern for them all, compiled once (in the agent process template) rather than one
+# fnmatch pattern per name compiled in each agent process that checks a path.
 _SECRET_NAME = re.compile("|".join(translate(name) for name in SECRET_NAMES))
 
 
@@ -68,75 +112,142 @@ def is_secret_path(path: str) -> bool:
     parts = path.lower().split("/")
     if any(part in SECRET_DIRS for part in parts[:-1]):
         return True
-    return _SECRET_NAME.match(parts[-1]) is not None
+    name = BACKUP_SUFFIX.sub("", parts[-1]) or parts[-1]
+    if _SECRET_NAME.match(name) or _SECRET_NAME.match(parts[-1]):
+        return True
+    return SECRET_WORDS.search(name) is not None and not name.endswith(READABLE_EXTENSIONS)
 
 
 # --- values ----------------------------------------------------------------------------------
 
-# (kind, pattern): the whole match is the secret, except where a group named ``value`` is.
-VALUE_RULES = [
-    (
-        "private-key",
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*\Z)",
-    ),
-    ("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
-    ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
-    ("gitlab-token", r"\bglpat-[A-Za-z0-9_-]{20,}"),
-    ("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    ("slack-webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+"),
-    ("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}|\bwhsec_[A-Za-z0-9]{20,}"),
-    ("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}"),
-    ("npm-token", r"\bnpm_[A-Za-z0-9]{36,}"),
-    ("llm-api-key", r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}"),
-    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    ("url-password", r"://[^/\s:@'\"`]+:(?P<value>[^/\s@'\"`$<{]+)@"),
-]
-_COMPILED = [(kind, re.compile(pattern, re.DOTALL)) for kind, pattern in VALUE_RULES]
+# Our own rules, for what gitleaks' set leaves out. Each runs where its keyword occurs (in
+# the lowered text; None: everywhere) and names the span of the secret, or None to keep it.
+_PRIVATE_KEY = re.compile(
+    # to the END line, or to the end of a text cut before it (a read stops at a size limit)
+    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+    r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*\Z)",
+    re.DOTALL,
+)
+_URL_PASSWORD = re.compile(r"://[^/\s:@'\"`]+:(?P<value>[^/\s@'\"`$<{]+)@")
 
-# ``password = "..."``, ``"apiKey": "..."``, ``JWT_SECRET=...``: the value is redacted when it
-# looks random (see _looks_random), so code reading a secret from elsewhere is left alone.
-# The name starts a token and its parts are bounded: an unanchored ``[\w.-]*`` made a long
-# token (one 60 kB line of a minified file) cost quadratic time, long enough to hang a crawl.
+
+def _anycase(word: str) -> str:
+    """``word`` in any case, as classes: ``re`` skips ahead to a class or a literal that starts
+    a pattern, but tries a pattern that starts with ``(?i)`` at every position (8× slower)."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+_AUTHORIZATION = re.compile(
+    _anycase("authorization") + r"[\"']?\s*[:=]\s*[\"']?(?i:(?P<scheme>basic|bearer|token|digest))?"
+    r"\s*(?P<value>[A-Za-z0-9+/=._~-]{8,})"
+)
+# ``password = "..."``, ``"apiKey": "..."``, ``DB_PASS=...``, ``define('DB_PASSWORD', '...')``:
+# any token assigned a value, kept unless the token's name says secret and the value looks
+# random (see _looks_random), so code reading a secret from elsewhere is left alone. The
+# token is matched whole from its start (a lookbehind): matching a keyword anywhere inside an
+# unanchored ``[\w.-]*`` made one 60 kB line of a minified file cost quadratic time, long
+# enough to hang a crawl. A quoted value may hold spaces (a passphrase).
+_SECRET_NAME_WORD = re.compile(
+    r"(?i)secret|passw(?:or)?d|pass(?:phrase)?(?![a-z])|pwd|token|api[_-]?key|access[_-]?key"
+    r"|private[_-]?key|auth[_-]?key|credentials?"
+)
+_VALUE = (
+    r"""(?:(?P<q>["'`])(?P<quoted>[^"'`\n]*? [^"'`\n]*)(?P=q)|["'`]?(?P<value>[^\s"'`,;]{8,}))"""
+)
 _ASSIGNMENT = re.compile(
-    r"(?i)(?<![\w.-])[\w.-]{0,64}?(?:secret|passw(?:or)?d|pwd|token|api[_-]?key|access[_-]?key"
-    r"|private[_-]?key|auth[_-]?key|credentials?)[\w.-]{0,64}[\"']?\s*(?:=>|:=|=|:)\s*[\"'`]?"
-    r"(?P<value>[^\s\"'`,;]{8,})"
+    r"""(?<![\w.-])(?P<name>[\w.-]{1,128}+)["']?\s*(?:=>|:=|=|:)\s*""" + _VALUE
+)
+_PHP_DEFINE = re.compile(
+    _anycase("define") + r"""\(\s*["'](?P<name>[\w.-]{1,128})["']\s*,\s*""" + _VALUE
 )
 _REFERENCE = re.compile(r"^(?:\$|%|<|\{|\[|process\.|os\.|env\.|ENV\[|settings\.|config\.)")
-
-
-def _entropy(value: str) -> float:
-    counts = {c: value.count(c) for c in set(value)}
-    return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
 
 
 def _looks_random(value: str) -> bool:
     if _REFERENCE.match(value) or "(" in value or value.startswith("[REDACTED:"):
         return False
+    score = entropy(value.encode())
     mixed = any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
-    return (mixed and _entropy(value) >= 3.0) or (len(value) >= 20 and _entropy(value) >= 4.0)
+    return (mixed and score >= 3.0) or (len(value) >= 20 and score >= 4.0)
 
 
-def _replace(text: str, kind: str, pattern: re.Pattern, keep=lambda value: False) -> str:
-    def sub(match: re.Match) -> str:
-        if "value" not in pattern.groupindex:
-            return MARKER.format(kind=kind)
-        if keep(match.group("value")):
-            return match.group(0)
-        start, end = match.span("value")
-        whole = match.group(0)
-        offset = match.start()
-        return whole[: start - offset] + MARKER.format(kind=kind) + whole[end - offset :]
+def _assigned_secret(match: re.Match) -> tuple[int, int] | None:
+    group = "quoted" if match.group("quoted") is not None else "value"
+    if _SECRET_NAME_WORD.search(match.group("name")) and _looks_random(match.group(group)):
+        return match.span(group)
+    return None
 
-    return pattern.sub(sub, text)
+
+def _basic_credentials(value: str) -> bool:
+    """A Basic header's value: base64 of ``user:password``."""
+    try:
+        return b":" in base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+
+
+def _header_secret(match: re.Match) -> tuple[int, int] | None:
+    value = match.group("value")
+    basic = (match.group("scheme") or "").lower() == "basic" and _basic_credentials(value)
+    return match.span("value") if basic or _looks_random(value) else None
+
+
+# (rank, kind, keyword, pattern, span): where findings overlap, the lowest rank names the kind;
+# gitleaks' provider rules rank 1 and its generic rule 4 (see _gitleaks_rank).
+_OWN_RULES = [
+    (0, "private-key", "private key", _PRIVATE_KEY, lambda m: m.span()),
+    (2, "url-password", "://", _URL_PASSWORD, lambda m: m.span("value")),
+    (3, "authorization-header", "authorization", _AUTHORIZATION, _header_secret),
+    (5, "secret-assignment", None, _ASSIGNMENT, _assigned_secret),
+    (5, "secret-assignment", "define(", _PHP_DEFINE, _assigned_secret),
+]
+
+
+def _gitleaks_rank(rule_id: str) -> int:
+    return 4 if rule_id.startswith("generic") else 1
+
+
+def _char_offsets(text: str, data: bytes, offsets: set[int]) -> dict[int, int]:
+    """Byte offsets into ``data`` (``text`` in UTF-8) as offsets into ``text``."""
+    if len(data) == len(text):
+        return {offset: offset for offset in offsets}
+    found, byte, char = {}, 0, 0
+    for offset in sorted(offsets):
+        char += len(data[byte:offset].decode("utf-8", errors="surrogatepass"))
+        byte, found[offset] = offset, char
+    return found
+
+
+def _findings(text: str) -> list[tuple[int, int, int, str]]:
+    """``(start, end, rank, kind)`` of every secret the rules find in ``text``."""
+    data = text.encode("utf-8", errors="surrogatepass")
+    leaks = list(RULES.findings(data))
+    chars = _char_offsets(text, data, {o for start, end, _ in leaks for o in (start, end)})
+    found = [(chars[s], chars[e], _gitleaks_rank(rule), rule) for s, e, rule in leaks]
+    lowered = text.lower()
+    for rank, kind, keyword, pattern, secret_span in _OWN_RULES:
+        if keyword is None or keyword in lowered:
+            spans = (secret_span(match) for match in pattern.finditer(text))
+            found.extend((*span, rank, kind) for span in spans if span)
+    return found
 
 
 def redact(text: str) -> str:
     """``text`` with every secret-looking value replaced by ``[REDACTED:<kind>]``."""
-    for kind, pattern in _COMPILED:
-        text = _replace(text, kind, pattern)
-    return _replace(text, "secret-assignment", _ASSIGNMENT, keep=lambda v: not _looks_random(v))
+    merged: list[list] = []  # [start, end, rank, kind]: overlapping findings become one
+    for start, end, rank, kind in sorted(_findings(text)):
+        if merged and start < merged[-1][1]:
+            last = merged[-1]
+            last[1] = max(last[1], end)
+            if rank < last[2]:
+                last[2:] = [rank, kind]
+        else:
+            merged.append([start, end, rank, kind])
+    pieces, done = [], 0
+    for start, end, _, kind in merged:
+        pieces += [text[done:start], MARKER.format(kind=kind)]
+        done = end
+    return "".join([*pieces, text[done:]])
 
 
 # Names of this process's variables that carry credentials: their values are scrubbed wherever

@@ -8,12 +8,12 @@ request or Valkey.
 
 from runs.demo_content import DEMO_WEB
 
-AWS_KEY_ID = "AKIAPLANTEDFAKE0TEST"
+AWS_KEY_ID = "AKIAPLANTEDFAKE2TEST"  # base32, as AWS key ids are
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYPLANTED0KEY"
 GITHUB_TOKEN = "ghp_PlantedFakeToken0123456789abcdefABCD"
 STRIPE_KEY = "sk_live_PlantedFake51HqLyjWDarjtT1zdp7dc"
 SLACK_TOKEN = "xoxb-123456789012-PlantedFakeSlackToken"
-NPM_TOKEN = "npm_PlantedFakeNpmToken0123456789abcdefgh"
+NPM_TOKEN = "npm_PlantedFakeNpmToken0123456789abcdefg"  # npm_ and 36
 DB_PASSWORD = "Pl4nted-DB-pa55w0rd"
 MONGO_PASSWORD = "PlantedMongo99pass"
 JWT_SECRET = "Zq8#vLm2!pR7wT4xPlanted"

@@ -124,7 +124,8 @@ def test_an_obedient_model_never_sees_a_planted_secret(tmp_path, worker, monkeyp
         assert run.status == "passed", (run.error_type, run.error_message)
         bodies = [r.body.decode() for r in fake.requests]
     crawler_reads = "".join(b for b in bodies if "repo_read_file" in b)
-    assert "[REDACTED:stripe-key]" in crawler_reads  # it read the leaky source file, redacted
+    # it read the leaky source file, redacted
+    assert "[REDACTED:stripe-access-token]" in crawler_reads
     assert "may hold credentials" in crawler_reads  # and was refused the secret files
     assert any("Test Engineer" in b for b in bodies)  # all three agents asked the vendor
     assert [hostile.leaked(b) for b in bodies] == [[] for _ in bodies]
