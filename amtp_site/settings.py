@@ -257,6 +257,12 @@ AMTP_VERIFY_RUNNER_DIR = Path(
     os.environ.get("AMTP_VERIFY_RUNNER_DIR") or BASE_DIR / "infra" / "playwright"
 ).resolve()
 AMTP_VERIFY_CHROMIUM = os.environ.get("AMTP_VERIFY_CHROMIUM", "/usr/bin/chromium")
+# ExploreApp: the target app visited in the sandboxed browser before the agents write tests.
+AMTP_EXPLORE_MAX_PAGES = env_int("AMTP_EXPLORE_MAX_PAGES", 30)
+AMTP_EXPLORE_MAX_DEPTH = env_int("AMTP_EXPLORE_MAX_DEPTH", 3)  # links followed from a start path
+AMTP_EXPLORE_TIMEOUT_S = float(os.environ.get("AMTP_EXPLORE_TIMEOUT_S", "120"))  # whole stage
+AMTP_EXPLORE_PAGE_TIMEOUT_S = float(os.environ.get("AMTP_EXPLORE_PAGE_TIMEOUT_S", "15"))
+AMTP_EXPLORE_MAX_BYTES = env_int("AMTP_EXPLORE_MAX_BYTES", 512 << 10)  # the app_map artifact
 # Generated code runs only in the bubblewrap box (runs/verification/sandbox.py). The override
 # runs it with the worker's own rights; every report and PR then says "not sandboxed".
 AMTP_VERIFY_UNSANDBOXED = env_bool("AMTP_VERIFY_UNSANDBOXED", False)

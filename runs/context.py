@@ -21,6 +21,7 @@ SUMMARY_LIMIT = 500
 
 AGENT_OF_STAGE = {
     Stage.Name.CRAWL_REPO: "repo-crawler",
+    Stage.Name.EXPLORE_APP: "app-explorer",
     Stage.Name.GENERATE_TEST_CASES: "test-case-generator",
     Stage.Name.GENERATE_TEST_CODE: "test-engineer",
     Stage.Name.VERIFY_TESTS: "test-verifier",
@@ -28,6 +29,7 @@ AGENT_OF_STAGE = {
 }
 STAGE_OF_ARTIFACT = {
     ArtifactKind.REPO_CRAWLER_OUTPUT: Stage.Name.CRAWL_REPO,
+    ArtifactKind.APP_MAP: Stage.Name.EXPLORE_APP,
     ArtifactKind.TEST_CASE_GENERATOR_OUTPUT: Stage.Name.GENERATE_TEST_CASES,
     ArtifactKind.TEST_ENGINEER_OUTPUT: Stage.Name.GENERATE_TEST_CODE,
     ArtifactKind.VERIFICATION_REPORT: Stage.Name.VERIFY_TESTS,

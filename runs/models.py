@@ -33,6 +33,7 @@ class Trigger(models.TextChoices):
 
 class StageName(models.TextChoices):
     CRAWL_REPO = "crawl_repo"
+    EXPLORE_APP = "explore_app"
     GENERATE_TEST_CASES = "generate_test_cases"
     GENERATE_TEST_CODE = "generate_test_code"
     VERIFY_TESTS = "verify_tests"
@@ -56,6 +57,7 @@ class ArtifactKind(models.TextChoices):
     FAILURE_REPORT = "failure_report"
     PULL_REQUEST = "pull_request"
     VERIFICATION_REPORT = "verification_report"
+    APP_MAP = "app_map"
 
 
 class Run(models.Model):

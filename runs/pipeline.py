@@ -12,6 +12,7 @@ called again. Each stage loads its upstream artifact from PostgreSQL and returns
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -25,21 +26,30 @@ from amtp_site.canonical import idempotency_key
 from repositories.hosts import host_for
 from runs import artifacts, lifecycle, selectors
 from runs.errors import RunNotActive
+from runs.exploration.service import (
+    APP_MAP_SCHEMA,
+    app_map,
+    exploration_note,
+    exploration_skip_reason,
+)
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
 from runs.pull_requests import head_branch_for, pull_request_create
 from runs.stages import (
     CRAWL_REPO,
     CREATE_PULL_REQUEST,
+    EXPLORE_APP,
     GENERATE_TEST_CASES,
     GENERATE_TEST_CODE,
     STAGE_OF,
     VERIFY_TESTS,
 )
+from runs.verification.errors import VerificationError
 from runs.verification.service import REPORT_SCHEMA, target_url_of, verification_report
 from runs.verification.summary import pull_request_contents, totals_note
 
 UNVERIFIED_NOTE = "the pull request is opened anyway, marked unverified"
-REPORT_NOT_STORED = "run {run_id} is being cancelled; its verification report was not stored"
+UNEXPLORED_NOTE = "the tests are written without a map of the app (the repository opens PRs anyway)"
+REPORT_NOT_STORED = "run {run_id} is being cancelled; its {kind} was not stored"
 
 
 def _begin(run_id: str, activity: str, run: Run | None = None) -> Run:
@@ -214,7 +224,7 @@ def verify_tests(
         key = idempotency_key(run_id, VERIFY_TESTS, key_input)
         content, meta = verification_report(run, code.content, sessions)
         if stop():
-            raise RunNotActive(REPORT_NOT_STORED.format(run_id=run_id))
+            raise RunNotActive(REPORT_NOT_STORED.format(run_id=run_id, kind="verification report"))
         result = AgentResult(output=content, meta=meta)
         artifact = _persist(
             run, ArtifactKind.VERIFICATION_REPORT, REPORT_SCHEMA, result, key, VERIFY_TESTS
@@ -235,6 +245,53 @@ def verify_tests(
         )
     else:
         lifecycle.stage_close(run_id, stage, StageStatus.SKIPPED, note=report["reason"])
+    return artifact_id
+
+
+def skip_exploration(run_id: str) -> bool:
+    """Whether ExploreApp is skipped: the one place that decides it, just after CrawlRepo.
+    Skipped (no target URL, a mobile app), the stage is closed as such here, with the reason."""
+    run = selectors.run_with_repository(run_id)
+    reason = exploration_skip_reason(run)
+    if reason and lifecycle.stage_begin(run_id, STAGE_OF[EXPLORE_APP]):
+        lifecycle.stage_close(run_id, STAGE_OF[EXPLORE_APP], StageStatus.SKIPPED, note=reason)
+    return bool(reason)
+
+
+def explore_app(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> str:
+    """Visit the run's target app in the sandboxed browser and store the ``app_map``; the
+    stage passes with a note of what was found. An app that cannot be explored (unreachable,
+    no browser, no sandbox) fails the run, unless the repository opens the PR anyway: then
+    the stage fails with the reason and the tests are written without a map (""). Once
+    ``stop()``, the map is not stored."""
+    run = _begin(run_id, EXPLORE_APP)
+    stage = STAGE_OF[EXPLORE_APP]
+    if done := _reuse(run, ArtifactKind.APP_MAP, "content"):
+        artifact_id, content = str(done[0]), done[1]
+    else:
+        try:
+            content = app_map(run)
+        except VerificationError as exc:
+            if not run.repository.open_pr_unverified:
+                raise
+            error_type = type(exc).__name__
+            lifecycle.stage_close(
+                run_id,
+                stage,
+                StageStatus.FAILED,
+                error_type=error_type,
+                message=exc.message,
+                note=UNEXPLORED_NOTE,
+            )
+            return ""
+        if stop():
+            raise RunNotActive(REPORT_NOT_STORED.format(run_id=run_id, kind="app map"))
+        key_input = {"target_url": target_url_of(run), "commit": run.commit_sha}
+        key = idempotency_key(run_id, EXPLORE_APP, key_input)
+        result = AgentResult(output=content, meta={"pid": os.getpid()})
+        artifact = _persist(run, ArtifactKind.APP_MAP, APP_MAP_SCHEMA, result, key, EXPLORE_APP)
+        artifact_id = str(artifact.artifact_id)
+    lifecycle.stage_close(run_id, stage, StageStatus.PASSED, note=exploration_note(content))
     return artifact_id
 
 

@@ -61,6 +61,26 @@ def verification_summary(run: Run) -> dict | None:
 REPORT_FIELDS = ("status", "reason", "target_url", "totals", "tests", "tool_versions", "timings")
 
 
+def app_map(run: Run) -> dict | None:
+    """The run's app map (ExploreApp), or None."""
+    found = run.artifacts.filter(kind=ArtifactKind.APP_MAP).values_list("content", flat=True)
+    return found.first()
+
+
+def evidence_names(run: Run) -> set[str]:
+    """Every evidence file the run's reports list (verification evidence, the app map's
+    screenshots), by its path under the run's evidence folder."""
+    found = dict(
+        run.artifacts.filter(kind__in=[ArtifactKind.VERIFICATION_REPORT, ArtifactKind.APP_MAP])
+        .order_by()
+        .values_list("kind", "content")
+    )
+    tests = (found.get(ArtifactKind.VERIFICATION_REPORT) or {}).get("tests", [])
+    pages = (found.get(ArtifactKind.APP_MAP) or {}).get("pages", [])
+    listed = {item["path"] for test in tests for item in test["evidence"]}
+    return listed | {page["screenshot"] for page in pages if page["screenshot"]}
+
+
 def verification_report(run: Run) -> dict | None:
     """The run's verification report without its file contents (for the run page)."""
     row = (

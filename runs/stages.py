@@ -19,6 +19,7 @@ APPROVAL_SIGNAL = "approval_decided"
 START_RUN = "MarkRunRunningAndTakeSlot"  # the run marked running, its slot taken
 END_RUN = "EndRun"  # the run marked as the workflow decided (RunEnd), its slot given back
 CRAWL_REPO = "CrawlRepo"
+EXPLORE_APP = "ExploreApp"
 GENERATE_TEST_CASES = "GenerateTestCases"
 GENERATE_TEST_CODE = "GenerateTestCode"
 VERIFY_TESTS = "VerifyTests"
@@ -34,6 +35,7 @@ ACQUIRE_SLOT = "RateLimitCheckAndIncrRepoConcurrency"
 # (Stage.ORDER) are built from this table.
 STAGES = (
     (CRAWL_REPO, "crawl_repo"),
+    (EXPLORE_APP, "explore_app"),
     (GENERATE_TEST_CASES, "generate_test_cases"),
     (GENERATE_TEST_CODE, "generate_test_code"),
     (VERIFY_TESTS, "verify_tests"),

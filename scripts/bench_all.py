@@ -30,6 +30,7 @@ BENCHMARKS = [  # name, script
     ("submit", "bench_submit.py"),
     ("workers", "bench_workers.py"),
     ("sandbox", "bench_sandbox.py"),  # 5 demo verifications in the box, 5 without
+    ("explore", "bench_explore.py"),  # a 50-page app explored 3 times in the box
 ]
 
 

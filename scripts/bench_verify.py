@@ -75,6 +75,7 @@ def measure(name: str, depth: str) -> dict:
                 budget_s=600,
                 runner=runner_from_settings(),
                 evidence_dir=Path(evidence),
+                allow_hosts=["127.0.0.1"],  # the stand-in apps listen on loopback
             )
             began = time.monotonic()
             report = verify(plan, heal=lambda p, _s: run_test_healer(p, test_dir="e2e/amtp").output)

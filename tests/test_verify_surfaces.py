@@ -9,6 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+import schemas
 from repositories.models import Repository
 from repositories.targets import TARGET_URL_CREDENTIALS, TARGET_URL_INVALID, TARGET_URL_PRIVATE
 from runs import lifecycle
@@ -133,3 +134,57 @@ def test_the_run_page_shows_the_report_with_evidence_downloads(verified_run):
         evil = reverse("admin:runs_run_evidence", args=[verified_run.pk, "x"]).replace("x", name)
         assert browser.get(evil).status_code == 404, name
     assert client_for(staff()).get(url).status_code in (302, 403)
+
+
+APP_MAP = {
+    "target_url": "https://preview.acme.test",
+    "settings": {"max_pages": 30, "max_depth": 3, "time_s": 120, "page_timeout_s": 15},
+    "tool_versions": {"@playwright/test": "1.65.1"},
+    "pages": [
+        {
+            "path": "/login",
+            "depth": 0,
+            "status": 200,
+            "title": "<script>alert(1)</script>",
+            "snapshot": '- heading "Sign in" [level=1]\n- textbox "Email"\n- button "Sign in"',
+            "links": ["/"],
+            "forms": [
+                {
+                    "action": "/session",
+                    "method": "post",
+                    "submit": "Sign in",
+                    "fields": [
+                        {"label": "Email", "name": "email", "type": "email", "required": True}
+                    ],
+                }
+            ],
+            "console_errors": [],
+            "screenshot": "explore/0.jpeg",
+            "error": "",
+        }
+    ],
+    "stopped": "stopped at 1 pages",
+    "unvisited": 3,
+    "truncated": False,
+    "sandbox": {"isolated": True, "blocked": []},
+}
+
+
+def test_the_run_page_shows_the_app_map_with_thumbnails(verified_run, tmp_path):
+    schemas.validate("exploration/app_map", APP_MAP)
+    ArtifactFactory(run=verified_run, kind="app_map", content=APP_MAP)
+    shot = tmp_path / "evidence" / str(verified_run.run_id) / "explore/0.jpeg"
+    shot.parent.mkdir(parents=True)
+    shot.write_bytes(b"\xff\xd8\xff thumbnail")
+    browser = client_for(staff(*VIEW))
+    page = browser.get(change_url(verified_run)).content.decode()
+    assert 'id="amtp-app-map"' in page and "<code>/login</code>" in page
+    assert "1 heading, 1 textbox, 1 button" in page and "POST 1 field(s)" in page
+    assert "stopped at 1 pages, 3 link(s) not visited" in page
+    assert "<script>alert(1)</script>" not in page
+    url = reverse("admin:runs_run_evidence", args=[verified_run.pk, "explore/0.jpeg"])
+    assert f'<img src="{url}"' in page
+    download = browser.get(url)
+    assert b"".join(download.streaming_content) == b"\xff\xd8\xff thumbnail"
+    unlisted = reverse("admin:runs_run_evidence", args=[verified_run.pk, "explore/1.jpeg"])
+    assert browser.get(unlisted).status_code == 404

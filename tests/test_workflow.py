@@ -48,6 +48,7 @@ def test_happy_path_on_the_local_host(tmp_path, worker, framework, files):
     stages = {s.name: s.status for s in run.stages.all()}
     assert stages == {
         "crawl_repo": "passed",
+        "explore_app": "skipped",  # no target URL
         "generate_test_cases": "passed",
         "generate_test_code": "passed",
         "verify_tests": "skipped",  # the repository has no preview URL: nothing to run against

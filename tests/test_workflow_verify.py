@@ -15,8 +15,9 @@ from temporalio.worker import Interceptor
 
 from repositories.hosts.local import LocalGitHost
 from runs.demo_app import serve
+from runs.exploration.service import NO_TARGET as NOTHING_TO_EXPLORE
 from runs.models import Run
-from runs.pipeline import UNVERIFIED_NOTE
+from runs.pipeline import UNEXPLORED_NOTE, UNVERIFIED_NOTE
 from runs.services import run_create
 from runs.temporal.worker_thread import WorkerThread
 from runs.verification.verify import NO_TARGET
@@ -87,6 +88,10 @@ def test_verify_heals_and_quarantines_before_the_pr(tmp_path, temporal_env, evid
     with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=2, interceptors=[pool]):
         run = wait_terminal(run_create(repository=repo, depth_level="core"), RUN_TIMEOUT)
     assert run.status == "passed", (run.error_type, run.error_message)
+    explored = run.stages.get(name="explore_app")
+    assert explored.status == "passed" and explored.note.startswith("1 page(s)"), explored.note
+    app_map = run.artifacts.get(kind="app_map").content
+    assert app_map["pages"][0]["path"] == "/" and app_map["sandbox"]["isolated"]
     stage = run.stages.get(name="verify_tests")
     assert (stage.status, stage.note) == (
         "passed",
@@ -136,19 +141,17 @@ def test_an_unreachable_target_fails_the_run_unless_the_pr_may_go_unverified(
     run = wait_terminal(run_create(repository=repo, depth_level="smoke"), RUN_TIMEOUT)
     assert (run.status, run.error_type) == ("failed", "TargetUnreachable")
     assert url in run.error_message and "start the app there" in run.error_message
-    assert run.stages.get(name="verify_tests").status == "failed"
+    assert run.stages.get(name="explore_app").status == "failed"  # the first to need the app
     assert run.stages.get(name="create_pull_request").status == "skipped"
 
     repo.open_pr_unverified = True
     repo.save()
     run = wait_terminal(run_create(repository=repo, depth_level="smoke"), RUN_TIMEOUT)
     assert run.status == "passed", (run.error_type, run.error_message)
-    stage = run.stages.get(name="verify_tests")
-    assert (stage.status, stage.error_type, stage.note) == (
-        "failed",
-        "TargetUnreachable",
-        UNVERIFIED_NOTE,
-    )
+    for name, note in (("explore_app", UNEXPLORED_NOTE), ("verify_tests", UNVERIFIED_NOTE)):
+        stage = run.stages.get(name=name)
+        assert (stage.status, stage.error_type, stage.note) == ("failed", "TargetUnreachable", note)
+    assert not run.artifacts.filter(kind="app_map").exists()
     report = run.artifacts.get(kind="verification_report").content
     assert report["status"] == "unverified"
     pull = LocalGitHost(repo.full_name, repo.local_path).pull_requests()[-1]
@@ -161,6 +164,8 @@ def test_a_run_target_url_overrides_the_repository_and_none_skips(tmp_path, work
     assert run.status == "passed"
     stage = run.stages.get(name="verify_tests")
     assert (stage.status, stage.note) == ("skipped", NO_TARGET)
+    stage = run.stages.get(name="explore_app")
+    assert (stage.status, stage.note) == ("skipped", NOTHING_TO_EXPLORE)
     url = closed_port_url()
     run = wait_terminal(run_create(repository=repo, depth_level="smoke", target_url=url))
     assert (run.status, run.target_url, run.error_type) == ("failed", url, "TargetUnreachable")

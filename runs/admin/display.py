@@ -6,6 +6,8 @@ came from a repository host) are escaped.
 
 from __future__ import annotations
 
+import collections
+import re
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -95,6 +97,22 @@ def external_link(url: str, text: str = "") -> SafeString | str:
 def pull_request(number: int | None, url: str) -> SafeString | str:
     text = f"#{number}" if number else ""
     return external_link(url, text) if url else text or EMPTY
+
+
+_ROLE = re.compile(r"^\s*- (\w+)", re.M)
+
+
+def app_map(content: dict | None) -> dict | None:
+    """The app map for the run page: per page a status badge and the roles it shows."""
+    if content is None:
+        return None
+    pages = []
+    for page in content["pages"]:
+        roles = collections.Counter(_ROLE.findall(page["snapshot"]))
+        shown = ", ".join(f"{n} {role}" for role, n in roles.most_common(6))
+        ok = 200 <= page["status"] < 400
+        pages.append({**page, "roles": shown, "badge": badge("passed" if ok else "failed")})
+    return {**content, "pages": pages}
 
 
 def verification(report: dict | None) -> dict | None:

@@ -180,6 +180,7 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
             "artifacts": selectors.run_artifacts(run),
             "failure_report": highlighted(pretty_json(report, 20_000)[0]) if report else None,
             "verification": show.verification(selectors.verification_report(run)),
+            "app_map": show.app_map(selectors.app_map(run)),
             "pygments_css": pygments_css(),
             "can_cancel": not run.is_terminal and self.has_change_permission(request),
             "can_run_again": self.has_launch_permission(request),
@@ -225,12 +226,12 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
         return new
 
     def evidence_view(self, request, object_id, name):
-        """A trace or screenshot the verification kept, as a download (view permission)."""
+        """A trace or screenshot the verification kept, or an app map's screenshot, as a
+        download (view permission)."""
         if not self.has_view_permission(request):
             raise PermissionDenied
         run = self._run_or_404(request, str(object_id))
-        report = selectors.verification_report(run)
-        path = evidence_file(run, name, report["tests"]) if report else None
+        path = evidence_file(run, name, selectors.evidence_names(run))
         if path is None:
             raise Http404("no such evidence file")
         return FileResponse(path.open("rb"), as_attachment=True, filename=path.name)

@@ -7,8 +7,8 @@ Where each runs:
   runs in a fresh process of the worker's pool (``max_tasks_per_child=1``);
 - VerifyTests (:meth:`AgentActivities.verify_tests`): in a worker thread, the tests in the
   sandbox, each healing session (an agent) in a fresh process of that pool;
-- CreatePullRequest (:func:`create_pull_request`): in a worker thread (no LLM session, so no
-  process of its own);
+- ExploreApp (:func:`explore_app`) and CreatePullRequest (:func:`create_pull_request`): in a
+  worker thread (no LLM session, so no process of their own; the browser is in the sandbox);
 - the bookkeeping (:func:`start_run`, :func:`end_run`, :func:`discard_pull_request`): in a
   worker thread, as local activities of the workflow.
 
@@ -94,8 +94,11 @@ class AgentActivities:
         self.pool = pool
 
     @activity.defn(name=t.CRAWL_REPO)
-    async def crawl_repo(self, run_id: str) -> str:
-        return await self._stage(t.CRAWL_REPO, run_id)
+    async def crawl_repo(self, run_id: str) -> t.RepoMap:
+        """The repository map, then whether ExploreApp is skipped (decided and closed here)."""
+        artifact_id = await self._stage(t.CRAWL_REPO, run_id)
+        skipped = await bookkeeping(pipeline.skip_exploration, run_id)
+        return t.RepoMap(artifact_id, skipped)
 
     @activity.defn(name=t.GENERATE_TEST_CASES)
     async def generate_test_cases(self, run_id: str) -> str:
@@ -154,7 +157,23 @@ def _stopped(exc: Exception) -> CancelledError:
     return CancelledError(bounded(f"stopped: the run was cancelled ({exc})"))
 
 
-# --- CreatePullRequest (a worker thread) -------------------------------------------------
+# --- ExploreApp and CreatePullRequest (a worker thread each) ------------------------------
+
+
+@activity.defn(name=t.EXPLORE_APP)
+async def explore_app(run_id: str) -> str:
+    """Drive the sandboxed browser from a worker thread, heartbeating from the event loop; a
+    cancel stops the stage before it stores the map."""
+    beating = asyncio.create_task(_beat())
+    explore = functools.partial(pipeline.explore_app, stop=activity.is_cancelled)
+    try:
+        return await _in_thread(explore)(run_id)
+    except Exception as raised:
+        if activity.is_cancelled():
+            raise _stopped(raised) from None
+        raise await _in_thread(stage_failure)(raised, run_id, t.STAGE_OF[t.EXPLORE_APP]) from None
+    finally:
+        beating.cancel()
 
 
 def _open_pull_request(run_id: str) -> str:
@@ -215,4 +234,4 @@ async def discard_pull_request(run_id: str) -> bool:
     return await bookkeeping(pull_requests.pull_request_discard, run_id)
 
 
-ACTIVITIES = [create_pull_request, start_run, end_run, discard_pull_request]
+ACTIVITIES = [explore_app, create_pull_request, start_run, end_run, discard_pull_request]

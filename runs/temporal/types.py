@@ -1,5 +1,5 @@
 """Serialisable inputs and answers of TestGenerationWorkflow (its parameters, retry settings,
-GenerateTestCode's answer, EndRun's input); the names it schedules come from the stage
+CrawlRepo's and GenerateTestCode's answers, EndRun's input); the names it schedules come from the stage
 vocabulary, :mod:`runs.stages`.
 
 Kept free of Django so the workflow sandbox can import it (passed through).
@@ -20,6 +20,7 @@ from runs.stages import (  # noqa: F401
     DISCARD_PULL_REQUEST,
     END_RUN,
     EXPIRE_APPROVAL,
+    EXPLORE_APP,
     FAILED,
     GENERATE_TEST_CASES,
     GENERATE_TEST_CODE,
@@ -46,6 +47,15 @@ class RetrySettings:
     maximum_interval_s: float = 30.0
     maximum_attempts: int = 20
     non_retryable_error_types: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RepoMap:
+    """CrawlRepo's answer: its artifact, and whether ExploreApp was closed as skipped with it
+    (nothing to explore: no target URL, or a mobile app)."""
+
+    artifact_id: str
+    exploration_skipped: bool
 
 
 @dataclass

@@ -107,7 +107,9 @@ class TestGenerationWorkflow:
         return t.PASSED
 
     async def _stages(self, run_id: str) -> None:
-        await self._activity(t.CRAWL_REPO, run_id)
+        repo = await self._activity(t.CRAWL_REPO, run_id, result_type=t.RepoMap)
+        if not repo.exploration_skipped:
+            await self._activity(t.EXPLORE_APP, run_id)
         await self._activity(t.GENERATE_TEST_CASES, run_id)
         code = await self._activity(t.GENERATE_TEST_CODE, run_id, result_type=t.TestCode)
         if not code.verification_skipped:

@@ -141,10 +141,9 @@ def _no_heal(payload: dict, seconds: float) -> dict:
     raise AssertionError("a check has no healing round")  # heal_rounds=0: never called
 
 
-def evidence_file(run: Run, path: str, tests: list[dict]) -> Path | None:
-    """The kept evidence file ``path`` of ``run``: only a path its report lists, and only
-    inside the run's own evidence folder (None otherwise, or when it is gone)."""
-    listed = {e["path"] for test in tests for e in test["evidence"]}
+def evidence_file(run: Run, path: str, listed: set[str]) -> Path | None:
+    """The kept evidence file ``path`` of ``run``: only a path its reports list (``listed``),
+    and only inside the run's own evidence folder (None otherwise, or when it is gone)."""
     if path not in listed:
         return None
     folder = (settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id)).resolve()

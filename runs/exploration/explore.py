@@ -1,0 +1,244 @@
+"""ExploreApp: the target app as it renders, recorded before any test is written.
+
+A headless Chromium in the sandbox (the same box and allow-listing proxy as VerifyTests) visits
+the app breadth-first from its start paths, following same-origin links, within the page, depth
+and time bounds of :class:`Bounds`. Per page: the HTTP status, title, accessibility snapshot
+(Playwright's ``ariaSnapshot()``), the same-origin links, the forms with their labelled fields,
+console errors and a small screenshot (``box/explore.mjs``). Everything the box wrote is
+untrusted: it is read bounded, checked field by field, scrubbed of secrets and capped to
+``max_bytes`` before it becomes the ``app_map`` artifact; screenshots are kept only as real
+JPEGs under the run's evidence folder.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from django.conf import settings
+
+from runs.verification import proxy, sandbox
+from runs.verification.errors import VerifierNotInstalled
+from runs.verification.playwright import (
+    CHROMIUM_ARGS,
+    Runner,
+    box_env,
+    clean,
+    preflight,
+    probe,
+    tool_versions,
+)
+
+SCRIPT = Path(__file__).with_name("box") / "explore.mjs"
+GRACE_S = 30.0  # the browser's start and shutdown, past the explorer's own deadline
+MAX_RAW_BYTES = 32 << 20
+MAX_SHOT_BYTES = 512 << 10
+SHOTS = "explore"  # under the run's evidence folder
+NO_MAP = "the explorer ended (exit code {code}) without a map of the app: {tail}"
+BAD_MAP = "the explorer's map is over 32 MiB or not JSON; its output ends: {tail}"
+# A path on the target's own origin: "//host" and "/\\host" lead elsewhere in a browser.
+_PATH = re.compile(r"^/([^/\\\s]\S{0,498})?$")
+_JPEG = b"\xff\xd8\xff"
+
+
+@dataclass(frozen=True)
+class Bounds:
+    max_pages: int
+    max_depth: int
+    time_s: float
+    page_timeout_s: float
+    max_bytes: int  # the whole app_map artifact
+
+    @classmethod
+    def from_settings(cls) -> Bounds:
+        return cls(
+            max_pages=settings.AMTP_EXPLORE_MAX_PAGES,
+            max_depth=settings.AMTP_EXPLORE_MAX_DEPTH,
+            time_s=settings.AMTP_EXPLORE_TIMEOUT_S,
+            page_timeout_s=settings.AMTP_EXPLORE_PAGE_TIMEOUT_S,
+            max_bytes=settings.AMTP_EXPLORE_MAX_BYTES,
+        )
+
+
+def explore(
+    target_url: str,
+    *,
+    allow_hosts: list[str],
+    runner: Runner,
+    bounds: Bounds,
+    shots_dir: Path,
+    start_paths: list[str],
+) -> dict:
+    """The ``app_map`` content for the app at ``target_url``. TargetUnreachable,
+    VerifierNotInstalled or SandboxUnavailable when it cannot be explored at all."""
+    preflight(runner)
+    sandbox.check_available()
+    policy = proxy.Policy(target_url, allow_hosts)
+    probe(target_url, policy)
+    box = sandbox.Box()
+    try:
+        modules = (runner.runner_dir / "node_modules").resolve()
+        (box.work / "node_modules").symlink_to(box.runner_modules(modules))
+        for sub in ("home", "tmp"):
+            (box.work / sub).mkdir()
+        shutil.copyfile(SCRIPT, box.work / "explore.mjs")
+        config = _config(target_url, runner, bounds, start_paths)
+        (box.work / "config.json").write_text(json.dumps(config))
+        with proxy.serving(box.socket, policy):
+            outcome = box.run(
+                ["node", "explore.mjs", "config.json"],
+                env=box_env(box, target_url),
+                runner=modules,
+                limits=sandbox.Limits.from_settings(),
+                wall_s=bounds.time_s + GRACE_S,
+            )
+        raw = _raw_map(box, outcome)
+        pages = [_page(p, box.work, shots_dir) for p in raw.get("pages", [])[: bounds.max_pages]]
+        stopped = clean(str(raw.get("stopped", "")), 200)
+        unvisited = raw.get("unvisited") if isinstance(raw.get("unvisited"), int) else 0
+    finally:
+        box.remove()
+    content = {
+        "target_url": target_url,
+        "settings": {k: v for k, v in asdict(bounds).items() if k != "max_bytes"},
+        "tool_versions": tool_versions(runner),
+        "pages": pages,
+        "stopped": stopped,
+        "unvisited": max(0, unvisited),
+        "truncated": False,
+        "sandbox": {"isolated": sandbox.sandboxed(), "blocked": policy.blocked[:100]},
+    }
+    return capped(content, bounds.max_bytes)
+
+
+def _config(target_url: str, runner: Runner, bounds: Bounds, start_paths: list[str]) -> dict:
+    return {
+        "base_url": target_url,
+        "start_paths": start_paths,
+        "max_pages": bounds.max_pages,
+        "max_depth": bounds.max_depth,
+        "max_links": 100,
+        "max_forms": 10,
+        "time_ms": int(bounds.time_s * 1000),
+        "page_timeout_ms": int(bounds.page_timeout_s * 1000),
+        "proxy": {"server": f"http://127.0.0.1:{sandbox.BRIDGE_PORT}"},
+        "launch": {
+            "executablePath": runner.chromium,
+            "headless": True,
+            "chromiumSandbox": sandbox.sandboxed(),
+            "args": CHROMIUM_ARGS,
+        },
+    }
+
+
+def _raw_map(box: sandbox.Box, outcome: sandbox.Outcome) -> dict:
+    found = box.work / "app_map.json"
+    tail = clean(box.output_tail(1500), 1500)
+    if outcome.stopped:
+        raise VerifierNotInstalled(f"{outcome.stopped}; the output ends: {tail}")
+    if found.is_symlink() or not found.is_file():
+        raise VerifierNotInstalled(NO_MAP.format(code=outcome.returncode, tail=tail))
+    if found.stat().st_size > MAX_RAW_BYTES:
+        raise VerifierNotInstalled(BAD_MAP.format(tail=tail))
+    try:
+        data = json.loads(found.read_bytes())
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("pages", []), list):
+        raise VerifierNotInstalled(BAD_MAP.format(tail=tail))
+    return data
+
+
+def _page(raw, work: Path, shots_dir: Path) -> dict:
+    """One page as the box described it, each field checked and bounded."""
+    raw = raw if isinstance(raw, dict) else {}
+    path = raw.get("path") if isinstance(raw.get("path"), str) else ""
+    status = raw.get("status")
+    return {
+        "path": path if _PATH.match(path) else "/",
+        "depth": _int(raw.get("depth"), 0, 100),
+        "status": _int(status, 0, 599),
+        "title": clean(_str(raw.get("title")), 300),
+        "snapshot": clean(_str(raw.get("snapshot")), 20_000),
+        "links": [
+            p for p in _list(raw.get("links"))[:100] if isinstance(p, str) and _PATH.match(p)
+        ],
+        "forms": [_form(f) for f in _list(raw.get("forms"))[:10]],
+        "console_errors": [clean(_str(e), 500) for e in _list(raw.get("console_errors"))[:20]],
+        "screenshot": _keep_shot(raw.get("screenshot"), work, shots_dir),
+        "error": clean(_str(raw.get("error")), 500),
+    }
+
+
+def _form(raw) -> dict:
+    raw = raw if isinstance(raw, dict) else {}
+    fields = [f if isinstance(f, dict) else {} for f in _list(raw.get("fields"))[:40]]
+    return {
+        "action": clean(_str(raw.get("action")), 500),
+        "method": "post" if _str(raw.get("method")).lower() == "post" else "get",
+        "submit": clean(_str(raw.get("submit")), 200),
+        "fields": [
+            {
+                "label": clean(_str(f.get("label")), 200),
+                "name": clean(_str(f.get("name")), 200),
+                "type": clean(_str(f.get("type")), 40) or "text",
+                "required": f.get("required") is True,
+            }
+            for f in fields
+        ],
+    }
+
+
+def _keep_shot(name, work: Path, shots_dir: Path) -> str:
+    """The screenshot copied under ``shots_dir/explore/`` (its path relative to
+    ``shots_dir``), or "" when it is not a regular, bounded JPEG inside the box's folder."""
+    if not isinstance(name, str) or not re.fullmatch(r"shots/\d{1,4}\.jpeg", name):
+        return ""
+    source = work / name
+    if source.is_symlink() or not source.is_file() or source.stat().st_size > MAX_SHOT_BYTES:
+        return ""
+    data = source.read_bytes()
+    if not data.startswith(_JPEG):
+        return ""
+    target = shots_dir / SHOTS / source.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return f"{SHOTS}/{source.name}"
+
+
+def capped(content: dict, max_bytes: int) -> dict:
+    """``content`` within ``max_bytes`` of JSON: snapshots are shortened first (later pages
+    first), then pages dropped from the end; ``truncated`` says so."""
+    pages = content["pages"]
+    for limit in (4000, 1000, 200):
+        if _size(content) <= max_bytes:
+            return content
+        for page in reversed(pages):
+            if len(page["snapshot"]) > limit:
+                page["snapshot"] = page["snapshot"][: limit - 1] + "…"
+                content["truncated"] = True
+                if _size(content) <= max_bytes:
+                    return content
+    while pages and _size(content) > max_bytes:
+        pages.pop()
+        content["truncated"] = True
+    return content
+
+
+def _size(content: dict) -> int:
+    return len(json.dumps(content, ensure_ascii=False).encode())
+
+
+def _int(value, low: int, high: int) -> int:
+    return value if isinstance(value, int) and low <= value <= high else low
+
+
+def _str(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []

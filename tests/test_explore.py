@@ -1,0 +1,164 @@
+"""ExploreApp: the sandboxed browser visits a live app on loopback within its bounds, and
+everything it brings back is checked, scrubbed and capped before it is stored."""
+
+import json
+
+import pytest
+
+import schemas
+from runs.demo_app import serve
+from runs.exploration.explore import Bounds, _page, capped, explore
+from runs.exploration.service import exploration_note
+from runs.verification.errors import TargetUnreachable
+from runs.verification.service import runner_from_settings
+from tests.test_browser import chromium_path
+
+CANARY = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape
+
+
+def _html(title: str, body: str) -> bytes:
+    return f"<!doctype html><html><head><title>{title}</title></head><body>{body}</body></html>".encode()
+
+
+PAGES = {
+    "/": (
+        "Shop",
+        '<h1>Shop</h1><nav><a href="/products">Products</a> <a href="/login#top">Sign in</a>'
+        ' <a href="https://example.com/elsewhere">Elsewhere</a> <a href="/manual.pdf">PDF</a>'
+        ' <a href="mailto:a@b.c">Mail</a></nav>',
+    ),
+    "/products": (
+        "Products",
+        '<h1>Products</h1><ul><li><a href="/products/1">Lamp</a></li></ul>'
+        f"<p>debug: {CANARY}</p>"
+        "<script>console.error('chart failed'); fetch('http://169.254.169.254/latest/meta-data/')"
+        ".catch(() => {});</script>",
+    ),
+    "/products/1": ("Lamp", '<h1>Lamp</h1><a href="/products/1/reviews">Reviews</a>'),
+    "/products/1/reviews": ("Reviews", '<h1>Reviews</h1><a href="/deeper">Deeper</a>'),
+    "/login": (
+        "Sign in",
+        '<h1>Sign in</h1><form method="post" action="/session"><label for="e">Email</label>'
+        '<input id="e" name="email" type="email" required><label>Password '
+        '<input name="password" type="password"></label><input type="hidden" name="csrf">'
+        "<button>Sign in</button></form>",
+    ),
+}
+
+
+def shop(environ, start_response):
+    page = PAGES.get(environ["PATH_INFO"])
+    if page is None:
+        start_response("404 Not Found", [("Content-Type", "text/html")])
+        return [_html("Not found", "<h1>Not found</h1>")]
+    start_response("200 OK", [("Content-Type", "text/html")])
+    return [_html(*page)]
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    chromium_path()
+    server, url = serve(shop)
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
+def bounds(**overrides) -> Bounds:
+    values = dict(max_pages=30, max_depth=3, time_s=60, page_timeout_s=15, max_bytes=512 << 10)
+    return Bounds(**{**values, **overrides})
+
+
+def run_explore(url, tmp_path, **overrides) -> dict:
+    return explore(
+        url,
+        allow_hosts=["127.0.0.1"],
+        runner=runner_from_settings(),
+        bounds=bounds(**overrides),
+        shots_dir=tmp_path,
+        start_paths=["/"],
+    )
+
+
+def test_the_app_is_mapped_within_the_origin_and_checked(app_url, tmp_path):
+    app_map = schemas.validate("exploration/app_map", run_explore(app_url, tmp_path))
+    pages = {page["path"]: page for page in app_map["pages"]}
+    # Breadth-first from /, same-origin only, fragments dropped, files and mailto skipped.
+    assert list(pages) == ["/", "/products", "/login", "/products/1", "/products/1/reviews"]
+    assert pages["/"]["links"] == ["/products", "/login"]
+    assert pages["/products/1/reviews"]["depth"] == 3  # /deeper would be depth 4: not visited
+    assert app_map["unvisited"] == 0 and app_map["stopped"] == ""
+    assert pages["/"]["status"] == 200 and pages["/"]["title"] == "Shop"
+    assert '- heading "Shop" [level=1]' in pages["/"]["snapshot"]
+    (form,) = pages["/login"]["forms"]
+    assert form["method"] == "post" and form["submit"] == "Sign in"
+    assert [(f["label"], f["name"], f["type"], f["required"]) for f in form["fields"]] == [
+        ("Email", "email", "email", True),
+        ("Password", "password", "password", False),
+    ]
+    assert any("chart failed" in e for e in pages["/products"]["console_errors"])
+    # The page's secret is scrubbed, its request for a metadata address refused and listed.
+    assert CANARY not in json.dumps(app_map)
+    assert app_map["sandbox"] == {"isolated": True, "blocked": ["169.254.169.254:80"]}
+    shot = tmp_path / pages["/"]["screenshot"]
+    assert shot.read_bytes().startswith(b"\xff\xd8\xff") and shot.stat().st_size < 512 << 10
+    assert exploration_note(app_map) == "5 page(s), 1 form(s)"
+
+
+def test_the_page_bound_stops_exploration_and_says_what_was_left(app_url, tmp_path):
+    app_map = run_explore(app_url, tmp_path, max_pages=2)
+    assert [page["path"] for page in app_map["pages"]] == ["/", "/products"]
+    assert app_map["stopped"] == "stopped at 2 pages" and app_map["unvisited"] == 2
+    assert exploration_note(app_map) == (
+        "2 page(s), 0 form(s); stopped at 2 pages, 2 link(s) not visited"
+    )
+
+
+def test_an_unreachable_app_is_a_typed_error(tmp_path):
+    with pytest.raises(TargetUnreachable, match="did not answer"):
+        run_explore("http://127.0.0.1:9", tmp_path)
+
+
+def test_hostile_page_records_are_bounded_field_by_field(tmp_path):
+    work = tmp_path / "work"
+    (work / "shots").mkdir(parents=True)
+    (work / "shots" / "0.jpeg").write_bytes(b"<svg onload=alert(1)>")  # not a JPEG
+    (work / "shots" / "1.jpeg").symlink_to("/etc/passwd")
+    raw = {
+        "path": "javascript:alert(1)",
+        "depth": "1",
+        "status": 999,
+        "title": "x" * 10_000,
+        "snapshot": ["not", "text"],
+        "links": ["/ok", "//evil.example/x", "/\\evil.example", "/with space", 7],
+        "forms": [{"method": "DELETE", "fields": [{"type": "", "required": "yes"}, 3]}],
+        "console_errors": "not a list",
+        "screenshot": "../../../etc/passwd",
+    }
+    page = _page(raw, work, tmp_path / "kept")
+    assert (page["path"], page["depth"], page["status"]) == ("/", 0, 0)
+    assert len(page["title"]) == 300 and page["snapshot"] == ""
+    assert page["links"] == ["/ok"]
+    assert page["forms"][0]["method"] == "get"
+    assert page["forms"][0]["fields"][0] == {
+        "label": "",
+        "name": "",
+        "type": "text",
+        "required": False,
+    }
+    assert page["console_errors"] == [] and page["screenshot"] == ""
+    for name in ("shots/0.jpeg", "shots/1.jpeg"):
+        assert _page({**raw, "screenshot": name}, work, tmp_path / "kept")["screenshot"] == ""
+    assert not (tmp_path / "kept").exists()
+
+
+def test_the_map_is_capped_snapshots_first_then_pages():
+    page = {"path": "/", "snapshot": "- text: " + "word " * 2000, "forms": []}
+    content = {"pages": [dict(page, path=f"/{i}") for i in range(40)], "truncated": False}
+    capped_map = capped(content, 64 << 10)
+    assert len(json.dumps(capped_map).encode()) <= 64 << 10
+    assert capped_map["truncated"] and len(capped_map["pages"]) == 40
+    tiny = capped(
+        {"pages": [dict(page, path=f"/{i}") for i in range(40)], "truncated": False}, 2000
+    )
+    assert len(json.dumps(tiny).encode()) <= 2000 and 0 < len(tiny["pages"]) < 40
