@@ -12,6 +12,12 @@ from repositories.services import FIELDS, repository_create, repository_update
 
 REPOSITORY_DEFAULTS = ("default_branch", "default_depth_level", "default_framework", "test_dir")
 REPOSITORY_VERIFICATION = ("preview_url", "allowed_hosts", "failing_tests", "open_pr_unverified")
+REPOSITORY_WEBHOOKS = (
+    "webhook_enabled",
+    "webhook_branches",
+    "webhook_secret",
+    "clear_webhook_secret",
+)
 REPOSITORY_LIMITS = ("max_concurrent_runs", "rate_limit_runs", "rate_limit_window_seconds")
 
 
@@ -34,8 +40,9 @@ class RepositoryAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ("full_name", "host", "local_path")}),
         ("Run defaults", {"fields": REPOSITORY_DEFAULTS}),
-        ("Webhooks", {"fields": ("webhook_enabled", "webhook_branches")}),
+        ("Webhooks", {"fields": REPOSITORY_WEBHOOKS}),
         ("Approval", {"fields": ("require_approval",)}),
+        ("Pull requests", {"fields": ("draft_pull_requests", "pull_request_labels")}),
         ("Verification", {"fields": REPOSITORY_VERIFICATION}),
         ("Limits", {"fields": REPOSITORY_LIMITS}),
     ]

@@ -25,6 +25,33 @@ class TextListField(forms.CharField):
         return [part for part in re.split(r"[,\s]+", text) if part]
 
 
+class LabelListField(TextListField):
+    """Label names as comma-separated text: split on commas only, as a label may hold spaces."""
+
+    def to_python(self, value):
+        text = forms.CharField.to_python(self, value)
+        return [part.strip() for part in text.split(",") if part.strip()]
+
+
+class SecretField(forms.CharField):
+    """Write-only: the value is never rendered back; blank keeps the one stored."""
+
+    widget = forms.PasswordInput(render_value=False)
+
+    def __init__(self, **kwargs):
+        super().__init__(required=False, strip=False, **kwargs)
+
+    def has_changed(self, initial, data):
+        return bool(data)  # blank keeps it: not a change, whatever is stored
+
+
+SECRET_SET = "A secret is set (never shown). Type a new one to replace it; leave blank to keep it."
+SECRET_NOT_SET = (
+    "Not set: pushes are checked against the global GITHUB_WEBHOOK_SECRET, which every "
+    "repository shares. Set one here, and the same value in the GitHub webhook."
+)
+
+
 class RepositoryForm(forms.ModelForm):
     webhook_branches = TextListField(
         required=False,
@@ -37,14 +64,36 @@ class RepositoryForm(forms.ModelForm):
         help_text=Repository._meta.get_field("allowed_hosts").help_text,
     )
 
+    pull_request_labels = LabelListField(
+        required=False,
+        label="Pull request labels",
+        help_text=Repository._meta.get_field("pull_request_labels").help_text,
+    )
+    webhook_secret = SecretField(label="Webhook secret")
+    clear_webhook_secret = forms.BooleanField(
+        required=False,
+        label="Remove the webhook secret",
+        help_text="Pushes are then checked against the global GITHUB_WEBHOOK_SECRET.",
+    )
+
     class Meta:
         model = Repository
         fields = "__all__"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.initial.pop("webhook_secret", None)  # nothing on the page carries the value
+        is_set = bool(self.instance.pk and self.instance.webhook_secret)
+        self.fields["webhook_secret"].help_text = SECRET_SET if is_set else SECRET_NOT_SET
 
     def clean(self):
         """The service checks what it will check again when saving (RepositoryAdmin); its
         problems are shown on their fields, next to the form's own (a missing value, say)."""
         cleaned = super().clean()
+        if cleaned.pop("clear_webhook_secret", False):
+            cleaned["webhook_secret"] = ""
+        elif not cleaned.get("webhook_secret"):  # blank: the stored secret stays
+            cleaned["webhook_secret"] = self.instance.webhook_secret if self.instance.pk else ""
         fields = {name: value for name, value in cleaned.items() if name in FIELDS}
         try:
             values = repository_validate(repository=self.instance, **fields)

@@ -35,6 +35,13 @@ class FailingTests(models.TextChoices):
     DROP = "drop", "dropped (listed in the pull request body)"
 
 
+DEFAULT_PULL_REQUEST_LABELS = ("amtp", "model-written")
+
+
+def default_pull_request_labels() -> list[str]:
+    return list(DEFAULT_PULL_REQUEST_LABELS)
+
+
 class Repository(models.Model):
     """Per-repository settings (ours): host, defaults, webhook triggers, approval, limits."""
 
@@ -56,6 +63,16 @@ class Repository(models.Model):
     webhook_enabled = models.BooleanField(default=False, help_text="Push events start runs.")
     webhook_branches = models.JSONField(
         default=list, blank=True, help_text="Branches whose pushes start a run (empty: default)."
+    )
+    # Write-only: admin shows whether it is set, never the value (repositories.forms); HMAC
+    # needs the value itself, so it cannot be stored hashed.
+    webhook_secret = models.CharField(
+        max_length=255,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The secret of this repository's GitHub webhook: its pushes must be signed "
+        "with it (empty: the global GITHUB_WEBHOOK_SECRET, shared by every repository).",
     )
     require_approval = models.BooleanField(
         default=False, help_text="Hold every run for a human approval before the PR is opened."
@@ -89,6 +106,18 @@ class Repository(models.Model):
         db_default=False,
         help_text="When the tests cannot be run (target unreachable, timeout, runner missing), "
         "open the pull request anyway, marked unverified, instead of failing the run.",
+    )
+    draft_pull_requests = models.BooleanField(
+        default=True,
+        db_default=True,
+        help_text="Open pull requests as drafts, so CI that runs on pull requests does not run "
+        "the generated specs before a person has read them.",
+    )
+    pull_request_labels = models.JSONField(
+        default=default_pull_request_labels,
+        blank=True,
+        db_default=list(DEFAULT_PULL_REQUEST_LABELS),
+        help_text="Labels put on every pull request AMTP opens (comma-separated; empty: none).",
     )
     max_concurrent_runs = models.PositiveIntegerField(default=2)
     rate_limit_runs = models.PositiveIntegerField(default=30, help_text="Runs per window.")

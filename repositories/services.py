@@ -40,6 +40,20 @@ TOO_MANY_BRANCHES = f"at most {MAX_WEBHOOK_BRANCHES} branches"
 BRANCHES_NOT_A_LIST = "give a list of branch names"
 ALLOW_HOSTS_NOT_A_LIST = "give a list of HOST or HOST:PORT entries"
 TOO_MANY_ALLOW_HOSTS = f"at most {MAX_ALLOW_HOSTS} hosts"
+MIN_WEBHOOK_SECRET = 20
+WEBHOOK_SECRET_SHORT = (
+    f"at least {MIN_WEBHOOK_SECRET} characters: a random value, e.g. from "
+    "`python -c 'import secrets; print(secrets.token_hex(32))'`"
+)
+WEBHOOK_SECRET_SPACES = "no spaces or control characters (GitHub signs with the value as typed)"
+MAX_LABELS, MAX_LABEL_LENGTH = 10, 50  # GitHub refuses label names over 50 characters
+LABELS_NOT_A_LIST = "give a list of label names"
+TOO_MANY_LABELS = f"at most {MAX_LABELS} labels"
+LABEL_INVALID = (
+    "label {label!r}: 1 to {limit} characters, no commas or control characters, no spaces at "
+    "either end"
+)
+LABEL_REPEATED = "label {label!r} is listed twice (GitHub's label names ignore case)"
 
 # Every setting a person chooses (not the id or the timestamps).
 FIELDS = tuple(f.name for f in rows.fields(Repository) if f.editable and not f.primary_key)
@@ -136,6 +150,34 @@ def _allow_host_problems(entries: Any) -> list[str]:
     return problems
 
 
+def _secret_problems(secret: str) -> list[str]:
+    if not secret:
+        return []  # the global secret applies
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in secret):
+        return [WEBHOOK_SECRET_SPACES]
+    return [WEBHOOK_SECRET_SHORT] if len(secret) < MIN_WEBHOOK_SECRET else []
+
+
+def _label_problems(labels: Any) -> list[str]:
+    if not isinstance(labels, list) or not all(isinstance(name, str) for name in labels):
+        return [LABELS_NOT_A_LIST]
+    if len(labels) > MAX_LABELS:
+        return [TOO_MANY_LABELS]
+    problems, seen = [], set()
+    for label in labels:
+        if (
+            not 0 < len(label) <= MAX_LABEL_LENGTH
+            or label != label.strip()
+            or "," in label
+            or any(ord(c) < 32 or ord(c) == 127 for c in label)
+        ):
+            problems.append(LABEL_INVALID.format(label=label, limit=MAX_LABEL_LENGTH))
+        elif label.casefold() in seen:
+            problems.append(LABEL_REPEATED.format(label=label))
+        seen.add(label.casefold())
+    return problems
+
+
 def _at_least_one(value: int) -> list[str]:
     return [AT_LEAST_ONE] if value < 1 else []
 
@@ -147,6 +189,8 @@ _RULES: dict[str, Callable[[Any], list[str]]] = {
     "webhook_branches": _branch_problems,
     "preview_url": lambda url: _listed(target_url_problem(url)),
     "allowed_hosts": _allow_host_problems,
+    "webhook_secret": _secret_problems,
+    "pull_request_labels": _label_problems,
     **dict.fromkeys(LIMITS, _at_least_one),
 }
 
