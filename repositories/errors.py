@@ -61,3 +61,7 @@ class GitHubUnavailable(RetryableError):
 
 class GitTreesApi409(NonRetryableError):
     """The head ref already exists (409/422): adopted by CreatePullRequest, never retried."""
+
+
+class DraftPullRequestsUnsupported(NonRetryableError):
+    """The host refused a draft pull request (GitHub: not offered by the repository's plan)."""

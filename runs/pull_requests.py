@@ -1,5 +1,8 @@
 """CreatePullRequest: serialised per repository, idempotent, typed failures.
 
+The pull request is a draft with the repository's labels unless its settings say otherwise, so
+CI that runs on pull requests does not run model-written code before a person has read it.
+
 The head branch comes from the run id, never from model output, so every attempt of one run
 targets the same branch: a retry after a crash, or after the ``pr_lock`` was lost to a Valkey
 restart, finds the branch/PR of the earlier attempt and adopts it instead of opening a second.
@@ -81,6 +84,8 @@ def pull_request_create(
             files={f["path"]: f["contents"] for f in files},
             title=title,
             body=body,
+            draft=run.repository.draft_pull_requests,
+            labels=run.repository.pull_request_labels,
         )
         try:
             return _record(run, result, paths, key, stop)

@@ -63,3 +63,68 @@ def test_an_app_jwt_outside_githubs_window_is_refused(gh, iat, exp, words):
     assert answer.status_code == 401 and words in answer.json()["message"]
     good = app_jwt(private, 13, iat=now - 60, exp=now + 300)  # GitHub's own recommendation
     assert call(gh, "GET", f"/repos/{REPO}/installation", good, scheme="Bearer").status_code == 200
+
+
+# --- draft pull requests and labels (tests/fakes/github_labels.py) ------------------------------
+
+
+def open_pull(gh, token, **extra):
+    gh.push(REPO, "feature", {"new.txt": "new\n"})
+    body = {"title": "t", "head": "feature", "base": "main", **extra}
+    return call(gh, "POST", f"/repos/{REPO}/pulls", token, json=body)
+
+
+def test_drafts_are_refused_where_the_plan_has_none(gh):
+    assert open_pull(gh, gh.token, draft="yes").status_code == 422  # not a boolean
+    gh.no_drafts(REPO)
+    refused = open_pull(gh, gh.token, draft=True)
+    assert refused.status_code == 422
+    assert refused.json()["message"] == "Draft pull requests are not supported in this repository."
+    assert gh.pulls(REPO) == []
+    plain = open_pull(gh, gh.token, draft=False)
+    assert plain.status_code == 201 and plain.json()["draft"] is False
+
+
+def test_labels_are_added_once_created_when_new_and_listed_whole(gh):
+    number = open_pull(gh, gh.token, draft=True).json()["number"]
+    url = f"/repos/{REPO}/issues/{number}/labels"
+    first = call(gh, "POST", url, gh.token, json={"labels": ["amtp", "model-written"]})
+    assert first.status_code == 200
+    assert [label["name"] for label in first.json()] == ["amtp", "model-written"]
+    assert first.json()[0]["color"] == "ededed" and first.json()[0]["description"] is None
+    for body in (["AMTP"], "amtp", [{"name": "model-written"}], {"labels": [{"name": "x"}]}):
+        assert call(gh, "POST", url, gh.token, json=body).status_code == 200
+    assert gh.labels_of(REPO, number) == ["amtp", "model-written", "x"]  # no repeats
+    pull = call(gh, "GET", f"/repos/{REPO}/pulls/{number}", gh.token).json()
+    assert [label["name"] for label in pull["labels"]] == ["amtp", "model-written", "x"]
+
+
+@pytest.mark.parametrize(
+    "body, status",
+    [
+        ({"labels": ["y" * 51]}, 422),  # GitHub's label names stop at 50 characters
+        ({"labels": [1]}, 422),
+        ({"names": ["amtp"]}, 422),
+        ({}, 422),
+    ],
+)
+def test_label_bodies_github_refuses(gh, body, status):
+    number = open_pull(gh, gh.token).json()["number"]
+    answer = call(gh, "POST", f"/repos/{REPO}/issues/{number}/labels", gh.token, json=body)
+    assert answer.status_code == status and gh.labels_of(REPO, number) == []
+    missing = call(gh, "POST", f"/repos/{REPO}/issues/99/labels", gh.token, json=["amtp"])
+    assert missing.status_code == 404
+
+
+def test_labels_need_issues_or_pull_requests_write(gh):
+    number = open_pull(gh, gh.token).json()["number"]
+    url, body = f"/repos/{REPO}/issues/{number}/labels", {"labels": ["amtp"]}
+    perms = [
+        ({"contents": "write"}, 403),
+        ({"issues": "read", "pull_requests": "read"}, 403),
+        ({"issues": "write"}, 200),
+        ({"pull_requests": "write"}, 200),
+    ]
+    for app_id, (permissions, status) in enumerate(perms, start=21):
+        token = gh.installation_token(gh.install_app(app_id, rsa_pair()[1], [REPO], permissions))
+        assert call(gh, "POST", url, token, json=body).status_code == status, permissions

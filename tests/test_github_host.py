@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from amtp_site.errors import ConfigurationError
 from repositories.errors import (
     BranchProtectionViolation,
+    DraftPullRequestsUnsupported,
     GitHubForbidden,
     GitHubRateLimited,
     GitHubUnavailable,
@@ -671,3 +672,48 @@ def test_the_fakes_close_and_delete_answer_as_github(gh, host):
     status, body = _call(gh, "PATCH", "/pulls/1", {"state": "open"})  # its branch is gone
     assert status == 422 and "branch has been deleted" in body["errors"][0]["message"]
     assert _call(gh, "PATCH", "/pulls/9", {"state": "closed"})[0] == 404
+
+
+# -- drafts and labels ---------------------------------------------------------------------
+LABELS = ["amtp", "model-written"]
+
+
+def test_a_new_pull_request_is_a_draft_with_its_labels(gh, host):
+    result = open_pr(host, gh, labels=LABELS)
+    [pr] = gh.pulls(REPO)
+    assert pr["draft"] is True and [label["name"] for label in pr["labels"]] == LABELS
+    assert gh.labels_of(REPO, result.number) == LABELS
+    [call] = [c for c in gh.calls if c.path.endswith(f"/issues/{result.number}/labels")]
+    assert (call.method, call.status) == ("POST", 200)
+
+
+def test_with_drafts_off_the_pull_request_is_ready_for_review(gh, host):
+    open_pr(host, gh, draft=False)
+    assert gh.pulls(REPO)[0]["draft"] is False
+    assert gh.count("POST", r"/labels$") == 0  # no labels asked: no request
+
+
+def test_a_retry_adds_no_label_twice_and_does_not_fail(gh, host):
+    first = open_pr(host, gh, labels=LABELS)
+    again = open_pr(host, gh, labels=[*LABELS, "e2e"])  # a label added to the settings since
+    assert again.adopted and again.number == first.number
+    assert gh.labels_of(REPO, first.number) == [*LABELS, "e2e"]
+    open_pr(host, gh, labels=["AMTP", "model-written"])  # names ignore case
+    assert gh.count("POST", r"/labels$") == 2 and len(gh.pulls(REPO)) == 1
+
+
+def test_labels_lost_to_a_failure_are_added_by_the_retry(gh, host):
+    gh.server_error(method="POST", path=r"/labels$")
+    with pytest.raises(GitHubUnavailable):
+        open_pr(host, gh, labels=LABELS)
+    assert gh.labels_of(REPO, 1) == []  # the PR is open, unlabelled
+    again = open_pr(host, gh, labels=LABELS)
+    assert again.adopted and gh.labels_of(REPO, 1) == LABELS and len(gh.pulls(REPO)) == 1
+
+
+def test_a_plan_without_drafts_is_a_final_error_that_says_what_to_do(gh, host):
+    gh.no_drafts(REPO)
+    with pytest.raises(DraftPullRequestsUnsupported, match="turn off 'draft pull requests'"):
+        open_pr(host, gh, labels=LABELS)
+    assert gh.pulls(REPO) == [] and not DraftPullRequestsUnsupported.retryable
+    assert open_pr(host, gh, draft=False).number == 1  # the setting off: the run again works

@@ -217,7 +217,11 @@ def test_the_pull_request_carries_the_verification_table_and_how_to_run_it():
     report = copy.deepcopy(VERIFICATION_REPORT)
     files, title, body = summary.pull_request_contents(CODE, report, "e2e/amtp")
     assert files == report["files"] and title == CODE["pr_title"]
-    assert body.startswith(CODE["pr_body"]) and "## Verification" in body
+    first, _, rest = body.partition("\n\n")
+    assert first == summary.MODEL_WRITTEN.format(
+        verdict=summary.RAN_SANDBOXED.format(target="https://preview.acme.test")
+    )
+    assert rest.startswith(CODE["pr_body"]) and "## Verification" in body
     assert "Ran 2 test(s) against https://preview.acme.test with Playwright Test 1.65.1" in body
     assert "**1 passed · 1 healed**" in body
     assert "| lists users | `e2e/amtp/users.spec.ts` | 🩹 healed | GET /users answers HTML" in body
@@ -230,14 +234,27 @@ def test_an_unverified_pull_request_says_so_in_its_title_and_body():
     _, title, body = summary.pull_request_contents(CODE, report, "e2e/amtp")
     assert title == "[unverified] " + CODE["pr_title"]
     assert "**⚠️ Unverified** — the tests could not be run: TargetUnreachable" in body
+    assert body.startswith(
+        summary.MODEL_WRITTEN.format(
+            verdict="They were **not verified**: TargetUnreachable: the target "
+            "https://preview.acme.test did not answer."
+        )
+    )
+
+
+def test_specs_run_without_the_sandbox_are_not_called_sandboxed():
+    report = copy.deepcopy(VERIFICATION_REPORT)
+    report["sandbox"] = {**report["sandbox"], "isolated": False}
+    _, _, body = summary.pull_request_contents(CODE, report, "e2e/amtp")
+    assert "**without a sandbox**" in body.partition("\n")[0]
+    assert "ran in a sandbox" not in body
 
 
 def test_a_run_from_before_the_stage_gets_the_engineers_pull_request():
-    assert summary.pull_request_contents(CODE, None, "e2e/amtp") == (
-        CODE["files"],
-        CODE["pr_title"],
-        CODE["pr_body"],
-    )
+    files, title, body = summary.pull_request_contents(CODE, None, "e2e/amtp")
+    assert (files, title) == (CODE["files"], CODE["pr_title"])
+    verdict = summary.NOT_VERIFIED.format(reason=summary.NO_REPORT)
+    assert body == summary.MODEL_WRITTEN.format(verdict=verdict) + "\n\n" + CODE["pr_body"]
 
 
 def test_nothing_left_after_dropping_every_test_is_said_plainly():

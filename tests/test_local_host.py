@@ -478,3 +478,22 @@ def test_bare_repository(repo: str, tmp_path: Path) -> None:
     with pytest.raises(StaleBaseBranch) as info:
         _open(host, head="amtp/run-2", expected_base_sha=base)
     assert info.value.observed_head == moved
+
+
+# --- drafts and labels -------------------------------------------------------------------
+
+
+def test_the_record_says_draft_and_carries_the_labels(host: LocalGitHost) -> None:
+    _open(host, labels=["amtp", "model-written"])
+    _open(host, head="amtp/run-2", draft=False)
+    first, second = host.pull_requests()
+    assert (first["draft"], first["labels"]) == (True, ["amtp", "model-written"])
+    assert (second["draft"], second["labels"]) == (False, [])
+
+
+def test_a_retry_adds_only_the_labels_the_record_lacks(host: LocalGitHost) -> None:
+    first = _open(host, labels=["amtp"])
+    again = _open(host, labels=["AMTP", "model-written"])  # names ignore case, as on GitHub
+    assert again.adopted and again.number == first.number
+    [record] = host.pull_requests()
+    assert record["labels"] == ["amtp", "model-written"] and record["draft"] is True

@@ -202,3 +202,43 @@ def test_discard_takes_back_only_a_cancelled_runs_pull_request(run):
     assert branches(run) == ["main"]
     run.refresh_from_db()
     assert (run.pr_number, run.pr_url, run.head_branch) == (None, "", "")
+
+
+# -- drafts and labels, from the repository's settings -------------------------------------------
+
+
+def test_a_new_pull_request_is_a_labelled_draft_by_default(run):
+    assert run.repository.draft_pull_requests is True
+    pull_request_create(run=run, files=FILES, title="t", body="b")
+    [record] = LocalGitHost("acme/web", run.repository.local_path).pull_requests()
+    assert (record["draft"], record["labels"]) == (True, ["amtp", "model-written"])
+
+
+def test_with_the_setting_off_the_local_pull_request_is_not_a_draft(run):
+    run.repository.draft_pull_requests = False
+    run.repository.pull_request_labels = []
+    run.repository.save()
+    pull_request_create(run=run, files=FILES, title="t", body="b")
+    [record] = LocalGitHost("acme/web", run.repository.local_path).pull_requests()
+    assert (record["draft"], record["labels"]) == (False, [])
+
+
+def test_github_draft_and_labels_from_the_settings_and_a_retry_adds_nothing(github_run):
+    gh, run = github_run
+    first = pull_request_create(run=run, files=FILES, title="t", body="b")
+    [pr] = gh.pulls("acme/api")
+    assert pr["draft"] is True
+    assert [label["name"] for label in pr["labels"]] == ["amtp", "model-written"]
+    Artifact.objects.filter(run=run).delete()  # the attempt died before recording
+    again = pull_request_create(run=run, files=FILES, title="t", body="b")
+    assert again.content["adopted"] and again.content["number"] == first.content["number"]
+    assert gh.count("POST", r"/labels$") == 1 and len(gh.pulls("acme/api")) == 1
+    assert gh.labels_of("acme/api", pr["number"]) == ["amtp", "model-written"]
+
+
+def test_github_with_drafts_off_opens_a_ready_pull_request(github_run):
+    gh, run = github_run
+    run.repository.draft_pull_requests = False
+    run.repository.save()
+    pull_request_create(run=run, files=FILES, title="t", body="b")
+    assert gh.pulls("acme/api")[0]["draft"] is False

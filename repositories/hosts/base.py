@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from repositories.paths import path_problems
@@ -59,11 +60,15 @@ class RepositoryHost(ABC):
         files: dict[str, str],
         title: str,
         body: str,
+        draft: bool = True,
+        labels: Sequence[str] = (),
     ) -> PullRequestResult:
-        """Commit ``files`` on top of ``expected_base_sha`` as ``head_branch`` and open a PR.
+        """Commit ``files`` on top of ``expected_base_sha`` as ``head_branch`` and open a PR,
+        a draft unless ``draft`` is False, carrying ``labels``.
 
         Raises StaleBaseBranch when ``base_branch`` no longer points at ``expected_base_sha``;
-        adopts (``adopted=True``) an existing head branch / PR created by an earlier attempt.
+        adopts (``adopted=True``) an existing head branch / PR created by an earlier attempt,
+        adding only the labels it lacks.
         """
 
     @abstractmethod

@@ -46,6 +46,9 @@ REFERENCE_UPDATE_FAILED = "reference update failed"
 # POST git/trees answers 422 "base_tree is not a valid tree oid" sporadically for a tree that
 # exists, "constantly failing for a period of time (minutes to hours)" (PyGithub/PyGithub#1732).
 BASE_TREE_INVALID = "base_tree is not a valid tree oid"
+# POST pulls with draft: true where the plan has no drafts (a private repository on Free or
+# Pro): 422 "Draft pull requests are not supported in this repository." (SWE-agent/SWE-agent#179).
+DRAFTS_NOT_SUPPORTED = "draft pull requests are not supported"
 # Rule types that never refuse creating a new branch: they guard deletions, updates of an
 # existing ref, or merges (docs.github.com/rest/repos/rules; a required-status-checks rule does
 # refuse creation unless do_not_enforce_on_create: artifact-keeper/artifact-keeper#3798).

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from urllib.parse import quote
 
 from github import GithubException, InputGitTreeElement
@@ -20,6 +20,7 @@ from github import GithubException, InputGitTreeElement
 from amtp_site.canonical import canonical_json
 from repositories.errors import (
     BranchProtectionViolation,
+    DraftPullRequestsUnsupported,
     GitHubUnavailable,
     GitTreesApi409,
     RepositoryAccessError,
@@ -36,6 +37,11 @@ BASE_GONE = (
 STILL_FAILING = (
     "could not {action} in {repo}: GitHub answered {status} {message!r} {tries} times; GitHub "
     "gives this answer to valid requests now and then, so Temporal retries"
+)
+DRAFTS_REFUSED = (
+    "GitHub offers no draft pull requests for {repo} (a private repository on GitHub Free or "
+    "Pro): turn off 'draft pull requests' in its AMTP settings (CI that runs on pull requests "
+    "will then run the generated specs at once), or move it to a plan with drafts; then run again"
 )
 REF_STILL_FAILING = (
     "; no repository rule applies to {branch}. If it persists, a classic branch protection rule "
@@ -57,6 +63,8 @@ class PullRequestWrites:
         files: dict[str, str],
         title: str,
         body: str,
+        draft: bool = True,
+        labels: Sequence[str] = (),
     ) -> PullRequestResult:
         check_files(files)
         with self._errors(f"open a pull request from {head_branch} into {base_branch}"):
@@ -73,8 +81,9 @@ class PullRequestWrites:
             if pr is None:
                 if adopted:
                     self._check_ours(head_branch, head_sha, expected_base_sha, files)
-                pr, pr_adopted = self._create_pull(base_branch, head_branch, title, body)
+                pr, pr_adopted = self._create_pull(base_branch, head_branch, title, body, draft)
                 adopted = adopted or pr_adopted
+            self._label(pr, labels)
             head = (pr.number, pr.html_url, head_branch, head_sha)
             return PullRequestResult(*head, base_branch, expected_base_sha, adopted)
 
@@ -180,17 +189,33 @@ class PullRequestWrites:
             raise
         return answers.blocking_rules(rules)
 
-    def _create_pull(self, base, head, title, body):
+    def _create_pull(self, base, head, title, body, draft):
         """(pull request, whether adopted): GitHub's "already exists" answer is adopted."""
         try:
-            return self._repo().create_pull(base=base, head=head, title=title, body=body), False
+            pr = self._repo().create_pull(base=base, head=head, title=title, body=body, draft=draft)
+            return pr, False
         except GithubException as exc:
             found = None
-            if exc.status == 422 and "a pull request already exists" in answers.text(exc):
+            said = answers.text(exc) if exc.status == 422 else ""
+            if answers.DRAFTS_NOT_SUPPORTED in said:
+                raise DraftPullRequestsUnsupported(
+                    DRAFTS_REFUSED.format(repo=self.full_name), body=exc.data
+                ) from exc
+            if "a pull request already exists" in said:
                 found = self._find_pull(head, base)
             if found is None:
                 raise
             return found, True
+
+    def _label(self, pr, labels: Sequence[str]) -> None:
+        """Add the labels the pull request lacks (names ignore case, as on GitHub): one POST
+        issues/{n}/labels, none when a retry finds them all there already. Labels the
+        repository does not have yet are created by GitHub."""
+        present = {label.name.casefold() for label in pr.labels}
+        missing = [name for name in labels if name.casefold() not in present]
+        if missing:
+            url = f"{self._repo().url}/issues/{pr.number}/labels"
+            self._github().requester.requestJsonAndCheck("POST", url, input={"labels": missing})
 
     def discard_pull_request(self, *, head_branch: str, base_branch: str) -> bool:
         """Close the run's PR and delete its head branch (a cancelled run takes back what it

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
@@ -32,7 +33,7 @@ from pygit2.enums import FileMode, RepositoryOpenFlag
 
 from repositories.errors import RepositoryAccessError, StaleBaseBranch
 from repositories.hosts.base import PullRequestResult, RepositoryHost, TreeEntry, check_files
-from repositories.hosts.local_pulls import PullRecords
+from repositories.hosts.local_pulls import PullRecords, missing_labels
 from repositories.paths import read_path_problem
 from repositories.refnames import ref_problem
 from schemas.errors import ContractViolation
@@ -193,6 +194,8 @@ class LocalGitHost(RepositoryHost):
         files: dict[str, str],
         title: str,
         body: str,
+        draft: bool = True,
+        labels: Sequence[str] = (),
     ) -> PullRequestResult:
         self._check_branch(base_branch, "base branch")
         self._check_branch(head_branch, "head branch")
@@ -209,6 +212,8 @@ class LocalGitHost(RepositoryHost):
             "base_sha": expected_base_sha,
             "title": title,
             "body": body,
+            "draft": bool(draft),
+            "labels": list(labels),
         }
         with self._pulls.lock(), self._lock:
             heads = self._branch_heads(head_branch, base_branch)
@@ -322,6 +327,9 @@ class LocalGitHost(RepositoryHost):
         """
         data = self._pulls.load()
         record = next((p for p in data["pulls"] if p["head_branch"] == pull["head_branch"]), None)
+        if record is not None and (missing := missing_labels(record, pull["labels"])):
+            record["labels"] = [*record.get("labels", []), *missing]  # as GitHub adds them
+            self._pulls.save(data)
         if record is None:
             record = {
                 **pull,

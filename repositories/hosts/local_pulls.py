@@ -1,5 +1,6 @@
 """The local host's pull-request records: ``<git-dir>/amtp/pulls.json``, written whole and
-atomically, under a lock that serialises writers across processes."""
+atomically, under a lock that serialises writers across processes. A record holds what GitHub
+would show: title, body, branches, ``draft`` and ``labels``."""
 
 from __future__ import annotations
 
@@ -39,3 +40,9 @@ class PullRecords:
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, self.folder / "pulls.json")
+
+
+def missing_labels(record: dict, labels: list[str]) -> list[str]:
+    """``labels`` a recorded pull request lacks (names ignore case, as on GitHub)."""
+    present = {name.casefold() for name in record.get("labels", [])}
+    return [name for name in labels if name.casefold() not in present]

@@ -106,15 +106,41 @@ def totals_note(report: dict) -> str:
     return f"{totals['tests']} tests: {', '.join(parts) or 'none ran'}"
 
 
+MODEL_WRITTEN = (
+    "> 🤖 **The specs in this pull request were written by a model (AMTP).** {verdict} Read "
+    "them before any CI runs them."
+)
+RAN_SANDBOXED = "They ran in a sandbox against {target} before the pull request was opened."
+RAN_UNSANDBOXED = "They ran against {target} **without a sandbox** (the operator's override)."
+NOT_VERIFIED = "They were **not verified**: {reason}."
+NO_REPORT = "no verification report (the run predates verification)"
+
+
+def provenance(report: dict | None) -> str:
+    """The body's first line: model-written, and whether and how the specs were run."""
+    if report is None:
+        verdict = NOT_VERIFIED.format(reason=NO_REPORT)
+    elif report["status"] != "verified":
+        reason = _cell(report["reason"] or "no reason recorded", 300).rstrip(".")
+        verdict = NOT_VERIFIED.format(reason=reason)
+    elif report.get("sandbox", {}).get("isolated", True):
+        verdict = RAN_SANDBOXED.format(target=report["target_url"])
+    else:
+        verdict = RAN_UNSANDBOXED.format(target=report["target_url"])
+    return MODEL_WRITTEN.format(verdict=verdict)
+
+
 def pull_request_contents(code: dict, report: dict | None, test_dir: str) -> tuple[list, str, str]:
     """(files, title, body) of the pull request: the Test Engineer's, with the verification's
-    files (healed, quarantined, dropped) and its section in the body when there is a report."""
+    files (healed, quarantined, dropped) and its section in the body when there is a report;
+    the body opens with the provenance line."""
     if report is None:  # a run started before VerifyTests existed
-        return code["files"], code["pr_title"], code["pr_body"]
+        body = provenance(None) + "\n\n" + code["pr_body"]
+        return code["files"], code["pr_title"], body
     title = code["pr_title"]
     if report["status"] == "unverified":
         title = (UNVERIFIED_TITLE + title)[:256]
     if not report["files"]:
         raise ContractViolation(ALL_DROPPED)
     body = code["pr_body"].rstrip("\n") + "\n" + pr_section(report, test_dir)
-    return report["files"], title, body
+    return report["files"], title, provenance(report) + "\n\n" + body

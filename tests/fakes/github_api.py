@@ -12,14 +12,14 @@ them (content-addressed SHA-1), so the same files always give the same tree SHA,
     with FakeGitHub(enterprise=True) as ghes:     # GitHub Enterprise Server: the API is
         Github(base_url=ghes.api_url, ...)         # under /api/v3, the rest is its web UI
 
-Seeding and inspection: create_repo, push, tag, install_app; head, refs, pulls, files, read,
-commit_info; the ledger (method, path, status), calls (with headers) and count().
+Seeding and inspection: create_repo, push, branch, tag, install_app; head, refs, pulls,
+labels_of, files, read, commit_info; the ledger (method, path, status), calls (with headers) and count().
 Switches: protect (a ruleset or classic branch protection, answering in each wording GitHub
 uses), forbid, rate_limit (primary or secondary, with or without retry-after),
-flaky_ref_creation and flaky_base_tree (GitHub's transient 422s), server_error, fail (any
-answer), move_base / after_calls (something happens mid-operation), max_recursive_entries and
-max_recursive_bytes (when recursive tree listings report ``truncated``), token_ttl,
-token_scopes.
+flaky_ref_creation and flaky_base_tree (GitHub's transient 422s), no_drafts (a plan without
+draft pull requests), server_error, fail (any answer), move_base / after_calls (something
+happens mid-operation), max_recursive_entries and max_recursive_bytes (when recursive tree
+listings report ``truncated``), token_ttl, token_scopes. Drafts and labels: github_labels.
 
 Every behaviour that is not plain REST documentation names its public source where it is set.
 """
@@ -43,6 +43,7 @@ from urllib.parse import parse_qsl, unquote
 import jwt  # PyJWT (a PyGithub dependency) verifies App JWTs the way GitHub does
 
 from tests.fakes import github_rules
+from tests.fakes.github_labels import LabelsAndDrafts
 
 DOCS = "https://docs.github.com/rest"
 CREATE_REF_DOC = f"{DOCS}/git/refs#create-a-reference"
@@ -102,6 +103,7 @@ _ROUTES = [  # (verb, path pattern, handler); the first group is always the repo
         ("POST", _R + "/pulls", "create_pull"),
         ("GET", _R + r"/pulls/(\d+)", "get_pull"),
         ("PATCH", _R + r"/pulls/(\d+)", "update_pull"),
+        ("POST", _R + r"/issues/(\d+)/labels", "add_labels"),
     ]
 ]
 
@@ -184,6 +186,8 @@ class FakeRepo:
         self.pulls: list[dict] = []
         self.protections: list[Protection] = []
         self.forbidden: tuple[str, ...] = ()
+        self.drafts_supported = True  # FakeGitHub.no_drafts: a plan without draft PRs
+        self.labels: dict[str, str] = {}  # the repository's labels: casefolded -> as named
         self._listings: dict[tuple[str, bool], list[dict]] = {}  # trees are immutable: cache
 
     # -- git objects ------------------------------------------------------------------
@@ -350,6 +354,18 @@ class FakeRepo:
             "permissions": {"admin": False, "push": True, "pull": True},
         }
 
+    def label_json(self, name: str) -> dict:
+        n = sorted(self.labels).index(name.casefold()) + 1
+        return {
+            "id": self.id * 1000 + n,
+            "node_id": f"LA_{self.id}_{n}",
+            "url": f"{self.url}/labels/{name}",
+            "name": name,
+            "color": "ededed",
+            "default": False,
+            "description": None,
+        }
+
     def pull_json(self, pr: dict, api: str) -> dict:
         def side(branch: str, sha: str) -> dict:
             sha = self.refs.get(f"refs/heads/{branch}", sha)  # a PR follows its branch
@@ -372,6 +388,8 @@ class FakeRepo:
             "body": pr["body"],
             "html_url": f"{api}/{self.full_name}/pull/{n}",
             "draft": pr["draft"],
+            "labels": [self.label_json(name) for name in pr["labels"]],
+            "issue_url": f"{self.url}/issues/{n}",
             "head": side(pr["head"], pr["head_sha"]),
             "base": side(pr["base"], pr["base_sha"]),
             "user": {"login": "fake-bot[bot]"},
@@ -398,8 +416,10 @@ class _Fault:
     path: str | None
 
 
-class FakeGitHub:
+class FakeGitHub(LabelsAndDrafts):
     """The fake server. Switches and helpers are plain methods; all state sits behind one lock."""
+
+    Reply = Reply
 
     def __init__(self, *, enterprise: bool = False) -> None:
         """``enterprise``: GitHub Enterprise Server, with the API under /api/v3 only."""
@@ -493,6 +513,13 @@ class FakeGitHub:
                 repo.objects[tag_sha] = ("tag", {"object": sha, "tag": name, "message": message})
                 sha = tag_sha
             repo.refs[f"refs/tags/{name}"] = sha
+            return sha
+
+    def branch(self, full_name: str, name: str, target: str) -> str:
+        """A branch at ``target`` (a branch, tag or SHA), as ``git branch NAME TARGET``."""
+        with self._lock:
+            repo = self.repo(full_name)
+            repo.refs[f"refs/heads/{name}"] = sha = repo.resolve(target)
             return sha
 
     def repo(self, full_name: str) -> FakeRepo:
@@ -1144,12 +1171,14 @@ class FakeGitHub:
         if repo.is_ancestor(head_sha, base_sha):
             message = f"No commits between {base} and {head}"
             self._invalid_pull({"resource": "PullRequest", "code": "custom", "message": message})
+        draft = self._draft_rule(repo, body)
         pr = {
             "number": len(repo.pulls) + 1,
             "state": "open",
             "title": body.get("title"),
             "body": body.get("body"),
-            "draft": bool(body.get("draft")),
+            "draft": draft,
+            "labels": [],
             "head": head,
             "base": base,
             "head_sha": head_sha,

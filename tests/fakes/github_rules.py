@@ -6,7 +6,8 @@ from __future__ import annotations
 # The permission each route needs of an installation token ("Permissions required for GitHub
 # Apps", docs.github.com/rest/authentication/permissions-required-for-github-apps): metadata
 # (always granted) for the repository and its rules, contents for git data, pull_requests for
-# pulls; reads need "read" or "write", writes "write". Anything else: 403.
+# pulls; reads need "read" or "write", writes "write"; a tuple of pairs: any one of them.
+# Anything else: 403.
 ROUTE_PERMISSIONS = {
     **dict.fromkeys(("repo", "branch_rules"), ("metadata", "read")),
     **dict.fromkeys(
@@ -20,6 +21,9 @@ ROUTE_PERMISSIONS = {
     ),
     **dict.fromkeys(("list_pulls", "get_pull"), ("pull_requests", "read")),
     **dict.fromkeys(("create_pull", "update_pull"), ("pull_requests", "write")),
+    # Either one will do ("at least one of the following permission sets", add-labels-to-an-
+    # issue): a pull request's labels are the issue's.
+    "add_labels": (("issues", "write"), ("pull_requests", "write")),
 }
 JWT_LIFETIME = 600  # exp at most 10 minutes after iat (docs: "Generating a JWT for a GitHub App")
 # An iat in the future, as GitHub words it (probot/probot#967, Expensify/App#32069: clock drift).
@@ -34,6 +38,9 @@ def permitted(granted: dict[str, str] | None, route: str) -> bool:
     judged by its scopes instead) may take ``route``."""
     if granted is None:
         return True
-    permission, level = ROUTE_PERMISSIONS[route]
-    has = "read" if permission == "metadata" else granted.get(permission)
-    return has == "write" or (has == "read" and level == "read")
+    needs = ROUTE_PERMISSIONS[route]
+    for permission, level in needs if isinstance(needs[0], tuple) else (needs,):
+        has = "read" if permission == "metadata" else granted.get(permission)
+        if has == "write" or (has == "read" and level == "read"):
+            return True
+    return False
