@@ -190,11 +190,10 @@ GITHUB_API_URL = check_github_api_url(os.environ.get("GITHUB_API_URL") or "https
 GITHUB_TOKEN = os.environ.get("GITHUB_TOKEN", "")
 GITHUB_APP_ID = os.environ.get("GITHUB_APP_ID", "")
 GITHUB_APP_PRIVATE_KEY = os.environ.get("GITHUB_APP_PRIVATE_KEY", "")
+# The fallback for repositories without a webhook secret of their own (Repository.webhook_secret):
+# whoever holds it can sign pushes for every such repository.
 GITHUB_WEBHOOK_SECRET = os.environ.get("GITHUB_WEBHOOK_SECRET", "")
 AMTP_WEBHOOK_MAX_BYTES = env_int("AMTP_WEBHOOK_MAX_BYTES", 1024 * 1024)
-# One push (repository, branch, SHA) starts one run within this long, whatever delivery ids
-# it comes under (a replayed capture, a proxy that re-sends).
-AMTP_WEBHOOK_PUSH_DEDUPE_S = env_int("AMTP_WEBHOOK_PUSH_DEDUPE_S", 24 * 3600)
 # GitHub asks integrations to space out content-creating requests (secondary rate limits).
 GITHUB_SECONDS_BETWEEN_WRITES = float(os.environ.get("GITHUB_SECONDS_BETWEEN_WRITES", "1.0"))
 AMTP_MCP_CACHE_TTL = env_int("AMTP_MCP_CACHE_TTL", 24 * 3600)

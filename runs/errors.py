@@ -44,3 +44,8 @@ class RunInputInvalid(RunError):
 
 class RunNotActive(NonRetryableError):
     """The run finished (e.g. was cancelled) while this activity waited to run."""
+
+
+class PushNotChecked(RetryableError):
+    """The repository host could not say whether a pushed SHA is its branch's head, so the
+    push was neither started nor recorded (GitHub's redelivery retries it)."""

@@ -78,8 +78,14 @@ class DeliveryOutcome(models.TextChoices):
     ORCHESTRATOR_UNAVAILABLE = "orchestrator_unavailable"
 
 
+# The outcomes of a delivery whose push started a run (an earlier version left runs it could
+# not start as ``orchestrator_unavailable``).
+STARTED_A_RUN = (DeliveryOutcome.RUN_CREATED, DeliveryOutcome.ORCHESTRATOR_UNAVAILABLE)
+
+
 class WebhookDelivery(models.Model):
-    """One row per ``X-GitHub-Delivery``: a redelivery finds its row and creates nothing."""
+    """One row per ``X-GitHub-Delivery``: a redelivery finds its row and creates nothing; and
+    at most one delivery per (repository, pushed SHA) ever starts a run, whatever its id."""
 
     Outcome = DeliveryOutcome
 
@@ -87,6 +93,9 @@ class WebhookDelivery(models.Model):
     event = models.CharField(max_length=64)
     repo_full_name = models.CharField(max_length=200, blank=True)
     outcome = models.CharField(max_length=32, choices=Outcome.choices)
+    pushed_sha = models.CharField(
+        max_length=64, blank=True, default="", db_default="", help_text="A push's ``after``."
+    )
     note = models.TextField(blank=True)
     run = models.ForeignKey(
         "runs.Run", on_delete=models.SET_NULL, null=True, blank=True, related_name="deliveries"
@@ -101,6 +110,12 @@ class WebhookDelivery(models.Model):
             models.CheckConstraint(
                 condition=Q(outcome__in=DeliveryOutcome.values),
                 name="webhook_deliveries_outcome_valid",
+            ),
+            # Replays of a captured push, under new delivery ids, any time later: no new run.
+            models.UniqueConstraint(
+                fields=["repo_full_name", "pushed_sha"],
+                condition=Q(outcome__in=STARTED_A_RUN) & ~Q(pushed_sha=""),
+                name="webhook_deliveries_one_run_per_push",
             ),
         ]
 

@@ -1,7 +1,6 @@
 """Concurrent submits on the real stack (R6, R7): the limits and the deduplication hold when
 requests race, not only one at a time."""
 
-import json
 import threading
 import time
 from collections import Counter
@@ -12,21 +11,22 @@ from django.db import IntegrityError, connections
 from django.test import Client
 
 from amtp_site.valkey import window_key
-from runs import slots, webhooks
+from runs import slots
 from runs.errors import RateLimitExceeded
 from runs.models import Run
 from runs.models_api import WebhookDelivery
 from runs.services import run_create
 from runs.temporal.worker_thread import WorkerThread
-from tests import api_support
+from runs.webhook_deliveries import PUSH_SEEN
+from tests import api_support, webhook_support
 from tests.api_support import bearer, post
 from tests.factories import RepositoryFactory
 from tests.stub_stages import stub_activities
 from tests.temporal_worker import FAST_RETRY, wait_terminal
+from tests.webhook_support import SECRET, SHA, push
 
 pytestmark = pytest.mark.django_db(transaction=True)
 api_env, make_token = api_support.api_env, api_support.make_token
-SECRET = "webhook-test-secret"
 
 
 def race(count: int, request):
@@ -128,27 +128,15 @@ def test_an_admitted_run_whose_insert_fails_gives_its_place_back(api_env, valkey
     assert [m.decode() for m in valkey.zrange(window_key("acme/busy"), 0, -1)] == [str(run.pk)]
 
 
+hub = webhook_support.hub  # acme/shop on the fake GitHub, main at SHA
+
+
 def deliver(delivery_id: str):
-    body = json.dumps(
-        {
-            "ref": "refs/heads/main",
-            "after": "a" * 40,
-            "repository": {"full_name": "acme/shop"},
-            "sender": {"login": "octocat"},
-        }
-    ).encode()
-    headers = {
-        "X-GitHub-Event": "push",
-        "X-GitHub-Delivery": delivery_id,
-        "X-Hub-Signature-256": webhooks.signature_for(SECRET, body),
-    }
-    return Client().post(
-        "/api/webhooks/github", body, content_type="application/json", headers=headers
-    )
+    return webhook_support.deliver(Client(), push(), delivery=delivery_id)
 
 
 @pytest.fixture
-def hooked(api_env):
+def hooked(api_env, hub):
     api_env.GITHUB_WEBHOOK_SECRET = SECRET
     return RepositoryFactory(full_name="acme/shop", webhook_enabled=True, default_branch="main")
 
@@ -168,10 +156,16 @@ def test_one_push_resent_under_new_delivery_ids_makes_one_run(hooked):
     assert {r.json()["run_id"] for r in again} == {run_id}
     assert Run.objects.count() == 1
     notes = WebhookDelivery.objects.exclude(delivery_id="d-first").values_list("note", flat=True)
-    assert set(notes) == {webhooks.PUSH_SEEN.format(sha="a" * 40, branch="main", run_id=run_id)}
+    assert set(notes) == {PUSH_SEEN.format(sha=SHA, repo="acme/shop", run_id=run_id)}
 
 
 def test_concurrent_new_deliveries_of_one_push_make_one_run(hooked):
+    """Ten delivery ids, one push, released together: each passes the head check, and the
+    unique index on the deliveries that start runs lets one of them through."""
     responses = race(10, lambda i: deliver(f"d-{i}"))
     assert sorted(r.status_code for r in responses) == [200] * 9 + [201]
     assert Run.objects.count() == 1
+    started = WebhookDelivery.objects.filter(outcome="run_created")
+    assert started.count() == 1 and WebhookDelivery.objects.count() == 10
+    run_id = str(Run.objects.get().run_id)
+    assert {str(r.json()["run_id"]) for r in responses} == {run_id}

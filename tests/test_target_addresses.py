@@ -28,16 +28,17 @@ from runs.demo import demo_preview_set, ensure_demo_repositories
 from runs.models import Run
 from runs.models_api import WebhookDelivery
 from runs.services import PREVIEW_URL_REFUSED, run_create
-from runs.webhooks import TARGET_REFUSED
-from tests import api_support
+from runs.webhook_deliveries import TARGET_REFUSED
+from tests import api_support, webhook_support
 from tests.admin_helpers import client_for
 from tests.api_support import assert_problem, post
 from tests.factories import RepositoryFactory
 from tests.test_admin import _repository_form
 from tests.test_admin_launch import LAUNCH, form_data, launcher  # noqa: F401  (fixture)
-from tests.test_webhooks import SECRET, deliver, push
+from tests.webhook_support import SECRET, deliver, push
 
 pytestmark = pytest.mark.django_db
+hub = webhook_support.hub  # shared fixture: the fake GitHub the webhook asks for heads
 
 api_env, make_token, client = api_support.api_env, api_support.make_token, api_support.client
 
@@ -238,7 +239,7 @@ def test_the_service_refuses_and_leaves_the_repository_untouched(shop):
 
 
 def test_a_push_starts_no_run_against_a_preview_url_the_proxy_would_refuse(
-    client, settings, api_env
+    client, settings, api_env, hub
 ):
     settings.GITHUB_WEBHOOK_SECRET = SECRET
     repository = RepositoryFactory(

@@ -1,63 +1,42 @@
-"""GitHub webhooks: signatures over the raw body, one row per delivery, pushes start runs."""
+"""GitHub webhooks: signatures over the raw body, one row per delivery, pushes start runs (the
+pushed SHA checked against the branch's head, one run per push ever)."""
 
 import json
 import uuid
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from temporalio.client import WorkflowExecutionStatus
 
-from runs import pipeline, webhooks
+from runs import pipeline, webhook_deliveries, webhooks
 from runs.models import Run, RunStart
 from runs.models_api import WebhookDelivery
 from runs.services import run_again
 from runs.temporal.dispatcher import run_starts_dispatch
-from tests import api_support
+from tests import api_support, webhook_support
 from tests.api_support import assert_problem, describe
 from tests.factories import RepositoryFactory
 from tests.gitrepo import commit_files, git, make_git_repo
 from tests.samples import DEMO_WEB
 from tests.temporal_worker import wait_terminal
+from tests.webhook_support import SECRET, SHA, deliver, push
 
 pytestmark = pytest.mark.django_db
 
 api_env = api_support.api_env  # shared fixture
 
-SECRET = "webhook-test-secret"
-SHA = "a" * 40
+hub = webhook_support.hub  # shared fixture: acme/shop on the fake GitHub, main at SHA
 
 
 @pytest.fixture(autouse=True)
-def secret(settings):
+def secret(settings, hub):
     settings.GITHUB_WEBHOOK_SECRET = SECRET
 
 
 @pytest.fixture
 def repo():
     return RepositoryFactory(full_name="acme/shop", webhook_enabled=True, default_branch="main")
-
-
-def push(branch="main", repo="acme/shop", **extra):
-    return {
-        "ref": f"refs/heads/{branch}",
-        "before": "b" * 40,
-        "after": SHA,
-        "repository": {"full_name": repo},
-        "sender": {"login": "octocat"},
-        **extra,
-    }
-
-
-def deliver(client, payload, event="push", delivery=None, secret=SECRET, signature=None, **kw):
-    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery or str(uuid.uuid4())}
-    if signature is not False:
-        headers["X-Hub-Signature-256"] = signature or webhooks.signature_for(secret, body)
-    return client.post(
-        "/api/webhooks/github",
-        body,
-        content_type=kw.pop("content_type", "application/json"),
-        headers=headers,
-    )
 
 
 def nothing_recorded():
@@ -186,8 +165,9 @@ def test_a_redelivery_creates_nothing_new(client, repo, api_env):
     assert Run.objects.count() == 1 and WebhookDelivery.objects.count() == 1
 
 
-def test_watched_branches_start_runs_and_others_are_ignored(client, api_env):
+def test_watched_branches_start_runs_and_others_are_ignored(client, api_env, hub):
     RepositoryFactory(full_name="acme/shop", webhook_enabled=True, webhook_branches=["release"])
+    hub.branch("acme/shop", "release", SHA)
     ignored = deliver(client, push("main"))
     assert ignored.status_code == 200 and ignored.json()["status"] == "ignored"
     assert "does not start runs" in ignored.json()["note"]
@@ -214,7 +194,7 @@ def test_events_that_start_nothing_are_acknowledged(client, repo, payload, event
 def test_repositories_with_webhooks_disabled_are_ignored(client):
     RepositoryFactory(full_name="acme/shop", webhook_enabled=False)
     response = deliver(client, push())
-    assert response.json()["note"] == webhooks.WEBHOOKS_DISABLED.format(repo="acme/shop")
+    assert response.json()["note"] == webhook_deliveries.WEBHOOKS_DISABLED.format(repo="acme/shop")
     assert Run.objects.count() == 0
 
 
@@ -292,3 +272,108 @@ def test_run_again_of_a_push_runs_the_branch_as_it_is_now(tmp_path, temporal_env
     pipeline._resolve_commits(again)  # what the crawl stage does first
     again.refresh_from_db()
     assert again.commit_sha == again.base_sha == moved
+
+
+# --- the pushed SHA is the branch's head ---------------------------------------------------------
+
+
+def test_a_push_whose_sha_is_not_the_branch_head_starts_no_run(client, repo, hub, api_env):
+    moved = hub.push("acme/shop", "main", {"README.md": "# moved on\n"})
+    response = deliver(client, push(), delivery="d-stale")
+    assert response.status_code == 200 and response.json()["status"] == "ignored"
+    note = webhook_deliveries.NOT_THE_HEAD.format(
+        sha=SHA, branch="main", repo="acme/shop", head=moved
+    )
+    assert response.json()["note"] == note
+    delivery = WebhookDelivery.objects.get()
+    assert (delivery.outcome, delivery.note, delivery.pushed_sha) == ("ignored", note, SHA)
+    assert not Run.objects.exists()
+    assert hub.count("GET", r"/git/ref/heads/main$") == 1  # asked the host, nothing else
+
+
+def test_a_forged_sha_of_another_repository_starts_no_run(client, repo, hub):
+    forged = hub.create_repo("evil/fork", {"steal.js": "fetch('https://evil.test')\n"})
+    response = deliver(client, {**push(), "after": forged})
+    assert response.json()["status"] == "ignored" and "is not the head" in response.json()["note"]
+    assert not Run.objects.exists()
+
+
+def test_a_watched_branch_the_host_does_not_have_starts_no_run(client, hub):
+    RepositoryFactory(full_name="acme/shop", webhook_enabled=True, webhook_branches=["gone"])
+    response = deliver(client, push("gone"))
+    assert response.json()["status"] == "ignored"
+    assert response.json()["note"].startswith("gone cannot be read from acme/shop: ")
+    assert WebhookDelivery.objects.get().outcome == "ignored" and not Run.objects.exists()
+
+
+def test_a_host_that_cannot_answer_records_nothing_so_a_redelivery_retries(
+    client, repo, hub, api_env
+):
+    hub.server_error(calls=1, method="GET", path=r"/git/ref/")
+    response = deliver(client, push(), delivery="d-down")
+    problem = assert_problem(response, 503, "host-unavailable")
+    assert problem["detail"] == webhook_deliveries.HOST_UNREACHABLE.format(
+        sha=SHA, branch="main", repo="acme/shop"
+    )
+    assert "500" not in problem["detail"] and problem["error_id"]  # internals go to the log
+    assert nothing_recorded()
+    assert deliver(client, push(), delivery="d-down").status_code == 201
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_local_host_answers_the_head_question_too(tmp_path, client, api_env):
+    path = make_git_repo(tmp_path / "web", DEMO_WEB)
+    RepositoryFactory(full_name="acme/web", host="local", local_path=path, webhook_enabled=True)
+    old = git(path, "rev-parse", "HEAD")
+    new = commit_files(path, {"README.md": "moved on\n"})
+    stale = deliver(client, {**push(repo="acme/web"), "after": old})
+    assert stale.json()["status"] == "ignored" and "is not the head of main" in stale.json()["note"]
+    assert deliver(client, {**push(repo="acme/web"), "after": new}).status_code == 201
+    assert Run.objects.get().ref == new
+
+
+# --- one run per (repository, pushed SHA), ever ----------------------------------------------------
+
+
+def test_a_push_replayed_a_month_later_under_a_new_delivery_id_starts_nothing(
+    client, repo, hub, api_env
+):
+    first = deliver(client, push(), delivery="d-first").json()
+    month_ago = timezone.now() - timedelta(days=30)
+    WebhookDelivery.objects.update(received_at=month_ago)
+    Run.objects.update(created_at=month_ago)
+    asked = hub.count("GET", r"/git/ref/")
+    replay = deliver(client, push(), delivery="d-replayed")
+    assert replay.status_code == 200
+    note = webhook_deliveries.PUSH_SEEN.format(sha=SHA, repo="acme/shop", run_id=first["run_id"])
+    assert replay.json() == {
+        "status": "duplicate",
+        "delivery": "d-replayed",
+        "note": note,
+        "run_id": first["run_id"],
+    }
+    assert Run.objects.count() == 1 and hub.count("GET", r"/git/ref/") == asked
+    replayed = WebhookDelivery.objects.get(delivery_id="d-replayed")
+    assert (replayed.outcome, str(replayed.run_id)) == ("ignored", first["run_id"])
+
+
+def test_run_again_runs_a_pushed_commit_twice_and_a_replay_still_does_not(
+    client, repo, hub, api_env
+):
+    deliver(client, push(), delivery="d-1")
+    again = run_again(run=Run.objects.get())
+    assert again.created and Run.objects.count() == 2
+    assert deliver(client, push(), delivery="d-2").json()["status"] == "duplicate"
+    assert Run.objects.count() == 2
+
+
+def test_the_database_refuses_a_second_run_starting_delivery_of_one_push(repo):
+    from django.db import IntegrityError, transaction
+
+    row = {"event": "push", "repo_full_name": "acme/shop", "pushed_sha": SHA}
+    WebhookDelivery.objects.create(delivery_id="d-a", outcome="run_created", **row)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        WebhookDelivery.objects.create(delivery_id="d-b", outcome="orchestrator_unavailable", **row)
+    WebhookDelivery.objects.create(delivery_id="d-c", outcome="ignored", **row)  # a duplicate
+    other = {**row, "repo_full_name": "acme/other"}
+    WebhookDelivery.objects.create(delivery_id="d-d", outcome="run_created", **other)
