@@ -20,6 +20,7 @@ from runs.models import Run
 from runs.pipeline import UNEXPLORED_NOTE, UNVERIFIED_NOTE
 from runs.services import run_create
 from runs.temporal.worker_thread import WorkerThread
+from runs.verification import summary
 from runs.verification.verify import NO_TARGET
 from tests.factories import RepositoryFactory
 from tests.gitrepo import git, make_git_repo
@@ -125,6 +126,9 @@ def test_verify_heals_and_quarantines_before_the_pr(tmp_path, temporal_env, evid
     (pull,) = LocalGitHost(repo.full_name, repo.local_path).pull_requests()
     assert "## Verification" in pull["body"] and "🚧 quarantined" in pull["body"]
     assert "**1 passed · 2 healed · 1 flaky · 1 quarantined**" in pull["body"]
+    first_line = summary.provenance(report.content)  # sandboxed, or the override said so
+    assert pull["body"].startswith(first_line) and report.content["target_url"] in first_line
+    assert (pull["draft"], pull["labels"]) == (True, ["amtp", "model-written"])
 
 
 def closed_port_url() -> str:
@@ -156,6 +160,8 @@ def test_an_unreachable_target_fails_the_run_unless_the_pr_may_go_unverified(
     assert report["status"] == "unverified"
     pull = LocalGitHost(repo.full_name, repo.local_path).pull_requests()[-1]
     assert pull["title"].startswith("[unverified] ") and "Unverified" in pull["body"]
+    assert pull["body"].startswith("> 🤖 **The specs in this pull request were written by a model")
+    assert "They were **not verified**: " in pull["body"].partition("\n")[0]
 
 
 def test_a_run_target_url_overrides_the_repository_and_none_skips(tmp_path, worker, evidence):
