@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.urls import reverse
+from django.utils.decorators import method_decorator
 from django.utils.html import format_html
+from django.views.decorators.debug import sensitive_post_parameters
 
 from repositories.forms import RepositoryForm
 from repositories.models import Repository
@@ -46,6 +48,11 @@ class RepositoryAdmin(admin.ModelAdmin):
         ("Verification", {"fields": REPOSITORY_VERIFICATION}),
         ("Limits", {"fields": REPOSITORY_LIMITS}),
     ]
+
+    # An error report (DEBUG page, error e-mail) shows the request's POST data: not this field.
+    @method_decorator(sensitive_post_parameters("webhook_secret"))
+    def changeform_view(self, request, *args, **kwargs):
+        return super().changeform_view(request, *args, **kwargs)
 
     def save_model(self, request, obj, form, change):
         """Saved by the service, like every other surface; the form has shown its problems."""

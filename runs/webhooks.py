@@ -20,6 +20,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
+from django.views.decorators.debug import sensitive_variables
 from ninja import Router, Schema, Status
 from pydantic import Field
 from pydantic import ValidationError as PayloadInvalid
@@ -117,6 +118,7 @@ def _named_repository(request: HttpRequest, body: bytes) -> str:
     url_name="github_webhook",
     summary="GitHub webhook receiver",
 )
+@sensitive_variables("secret")  # an error report shows a frame's locals: not this one
 def github_webhook(request: HttpRequest, response: HttpResponse):
     """Signed GitHub deliveries: ``ping`` is answered, a ``push`` to a watched branch of a
     registered repository starts a run (201), everything else is acknowledged and ignored."""

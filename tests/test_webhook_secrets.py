@@ -128,7 +128,10 @@ def test_admin_never_shows_the_secret_and_blank_keeps_it(admin_client, tmp_path)
     path = make_git_repo(tmp_path / "repo", {"README.md": "hi\n"})
     add = reverse("admin:repositories_repository_add")
     form = _repository_form(local_path=path, webhook_secret=SHOP_SECRET)
-    assert admin_client.post(add, form).status_code == 302
+    response = admin_client.post(add, form)
+    assert response.status_code == 302
+    # an error report of this request (DEBUG page, error e-mail) would mask the field
+    assert response.wsgi_request.sensitive_post_parameters == ("webhook_secret",)
     repo = Repository.objects.get(full_name="acme/local")
     assert repo.webhook_secret == SHOP_SECRET
     page = admin_client.get(change_url(repo)).content.decode()
@@ -184,3 +187,31 @@ def test_the_secret_is_not_in_the_admin_history(admin_client, tmp_path):
     assert SHOP_SECRET not in messages and BLOG_SECRET not in messages
     history = admin_client.get(change_url(repo) + "history/").content.decode()
     assert SHOP_SECRET not in history and BLOG_SECRET not in history
+
+
+def test_an_error_report_of_the_receiver_hides_the_secret(rf, repos, monkeypatch):
+    """Django's error reports (the DEBUG page, error e-mails) show each frame's locals."""
+    from django.http import HttpResponse
+    from django.views.debug import ExceptionReporter
+
+    def broken(**kwargs):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(webhooks, "webhook_delivery_receive", broken)
+    body = json.dumps(push()).encode()
+    request = rf.post(
+        "/api/webhooks/github",
+        body,
+        content_type="application/json",
+        headers={
+            "X-GitHub-Event": "push",
+            "X-GitHub-Delivery": "d-1",
+            "X-Hub-Signature-256": webhooks.signature_for(SHOP_SECRET, body),
+        },
+    )
+    with pytest.raises(RuntimeError) as caught:
+        webhooks.github_webhook(request, HttpResponse())
+    reporter = ExceptionReporter(request, caught.type, caught.value, caught.tb, is_email=True)
+    frames = {frame["function"]: dict(frame["vars"]) for frame in reporter.get_traceback_frames()}
+    assert frames["github_webhook"]["secret"] == "*" * 20
+    assert SHOP_SECRET not in repr(frames) and SHOP_SECRET not in reporter.get_traceback_html()
