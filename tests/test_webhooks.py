@@ -3,10 +3,8 @@ pushed SHA checked against the branch's head, one run per push ever)."""
 
 import json
 import uuid
-from datetime import timedelta
 
 import pytest
-from django.utils import timezone
 from temporalio.client import WorkflowExecutionStatus
 
 from runs import pipeline, webhook_deliveries, webhooks
@@ -330,50 +328,3 @@ def test_the_local_host_answers_the_head_question_too(tmp_path, client, api_env)
     assert stale.json()["status"] == "ignored" and "is not the head of main" in stale.json()["note"]
     assert deliver(client, {**push(repo="acme/web"), "after": new}).status_code == 201
     assert Run.objects.get().ref == new
-
-
-# --- one run per (repository, pushed SHA), ever ----------------------------------------------------
-
-
-def test_a_push_replayed_a_month_later_under_a_new_delivery_id_starts_nothing(
-    client, repo, hub, api_env
-):
-    first = deliver(client, push(), delivery="d-first").json()
-    month_ago = timezone.now() - timedelta(days=30)
-    WebhookDelivery.objects.update(received_at=month_ago)
-    Run.objects.update(created_at=month_ago)
-    asked = hub.count("GET", r"/git/ref/")
-    replay = deliver(client, push(), delivery="d-replayed")
-    assert replay.status_code == 200
-    note = webhook_deliveries.PUSH_SEEN.format(sha=SHA, repo="acme/shop", run_id=first["run_id"])
-    assert replay.json() == {
-        "status": "duplicate",
-        "delivery": "d-replayed",
-        "note": note,
-        "run_id": first["run_id"],
-    }
-    assert Run.objects.count() == 1 and hub.count("GET", r"/git/ref/") == asked
-    replayed = WebhookDelivery.objects.get(delivery_id="d-replayed")
-    assert (replayed.outcome, str(replayed.run_id)) == ("ignored", first["run_id"])
-
-
-def test_run_again_runs_a_pushed_commit_twice_and_a_replay_still_does_not(
-    client, repo, hub, api_env
-):
-    deliver(client, push(), delivery="d-1")
-    again = run_again(run=Run.objects.get())
-    assert again.created and Run.objects.count() == 2
-    assert deliver(client, push(), delivery="d-2").json()["status"] == "duplicate"
-    assert Run.objects.count() == 2
-
-
-def test_the_database_refuses_a_second_run_starting_delivery_of_one_push(repo):
-    from django.db import IntegrityError, transaction
-
-    row = {"event": "push", "repo_full_name": "acme/shop", "pushed_sha": SHA}
-    WebhookDelivery.objects.create(delivery_id="d-a", outcome="run_created", **row)
-    with pytest.raises(IntegrityError), transaction.atomic():
-        WebhookDelivery.objects.create(delivery_id="d-b", outcome="orchestrator_unavailable", **row)
-    WebhookDelivery.objects.create(delivery_id="d-c", outcome="ignored", **row)  # a duplicate
-    other = {**row, "repo_full_name": "acme/other"}
-    WebhookDelivery.objects.create(delivery_id="d-d", outcome="run_created", **other)
