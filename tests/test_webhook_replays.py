@@ -77,7 +77,7 @@ def test_the_database_refuses_a_second_run_starting_delivery_of_one_push(repo):
 def test_the_upgrade_counts_the_pushes_that_already_started_runs():
     """Under the old 24-hour window one push could start two runs days apart: the migration
     gives the first one's delivery the SHA (the index then holds), the later one none."""
-    before, after = [("runs", "0008_drop_unused_run_indexes")], [("runs", "0009_one_run_per_push")]
+    before, after = [("runs", "0009_explore_app_stage")], [("runs", "0010_one_run_per_push")]
     executor = MigrationExecutor(connection)
     executor.migrate(before)
     old = executor.loader.project_state(before).apps

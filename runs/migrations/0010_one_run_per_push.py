@@ -28,7 +28,7 @@ def backfill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0008_drop_unused_run_indexes"),
+        ("runs", "0009_explore_app_stage"),
     ]
 
     operations = [
