@@ -2,14 +2,15 @@
 in a session of its own, the healing of the tests that failed against the running app.
 
 The files are untrusted: agents.file_policy checks paths, sizes and syntax before anything is
-stored. Branch names in the answer are never trusted: the run's own replace them. A heal is
-checked test by test (agents.spec_blocks): passing tests untouched, failing ones neither
-deleted, skipped nor reduced to fewer assertions.
+stored. Branch names in the answer are never trusted: the run's own replace them. A heal's
+shape is checked here (agents.spec_blocks): only the files and failing tests it was given,
+none deleted, none added. Whether each healed test still expects what it expected is the rule
+of agents.expectations, judged test by test where the heal is applied (runs.verification), so
+one weakening heal is refused without losing the honest ones beside it.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from agents import spec_blocks
@@ -52,15 +53,8 @@ class TestEngineer(Agent):
 
 HEAL_NEW_FILE = "healing may only change the files it was given"
 HEAL_DELETED = "a failing test was deleted; fix it or leave it unchanged (AMTP quarantines it)"
-HEAL_SKIPPED = (
-    "a healed test may not be skipped or marked fixme/fail; AMTP quarantines with a reason"
-)
-HEAL_NO_ASSERTION = "a healed test must still assert something about the app"
-HEAL_ONLY_DELETES = "the heal only deletes assertions; that is weakening the test, not fixing it"
 HEAL_TOUCHED_PASSING = "a test that passed was changed or removed; change failing tests only"
 HEAL_NEW_TEST = "healing fixes failing tests; it does not add new ones"
-# expect(true), expect(1), expect("x"): an assertion about a literal says nothing about the app.
-_TRIVIAL = re.compile(r"^expect\(\s*(true|false|null|undefined|-?\d[\d.]*|'[^']*'|\"[^\"]*\")\s*\)")
 
 
 class HealingTestEngineer(TestEngineer):
@@ -106,12 +100,9 @@ class HealingTestEngineer(TestEngineer):
             raise ContractViolation("the heal breaks the healing rules", problems)
 
 
-def _real(expects: tuple[str, ...]) -> set[str]:
-    return {e for e in expects if not _TRIVIAL.match(e)}
-
-
 def heal_problems(original: str, healed: str, failing: set[str]) -> list[str]:
-    """Why ``healed`` is not an honest heal of the ``failing`` tests of ``original``."""
+    """Why ``healed`` is not a heal of the ``failing`` tests of ``original`` in shape: a test
+    added, deleted, or a passing one touched (what a healed test expects is judged apart)."""
     before = {b.title: b for b in spec_blocks.blocks(original)}
     after = {b.title: b for b in spec_blocks.blocks(healed)}
     problems = [f"test {t!r}: {HEAL_NEW_TEST}" for t in after.keys() - before.keys()]
@@ -120,15 +111,6 @@ def heal_problems(original: str, healed: str, failing: set[str]) -> list[str]:
         if title not in failing:
             if new is None or new.text != old.text:
                 problems.append(f"test {title!r}: {HEAL_TOUCHED_PASSING}")
-            continue
-        if new is None:
+        elif new is None:
             problems.append(f"test {title!r}: {HEAL_DELETED}")
-        elif new.text == old.text:
-            continue  # left as it was: it stays failing
-        elif new.modifier:
-            problems.append(f"test {title!r}: {HEAL_SKIPPED}")
-        elif not _real(new.expects):
-            problems.append(f"test {title!r}: {HEAL_NO_ASSERTION}")
-        elif _real(new.expects) < _real(old.expects):
-            problems.append(f"test {title!r}: {HEAL_ONLY_DELETES}")
     return problems

@@ -140,6 +140,9 @@ VERIFICATION_REPORT = {
             "error": "",
             "reason": "",
             "heal": "GET /users answers HTML: tested as a page",
+            "diff": "--- a/e2e/amtp/users.spec.ts\n+++ b/e2e/amtp/users.spec.ts\n@@ -2 +2 @@\n"
+            "-  const response = await request.get('/users');\n"
+            "+  const response = (await page.goto('/users'))!;",
             "evidence": [{"kind": "trace", "path": "run-1/users-lists/trace.zip", "bytes": 5381}],
         }
     ],

@@ -7,15 +7,12 @@ import copy
 
 import pytest
 
-from agents import spec_blocks
+from agents import expectations, spec_blocks
 from agents.file_policy import check_generated_files
 from agents.offline.heal import heal_files
 from agents.test_engineer import (
     HEAL_DELETED,
     HEAL_NEW_TEST,
-    HEAL_NO_ASSERTION,
-    HEAL_ONLY_DELETES,
-    HEAL_SKIPPED,
     HEAL_TOUCHED_PASSING,
     heal_problems,
 )
@@ -92,7 +89,7 @@ def test_quarantine_marks_fixme_with_the_reason_and_drop_removes_only_that_test(
     )
 
 
-def test_the_offline_heal_tests_an_html_route_as_a_page_and_says_so():
+def test_the_offline_heal_reaches_an_html_route_as_a_page_keeping_every_expectation():
     payload = {
         "run_id": "3f2b8c1e-9a4d-4e6f-8b21-5c7d9e0f1a2b",
         "framework": "playwright",
@@ -107,14 +104,20 @@ def test_the_offline_heal_tests_an_html_route_as_a_page_and_says_so():
         {
             "file": "e2e/amtp/api-login.spec.ts",
             "title": GET_LOGIN,
-            "change": "GET /login answers HTML (text/html), not JSON: tested as a page (2xx, "
-            "visible body, no uncaught page errors) instead of as a JSON API. Offline healing "
+            "change": "GET /login answers HTML (text/html), not JSON: reached as a page "
+            "(page.goto) with its body read from the page instead of parsed as JSON; every "
+            "expectation kept, a visible body and no uncaught page errors added. Offline healing "
             "rule, no LLM.",
         }
     ]
     block = spec_blocks.find(healed["contents"], title=GET_LOGIN)
-    assert 'await page.goto("/login")' in block.text and "request" not in block.text
+    assert 'const response = (await page.goto("/login"))!;' in block.text
+    assert "request" not in block.text and ".json()" not in block.text
     assert "// AMTP heal: GET /login answers HTML" in block.text
+    old = spec_blocks.find(SPEC, title=GET_LOGIN)
+    for kept in old.expects:  # each as it was, word for word
+        assert kept in block.expects
+    assert expectations.weakening(old.text, block.text) == []
     assert heal_problems(SPEC, healed["contents"], {GET_LOGIN}) == []
     check_generated_files([healed], framework="playwright", test_dir="e2e/amtp")
 
@@ -149,15 +152,6 @@ def _edit(old: str, new: str) -> str:
 @pytest.mark.parametrize(
     "healed,problem",
     [
-        (_edit("    expect(body).not.toBeUndefined();\n", ""), HEAL_ONLY_DELETES),
-        (
-            _edit(
-                "    expect(response.ok()).toBeTruthy();\n    const body: unknown = await response.json();\n    expect(body).not.toBeUndefined();\n",
-                "    expect(true).toBeTruthy();\n",
-            ),
-            HEAL_NO_ASSERTION,
-        ),
-        (_edit('test("tc_api_get_login', 'test.skip("tc_api_get_login'), HEAL_SKIPPED),
         (spec_blocks.drop(SPEC, spec_blocks.find(SPEC, title=GET_LOGIN)), HEAL_DELETED),
         (_edit("toBeLessThan(500)", "toBeLessThan(600)"), HEAL_TOUCHED_PASSING),
         (
@@ -169,15 +163,12 @@ def _edit(old: str, new: str) -> str:
         ),
     ],
     ids=[
-        "deletes-an-assertion",
-        "asserts-a-literal",
-        "skips",
         "deletes-the-test",
         "touches-a-passing-test",
         "adds-a-test",
     ],
 )
-def test_a_dishonest_heal_is_refused(healed, problem):
+def test_a_heal_out_of_shape_is_refused(healed, problem):
     problems = heal_problems(SPEC, healed, {GET_LOGIN})
     assert any(problem in p for p in problems), problems
 
@@ -261,3 +252,28 @@ def test_nothing_left_after_dropping_every_test_is_said_plainly():
     report = {**copy.deepcopy(VERIFICATION_REPORT), "files": []}
     with pytest.raises(ContractViolation, match="every generated test failed"):
         summary.pull_request_contents(CODE, report, "e2e/amtp")
+
+
+def test_each_heal_shows_in_the_pull_request_as_a_folded_bounded_diff():
+    report = copy.deepcopy(VERIFICATION_REPORT)
+    healed = report["tests"][0]
+    refused = {
+        **healed,
+        "title": "home <shows> notes",
+        "status": "quarantined",
+        "heal": "",
+        "reason": "possible app bug: the expectation still fails; the heal was refused: it "
+        "tried to loosen `expect(h1).toHaveText('Notes')` to `expect(h1).toBeVisible()`",
+        "diff": "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-  ```\n+  ````",
+    }
+    report["tests"].append(refused)
+    _, _, body = summary.pull_request_contents(CODE, report, "e2e/amtp")
+    assert "### Heals" in body
+    assert "<details><summary>🩹 healed: lists users</summary>" in body
+    assert f"```diff\n{healed['diff']}\n```\n" in body
+    assert "<summary>🛑 heal refused: home &lt;shows&gt; notes</summary>" in body
+    assert f"`````diff\n{refused['diff']}\n`````" in body  # a fence its diff cannot close
+    report["tests"] = [{**refused, "diff": "+ x\n" * 900} for _ in range(12)]
+    section = "\n".join(summary.heals_section(report["tests"]))
+    assert len(section) < summary.HEALS_CHARS + 600 and section.count("<details>") == 2
+    assert section.rstrip().endswith("… 10 more heal(s) in the verification report.")

@@ -3,9 +3,15 @@
 
 from __future__ import annotations
 
+import html
+import re
+
+from runs.verification.heals import REFUSED_LEAD
 from schemas.errors import ContractViolation
 
-MAX_ROWS = 100  # with the cell limits below the section stays far under GitHub's 65,536
+# With the cell limits below, the table and the heals stay under GitHub's 65,536 characters.
+MAX_ROWS = 100
+HEALS_CHARS = 10_000
 MARK = {
     "passed": "✅ passed",
     "healed": "🩹 healed",
@@ -76,6 +82,7 @@ def pr_section(report: dict, test_dir: str) -> str:
         if len(tests) > MAX_ROWS:
             lines.append(f"| … {len(tests) - MAX_ROWS} more in the verification report | | | |")
         lines.append("")
+        lines += heals_section(tests)
         if report["totals"]["quarantined"]:
             lines.append(
                 "Quarantined tests failed against the app after healing: "
@@ -97,6 +104,44 @@ def pr_section(report: dict, test_dir: str) -> str:
             "```",
         ]
     return "\n".join(lines) + "\n"
+
+
+def heals_section(tests: list[dict]) -> list[str]:
+    """Each heal, taken or refused, as its diff (folded), up to HEALS_CHARS in all."""
+    healed = [t for t in tests if t.get("diff")]
+    if not healed:
+        return []
+    lines = [
+        "### Heals",
+        "",
+        "What the healing round changed in each test. A heal may change how a test finds "
+        "things, never what it expects; a refused heal is not applied (the test stays as "
+        "written and is quarantined).",
+        "",
+    ]
+    used = 0
+    for shown, test in enumerate(healed):
+        refused = test["reason"].startswith(REFUSED_LEAD)
+        fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", test["diff"])), default=0))
+        title = html.escape(" ".join(test["title"].split())[:120])
+        block = [
+            f"<details><summary>{'🛑 heal refused' if refused else MARK[test['status']]}: "
+            f"{title}</summary>",
+            "",
+            f"{fence}diff",
+            test["diff"],
+            fence,
+            "",
+            "</details>",
+            "",
+        ]
+        size = sum(len(line) + 1 for line in block)
+        if used + size > HEALS_CHARS:
+            lines += [f"… {len(healed) - shown} more heal(s) in the verification report.", ""]
+            break
+        lines += block
+        used += size
+    return lines
 
 
 def totals_note(report: dict) -> str:

@@ -7,8 +7,9 @@
 2. Otherwise the tools and the target are checked (VerifierNotInstalled, TargetUnreachable),
    then every spec runs once (Playwright's retries tell ``flaky`` from ``failed``).
 3. Each healing round hands the failing tests, their errors and snapshots to the Test Engineer
-   (``heal``: a fresh process and session) and re-runs the files it changed; a test passing
-   now is ``healed``.
+   (``heal``: a fresh process and session); its heal of each test is judged (``heals``: a
+   heal that loosens what a test expects is refused) and the files it changed re-run; a test
+   passing now is ``healed``.
 4. A test still failing is quarantined: ``test.fixme`` under a comment with its reason, or
    dropped when the repository says so. Never deleted silently, never weakened.
 
@@ -28,7 +29,7 @@ from agents import spec_blocks
 from agents.file_policy import check_generated_files
 from amtp_site.errors import AmtpError
 from repositories import targets
-from runs.verification import evidence, proxy, sandbox
+from runs.verification import evidence, heals, proxy, sandbox
 from runs.verification.errors import VerificationTimedOut
 from runs.verification.playwright import (
     TIMED_OUT,
@@ -84,6 +85,8 @@ class Row:
     error: str = ""
     reason: str = ""
     heal: str = ""
+    diff: str = ""  # the heal of this test, taken or refused
+    refused: str = ""  # why the heal was refused (heals.REFUSED)
     evidence: list[dict] = field(default_factory=list)
     snapshot: dict = field(default_factory=dict)
 
@@ -98,6 +101,7 @@ class Row:
             "error": self.error,
             "reason": clean(self.reason, 2000),
             "heal": clean(self.heal, 2000),
+            "diff": clean(self.diff, heals.MAX_DIFF_CHARS),
             "evidence": self.evidence,
         }
 
@@ -272,13 +276,17 @@ def _heal_round(session: Session, heal: Heal) -> None:
         before, path = session.files.get(entry["path"]), entry["path"]
         if before is None or before == entry["contents"]:
             continue
-        changed.append(path)
-        for row in (r for r in failing if r.file == path):
-            old = spec_blocks.find(before, title=row.title, line=row.line)
-            new = spec_blocks.find(entry["contents"], title=row.title)
-            if old is not None and new is not None and old.text != new.text:
-                row.heal = said.get((path, row.title)) or HEAL_UNSAID
-        session.files[path] = entry["contents"]
+        rows = [r for r in failing if r.file == path]
+        source, verdicts = heals.apply(
+            path, before, entry["contents"], [(r.title, r.line) for r in rows]
+        )
+        for row in (r for r in rows if r.title in verdicts):
+            verdict = verdicts[row.title]
+            row.diff, row.refused = verdict.diff, verdict.refused
+            row.heal = "" if verdict.refused else said.get((path, row.title)) or HEAL_UNSAID
+        if source != before:
+            changed.append(path)
+            session.files[path] = source
     if changed:
         session.execute("rerun", changed)
 
@@ -301,7 +309,8 @@ def _quarantine(session: Session) -> None:
                 rounds=plan.heal_rounds,
                 error=headline(row.error),
             )
-            row.reason = f"{why}; {row.reason}" if row.reason else why
+            # a refused heal leads: the test is kept as it was written, and may have found a bug
+            row.reason = "; ".join(r for r in (row.refused, why, row.reason) if r)
             if plan.failing_tests == "drop":
                 source = spec_blocks.drop(source, block)
             else:
