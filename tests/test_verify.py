@@ -17,14 +17,19 @@ import pytest
 import schemas
 from agents.providers.base import Completion, Provider, ProviderOptions
 from agents.runner import AgentContext, run_agent
-from agents.test_engineer import HEAL_ONLY_DELETES, HealingTestEngineer
+from agents.test_engineer import HealingTestEngineer
 from runs.demo_app import serve
 from runs.verification import playwright as pw
 from runs.verification import verify as v
-from runs.verification.errors import TargetUnreachable, VerificationTimedOut, VerifierNotInstalled
+from runs.verification.errors import (
+    TargetAnswersErrors,
+    TargetUnreachable,
+    VerificationTimedOut,
+    VerifierNotInstalled,
+)
 from runs.verification.service import runner_from_settings
 from tests.test_browser import chromium_path
-from tests.verify_apps import NotesApp
+from tests.verify_apps import FailingApp, NotesApp
 
 RUN_ID = "3f2b8c1e-9a4d-4e6f-8b21-5c7d9e0f1a2b"
 HEADER = "import { test, expect } from '@playwright/test';\n\n"
@@ -153,7 +158,7 @@ class ScriptedHealer(Provider):
         return Completion(text=json.dumps(answer))
 
 
-def test_a_heal_that_deletes_assertions_is_refused_and_the_test_dropped(tmp_path, notes):
+def test_a_heal_that_deletes_an_assertion_is_refused_and_the_test_dropped(tmp_path, notes):
     weakened = MISSING_NOTE.replace("  expect(response.ok()).toBeTruthy();\n", "", 1)
     assert weakened != MISSING_NOTE
 
@@ -180,8 +185,13 @@ def test_a_heal_that_deletes_assertions_is_refused_and_the_test_dropped(tmp_path
     assert tests["sign-in page answers"]["status"] == "passed"
     missing = tests["note 999 answers JSON"]
     assert missing["status"] == "quarantined" and missing["attempts"] == 3
-    assert HEAL_ONLY_DELETES in missing["reason"]
+    assert missing["reason"].startswith(
+        "possible app bug: the expectation still fails; the heal was refused: it tried to "
+        "remove `expect(response.ok()).toBeTruthy()`; failed against"
+    )
     assert "expect(received).toBeTruthy() · Received: false" in missing["reason"]
+    assert missing["heal"] == "" and "-  expect(response.ok()).toBeTruthy();" in missing["diff"]
+    assert [r["phase"] for r in report["timings"]["rounds"]] == ["run", "heal"]  # no rerun
     assert report["totals"]["quarantined"] == 1 and report["totals"]["passed"] == 1
     (kept,) = report["files"]  # the failing test is dropped; the passing one stays
     assert "note 999" not in kept["contents"] and "sign-in page answers" in kept["contents"]
@@ -200,6 +210,40 @@ def test_an_unreachable_target_fails_with_what_to_do(tmp_path):
         v.verify(make_plan(tmp_path, url, [spec("notes", PASSING)]), heal=no_heal)
     assert url in caught.value.message
     assert "start the app there or correct the URL" in caught.value.message
+
+
+@pytest.fixture
+def failing_app(request):
+    app = FailingApp(healthy=getattr(request, "param", ()))
+    server, url = serve(app)
+    yield app, url
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize(
+    "failing_app,said",
+    [((), "GET / of the target answered a server error (500)"), (("/",), "every response")],
+    indirect=["failing_app"],
+    ids=["every-page", "all-the-tests-reach"],
+)
+def test_a_target_answering_only_errors_stops_before_healing(tmp_path, failing_app, said):
+    app, url = failing_app
+    files = [spec("missing", MISSING_NOTE)]
+    with pytest.raises(TargetAnswersErrors) as caught:
+        v.verify(make_plan(tmp_path, url, files), heal=no_heal)  # no_heal: not asked to heal
+    assert caught.value.message.startswith("target answers errors only: every test failed")
+    assert said in caught.value.message and url in caught.value.message
+    assert "fix or redeploy it" in caught.value.message
+    assert {"/api/notes/999", "/login"} <= set(app.paths)  # the tests did run
+
+
+def test_tests_failing_against_a_healthy_target_are_quarantined_not_blamed_on_it(tmp_path, notes):
+    wrong = HEADER + "test('home answers 201', async ({ request }) => {\n"
+    wrong += "  expect((await request.get('/')).status()).toBe(201);\n});\n"
+    plan = make_plan(tmp_path, notes[1], [spec("wrong", wrong)], heal_rounds=0)
+    report = v.verify(plan, heal=no_heal)
+    assert [t["status"] for t in report["tests"]] == ["quarantined"]
 
 
 def test_the_time_budget_stops_a_hanging_suite(tmp_path, notes):

@@ -27,7 +27,7 @@ from tests.gitrepo import git, make_git_repo
 from tests.histories import fixture_name, record_history
 from tests.temporal_worker import wait_terminal
 from tests.test_browser import chromium_path
-from tests.verify_apps import NOTES_REPO, NotesApp
+from tests.verify_apps import NOTES_REPO, FailingApp, NotesApp
 from tests.worker_process import start_worker, stop_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -108,6 +108,9 @@ def test_verify_heals_and_quarantines_before_the_pr(tmp_path, temporal_env, evid
         "tc_api_post_notes": "quarantined",  # a real bug: an empty POST crashes the app (500)
     }
     assert "answers HTML" in results["tc_api_get_login"]["heal"]
+    assert (
+        '+    const response = (await page.goto("/login"))!;' in results["tc_api_get_login"]["diff"]
+    )
     assert "Received:   500" in results["tc_api_post_notes"]["error"]
     assert results["tc_api_post_notes"]["reason"].startswith(f"failed against {notes_app}")
     for item in results["tc_api_post_notes"]["evidence"]:
@@ -129,6 +132,7 @@ def test_verify_heals_and_quarantines_before_the_pr(tmp_path, temporal_env, evid
     first_line = summary.provenance(report.content)  # sandboxed, or the override said so
     assert pull["body"].startswith(first_line) and report.content["target_url"] in first_line
     assert (pull["draft"], pull["labels"]) == (True, ["amtp", "model-written"])
+    assert "### Heals" in pull["body"] and results["tc_api_get_login"]["diff"] in pull["body"]
 
 
 def closed_port_url() -> str:
@@ -162,6 +166,43 @@ def test_an_unreachable_target_fails_the_run_unless_the_pr_may_go_unverified(
     assert pull["title"].startswith("[unverified] ") and "Unverified" in pull["body"]
     assert pull["body"].startswith("> 🤖 **The specs in this pull request were written by a model")
     assert "They were **not verified**: " in pull["body"].partition("\n")[0]
+
+
+@pytest.fixture
+def failing_app():
+    server, url = serve(FailingApp())
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_target_answering_only_errors_stops_the_run_before_the_pr(
+    tmp_path, worker, evidence, failing_app
+):
+    repo = notes_repo(tmp_path, preview_url=failing_app)
+    run = wait_terminal(run_create(repository=repo, depth_level="smoke"), RUN_TIMEOUT)
+    assert (run.status, run.error_type) == ("failed", "TargetAnswersErrors")
+    assert run.error_message.startswith("target answers errors only: ")
+    assert failing_app in run.error_message
+    assert run.stages.get(name="verify_tests").status == "failed"
+    assert run.stages.get(name="create_pull_request").status == "skipped"
+    assert LocalGitHost(repo.full_name, repo.local_path).pull_requests() == []
+
+    repo.open_pr_unverified = True
+    repo.save()
+    run = wait_terminal(run_create(repository=repo, depth_level="smoke"), RUN_TIMEOUT)
+    assert run.status == "passed", (run.error_type, run.error_message)
+    stage = run.stages.get(name="verify_tests")
+    assert (stage.error_type, stage.note) == ("TargetAnswersErrors", UNVERIFIED_NOTE)
+    report = run.artifacts.get(kind="verification_report").content
+    assert report["status"] == "unverified" and report["totals"]["quarantined"] == 0
+    (pull,) = LocalGitHost(repo.full_name, repo.local_path).pull_requests()
+    assert pull["title"].startswith("[unverified] ")
+    assert "target answers errors only" in pull["body"]
+    files = [
+        git(repo.local_path, "show", f"{run.head_branch}:{f['path']}") for f in report["files"]
+    ]
+    assert not any("test.fixme" in f and "AMTP quarantined" in f for f in files)
 
 
 def test_a_run_target_url_overrides_the_repository_and_none_skips(tmp_path, worker, evidence):

@@ -90,3 +90,21 @@ class NotesApp:
             return [json.dumps(self.notes[-1]).encode()]
         start_response("200 OK", [("Content-Type", "application/json")])
         return [json.dumps(self.notes).encode()]
+
+
+class FailingApp:
+    """An app that is up but broken: every path answers 500, except those in ``healthy``
+    (a load balancer's page at ``/`` that still answers while the app behind it fails)."""
+
+    def __init__(self, healthy: tuple[str, ...] = ()) -> None:
+        self.healthy = healthy
+        self.paths: list[str] = []
+
+    def __call__(self, environ, start_response):
+        path = environ.get("PATH_INFO", "/")
+        self.paths.append(path)
+        if path in self.healthy:
+            start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
+            return [_html("Notes")]
+        start_response("500 Internal Server Error", [("Content-Type", "text/html")])
+        return [_html("Internal Server Error")]

@@ -14,6 +14,13 @@ class TargetUnreachable(VerificationError):
     """The run's target URL did not answer, or the network rule refuses it."""
 
 
+class TargetAnswersErrors(VerificationError):
+    """The target answers, but only server errors (5xx), and every test failed: the app is
+    down, not the tests wrong. Final like TargetUnreachable: each attempt of the stage re-runs
+    the whole suite in the browser, and an app that fails every page is fixed by a person
+    (the run is started again then), rarely within Temporal's retry window."""
+
+
 class VerifierNotInstalled(VerificationError):
     """Node, the pinned ``@playwright/test`` package or the Chromium browser is missing."""
 

@@ -86,24 +86,47 @@ def snapshot(attempt: Attempt | None) -> dict:
     return found
 
 
+def statuses(attempt: Attempt | None) -> set[int]:
+    """The HTTP status of every response the attempt's trace recorded (pages and requests)."""
+    found: set[int] = set()
+    for name, _type, path in attempt.attachments if attempt is not None else []:
+        if name == "trace" and Path(path).is_file():
+            try:
+                with zipfile.ZipFile(Path(path)) as archive:
+                    found |= {
+                        int(s.get("response", {}).get("status", 0)) for s in _responses(archive)
+                    }
+            except (zipfile.BadZipFile, KeyError, ValueError, OSError, TypeError, AttributeError):
+                continue
+    return {s for s in found if s > 0}
+
+
+def _responses(archive: zipfile.ZipFile) -> list[dict]:
+    """The trace's network log, in order (bounded: a trace is a zip the tests wrote)."""
+    entries = {info.filename: info for info in archive.infolist()}
+    if len(entries) > MAX_ZIP_ENTRIES:
+        return []
+    found = []
+    for name in sorted(n for n in entries if n.endswith(".network")):
+        if entries[name].file_size > MAX_NETWORK_LOG_BYTES:
+            continue
+        with archive.open(name) as log:
+            text = log.read(MAX_NETWORK_LOG_BYTES).decode("utf-8", "replace")
+        for line in text.splitlines():
+            entry = json.loads(line) if line.strip() else {}
+            if entry.get("type") == "resource-snapshot":
+                found.append(entry["snapshot"])
+    return found
+
+
 def _last_response(trace: Path) -> dict:
     try:
         with zipfile.ZipFile(trace) as archive:
             entries = {info.filename: info for info in archive.infolist()}
-            if len(entries) > MAX_ZIP_ENTRIES:
+            responses = _responses(archive)
+            if not responses:
                 return {}
-            last = None
-            for name in sorted(n for n in entries if n.endswith(".network")):
-                if entries[name].file_size > MAX_NETWORK_LOG_BYTES:
-                    continue
-                with archive.open(name) as log:
-                    text = log.read(MAX_NETWORK_LOG_BYTES).decode("utf-8", "replace")
-                for line in text.splitlines():
-                    entry = json.loads(line) if line.strip() else {}
-                    if entry.get("type") == "resource-snapshot":
-                        last = entry["snapshot"]
-            if last is None:
-                return {}
+            last = responses[-1]
             response = last.get("response", {})
             content = response.get("content", {})
             body = ""

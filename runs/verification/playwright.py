@@ -136,11 +136,12 @@ def preflight(runner: Runner) -> None:
         raise VerifierNotInstalled(BROWSER_MISSING.format(path=runner.chromium))
 
 
-def probe(url: str, policy: Policy, timeout_s: float = 5.0) -> None:
-    """TargetUnreachable unless ``url`` answers HTTP at all (any status counts: a 404 or a
-    500 from the app is for the tests to report). It goes where the tests' proxy would: the
-    address the name is pinned to, refused where the network rule refuses; no redirect is
-    followed."""
+def probe(url: str, policy: Policy, timeout_s: float = 5.0) -> int:
+    """The status ``GET /`` of ``url`` answers; TargetUnreachable unless it answers HTTP at
+    all. Any status passes here: a 404 or a 500 is for the tests to report, and the stage
+    weighs a 5xx with their results (TargetAnswersErrors). It goes where the tests' proxy
+    would: the address the name is pinned to, refused where the network rule refuses; no
+    redirect is followed."""
     scheme, host, port = targets.origin(url)
     shown = targets.display(url)
     try:
@@ -152,7 +153,9 @@ def probe(url: str, policy: Policy, timeout_s: float = 5.0) -> None:
         connection.sock = sock
         with sock:
             connection.request("GET", "/", headers={"User-Agent": "AMTP-verify"})
-            connection.getresponse().read(1024)
+            response = connection.getresponse()
+            response.read(1024)
+            return response.status
     except (Blocked, OSError, http.client.HTTPException, ValueError) as exc:
         why = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
         raise TargetUnreachable(UNREACHABLE.format(url=shown, why=why), url=shown) from exc

@@ -6,6 +6,8 @@
    ``skipped``; never ``passed``. Without a target URL: ``skipped``, with the reason.
 2. Otherwise the tools and the target are checked (VerifierNotInstalled, TargetUnreachable),
    then every spec runs once (Playwright's retries tell ``flaky`` from ``failed``).
+   When every test failed and the target answered only errors (5xx), the app is down, not
+   the tests wrong: TargetAnswersErrors, before any healing.
 3. Each healing round hands the failing tests, their errors and snapshots to the Test Engineer
    (``heal``: a fresh process and session); its heal of each test is judged (``heals``: a
    heal that loosens what a test expects is refused) and the files it changed re-run; a test
@@ -30,7 +32,7 @@ from agents.file_policy import check_generated_files
 from amtp_site.errors import AmtpError
 from repositories import targets
 from runs.verification import evidence, heals, proxy, sandbox
-from runs.verification.errors import VerificationTimedOut
+from runs.verification.errors import TargetAnswersErrors, VerificationTimedOut
 from runs.verification.playwright import (
     TIMED_OUT,
     Runner,
@@ -51,6 +53,11 @@ QUARANTINED = "failed against {url} after {rounds} healing round(s): {error}"
 HEAL_FAILED = "the healing session failed ({error})"
 HEAL_UNSAID = "changed by the healing session (it did not say how)"
 NOT_LOCATED = "could not be quarantined automatically (its title is not a string literal)"
+ERRORS_ONLY = (
+    "target answers errors only: every test failed and {what} answered a server error "
+    "({statuses}); the app at {url} is up but failing: fix or redeploy it (its log says why), or "
+    "correct the URL (repository preview URL or the run's target_url), then run again"
+)
 
 # (heal input, seconds left) → heal output (both validated by the agent runner)
 Heal = Callable[[dict, float], dict]
@@ -89,6 +96,7 @@ class Row:
     refused: str = ""  # why the heal was refused (heals.REFUSED)
     evidence: list[dict] = field(default_factory=list)
     snapshot: dict = field(default_factory=dict)
+    statuses: set[int] = field(default_factory=set)  # every response its failures saw
 
     def entry(self) -> dict:
         return {
@@ -166,6 +174,7 @@ class Session:
         if failure is not None:
             row.error = failure.error if row.status in ("failed", "flaky") else row.error
             row.snapshot = evidence.snapshot(failure)
+            row.statuses |= evidence.statuses(failure)
             row.evidence += evidence.keep(
                 failure, scratch=scratch, folder=self.plan.evidence_dir, prefix=prefix
             )
@@ -206,9 +215,10 @@ def verify(plan: Plan, *, heal: Heal) -> dict:
     preflight(plan.runner)
     sandbox.check_available()
     session = Session(plan)
-    probe(plan.target_url, session.policy)
+    answered = probe(plan.target_url, session.policy)
     versions = tool_versions(plan.runner)
     session.execute("run", list(session.files))
+    _stop_if_errors_only(session, answered)
     for _ in range(plan.heal_rounds):
         if not session.failing():
             break
@@ -216,6 +226,26 @@ def verify(plan: Plan, *, heal: Heal) -> dict:
     if plan.quarantine:
         _quarantine(session)
     return _report(plan, session, list(session.rows.values()), "verified", "", versions)
+
+
+def _stop_if_errors_only(session: Session, answered: int) -> None:
+    """TargetAnswersErrors when every test that ran failed and the target answered only server
+    errors: its GET / did, or every response the failing tests saw did (and each saw some)."""
+    rows = [row for row in session.rows.values() if row.status != "skipped"]
+    if not rows or any(row.status != "failed" for row in rows):
+        return
+    seen = set().union(*(row.statuses for row in rows))
+    if answered >= 500:
+        what, statuses = "GET / of the target", {answered}
+    elif seen and min(seen) >= 500 and all(row.statuses for row in rows):
+        what, statuses = "every response the tests got", seen
+    else:
+        return
+    url = targets.display(session.plan.target_url)
+    shown = ", ".join(str(s) for s in sorted(statuses))
+    raise TargetAnswersErrors(
+        ERRORS_ONLY.format(what=what, statuses=shown, url=url), url=url, statuses=sorted(statuses)
+    )
 
 
 def not_run(plan: Plan, status: str, reason: str) -> dict:
