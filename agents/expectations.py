@@ -65,7 +65,8 @@ _SUBJECT_REFERS = frozenset({"identifier", "this", "member_expression", "call_ex
 _WS = re.compile(r"\s+")
 SHOWN = 140
 
-NOT_A_TEST = "the heal does not leave a test() call with a callback here"
+# The rule refuses what it cannot judge: a test whose body is not an inline function.
+NOT_A_TEST = "change a test whose body is not an inline function (the rule cannot read it)"
 NO_EXPECTATION = "leave the test without any expectation about the app"
 
 
@@ -112,9 +113,10 @@ def read(statement: str) -> Reading | None:
     if names[:1] != ["test"] or fn is None or fn.type not in _FUNCTIONS:
         return None
     expectations, skips, returns = [], 0, 0
+    values = _values(fn)
     for node in _walk(fn):
         if node.type == "call_expression":
-            found = _expectation(node, fn)
+            found = _expectation(node, fn, values)
             if found is not None:
                 expectations.append(found)
             skips += _is_skip(node)
@@ -129,7 +131,7 @@ def weakening(before: str, after: str) -> list[str]:
     heal tried to …"); empty for an honest heal."""
     old, new = read(before), read(after)
     if old is None or new is None:
-        return [NOT_A_TEST] if new is None else []
+        return [NOT_A_TEST]
     found = []
     if new.modifier in SKIPS and old.modifier != new.modifier:
         found.append(f"mark the test test.{new.modifier}")
@@ -196,7 +198,21 @@ def _walk(node: tree_sitter.Node):
         stack.extend(reversed(current.children))
 
 
-def _expectation(call: tree_sitter.Node, fn: tree_sitter.Node) -> Expectation | None:
+def _values(fn: tree_sitter.Node) -> dict[str, str]:
+    """What each variable declared in the test holds, canonical: an expected value may be
+    named (``toHaveText(title)``), and a heal changing ``title`` changes what is expected."""
+    values = {}
+    for node in _walk(fn):
+        if node.type == "variable_declarator":
+            name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+            if name is not None and name.type == "identifier" and value is not None:
+                values[name.text.decode("utf-8")] = _tokens(value, {})
+    return values
+
+
+def _expectation(
+    call: tree_sitter.Node, fn: tree_sitter.Node, values: dict[str, str]
+) -> Expectation | None:
     """The expectation whose ``expect(…)`` call is ``call``, else None."""
     function = call.child_by_field_name("function")
     soft = False
@@ -233,7 +249,9 @@ def _expectation(call: tree_sitter.Node, fn: tree_sitter.Node) -> Expectation | 
         text=_WS.sub(" ", matcher_call.text.decode("utf-8")),
         matcher=".".join(modifiers),
         expected=_canonical_args(
-            matcher_call.child_by_field_name("arguments"), options=modifiers[-1] in RETRYING
+            matcher_call.child_by_field_name("arguments"),
+            options=modifiers[-1] in RETRYING,
+            values=values,
         ),
         soft=soft or "soft" in names,
         guard=_guard(matcher_call, fn),
@@ -242,16 +260,17 @@ def _expectation(call: tree_sitter.Node, fn: tree_sitter.Node) -> Expectation | 
     )
 
 
-def _canonical_args(args: tree_sitter.Node | None, *, options: bool) -> str:
-    """The matcher's arguments as one canonical string: string literals by their value, other
-    tokens as written, comments and whitespace dropped; with ``options``, the waits are left
-    out of a last object argument (and an object of waits only, out altogether)."""
+def _canonical_args(args: tree_sitter.Node | None, *, options: bool, values: dict[str, str]) -> str:
+    """The matcher's arguments as one canonical string: string literals by their value, a
+    variable of the test with what it holds, other tokens as written, comments and whitespace
+    dropped; with ``options``, the waits are left out of a last object argument (and an object
+    of waits only, out altogether)."""
     named = [a for a in args.named_children if a.type != "comment"] if args is not None else []
-    parts = [_tokens(arg) for arg in named]
+    parts = [_tokens(arg, values) for arg in named]
     if options and named and named[-1].type == "object":
         pairs = [p for p in named[-1].named_children if p.type != "comment"]
         kept = [p for p in pairs if not (p.type == "pair" and _key(p) in WAITS)]
-        parts[-1] = "{" + ",".join(_tokens(p) for p in kept) + "}"
+        parts[-1] = "{" + ",".join(_tokens(p, values) for p in kept) + "}"
         if pairs and not kept:
             parts.pop()
     return ",".join(parts)
@@ -263,7 +282,7 @@ def _key(pair: tree_sitter.Node) -> str:
     return text.strip("'\"")
 
 
-def _tokens(node: tree_sitter.Node) -> str:
+def _tokens(node: tree_sitter.Node, values: dict[str, str]) -> str:
     out = []
     stack = [node]
     while stack:
@@ -274,6 +293,9 @@ def _tokens(node: tree_sitter.Node) -> str:
             c.type == "template_substitution" for c in current.children
         ):
             out.append(json.dumps(_literal(current)))
+        elif current.type == "identifier" and current.text.decode("utf-8") in values:
+            name = current.text.decode("utf-8")
+            out.append(f"{name}=({values[name]})")
         elif current.child_count == 0:
             out.append(current.text.decode("utf-8"))
         else:

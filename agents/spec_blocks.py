@@ -17,7 +17,6 @@ import tree_sitter
 from agents.file_policy import _TYPESCRIPT, _callee_names
 
 TEST_MODIFIERS = ("fixme", "skip", "fail", "only", "slow")
-_WS = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -31,7 +30,6 @@ class TestBlock:
     start: int  # byte offsets of the statement
     end: int
     callee: tuple[int, int]  # byte offsets of the callee (`test` or `test.fixme`)
-    expects: tuple[str, ...]  # each expect(...) chain, whitespace-normalised, in order
 
 
 def _title(node: tree_sitter.Node | None) -> str | None:
@@ -57,20 +55,6 @@ def _title(node: tree_sitter.Node | None) -> str | None:
 def _statement(node: tree_sitter.Node) -> tree_sitter.Node:
     parent = node.parent
     return parent if parent is not None and parent.type == "expression_statement" else node
-
-
-def _expects(node: tree_sitter.Node) -> tuple[str, ...]:
-    """Every assertion chain inside ``node``: the outermost call whose callee starts with
-    ``expect(`` (``expect(x).toBe(1)``, ``await expect(page).toHaveTitle(/a/)``)."""
-    found = []
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if current.type == "call_expression" and current.text.startswith(b"expect"):
-            found.append(_WS.sub(" ", current.text.decode("utf-8")))
-            continue
-        stack.extend(reversed(current.children))
-    return tuple(found)
 
 
 def blocks(source: str) -> list[TestBlock]:
@@ -101,7 +85,6 @@ def blocks(source: str) -> list[TestBlock]:
                         start=statement.start_byte,
                         end=statement.end_byte,
                         callee=(callee.start_byte, callee.end_byte),
-                        expects=_expects(named[1]),
                     )
                 )
                 continue

@@ -56,6 +56,12 @@ LOOSENINGS = {
         healed("[{ id: 1, text: 'Buy milk' }]", "expect.anything()"),
         "expected value",
     ),
+    "named-expected-value": (
+        healed("toHaveText('Notes')", "toHaveText(heading)").replace(
+            "  await page.goto('/');\n", "  const heading = /.*/;\n  await page.goto('/');\n"
+        ),
+        "expected value",
+    ),
     "text-option": (
         healed("toHaveText('Notes')", "toHaveText('notes', { ignoreCase: true })"),
         "expected value",
@@ -152,6 +158,9 @@ def test_what_a_test_expects_is_read_canonically():
     assert url.awaited and not url.soft and url.guard == ""
     assert (body.matcher, body.expected) == ("toEqual", '[ { id : 1 , text : "Buy milk" } ]')
     assert expectations.read("const x = 1;") is None
+    named = "test('home shows the notes', checkHome);"
+    assert expectations.weakening(TEST, named) == [expectations.NOT_A_TEST]
+    assert expectations.weakening(named, TEST) == [expectations.NOT_A_TEST]
 
 
 def test_deep_nesting_does_not_exhaust_the_stack():
@@ -205,3 +214,13 @@ def test_a_heal_diff_is_bounded():
     diff = verdicts["home shows the notes"].diff
     assert len(diff.splitlines()) == heals.MAX_DIFF_LINES + 1
     assert diff.endswith("more diff line(s) not shown") and len(diff) <= heals.MAX_DIFF_CHARS
+
+
+def test_an_expected_value_changed_through_its_variable_is_refused():
+    named = TEST.replace("toHaveText('Notes')", "toHaveText(title)").replace(
+        "  await page.goto('/');\n", "  const title = 'Notes';\n  await page.goto('/');\n"
+    )
+    loosened = named.replace("const title = 'Notes';", "const title = /.*/;")
+    found = expectations.weakening(named, loosened)
+    assert found and "change the expected value of" in found[0]
+    assert expectations.weakening(named, named.replace("'Notes';", '"Notes";')) == []
