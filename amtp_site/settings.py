@@ -204,6 +204,9 @@ ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
 ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
+# response_format json_schema on Chat Completions; false for a server that refuses it
+# (llama-cpp-python answers 422): the schema then travels in the prompt only.
+OPENAI_STRUCTURED_OUTPUTS = env_bool("OPENAI_STRUCTURED_OUTPUTS", True)
 AMTP_LLM_PROVIDER = os.environ.get("AMTP_LLM_PROVIDER") or (
     "anthropic"
     if ANTHROPIC_API_KEY

@@ -107,4 +107,5 @@ def make_provider(
         agent=agent,
         api_key=settings.OPENAI_API_KEY,
         base_url=settings.OPENAI_BASE_URL or None,
+        structured_outputs=settings.OPENAI_STRUCTURED_OUTPUTS,
     )

@@ -76,8 +76,11 @@ class OpenAIProvider(VendorProvider):
         base_url: str | None = None,
         structured_outputs: bool = True,
         api: str | None = None,
+        http_client: Any = None,
     ) -> None:
-        super().__init__(options, agent=agent, api_key=api_key, base_url=base_url)
+        super().__init__(
+            options, agent=agent, api_key=api_key, base_url=base_url, http_client=http_client
+        )
         self._hosted = base_url is None or urlsplit(base_url).hostname == "api.openai.com"
         self.structured_outputs = structured_outputs
         # "chat" (Chat Completions) or "responses", from the model table unless given.
@@ -134,6 +137,10 @@ class OpenAIProvider(VendorProvider):
                 }
                 for tool in tools
             ]
+            # OpenAI's default with tools, said out loud: llama-cpp-python's server takes an
+            # absent tool_choice as "none" and answers text (llama_chat_format.py,
+            # chatml_function_calling, "Case 1: No tool choice by user").
+            request["tool_choice"] = "auto"
         elif self.options.output_schema is not None and self.structured_outputs:
             # strict=False: strict mode demands every property be required and forbids
             # keywords our contracts use; jsonschema remains the judge of the answer anyway.
@@ -189,10 +196,14 @@ def _to_vendor(message: dict[str, Any]) -> list[dict[str, Any]]:
         calls: list[ToolCall] = message.get("tool_calls") or []
         if not calls:
             return [{"role": "assistant", "content": message.get("content") or ""}]
+        # "" when the turn only called tools, not null: OpenAI takes either, but
+        # llama-cpp-python's server types content as a string (llama_cpp/llama_types.py,
+        # ChatCompletionRequestAssistantMessage) and answers null with a 500; its ChatML
+        # template reads message.content, so a turn without the key is a 500 too.
         return [
             {
                 "role": "assistant",
-                "content": message.get("content") or None,
+                "content": message.get("content") or "",
                 "tool_calls": [
                     {
                         "id": call.id,

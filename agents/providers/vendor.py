@@ -108,6 +108,7 @@ class VendorProvider(Provider):
         agent: str,
         api_key: str,
         base_url: str | None = None,
+        http_client: Any = None,
     ) -> None:
         super().__init__(options, agent=agent)
         self._check_base_url(base_url)
@@ -115,8 +116,14 @@ class VendorProvider(Provider):
         self._api_key = api_key  # kept only to scrub it from error messages
         self.base_url = base_url
         self.timeout = self._timeout(options)
+        # http_client: an httpx2.Client (the SDKs' HTTP library) of the caller's (scripts/llama_compare.py records the
+        # raw answers through one); None: the SDK's own.
         self._client = self.client_class(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=self.timeout
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=self.timeout,
+            http_client=http_client,
         )
 
     def _check_base_url(self, base_url: str | None) -> None:
