@@ -72,6 +72,9 @@ class HttpError:
     no_retry_after: bool = False
     headers: dict[str, str] = field(default_factory=dict)  # e.g. {"x-should-retry": "false"}
     body: dict[str, Any] | bytes | None = None  # sent as-is when given
+    # A refusal by the fake's checks goes out with x-should-retry: false, so no retry hides it;
+    # True: sent as the real server sends it (llama-cpp-python's 500 for a request it refuses).
+    as_real: bool = False
 
 
 Reply = str | Text | ToolUse | HttpError | Callable[[dict[str, Any]], Any]
@@ -200,7 +203,7 @@ class _FakeServer:
         except Exception as exc:  # noqa: BLE001 -- surface the test's bug through the SDK
             problem = HttpError(500, f"fake: reply callable raised {exc!r}")
         if problem is not None:  # final: x-should-retry stops SDK retries from hiding it
-            return self._error(problem, {"x-should-retry": "false"})
+            return self._error(problem, {} if problem.as_real else {"x-should-retry": "false"})
         if isinstance(reply, HttpError):
             return self._error(reply, {})
         headers, raw = self.encode(body, record.json or {})

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from tests.fakes import openai_responses
+from tests.fakes import llamacpp, openai_responses
 from tests.fakes.llm_base import (
     _SYSTEM_ROLES,
     HttpError,
@@ -38,14 +38,15 @@ def openai_quota(code: str = "insufficient_quota") -> HttpError:
 # -- OpenAI-compatible -------------------------------------------------------------------------
 OPENAI_REASONING = re.compile(r"o\d|gpt-[5-9]")
 RESPONSES = "/v1/responses"
-FLAVOURS = ("openai", "ollama", "vllm", "lmstudio")
+FLAVOURS = ("openai", "ollama", "vllm", "lmstudio", "llamacpp")
 
 
 class FakeOpenAI(_FakeServer):
     """`POST /v1/chat/completions`. Client: `openai.OpenAI(base_url=fake.url + "/v1", ...)`.
     Answers a single choice whatever `n` asks for.
 
-    `flavour` picks whose wording errors use; `models` (None: any name) are the models served;
+    `flavour` picks whose wording errors use (``llamacpp``: llama-cpp-python's server, see
+    ``_llamacpp_problem``); `models` (None: any name) are the models served;
     `tools=False` is a server that cannot take tools (vLLM without a tool-call parser, an Ollama
     model without the tools capability); `context_window` is the prompt size in tokens the
     loaded model takes."""
@@ -108,6 +109,7 @@ class FakeOpenAI(_FakeServer):
             or self._model_problem(str(body["model"]))
             or (_reasoning_problem(body) if self.flavour == "openai" else None)
             or self._tools_problem(body)
+            or (llamacpp.problem(body) if self.flavour == "llamacpp" else None)
             or self._window_problem(body)
         )
 
@@ -136,8 +138,12 @@ class FakeOpenAI(_FakeServer):
     def _window_problem(self, body: dict[str, Any]) -> HttpError | None:
         prompt = _tokens([body.get("messages"), body.get("tools")])
         window = self.context_window
-        if window is None or prompt <= window or self.flavour == "ollama":
+        if window is None or self.flavour == "ollama":
             return None  # Ollama truncates the prompt silently instead (see render)
+        if self.flavour == "llamacpp":
+            return llamacpp.window_problem(body, prompt, window)
+        if prompt <= window:
+            return None
         if self.flavour == "lmstudio":  # Gitlawb/openclaude#353
             text = f"The number of tokens to keep from the initial prompt is greater than the context length (n_keep: {prompt}>= n_ctx: {window}). Try to load the model with a larger context length, or provide a shorter input."
             return HttpError(400, body={"error": text})
@@ -152,6 +158,8 @@ class FakeOpenAI(_FakeServer):
     def render(self, reply: Text | ToolUse, request: dict[str, Any]) -> dict[str, Any]:
         if "input" in request and "messages" not in request:  # a Responses API request
             return self.responses.render(reply, request, _tokens)
+        if self.flavour == "llamacpp":
+            reply = llamacpp.reply_seen(reply, request)
         message: dict[str, Any] = {"role": "assistant", "refusal": None, "annotations": []}
         if isinstance(reply, Text):
             reply = _clip(reply, request.get("max_completion_tokens", request.get("max_tokens")))
@@ -182,7 +190,7 @@ class FakeOpenAI(_FakeServer):
         usage["prompt_tokens_details"] = {"cached_tokens": 0, "audio_tokens": 0}
         usage["completion_tokens_details"] = {"reasoning_tokens": 0, "audio_tokens": 0}
         choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}
-        return {
+        answer = {
             "id": _new_id("chatcmpl-", 29),
             "object": "chat.completion",
             "created": int(time.time()),
@@ -192,6 +200,7 @@ class FakeOpenAI(_FakeServer):
             "service_tier": "default",
             "system_fingerprint": "fp_fake",
         }
+        return llamacpp.reshape(answer) if self.flavour == "llamacpp" else answer
 
 
 def _vllm_error(message: str, type_: str, code: int) -> dict[str, Any]:
