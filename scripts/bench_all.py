@@ -3,7 +3,8 @@
 Each script prints ``RATIO <name>: <value> (goal ...)`` lines; this runner shows each
 script's output as it comes, collects those lines and prints them as one table at the end.
 It writes nothing itself. A script that is not in this checkout is reported as missing; one
-that fails is reported with its exit status, and the others still run.
+that fails is reported with its exit status, and the others still run; one that prints a line
+starting ``SKIPPED`` (llama: the llama.cpp server is not built) is reported as skipped.
 
     .venv/bin/python scripts/bench_all.py [--only submit,workers]
 
@@ -22,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RATIO = re.compile(r"^RATIO (?P<name>[\w., ()+=-]+?): (?P<value>.+?)(?: \((?P<goal>.*)\))?$")
 
-BENCHMARKS = [  # name, script
+BENCHMARKS = [  # name, script and its arguments
     ("orchestration", "bench_orchestration.py"),
     ("crawl", "bench_crawl.py"),
     ("scale", "bench_scale.py"),  # 1k/10k/100k files x local/github x standard/deep: 12 runs
@@ -31,19 +32,22 @@ BENCHMARKS = [  # name, script
     ("workers", "bench_workers.py"),
     ("sandbox", "bench_sandbox.py"),  # 5 demo verifications in the box, 5 without
     ("explore", "bench_explore.py"),  # a 50-page app explored 3 times in the box
+    # A real llama.cpp server against our fake; building it takes ~20 min, so only if built.
+    ("llama", "llama_compare.py --no-build"),
 ]
 
 
-def run(name: str, script: str) -> tuple[str, list[dict], float]:
+def run(name: str, command: str) -> tuple[str, list[dict], float]:
+    script, *arguments = command.split()
     path = ROOT / "scripts" / script
     if not path.exists():
         print(f"\n=== {name}: scripts/{script} is not in this checkout, skipped", flush=True)
         return "missing", [], 0.0
     print(f"\n=== {name}: scripts/{script}", flush=True)
     started = time.monotonic()
-    found = []
+    found, skipped = [], False
     with subprocess.Popen(
-        [sys.executable, str(path)],
+        [sys.executable, str(path), *arguments],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -52,10 +56,12 @@ def run(name: str, script: str) -> tuple[str, list[dict], float]:
     ) as process:
         for line in process.stdout:
             print(line, end="", flush=True)
+            skipped |= line.startswith("SKIPPED")
             if match := RATIO.match(line.strip()):
                 found.append(match.groupdict())
     seconds = time.monotonic() - started
     status = "ok" if process.returncode == 0 else f"exit {process.returncode}"
+    status = "skipped" if skipped and status == "ok" else status
     return status, found, seconds
 
 
@@ -77,7 +83,7 @@ def main() -> int:
         if only and name not in only:
             continue
         status, ratios, seconds = run(name, script)
-        failed |= status not in ("ok", "missing")
+        failed |= status not in ("ok", "missing", "skipped")
         rows.append((name, status, ratios, seconds))
 
     print("\n=== make bench: summary\n")
