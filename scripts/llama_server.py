@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -156,6 +157,8 @@ def main() -> int:
     seconds = build()
     print(f"built in {seconds:.0f} s" if seconds is not None else f"already built ({stamp()})")
     if args.command == "serve":
+        # A background job ignores SIGINT: stop on SIGTERM too, and take the server down.
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
         with serving(args.n_ctx) as url:
             print("llama server up; point AMTP at it with:")
             print(f"  export AMTP_LLM_PROVIDER=openai OPENAI_BASE_URL={url}")
