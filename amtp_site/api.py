@@ -21,7 +21,7 @@ from temporalio.service import RPCError
 
 from amtp_site.bodies import TOO_LARGE, LengthRequired
 from amtp_site.problems import CONTENT_TYPE, Problem, field_error, is_problem, problem_response
-from approvals.errors import ApprovalAlreadyDecided, ApprovalDecisionInvalid
+from approvals.errors import ApprovalAlreadyDecided, ApprovalDecisionInvalid, SelfApprovalRefused
 from runs.auth import UNAUTHENTICATED, CsrfFailed, ScopeMissing
 from runs.errors import (
     IdempotencyKeyReused,
@@ -211,6 +211,7 @@ def install_problem_handlers(api: NinjaAPI) -> None:
         RateLimitExceeded: _rate_limited,
         RPCError: _orchestrator_down,
         ApprovalAlreadyDecided: _simple(409, "approval-already-decided"),
+        SelfApprovalRefused: _simple(403, "forbidden"),
         ApprovalDecisionInvalid: _field_invalid,
         RunInputInvalid: _field_invalid,
         Exception: _internal,

@@ -112,6 +112,13 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
+# A permission held the ordinary way holds on every repository (ModelBackend); a grant gives a
+# role on one repository (repositories.access, docs/security.md).
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "repositories.access.RepositoryBackend",
+]
+
 ROOT_URLCONF = "amtp_site.urls"
 WSGI_APPLICATION = "amtp_site.wsgi.application"
 ASGI_APPLICATION = "amtp_site.asgi.application"

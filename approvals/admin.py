@@ -4,6 +4,9 @@ Deciding needs ``approvals.decide_approval`` (which also lets one see the queue)
 else sees the approvals without buttons and gets 403 if they post anyway. The decision goes
 through ``approval_decide``, the same service as the API: it records who, when and why, then
 signals the waiting workflow. Approval rows are otherwise read-only.
+
+Per repository (``repositories.access``): the queue holds only the approvals of repositories
+the user may see, and the buttons ask for the decide right on the run's repository.
 """
 
 from __future__ import annotations
@@ -23,14 +26,16 @@ from django.views.decorators.http import require_POST
 from amtp_site import rows
 from amtp_site.audit import Actor
 from amtp_site.lists import EstimatedCountPaginator, PrefixSearchMixin
-from approvals.errors import ApprovalAlreadyDecided, ApprovalDecisionInvalid
+from approvals.errors import ApprovalAlreadyDecided, ApprovalDecisionInvalid, SelfApprovalRefused
 from approvals.models import Approval, Decision
 from approvals.selectors import run_approvals
 from approvals.services import MAX_COMMENT_CHARS, approval_decide
+from repositories import access
 from runs.admin import display as show
 from runs.errors import OrchestratorUnavailable
 
 DECIDE_PERMISSION = "approvals.decide_approval"
+SEE_PERMISSIONS = ("approvals.view_approval", "approvals.change_approval", DECIDE_PERMISSION)
 DECIDED = "Approval {approval_id} {decision} by {user}."
 INVALID_DECISION = "The decision was not recorded: {errors}"
 
@@ -55,8 +60,9 @@ class DecisionForm(forms.Form):
     )
 
 
-def can_decide(request) -> bool:
-    return request.user.has_perm(DECIDE_PERMISSION)
+def can_decide(request, obj=None) -> bool:
+    """May decide: on ``obj``'s repository (an approval or a run), or somewhere without one."""
+    return request.user.has_perm(DECIDE_PERMISSION, obj)
 
 
 def decision_form(approval: Approval) -> DecisionForm:
@@ -66,7 +72,7 @@ def decision_form(approval: Approval) -> DecisionForm:
 
 def approval_rows(request, run) -> list[dict]:
     """The approvals of a run for its page, each with a decision form where one may decide."""
-    allowed = can_decide(request)
+    allowed = can_decide(request, run)
     return [
         {
             "approval": approval,
@@ -143,6 +149,10 @@ class ApprovalAdmin(PrefixSearchMixin, admin.ModelAdmin):
     def has_view_permission(self, request, obj=None):
         return super().has_view_permission(request, obj) or can_decide(request)
 
+    def get_queryset(self, request):
+        approvals = super().get_queryset(request)
+        return access.restrict(approvals, request.user, SEE_PERMISSIONS, via="run__repository")
+
     def has_add_permission(self, request):
         return False  # the workflow holds runs; people only decide
 
@@ -183,7 +193,8 @@ class ApprovalAdmin(PrefixSearchMixin, admin.ModelAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):
         approval = self.get_object(request, unquote(object_id))
         extra = dict(extra_context or {})
-        if approval is not None and approval.decision == Decision.PENDING and can_decide(request):
+        pending = approval is not None and approval.decision == Decision.PENDING
+        if pending and can_decide(request, approval):
             extra["decide_form"] = decision_form(approval)
         return super().change_view(request, object_id, form_url, extra)
 
@@ -194,6 +205,11 @@ class ApprovalAdmin(PrefixSearchMixin, admin.ModelAdmin):
         approval = self.get_object(request, unquote(object_id))
         if approval is None:
             raise Http404("no such approval")
+        if not can_decide(request, approval):
+            rule = access.refusal(
+                "deciding approvals", approval.run.repo_full_name, [DECIDE_PERMISSION]
+            )
+            raise PermissionDenied(rule)
         form = DecisionForm(request.POST)
         if not form.is_valid():
             errors = "; ".join(e for errs in form.errors.values() for e in errs)
@@ -211,11 +227,12 @@ class ApprovalAdmin(PrefixSearchMixin, admin.ModelAdmin):
                 decided_by=user,
                 comment=comment.strip(),
                 actor=Actor.admin(request),
+                decider=f"user:{request.user.pk}",
             )
         except ApprovalDecisionInvalid as exc:
             message = INVALID_DECISION.format(errors=exc.message)
             self.message_user(request, message, messages.ERROR)
-        except ApprovalAlreadyDecided as exc:
+        except (ApprovalAlreadyDecided, SelfApprovalRefused) as exc:
             self.message_user(request, str(exc), messages.ERROR)
         except OrchestratorUnavailable as exc:  # the service put the approval back to pending
             self.message_user(request, exc.message, messages.ERROR)

@@ -47,7 +47,9 @@ class DecisionIn(Schema):
 @paginate(Page)
 def list_approvals(request: HttpRequest, filters: Query[ApprovalFilters]):
     """Newest first; ``?decision=pending`` lists the runs waiting for a human."""
-    approvals = Approval.objects.select_related("stage")
+    approvals = request.auth.restrict(
+        Approval.objects.select_related("stage"), READ_APPROVALS, via="run__repository"
+    )
     if filters.decision:
         approvals = approvals.filter(decision=filters.decision)
     if filters.run_id:
@@ -63,12 +65,22 @@ def list_approvals(request: HttpRequest, filters: Query[ApprovalFilters]):
     summary="Decide an approval",
 )
 def decide_approval(request: HttpRequest, approval_id: uuid.UUID, payload: DecisionIn):
-    """Approve (the workflow opens the PR) or reject (the run fails). Deciding twice is 409."""
-    approval = get_object_or_404(Approval.objects.select_related("stage"), pk=approval_id)
+    """Approve (the workflow opens the PR) or reject (the run fails). Deciding twice is 409;
+    deciding a run one requested is 403 unless its repository allows self-approval."""
+    principal = request.auth
+    visible = principal.restrict(
+        Approval.objects.select_related("stage", "run"),
+        READ_APPROVALS,
+        DECIDE_APPROVALS,
+        via="run__repository",
+    )
+    approval = get_object_or_404(visible, pk=approval_id)
+    principal.require_on(DECIDE_APPROVALS, approval.run, approval.run.repo_full_name)
     return approval_decide(
         approval=approval,
         decision=payload.decision,
-        decided_by=request.auth.name,
+        decided_by=principal.name,
         comment=payload.comment,
-        actor=request.auth.actor,
+        actor=principal.actor,
+        decider=principal.requester,
     )

@@ -19,3 +19,8 @@ class ApprovalDecisionInvalid(NonRetryableError):
     def __init__(self, message: str, field: str) -> None:
         super().__init__(message, field=field)
         self.field = field
+
+
+class SelfApprovalRefused(NonRetryableError):
+    """The decider asked for the run themselves (or owns the token that did), and the
+    repository does not allow self-approval: a second person decides. Nothing was written."""

@@ -8,10 +8,11 @@ from django.db import transaction
 from django.db.models.functions import Now
 
 from amtp_site import audit, temporal
-from approvals.errors import ApprovalAlreadyDecided, ApprovalDecisionInvalid
+from approvals.errors import ApprovalAlreadyDecided, ApprovalDecisionInvalid, SelfApprovalRefused
 from approvals.models import Approval, Decision
 from runs import lifecycle
 from runs.errors import OrchestratorUnavailable
+from runs.models import Run
 from runs.stages import APPROVAL_SIGNAL, ApprovalDecision, ApprovalRequest
 
 ALREADY_DECIDED = (
@@ -26,6 +27,11 @@ EXPIRED = "nobody decided before the approval timeout"
 BAD_DECISION = "decision must be 'approved' or 'rejected', not {decision!r}"
 MAX_COMMENT_CHARS = 2000
 REJECT_NEEDS_COMMENT = "Say why you reject the run: the comment goes into the run's failure."
+SELF_APPROVAL = (
+    "you requested run {run_id} (or own the token that did), so someone else decides its "
+    "approval: {repository} does not allow self-approval (four eyes)"
+)
+SELF_APPROVAL_AUDIT = "Refused a {decision}: the decider requested the run (four eyes)"
 COMMENT_TOO_LONG = "the comment has {length} characters; at most {limit} are allowed"
 
 
@@ -40,6 +46,21 @@ def _check(decision: str, comment: str) -> None:
         raise ApprovalDecisionInvalid(message, "comment")
 
 
+def _four_eyes(approval: Approval, decision: str, decider: str, actor) -> None:
+    """SelfApprovalRefused (audited) when ``decider`` requested the run and its repository
+    does not allow self-approval. Runs without a recorded requester (webhooks, the CLI)
+    have nobody to compare."""
+    requester, repository, allowed = (
+        Run.objects.filter(pk=approval.run_id)
+        .values_list("requester", "repo_full_name", "repository__allow_self_approval")
+        .get()
+    )
+    if not decider or decider != requester or allowed:
+        return
+    audit.record(actor, approval, SELF_APPROVAL_AUDIT.format(decision=decision))
+    raise SelfApprovalRefused(SELF_APPROVAL.format(run_id=approval.run_id, repository=repository))
+
+
 def approval_decide(
     *,
     approval: Approval,
@@ -47,14 +68,18 @@ def approval_decide(
     decided_by: str,
     comment: str = "",
     actor: audit.Actor | None = None,
+    decider: str = "",
 ) -> Approval:
     """Record the decision (once: compare-and-swap from pending), then signal the workflow.
 
     A reject needs a comment (it becomes the run's failure) and a comment has at most
-    ``MAX_COMMENT_CHARS`` characters; a refused decision writes nothing. A signalled decision
-    goes into the audit trail under ``actor`` (a person, through admin or the API).
+    ``MAX_COMMENT_CHARS`` characters; the run's requester (``decider``, as ``Run.requester``
+    records people and service tokens) may not decide unless the repository allows
+    self-approval. A refused decision writes nothing. A signalled decision goes into the
+    audit trail under ``actor`` (a person, through admin or the API).
     """
     _check(decision, comment)
+    _four_eyes(approval, decision, decider, actor)
     updated = Approval.objects.filter(pk=approval.pk, decision=Decision.PENDING).update(
         decision=decision,
         decided_by=decided_by[:150],

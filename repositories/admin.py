@@ -1,4 +1,9 @@
-"""Repository settings in admin: the form checks what the run will check, before saving."""
+"""Repository settings in admin: the form checks what the run will check, before saving.
+
+Per repository (``repositories.access``): the list shows the repositories the user may see,
+the settings change with the ``admin`` role on that repository (or the global change
+permission); grants have their own admin page, for those who hold the grant permissions themselves
+(``repositories.add_repositorygrant`` ..., superusers): a role never hands out roles."""
 
 from __future__ import annotations
 
@@ -8,8 +13,9 @@ from django.utils.decorators import method_decorator
 from django.utils.html import format_html
 from django.views.decorators.debug import sensitive_post_parameters
 
+from repositories import access
 from repositories.forms import RepositoryForm
-from repositories.models import Repository
+from repositories.models import Repository, RepositoryGrant
 from repositories.services import FIELDS, repository_create, repository_update
 
 REPOSITORY_DEFAULTS = ("default_branch", "default_depth_level", "default_framework", "test_dir")
@@ -21,6 +27,17 @@ REPOSITORY_WEBHOOKS = (
     "clear_webhook_secret",
 )
 REPOSITORY_LIMITS = ("max_concurrent_runs", "rate_limit_runs", "rate_limit_window_seconds")
+
+
+@admin.register(RepositoryGrant)
+class RepositoryGrantAdmin(admin.ModelAdmin):
+    """Who holds which role where; only the holders of the grant permissions see it."""
+
+    list_display = ("repository", "user", "group", "role", "created_at")
+    list_filter = ("role", "repository")
+    search_fields = ("repository__full_name", "user__username", "group__name")
+    list_select_related = ("repository", "user", "group")
+    fields = ("repository", "user", "group", "role")
 
 
 @admin.register(Repository)
@@ -43,7 +60,7 @@ class RepositoryAdmin(admin.ModelAdmin):
         (None, {"fields": ("full_name", "host", "local_path")}),
         ("Run defaults", {"fields": REPOSITORY_DEFAULTS}),
         ("Webhooks", {"fields": REPOSITORY_WEBHOOKS}),
-        ("Approval", {"fields": ("require_approval",)}),
+        ("Approval", {"fields": ("require_approval", "allow_self_approval")}),
         ("Pull requests", {"fields": ("draft_pull_requests", "pull_request_labels")}),
         ("Verification", {"fields": REPOSITORY_VERIFICATION}),
         ("Limits", {"fields": REPOSITORY_LIMITS}),
@@ -53,6 +70,17 @@ class RepositoryAdmin(admin.ModelAdmin):
     @method_decorator(sensitive_post_parameters("webhook_secret"))
     def changeform_view(self, request, *args, **kwargs):
         return super().changeform_view(request, *args, **kwargs)
+
+    def get_queryset(self, request):
+        repositories = super().get_queryset(request)
+        perms = ("repositories.view_repository", "repositories.change_repository")
+        return access.restrict(repositories, request.user, perms, via="pk")
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.has_perm("repositories.change_repository", obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.has_perm("repositories.delete_repository", obj)
 
     def save_model(self, request, obj, form, change):
         """Saved by the service, like every other surface; the form has shown its problems."""

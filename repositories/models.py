@@ -5,6 +5,7 @@ The model moved here from the ``runs`` app with its table and data (state-only m
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
@@ -42,6 +43,16 @@ def default_pull_request_labels() -> list[str]:
     return list(DEFAULT_PULL_REQUEST_LABELS)
 
 
+class Role(models.TextChoices):
+    """What a grant lets its holder do on one repository (``repositories.access.ROLE_PERMS``
+    spells each out as Django permissions)."""
+
+    VIEWER = "viewer", "viewer: read runs, artifacts, evidence, context"
+    OPERATOR = "operator", "operator: viewer + launch, cancel, run again"
+    APPROVER = "approver", "approver: viewer + approve or reject holds"
+    ADMIN = "admin", "admin: all of the above + the repository's settings"
+
+
 class Repository(models.Model):
     """Per-repository settings (ours): host, defaults, webhook triggers, approval, limits."""
 
@@ -76,6 +87,12 @@ class Repository(models.Model):
     )
     require_approval = models.BooleanField(
         default=False, help_text="Hold every run for a human approval before the PR is opened."
+    )
+    allow_self_approval = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Let the person who requested a run (or the owner of the token that did) "
+        "approve its hold. Off: a second person decides (four eyes).",
     )
     preview_url = models.CharField(
         max_length=500,
@@ -145,3 +162,57 @@ class Repository(models.Model):
 
     def __str__(self) -> str:
         return self.full_name
+
+
+class RepositoryGrant(models.Model):
+    """A role on one repository for one user or one group (exactly one of them)."""
+
+    Role = Role
+
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="grants")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="repository_grants",
+        db_index=False,  # repository_grants_one_per_user leads with it
+    )
+    group = models.ForeignKey(
+        "auth.Group",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="repository_grants",
+        db_index=False,  # repository_grants_one_per_group leads with it
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "repository_grants"
+        ordering = ["repository", "role"]
+        constraints = [
+            one_of("role", Role, "repository_grants_role_valid"),
+            models.CheckConstraint(
+                condition=Q(user__isnull=False, group__isnull=True)
+                | Q(user__isnull=True, group__isnull=False),
+                name="repository_grants_one_principal",
+            ),
+            # One role per (repository, principal): what someone may do there reads off one row.
+            # They lead with the principal: "which repositories may this user see" is the
+            # question every list asks.
+            models.UniqueConstraint(
+                fields=["user", "repository"],
+                condition=Q(user__isnull=False),
+                name="repository_grants_one_per_user",
+            ),
+            models.UniqueConstraint(
+                fields=["group", "repository"],
+                condition=Q(group__isnull=False),
+                name="repository_grants_one_per_group",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user or self.group} is {self.role} of {self.repository}"

@@ -26,7 +26,7 @@ from runs.api_schemas import (
     run_detail_out,
     run_url,
 )
-from runs.auth import CANCEL_RUNS, READ_ARTIFACTS, READ_RUNS, START_RUNS, scoped
+from runs.auth import CANCEL_RUNS, READ_ARTIFACTS, READ_RUNS, START_RUNS, Access, Principal, scoped
 from runs.context import run_context
 from runs.models import ArtifactKind, Run
 from runs.services import run_cancel, run_create
@@ -49,10 +49,14 @@ _REPOSITORY = (
 )
 
 
-def _repository(name: str) -> Repository:
+def _repository(name: str, principal: Principal) -> Repository:
+    """The repository to start a run on: one the caller cannot see reads as unregistered;
+    one they see but may not launch on is 403 naming the rule."""
     # Raw: the ORM took as long to compile this lookup as the rest of POST /api/runs' reads.
     for repository in Repository.objects.raw(_REPOSITORY, [name]):
-        return repository
+        if principal.may(READ_RUNS, START_RUNS, obj=repository):
+            principal.require_on(START_RUNS, repository, repository.full_name)
+            return repository
     detail = REPO_NOT_REGISTERED.format(name=name)
     raise Problem(
         422,
@@ -68,6 +72,14 @@ def _schema_problem(exc: SchemaValidationError) -> Problem:
         for v in exc.violations
     ]
     return Problem(422, "validation-error", exc.message, errors=errors)
+
+
+def _visible_run(request: HttpRequest, run_id: uuid.UUID, *also: Access) -> Run:
+    """The run, if the caller may read it (or do one of ``also`` on its repository);
+    otherwise 404, exactly as for a run that does not exist (a caller learns nothing of
+    other repositories' runs)."""
+    runs = request.auth.restrict(Run.objects.all(), READ_RUNS, *also)
+    return get_object_or_404(runs, pk=run_id)
 
 
 # --- operations ---------------------------------------------------------------------------
@@ -105,7 +117,7 @@ def create_run(
     principal = request.auth
     try:
         run = run_create(
-            repository=_repository(payload.repo_full_name),
+            repository=_repository(payload.repo_full_name, principal),
             ref=payload.ref or "",
             depth_level=payload.depth_level or "",
             target_framework=payload.target_framework or "",
@@ -113,6 +125,7 @@ def create_run(
             target_url=payload.target_url or "",
             trigger=Run.Trigger.API,
             requested_by=principal.name,
+            requester=principal.requester,
             request_key=idempotency_key,
             request_scope=f"api:{principal.key}",
             admit_at_submit=True,
@@ -133,7 +146,7 @@ def create_run(
 @paginate(Page)
 def list_runs(request: HttpRequest, filters: Query[RunFilters]):
     """Newest first; filter by status, repository, framework, trigger and creation time."""
-    return filters.apply(Run.objects.all())
+    return filters.apply(request.auth.restrict(Run.objects.all(), READ_RUNS))
 
 
 @router.get(
@@ -145,7 +158,7 @@ def list_runs(request: HttpRequest, filters: Query[RunFilters]):
 )
 def get_run(request: HttpRequest, run_id: uuid.UUID):
     """The run with its stages, artifact summaries, approvals and pull request."""
-    return get_object_or_404(Run, pk=run_id)
+    return _visible_run(request, run_id)
 
 
 @router.get(
@@ -157,7 +170,8 @@ def get_run(request: HttpRequest, run_id: uuid.UUID):
 )
 def get_artifact(request: HttpRequest, run_id: uuid.UUID, kind: ArtifactKind):
     """The artifact's validated content (verbatim) and its meta."""
-    run = get_object_or_404(Run, pk=run_id)
+    run = _visible_run(request, run_id, READ_ARTIFACTS)
+    request.auth.require_on(READ_ARTIFACTS, run, run.repo_full_name)
     return get_object_or_404(selectors.run_artifacts(run, content=True), kind=kind)
 
 
@@ -170,7 +184,8 @@ def get_artifact(request: HttpRequest, run_id: uuid.UUID, kind: ArtifactKind):
 )
 def cancel_run(request: HttpRequest, run_id: uuid.UUID):
     """Ask the workflow to cancel (202); the run and its open stages become ``cancelled``."""
-    run = get_object_or_404(Run, pk=run_id)
+    run = _visible_run(request, run_id, CANCEL_RUNS)
+    request.auth.require_on(CANCEL_RUNS, run, run.repo_full_name)
     run_cancel(run=run, actor=request.auth.actor)
     run.refresh_from_db()
     return Status(202, run)
@@ -200,4 +215,4 @@ _CONTEXT_SCHEMA = {
 )
 def get_context(request: HttpRequest, run_id: uuid.UUID):
     """The run in the multi-agent context format, validated against its schema."""
-    return run_context(get_object_or_404(Run, pk=run_id))
+    return run_context(_visible_run(request, run_id))

@@ -27,6 +27,8 @@ from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
 from amtp_site import audit, rows
+from repositories import access as repo_access
+from repositories.models import Repository
 from runs.models_api import ApiToken, Scope
 
 TOKEN_PREFIX = "amtp_"
@@ -51,6 +53,10 @@ ONLY_FOR_ONESELF = (
     "user: you can mint tokens only for yourself; tokens for other users and service tokens "
     "are minted by superusers"
 )
+SERVICE_TOKEN_NEEDS_REPOSITORIES = (
+    "repositories: a service token (no user) must name the repositories it may reach"
+)
+UNKNOWN_REPOSITORIES = "repositories: no repository {names} that you may see"
 CSRF_FAILED = "CSRF check failed: session-authenticated unsafe requests need the CSRF token"
 UNAUTHENTICATED = "send 'Authorization: Bearer <token>' with an active API token, or log in"
 
@@ -118,18 +124,43 @@ def scopes_allowed(user) -> set[str]:
 # --- services ----------------------------------------------------------------------------
 
 
-def api_token_check(*, actor: audit.Actor | None, scopes: list[str], user=None) -> None:
+def token_repository_ids(
+    *, actor: audit.Actor | None, user, repositories: list[str] | None
+) -> list[int] | None:
+    """The ids of the repositories a token is limited to (None: not limited). Every name must
+    be registered and visible to the minter (one message for both: a name one may not see is
+    not confirmed to exist); a service token must name at least one."""
+    if not repositories:
+        if user is None:
+            raise ValueError(SERVICE_TOKEN_NEEDS_REPOSITORIES)
+        return None
+    names = sorted(set(repositories))
+    found = Repository.objects.filter(full_name__in=names)
+    if actor is not None:
+        found = repo_access.restrict(found, actor.user, repo_access.VIEW, via="pk")
+    ids = dict(found.values_list("full_name", "pk"))
+    missing = [name for name in names if name not in ids]
+    if missing:
+        raise ValueError(UNKNOWN_REPOSITORIES.format(names=", ".join(map(repr, missing))))
+    return sorted(ids.values())
+
+
+def api_token_check(
+    *, actor: audit.Actor | None, scopes: list[str], user=None, repositories=None
+) -> list[int] | None:
     """The minting rules, for the service and the admin form alike: the minter holds
     ``runs.add_apitoken``, mints for themselves (superusers for anyone, services included),
-    and no scope beyond the minter's, or the owner's, permissions. ``actor=None`` is trusted
-    code (tests, scripts) and is not checked."""
+    and no scope beyond the minter's, or the owner's, permissions; a service token names its
+    repositories (token_repository_ids). ``actor=None`` is trusted code (tests, scripts) and
+    is not checked beyond the shape. Returns the token's repository ids."""
     unknown = sorted(set(scopes) - set(Scope.values))
     if unknown:
         raise ValueError(UNKNOWN_SCOPES.format(scopes=unknown, known=Scope.values))
     if not scopes:
         raise ValueError(NO_SCOPES)
+    ids = token_repository_ids(actor=actor, user=user, repositories=repositories)
     if actor is None:
-        return
+        return ids
     minter = actor.user
     if not minter.has_perm(ADD_TOKEN_PERMISSION):
         raise PermissionDenied(
@@ -144,25 +175,39 @@ def api_token_check(*, actor: audit.Actor | None, scopes: list[str], user=None) 
     if beyond:
         owner = user.get_username()
         raise PermissionDenied(OWNER_LACKS_SCOPES.format(owner=owner, scopes=", ".join(beyond)))
+    return ids
 
 
 def api_token_create(
-    *, name: str, scopes: list[str], actor: audit.Actor | None, user=None, expires_at=None
+    *,
+    name: str,
+    scopes: list[str],
+    actor: audit.Actor | None,
+    user=None,
+    expires_at=None,
+    repositories: list[str] | None = None,
 ) -> tuple[ApiToken, str]:
-    """Create a token; return it with its secret (the only time the secret is available)."""
-    api_token_check(actor=actor, scopes=scopes, user=user)
+    """Create a token; return it with its secret (the only time the secret is available).
+    ``repositories`` (full names) limits it to those; its right on each is still at most its
+    owner's."""
+    repository_ids = api_token_check(
+        actor=actor, scopes=scopes, user=user, repositories=repositories
+    )
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
         name=name,
         user=user,
         created_by=actor.user if actor else None,
         scopes=sorted(set(scopes)),
+        repository_ids=repository_ids,
         expires_at=expires_at,
         key_prefix=secret[:PREFIX_LENGTH],
         token_hash=hash_secret(secret),
     )
     owner = user.get_username() if user else "no user (a service token)"
     what = f"Minted with scopes {', '.join(token.scopes)} for {owner}"
+    if repositories:
+        what += f", limited to {', '.join(sorted(set(repositories)))}"
     audit.record(actor, token, what, flag=audit.ADDITION)
     return token, secret
 
@@ -186,8 +231,8 @@ def api_token_revoke(*, token: ApiToken, actor: audit.Actor | None) -> ApiToken:
 # CPU of ``POST /api/runs`` went into compiling the select_related lookup it replaces).
 # Revocation, expiry and the owner's being active are checked in it.
 _AUTHENTICATE = """
-SELECT t.id, t.name, t.user_id, t.created_by_id, t.key_prefix, t.scopes, t.last_used_at,
-       u.{username}
+SELECT t.id, t.name, t.user_id, t.created_by_id, t.key_prefix, t.scopes, t.repository_ids,
+       t.last_used_at, u.{username}, u.is_superuser, u.is_active
 FROM api_tokens t LEFT JOIN {users} u ON u.id = t.user_id
 WHERE t.token_hash = %s AND t.revoked_at IS NULL
   AND (t.expires_at IS NULL OR t.expires_at > now()) AND (t.user_id IS NULL OR u.is_active)
@@ -204,7 +249,8 @@ def _authenticate_sql() -> str:
 
 def api_token_authenticate(secret: str) -> ApiToken | None:
     """The active token with this secret (recording its use), or None. The token comes with
-    ``owner_name``: its user's username, or None for a service token."""
+    ``owner_name``: its user's username, or None for a service token, and ``owner``: that
+    user as far as rights need it (is_superuser, is_active; the rest deferred)."""
     if not secret.startswith(TOKEN_PREFIX) or len(secret) > 200:
         return None
     with connection.cursor() as cursor:
@@ -213,10 +259,20 @@ def api_token_authenticate(secret: str) -> ApiToken | None:
     if row is None:
         return None
     # In the model's field order, as from_db needs them; the other fields are deferred.
-    names = ["id", "name", "user_id", "created_by_id", "key_prefix", "scopes", "last_used_at"]
-    *values, owner_name = row
+    names = [
+        *("id", "name", "user_id", "created_by_id", "key_prefix", "scopes", "repository_ids"),
+        "last_used_at",
+    ]
+    *values, owner_name, is_superuser, is_active = row
     token = rows.load(ApiToken, values, names)
     token.owner_name = owner_name
+    token.owner = None
+    if token.user_id is not None:
+        user = get_user_model()
+        found = {"id": token.user_id, user.USERNAME_FIELD: owner_name}
+        found.update(is_superuser=is_superuser, is_active=is_active)
+        columns = [name for name in rows.attnames(user) if name in found]
+        token.owner = rows.load(user, [found[name] for name in columns], columns)
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at >= LAST_USED_PRECISION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
@@ -234,32 +290,46 @@ def _user(pk: int):
 @dataclass(frozen=True)
 class Principal:
     """Who is calling: ``name`` goes into requested_by/decided_by, ``key`` scopes idempotency,
-    ``user`` files their audit entries (a service token's are filed under its minter)."""
+    ``user`` files their audit entries (a service token's are filed under its minter).
+
+    Where: ``owner`` is the user whose rights bound the caller (a session's user, a token's
+    owner; None for a service token), ``only`` the token's repository ids (None: not
+    limited). ``requester`` is who the four-eyes rule compares: the person, or the service
+    token itself."""
 
     key: str
     name: str
     scopes: frozenset[str]
     via: str  # "token" or "session"
     user: Any = None
+    owner: Any = None
+    only: frozenset[int] | None = None
+    requester: str = ""
 
     @classmethod
     def for_token(cls, token: ApiToken) -> Principal:
         """``token`` as api_token_authenticate returns it. Its user (a service token's:
-        its minter) is read only when an audit entry needs it."""
+        its minter) is read only when an audit entry or a right needs it."""
+        owner = getattr(token, "owner", None)
         actor_id = token.user_id or token.created_by_id
-        user = SimpleLazyObject(lambda: _user(actor_id)) if actor_id else None
+        user = owner or (SimpleLazyObject(lambda: _user(actor_id)) if actor_id else None)
+        only = None if token.repository_ids is None else frozenset(token.repository_ids)
         return cls(
             f"token:{token.pk}",
             f"{token.owner_name or 'service'} (API token {token.key_prefix}…)",
             frozenset(token.scopes),
             "token",
             user,
+            owner=user if token.user_id else None,  # a service token's rights are its list
+            only=only,
+            requester=f"user:{token.user_id}" if token.user_id else f"token:{token.pk}",
         )
 
     @classmethod
     def for_user(cls, user) -> Principal:
         scopes = frozenset(scopes_allowed(user))
-        return cls(f"user:{user.pk}", user.get_username(), scopes, "session", user)
+        key = f"user:{user.pk}"
+        return cls(key, user.get_username(), scopes, "session", user, user, None, key)
 
     @property
     def actor(self) -> audit.Actor:
@@ -268,6 +338,24 @@ class Principal:
     def require(self, scope: str) -> None:
         if scope not in self.scopes:
             raise ScopeMissing(MISSING_SCOPE.format(scope=scope))
+
+    # --- per repository (repositories.access): lists narrowed, objects checked ------------
+
+    def restrict(self, queryset, *accesses: Access, via: str = "repository"):
+        """``queryset`` narrowed to the repositories where this caller may do any of
+        ``accesses``."""
+        perms = [perm for access in accesses for perm in access.permissions]
+        return repo_access.restrict(queryset, self.owner, perms, only=self.only, via=via)
+
+    def may(self, *accesses: Access, obj) -> bool:
+        perms = [perm for access in accesses for perm in access.permissions]
+        return repo_access.may(self.owner, perms, obj, only=self.only)
+
+    def require_on(self, access: Access, obj, repository: str) -> None:
+        """403 naming the rule when the caller, who can see ``obj``, may not do ``access``."""
+        if not self.may(access, obj=obj):
+            message = repo_access.refusal(access.action, repository, access.permissions)
+            raise ScopeMissing(message)
 
 
 class BearerToken(HttpBearer):

@@ -93,6 +93,14 @@ class Run(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     trigger = models.CharField(max_length=16, choices=Trigger.choices, default=Trigger.API)
     requested_by = models.CharField(max_length=200, blank=True)
+    requester = models.CharField(
+        max_length=40,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Who asked, for the four-eyes rule: user:<id> (a person, or the owner of the "
+        "token used), token:<id> (a service token); empty for webhooks and the CLI.",
+    )
     request_key = models.CharField(
         max_length=200,
         null=True,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 
@@ -45,6 +46,15 @@ class ApiToken(models.Model):
     )
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
     scopes = models.JSONField(default=list, help_text="Any of: " + ", ".join(Scope.values))
+    # Ids, not names: a renamed repository stays in the list, a deleted one only narrows it.
+    repository_ids = ArrayField(
+        models.BigIntegerField(),
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="The repositories the token may reach (empty: all its owner may reach; a "
+        "service token must name them).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -60,6 +70,10 @@ class ApiToken(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(scopes__contained_by=Scope.values), name="api_tokens_scopes_known"
+            ),
+            models.CheckConstraint(
+                condition=Q(user__isnull=False) | Q(repository_ids__isnull=False),
+                name="api_tokens_service_names_repositories",
             ),
         ]
 

@@ -36,6 +36,7 @@ def run_create(
     target_url: str = "",
     trigger: str = Run.Trigger.API,
     requested_by: str = "",
+    requester: str = "",
     request_key: str | None = None,
     request_scope: str = "",
     admit_at_submit: bool = False,
@@ -44,6 +45,8 @@ def run_create(
     run_worker's dispatcher starts its workflow (id = run id; run_starts_dispatch). So a run is
     accepted whether or not Temporal can be reached right now, and nothing is lost when not.
 
+    ``requester`` identifies who asked for the four-eyes rule (``user:<id>``, or
+    ``token:<id>`` for a service token; ``requested_by`` is only how they are shown).
     ``request_key`` (unique within ``request_scope``, e.g. one API caller or GitHub's delivery
     ids) makes the request idempotent: a repeat returns the run the first one created, and a
     repeat with other inputs raises IdempotencyKeyReused. ``run.created`` tells which it was.
@@ -73,6 +76,7 @@ def run_create(
             admit=admit_at_submit,
             trigger=trigger,
             requested_by=requested_by[:200],
+            requester=requester,
             request_key=key or None,
             **asked,
         )
@@ -207,6 +211,7 @@ def run_again(
     *,
     run: Run,
     requested_by: str = "",
+    requester: str = "",
     trigger: str = Run.Trigger.FORM,
     actor: audit.Actor | None = None,
 ) -> Run:
@@ -225,6 +230,7 @@ def run_again(
         target_url=run.target_url,
         trigger=trigger,
         requested_by=requested_by,
+        requester=requester,
     )
     audit.record(actor, run, RAN_AGAIN.format(run_id=new.pk))
     audit.record(actor, new, AGAIN_OF.format(run_id=run.pk), flag=audit.ADDITION)

@@ -59,10 +59,19 @@ def api_env(settings, valkey):
     async_to_sync(_workflows)(run_ids, lambda h: h.terminate("test finished"))
 
 
+def token_owner():
+    """Whose the tests' tokens are unless they say: a superuser, so a token reaches every
+    repository with exactly its scopes (a token without a user must name repositories)."""
+    user = User.objects.filter(username="token-owner").first()
+    return user or User.objects.create_superuser("token-owner", password=None)
+
+
 @pytest.fixture
 def make_token():
     def make(*scopes, **kwargs):
         scopes = list(scopes) or ALL_SCOPES
+        if "user" not in kwargs and not kwargs.get("repositories"):
+            kwargs["user"] = token_owner()
         return auth.api_token_create(name="test", scopes=scopes, actor=None, **kwargs)[1]
 
     return make

@@ -138,7 +138,14 @@ def test_a_valid_launch_saves_the_run_with_repository_defaults_once(launcher, se
 def test_deciding_from_the_run_page_resumes_the_workflow(
     tmp_path, worker, launcher, decision, status
 ):
-    repo = local_repo(tmp_path, "gated", require_approval=True, default_depth_level="smoke")
+    # The launcher decides their own run: this repository allows self-approval.
+    repo = local_repo(
+        tmp_path,
+        "gated",
+        require_approval=True,
+        default_depth_level="smoke",
+        allow_self_approval=True,
+    )
     run = Run.objects.get(pk=_launch(launcher, repo))
     wait_for(run, lambda r: r.approvals.filter(decision="pending").exists())
     approval = Approval.objects.get(run=run)

@@ -57,7 +57,7 @@ def test_token_is_stored_hashed_shown_once_and_records_its_use(make_token):
     assert token.last_used_at is not None
 
 
-def test_a_token_is_checked_with_one_query_and_its_user_read_only_when_needed(
+def test_a_token_is_checked_with_one_query_that_brings_its_owner(
     make_token, django_assert_num_queries
 ):
     user = User.objects.create(username="ci")
@@ -67,8 +67,9 @@ def test_a_token_is_checked_with_one_query_and_its_user_read_only_when_needed(
         principal = auth.Principal.for_token(auth.api_token_authenticate(secret))
     assert principal.name == f"ci (API token {secret[:12]}…)"
     assert principal.scopes == {"runs:read"} and principal.via == "token"
-    with django_assert_num_queries(1):  # for an audit entry
+    with django_assert_num_queries(0):  # the owner came with the token: rights, audit entries
         assert principal.user == user and principal.actor.user.pk == user.pk
+        assert principal.owner.is_active and not principal.owner.is_superuser
 
 
 @pytest.mark.parametrize("how", ["unknown", "revoked", "expired", "not bearer", "inactive user"])

@@ -42,10 +42,12 @@ def test_list_pending_approvals(client):
 
 
 @pytest.fixture
-def held_run(client, repo, api_env):
-    """A started workflow (no worker) with a pending approval on its PR stage."""
+def held_run(make_token, repo, api_env):
+    """A started workflow (no worker) with a pending approval on its PR stage, requested by
+    someone else than ``client``'s owner (four eyes)."""
+    requester = bearer(make_token(user=User.objects.create_superuser("requester", password=None)))
     run = Run.objects.get(
-        pk=post(client, "/api/runs", {"repo_full_name": "acme/shop"}).json()["run_id"]
+        pk=post(requester, "/api/runs", {"repo_full_name": "acme/shop"}).json()["run_id"]
     )
     run_starts_dispatch()  # what a worker's dispatcher does
     stage = run.stages.get(name="create_pull_request")
@@ -127,7 +129,8 @@ def test_admin_shows_a_new_secret_once_and_revokes(rf, monkeypatch):
     model_admin = ApiTokenAdmin(ApiToken, admin.site)
     request = rf.post("/admin/runs/apitoken/add/")
     request.user = User.objects.create_superuser("root")
-    form = model_admin.get_form(request)(data={"name": "ci", "scopes": ["runs:read", "runs:write"]})
+    data = {"name": "ci", "user": request.user.pk, "scopes": ["runs:read", "runs:write"]}
+    form = model_admin.get_form(request)(data=data)
     assert form.is_valid(), form.errors
     token = form.save(commit=False)
     model_admin.save_model(request, token, form, change=False)

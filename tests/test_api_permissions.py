@@ -116,20 +116,28 @@ def test_minting_needs_the_add_permission_and_is_for_oneself():
     with pytest.raises(PermissionDenied, match="runs.add_apitoken"):
         auth.api_token_create(name="x", scopes=["runs:read"], user=nobody, actor=actor(nobody))
     minter, other = staff("runs.add_apitoken", *reader), staff(*reader)
+    RepositoryFactory(full_name="acme/shop")
     for owner in (other, None):  # another user's token, or a service token
         with pytest.raises(PermissionDenied) as refused:
-            auth.api_token_create(name="x", scopes=["runs:read"], user=owner, actor=actor(minter))
+            auth.api_token_create(
+                name="x",
+                scopes=["runs:read"],
+                user=owner,
+                actor=actor(minter),
+                repositories=["acme/shop"],
+            )
         assert str(refused.value) == auth.ONLY_FOR_ONESELF
     root = User.objects.create_superuser("root", password="pw")
     token, _ = auth.api_token_create(
-        name="svc", scopes=["runs:write"], user=None, actor=actor(root)
+        name="svc", scopes=["runs:write"], user=None, actor=actor(root), repositories=["acme/shop"]
     )
     assert token.user is None and token.created_by == root
     assert ApiToken.objects.count() == 1
 
 
 def test_revoking_needs_the_change_permission():
-    token, _ = auth.api_token_create(name="t", scopes=["runs:read"], actor=None)
+    owner = staff("runs.view_run")
+    token, _ = auth.api_token_create(name="t", scopes=["runs:read"], actor=None, user=owner)
     viewer = staff("runs.view_apitoken")
     with pytest.raises(PermissionDenied, match="runs.change_apitoken"):
         auth.api_token_revoke(token=token, actor=actor(viewer))
@@ -148,8 +156,9 @@ def actor(user):
 
 def test_a_service_token_acts_as_its_minter_in_the_audit_trail():
     root = User.objects.create_superuser("root", password="pw")
+    RepositoryFactory(full_name="acme/shop")
     token, secret = auth.api_token_create(
-        name="svc", scopes=["runs:read"], user=None, actor=actor(root)
+        name="svc", scopes=["runs:read"], user=None, actor=actor(root), repositories=["acme/shop"]
     )
     principal = auth.Principal.for_token(auth.api_token_authenticate(secret))
     assert principal.user == root and principal.name.startswith("service (API token")

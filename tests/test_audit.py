@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 
 from amtp_site.audit import Actor
-from repositories.models import Repository
+from repositories.models import Repository, RepositoryGrant
 from runs import auth
 from runs.models import Run
 from runs.models_api import ApiToken
@@ -62,6 +62,7 @@ def test_an_approval_in_admin_is_on_the_approvals_history_page(held):
 
 def test_a_reject_through_the_api_is_filed_under_the_tokens_owner(held):
     owner = User.objects.create_user("ci-bot")
+    RepositoryGrant.objects.create(repository=held.run.repository, user=owner, role="approver")
     token, secret = auth.api_token_create(
         name="ci", scopes=["approvals:decide"], user=owner, actor=None
     )
@@ -76,13 +77,14 @@ def test_a_reject_through_the_api_is_filed_under_the_tokens_owner(held):
 
 def test_a_service_tokens_cancel_is_filed_under_its_minter(api_env):
     root = User.objects.create_superuser("root", password="pw")
+    run = RunFactory()  # pending, never started: cancelled directly
     _, secret = auth.api_token_create(
         name="svc",
         scopes=["runs:write"],
         user=None,
         actor=Actor(user=root, name="root", surface="admin"),
+        repositories=[run.repo_full_name],
     )
-    run = RunFactory()  # pending, never started: cancelled directly
     assert bearer(secret).post(f"/api/runs/{run.run_id}/cancel").status_code == 202
     [entry] = entries(run)
     assert entry.user == root and entry.change_message.startswith(

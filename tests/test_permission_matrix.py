@@ -76,7 +76,9 @@ class World:
         )
         self.held = RunFactory(repository=self.repository)  # pending: never started
         self.pending = ApprovalFactory(run=self.held)
-        self.token = ApiToken.objects.create(name="old", key_prefix="amtp_x", token_hash="0" * 64)
+        self.token = ApiToken.objects.create(
+            name="old", key_prefix="amtp_x", token_hash="0" * 64, user=self.root
+        )
         self.user = self._user()
         self.client = self._client()
 

@@ -18,6 +18,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from amtp_site.lists import EstimatedCountPaginator, PrefixSearchMixin
+from repositories import access
 from runs.admin.render import (
     META_PREVIEW_CHARS,
     PREVIEW_CHARS,
@@ -50,7 +51,11 @@ class ArtifactAdmin(PrefixSearchMixin, admin.ModelAdmin):
     list_per_page = 50  # as the run list: each row costs a few ms to render
 
     def get_queryset(self, request):
-        return super().get_queryset(request).defer("content", "meta")
+        # Only the artifacts of repositories the user may read them on (repositories.access):
+        # any other reads as one that does not exist.
+        artifacts = super().get_queryset(request).defer("content", "meta")
+        perms = ("runs.view_artifact", "runs.change_artifact")
+        return access.restrict(artifacts, request.user, perms, via="run__repository")
 
     def has_add_permission(self, request):
         return False

@@ -2,7 +2,9 @@
 
 Permission: ``runs.add_run`` ("Can add run"). Adding a run *is* launching one (the admin has no
 add form for runs), so the existing permission says exactly what it grants and no custom
-permission (and migration) is needed. Staff status and login come from the admin site.
+permission (and migration) is needed. Staff status and login come from the admin site. The
+repositories offered are those the user may launch on (``repositories.access``: the global
+permission, or the operator or admin role there); any other is "not one of the choices".
 
 Empty fields take the repository's settings, server-side, through ``run_create``; the page's
 script only shows those defaults as the repository changes. Each rendered form carries a
@@ -22,6 +24,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from amtp_site.errors import AmtpError
+from repositories import access
 from repositories.models import DepthLevel, Framework, Repository
 from repositories.refnames import MAX_REF_LENGTH, ref_problem
 from repositories.targets import MAX_TARGET_URL_LENGTH, target_url_problem
@@ -61,6 +64,11 @@ class LaunchRunForm(forms.Form):
     )
     submission = forms.UUIDField(widget=forms.HiddenInput, initial=uuid.uuid4)
 
+    def __init__(self, *args, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["repository"]
+        field.queryset = launchable(user)
+
     def _clean_ref(self, name: str) -> str:
         value = self.cleaned_data[name]
         problem = ref_problem(value) if value else None
@@ -95,7 +103,13 @@ class LaunchRunForm(forms.Form):
         }
 
 
-def repository_defaults() -> dict[str, dict[str, str]]:
+def launchable(user):
+    """The repositories ``user`` may launch runs on."""
+    repositories = Repository.objects.order_by("full_name")
+    return access.restrict(repositories, user, [LAUNCH_PERMISSION], via="pk")
+
+
+def repository_defaults(user) -> dict[str, dict[str, str]]:
     """What each repository fills in for empty fields (shown by the page's script)."""
     return {
         str(repo.pk): {
@@ -105,7 +119,7 @@ def repository_defaults() -> dict[str, dict[str, str]]:
             "target_framework": repo.default_framework,
             "target_url": repo.preview_url,
         }
-        for repo in Repository.objects.only(
+        for repo in launchable(user).only(
             "default_branch", "default_depth_level", "default_framework", "preview_url"
         )
     }
@@ -115,18 +129,20 @@ def launch_run_view(request):
     if not request.user.has_perm(LAUNCH_PERMISSION):
         raise PermissionDenied
     if request.method == "POST":
-        form = LaunchRunForm(request.POST)
+        form = LaunchRunForm(request.POST, user=request.user)
         if form.is_valid():
             response = _launch(request, form)
             if response is not None:
                 return response
     else:
-        form = LaunchRunForm(initial={"repository": request.GET.get("repository")})
+        form = LaunchRunForm(
+            initial={"repository": request.GET.get("repository")}, user=request.user
+        )
     context = {
         **admin.site.each_context(request),
         "title": "Launch a run",
         "form": form,
-        "repository_defaults": repository_defaults(),
+        "repository_defaults": repository_defaults(request.user),
         "runs_url": reverse("admin:runs_run_changelist"),
     }
     return TemplateResponse(request, LAUNCH_TEMPLATE, context)
@@ -140,6 +156,7 @@ def _launch(request, form: LaunchRunForm) -> HttpResponseRedirect | None:
             **form.run_inputs(),
             trigger=Run.Trigger.FORM,
             requested_by=request.user.get_username(),
+            requester=f"user:{request.user.pk}",
             request_key=key,
         )
     except RunInputInvalid as exc:  # shown on its field, as the form's own checks are

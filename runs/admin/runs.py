@@ -4,6 +4,10 @@ Runs and artifacts are read-only here: the workflow writes them, and a form save
 every column and could move a finished run backwards. What an operator may do to a run goes
 through the services every other surface uses: ``run_cancel`` (needs ``runs.change_run``) and
 ``run_again`` (needs ``runs.add_run``, the launch permission, see ``runs.admin.launch``).
+
+Per repository (``repositories.access``): the list and every page show only the runs of
+repositories the user may see (any other run reads as one that does not exist), and each
+action asks ``user.has_perm(permission, run)``: the right on that run's repository.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from amtp_site import rows
 from amtp_site.audit import Actor
 from amtp_site.errors import AmtpError
 from amtp_site.lists import EstimatedCountPaginator, PrefixSearchMixin
+from repositories import access
+from repositories.models import Repository
 from runs import parts, selectors
 from runs.admin import display as show
 from runs.admin.launch import LAUNCH_PERMISSION
@@ -35,6 +41,9 @@ CANCEL_REQUESTED = "Cancellation of run {run_id} requested; the workflow marks i
 RUN_AGAIN_STARTED = "Run {new_id} started with the inputs of run {run_id}."
 TOO_MANY_SELECTED = f"Select at most {MAX_BULK_RUNS} runs for this action."
 FINISHED_SKIPPED = "{count} finished run(s) skipped: there is nothing to cancel."
+NOT_ALLOWED = "Run {run_id}: {rule}"
+CANCEL = "runs.change_run"
+EVIDENCE = "runs.view_artifact"
 
 RUN_REQUEST = (
     "run_id",
@@ -49,6 +58,21 @@ RUN_REQUEST = (
     "requested_by",
     "request_key",
 )
+
+
+class VisibleRepositoryFilter(admin.RelatedFieldListFilter):
+    """The repository filter offers only the repositories the user may see."""
+
+    def field_choices(self, field, request, model_admin):
+        visible = access.restrict(Repository.objects.all(), request.user, access.VIEW, via="pk")
+        return [(r.pk, str(r)) for r in visible.order_by("full_name").only("full_name")]
+
+
+def refused(request, permission: str, run: Run, action: str) -> str | None:
+    """Why ``request.user`` may not do ``action`` on ``run`` (None: they may)."""
+    if request.user.has_perm(permission, run):
+        return None
+    return access.refusal(action, run.repo_full_name, [permission])
 
 
 @admin.register(Run)
@@ -69,7 +93,7 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
     )
     list_filter = (
         "status",
-        "repository",
+        ("repository", VisibleRepositoryFilter),
         "target_framework",
         "trigger",
         "depth_level",
@@ -95,6 +119,10 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         return [f.name for f in rows.fields(Run)] + ["status_badge", "duration", "pull_request"]
 
+    def get_queryset(self, request):
+        runs = super().get_queryset(request)
+        return access.restrict(runs, request.user, ("runs.view_run", "runs.change_run"))
+
     # --- permissions: the run page is read-only; "change" is what gates cancelling ------
 
     def has_add_permission(self, request):
@@ -104,10 +132,12 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
         return obj is None and super().has_change_permission(request)
 
     def has_delete_permission(self, request, obj=None):
-        return super().has_delete_permission(request, obj) and (obj is None or obj.is_terminal)
+        if obj is None:
+            return super().has_delete_permission(request)
+        return request.user.has_perm("runs.delete_run", obj) and obj.is_terminal
 
-    def has_launch_permission(self, request):
-        return request.user.has_perm(LAUNCH_PERMISSION)
+    def has_launch_permission(self, request, obj=None):
+        return request.user.has_perm(LAUNCH_PERMISSION, obj)
 
     def get_actions(self, request):
         actions = super().get_actions(request)
@@ -182,8 +212,8 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
             "verification": show.verification(selectors.verification_report(run)),
             "app_map": show.app_map(selectors.app_map(run)),
             "pygments_css": pygments_css(),
-            "can_cancel": not run.is_terminal and self.has_change_permission(request),
-            "can_run_again": self.has_launch_permission(request),
+            "can_cancel": not run.is_terminal and request.user.has_perm(CANCEL, run),
+            "can_run_again": self.has_launch_permission(request, run),
             "auto_refresh": not run.is_terminal,
             "refresh_seconds": REFRESH_SECONDS,
             # What the apps above runs add to the page (runs.parts): approvals.
@@ -204,6 +234,9 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
         return reverse("admin:runs_run_change", args=[run.pk])
 
     def _cancel(self, request, run: Run) -> bool:
+        if rule := refused(request, CANCEL, run, "cancelling runs"):
+            self.message_user(request, NOT_ALLOWED.format(run_id=run.pk, rule=rule), messages.ERROR)
+            return False
         try:
             run_cancel(run=run, actor=Actor.admin(request))
         except RunError as exc:
@@ -212,10 +245,14 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
         return True
 
     def _run_again(self, request, run: Run) -> Run | None:
+        if rule := refused(request, LAUNCH_PERMISSION, run, "starting runs"):
+            self.message_user(request, NOT_ALLOWED.format(run_id=run.pk, rule=rule), messages.ERROR)
+            return None
         try:
             new = run_again(
                 run=run,
                 requested_by=request.user.get_username(),
+                requester=f"user:{request.user.pk}",
                 trigger=Run.Trigger.FORM,
                 actor=Actor.admin(request),
             )
@@ -227,10 +264,13 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
 
     def evidence_view(self, request, object_id, name):
         """A trace or screenshot the verification kept, or an app map's screenshot, as a
-        download (view permission)."""
+        download: evidence is an artifact's, so it needs the artifact right on the run's
+        repository."""
         if not self.has_view_permission(request):
             raise PermissionDenied
         run = self._run_or_404(request, str(object_id))
+        if rule := refused(request, EVIDENCE, run, "downloading evidence"):
+            raise PermissionDenied(rule)
         path = evidence_file(run, name, selectors.evidence_names(run))
         if path is None:
             raise Http404("no such evidence file")
@@ -241,6 +281,8 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
         if not self.has_change_permission(request):
             raise PermissionDenied
         run = self._run_or_404(request, object_id)
+        if rule := refused(request, CANCEL, run, "cancelling runs"):
+            raise PermissionDenied(rule)
         if self._cancel(request, run):
             self.message_user(request, CANCEL_REQUESTED.format(run_id=run.pk))
         return HttpResponseRedirect(self._change_url(run))
@@ -250,6 +292,8 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
         if not self.has_launch_permission(request):
             raise PermissionDenied
         run = self._run_or_404(request, object_id)
+        if rule := refused(request, LAUNCH_PERMISSION, run, "starting runs"):
+            raise PermissionDenied(rule)
         new = self._run_again(request, run)
         return HttpResponseRedirect(self._change_url(new or run))
 

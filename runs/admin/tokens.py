@@ -2,7 +2,8 @@
 revoke. A token never changes after creation; revocation is the only edit.
 
 Least privilege: one mints only for oneself (superusers for anyone) and only the scopes one's
-permissions allow; revoking needs ``runs.change_apitoken``. The rules and the audit entries
+permissions allow, optionally limited to repositories one may see (a service token must name
+them); revoking needs ``runs.change_apitoken``. The rules and the audit entries
 are ``runs.auth``'s services; this form only shows their answers next to the fields.
 
 Imported by ``runs/admin/__init__.py`` so the registration happens at admin autodiscovery.
@@ -18,6 +19,8 @@ from django.template import engines
 from django.utils import timezone
 
 from amtp_site.audit import Actor
+from repositories import access
+from repositories.models import Repository
 from runs.auth import api_token_check, api_token_create, api_token_revoke, scopes_allowed
 from runs.models_api import ApiToken, Scope
 
@@ -38,11 +41,29 @@ SHOWN_ONCE = engines["django"].from_string(
 
 class ApiTokenForm(forms.ModelForm):
     scopes = forms.MultipleChoiceField(choices=Scope.choices, widget=forms.CheckboxSelectMultiple)
+    repositories = forms.ModelMultipleChoiceField(
+        queryset=Repository.objects.none(),
+        required=False,
+        help_text="Limit the token to these repositories (none: wherever its owner may act; "
+        "a token without a user must name them).",
+    )
     request = None  # set by ApiTokenAdmin.get_form: the rules depend on who mints
 
     class Meta:
         model = ApiToken
-        fields = ("name", "user", "scopes", "expires_at")
+        fields = ("name", "user", "scopes", "repositories", "expires_at")
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if self.request is None:
+            return
+        visible = access.restrict(
+            Repository.objects.order_by("full_name"), self.request.user, access.VIEW, via="pk"
+        )
+        self.fields["repositories"].queryset = visible
+
+    def repository_names(self) -> list[str]:
+        return [r.full_name for r in self.cleaned_data.get("repositories") or ()]
 
     def owner(self):
         if self.request.user.is_superuser:
@@ -53,7 +74,10 @@ class ApiTokenForm(forms.ModelForm):
         data = super().clean()
         try:
             api_token_check(
-                actor=Actor.admin(self.request), scopes=data.get("scopes") or [], user=self.owner()
+                actor=Actor.admin(self.request),
+                scopes=data.get("scopes") or [],
+                user=self.owner(),
+                repositories=self.repository_names(),
             )
         except (PermissionDenied, ValueError) as exc:
             field, _, message = str(exc).partition(": ")
@@ -71,6 +95,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         "key_prefix",
         "user",
         "scope_list",
+        "repository_list",
         "state",
         "created_at",
         "last_used_at",
@@ -87,6 +112,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
             "name",
             "user",
             "scope_list",
+            "repository_list",
             "key_prefix",
             "created_at",
             "last_used_at",
@@ -123,6 +149,13 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def scope_list(self, token: ApiToken) -> str:
         return ", ".join(token.scopes)
 
+    @admin.display(description="repositories")
+    def repository_list(self, token: ApiToken) -> str:
+        if token.repository_ids is None:
+            return "its owner's"
+        names = Repository.objects.filter(pk__in=token.repository_ids).order_by("full_name")
+        return ", ".join(names.values_list("full_name", flat=True)) or "none"
+
     @admin.display(description="state")
     def state(self, token: ApiToken) -> str:
         if token.revoked_at:
@@ -140,6 +173,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
             user=form.owner(),
             expires_at=obj.expires_at,
             actor=Actor.admin(request),
+            repositories=form.repository_names(),
         )
         obj.pk = token.pk  # the admin goes on with ``obj``: make it the token created
         obj.refresh_from_db()
