@@ -135,7 +135,10 @@ def token_repository_ids(
             raise ValueError(SERVICE_TOKEN_NEEDS_REPOSITORIES)
         return None
     names = sorted(set(repositories))
-    found = Repository.objects.filter(full_name__in=names)
+    # What no repository can be called (not text, too long, a NUL PostgreSQL refuses) is
+    # unknown without asking the database.
+    askable = [n for n in names if isinstance(n, str) and len(n) <= 200 and "\x00" not in n]
+    found = Repository.objects.filter(full_name__in=askable)
     if actor is not None:
         found = repo_access.restrict(found, actor.user, repo_access.VIEW, via="pk")
     ids = dict(found.values_list("full_name", "pk"))

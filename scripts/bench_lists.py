@@ -10,7 +10,11 @@ indexes its queries' plans use. Goal per page: at most 10 queries and p50 ≤ 15
 filter the run list offers has a page, so the closing table of scans per index of ``runs``
 shows which indexes the lists need.
 
-    .venv/bin/python scripts/bench_lists.py [--runs 1000000] [--requests 20]
+    .venv/bin/python scripts/bench_lists.py [--runs 1000000] [--requests 20] [--grants 5]
+
+``--grants N`` measures as a staff user who may see only N of the 50 repositories (a viewer
+grant on each, plus the global audit-trail permission), with an API token of theirs, instead
+of a superuser: every list is then narrowed by ``repositories.access``.
 
 Uses its own PostgreSQL database (amtp_bench_lists, recreated) and Valkey DB 11, and starts
 the embedded devstack if it is not running; dev data is never touched. See docs/benchmarks.md.
@@ -229,13 +233,18 @@ def measure(client, url: str, requests: int) -> dict:
 
 
 def pages(client, api, data: dict) -> list[tuple[str, object, str]]:
-    """(name, client, url) of every page measured, at this data set's size."""
+    """(name, client, url) of every page measured, at this data set's size (what the caller
+    sees of it: ``data["granted"]`` repositories only, when set)."""
     from runs.models import Run
 
     runs = data["sizes"]["runs"]
+    visible = Run.objects.all()
+    if data.get("granted"):
+        visible = visible.filter(repository_id__in=data["granted"])
+        runs = runs * len(data["granted"]) // REPOSITORIES
     deep_page = max(2, min(10_000, runs // PER_PAGE // 2))
     deep_offset = (deep_page - 1) * PER_PAGE
-    sample = Run.objects.order_by("-created_at")[runs // 3]
+    sample = visible.order_by("-created_at")[runs // 3]
     repository = sample.repository
     cursor = None
     for _ in range(49):  # walk to page 50 the way a client does
@@ -290,6 +299,22 @@ def pages(client, api, data: dict) -> list[tuple[str, object, str]]:
     ]
 
 
+def granted_user(grants: int):
+    """A staff user with a viewer grant on ``grants`` repositories (and the audit-trail
+    permission, global), and the ids of those repositories."""
+    from django.contrib.auth.models import Permission, User
+
+    from repositories.models import Repository, RepositoryGrant
+
+    user = User.objects.create_user("bench-viewer", password=None, is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_logentry"))
+    repositories = list(Repository.objects.order_by("full_name")[:grants])
+    RepositoryGrant.objects.bulk_create(
+        RepositoryGrant(repository=r, user=user, role="viewer") for r in repositories
+    )
+    return User.objects.get(pk=user.pk), [r.pk for r in repositories]
+
+
 def clients(user):
     from django.test import Client
 
@@ -298,7 +323,7 @@ def clients(user):
     admin = Client()
     admin.force_login(user)
     secret = auth.api_token_create(
-        name="bench", scopes=[auth.Scope.RUNS_READ], actor=None, user=None
+        name="bench", scopes=[auth.Scope.RUNS_READ], actor=None, user=user
     )[1]
     return admin, Client(headers={"Authorization": f"Bearer {secret}"})
 
@@ -373,6 +398,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=1_000_000)
     parser.add_argument("--requests", type=int, default=20, help="timed requests per page")
+    parser.add_argument(
+        "--grants",
+        type=int,
+        default=0,
+        help="measure as a user who may see this many repositories (0: a superuser)",
+    )
     args = parser.parse_args()
 
     from amtp_site.scratch_stack import use_scratch_stack
@@ -385,6 +416,11 @@ def main() -> None:
     steps = ", ".join(f"{k} {v:.1f} s" for k, v in data["seconds"].items())
     print(f"seeded in {time.perf_counter() - started:.0f} s ({steps})")
     settings.DEBUG = False  # as deployed: no query log on every cursor
+    if args.grants:
+        data["user"], data["granted"] = granted_user(args.grants)
+        print(
+            f"as {data['user'].username}: a viewer of {args.grants} of {REPOSITORIES} repositories"
+        )
     reset_index_use()
     admin, api = clients(data["user"])
     rows = []

@@ -64,7 +64,9 @@ def prepare() -> str:
     Repository.objects.create(
         full_name=REPO, rate_limit_runs=2_000_000_000, rate_limit_window_seconds=60
     )
-    _, secret = api_token_create(name="bench_submit", scopes=[START_RUNS.scope], actor=None)
+    _, secret = api_token_create(
+        name="bench_submit", scopes=[START_RUNS.scope], actor=None, repositories=[REPO]
+    )
     with connection.cursor() as cursor:
         cursor.execute(
             "CREATE TABLE bench_anchor_row (id bigserial PRIMARY KEY, "
