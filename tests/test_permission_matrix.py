@@ -1,10 +1,13 @@
 """The permission matrix of docs/security.md, cell by cell, through the API and the admin.
 
 The table is read from the document, so the document and the code cannot drift apart: every
-row names an action performed below, every column a role built below. An action is *allowed*
-when it gets past authorization (e.g. cancelling a finished run is a 409, not a 403)."""
+row names an action performed below, every column a role built below. Roles are granted on
+repository A (acme/shop); B (acme/other) is another. An action is *allowed* when it gets past
+authorization (e.g. cancelling a finished run is a 409, not a 403); one is denied when it is
+401, 403, or (for what the caller may not see) 404 or "not registered"."""
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -14,19 +17,23 @@ from django.urls import reverse
 from django.utils import timezone
 
 from approvals.models import Approval
-from repositories.models import Repository
+from repositories.models import Repository, RepositoryGrant
 from runs import auth
 from runs.models import Run
 from runs.models_api import ApiToken
+from tests.admin_helpers import flashed
 from tests.factories import ApprovalFactory, ArtifactFactory, RepositoryFactory, RunFactory
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "security.md"
 VIEWER = ("runs.view_run", "runs.view_artifact", "approvals.view_approval")
-ROLES = {
+ROLES = {  # permissions held the ordinary way: on every repository
     "staff": (),
-    "viewer": (*VIEWER, "repositories.view_repository"),
-    "operator": (*VIEWER, "repositories.view_repository", "runs.add_run", "runs.change_run"),
-    "approver": (*VIEWER, "repositories.view_repository", "approvals.decide_approval"),
+    "global operator": (
+        *VIEWER,
+        "repositories.view_repository",
+        "runs.add_run",
+        "runs.change_run",
+    ),
     "token admin": (
         *VIEWER,
         "repositories.view_repository",
@@ -35,7 +42,8 @@ ROLES = {
         "runs.view_apitoken",
     ),
 }
-TOKENS = {
+GRANTS = {"viewer", "operator", "approver", "admin"}  # a role on A, no permission of one's own
+TOKENS = {  # service tokens limited to A
     "read token": "runs:read",
     "write token": "runs:write",
     "decide token": "approvals:decide",
@@ -61,6 +69,18 @@ def matrix() -> list[tuple[str, str, bool]]:
     return cells
 
 
+class Place:
+    """A repository with a finished run, its artifact and its decided approval."""
+
+    def __init__(self, name: str) -> None:
+        self.repository = RepositoryFactory(full_name=name)
+        self.finished = RunFactory(repository=self.repository, status="passed")
+        self.artifact = ArtifactFactory(run=self.finished)
+        self.decided = ApprovalFactory(
+            run=self.finished, decision="approved", decided_at=timezone.now()
+        )
+
+
 class World:
     """The objects every action works on, and the caller in one role."""
 
@@ -68,19 +88,21 @@ class World:
         self.role = role
         self.root = User.objects.create_superuser("root", password=None)  # no slow hashing
         self.other = self._with_perms(User.objects.create_user("someone-else"), VIEWER)
-        self.repository = RepositoryFactory(full_name="acme/shop")
-        self.finished = RunFactory(repository=self.repository, status="passed")
-        self.artifact = ArtifactFactory(run=self.finished)
-        self.decided = ApprovalFactory(
-            run=self.finished, decision="approved", decided_at=timezone.now()
-        )
-        self.held = RunFactory(repository=self.repository)  # pending: never started
+        self.a, self.b = Place("acme/shop"), Place("acme/other")
+        self.repository, self.finished = self.a.repository, self.a.finished
+        self.artifact, self.decided = self.a.artifact, self.a.decided
+        # Pending approvals (runs never started): one requested by someone else, one by the
+        # caller (its requester is set once the caller exists).
+        self.held = RunFactory(repository=self.repository, requester=f"user:{self.other.pk}")
         self.pending = ApprovalFactory(run=self.held)
+        self.own = RunFactory(repository=self.repository)
+        self.own_pending = ApprovalFactory(run=self.own)
         self.token = ApiToken.objects.create(
             name="old", key_prefix="amtp_x", token_hash="0" * 64, user=self.root
         )
         self.user = self._user()
         self.client = self._client()
+        Run.objects.filter(pk=self.own.pk).update(requester=self.identity)
 
     def _user(self):
         if self.role in ("anonymous", *TOKENS):
@@ -88,6 +110,9 @@ class World:
         if self.role == "superuser":
             return self.root
         user = User.objects.create_user(self.role.replace(" ", "-"), is_staff=True)
+        if self.role in GRANTS:
+            RepositoryGrant.objects.create(repository=self.repository, user=user, role=self.role)
+            return User.objects.get(pk=user.pk)
         return self._with_perms(user, ROLES[self.role])
 
     @staticmethod
@@ -100,8 +125,12 @@ class World:
         return User.objects.get(pk=user.pk)  # a fresh permission cache
 
     def _client(self) -> Client:
+        self.identity = f"user:{self.user.pk}" if self.user else "user:0"
         if self.role in TOKENS:
-            _, secret = auth.api_token_create(name="t", scopes=[TOKENS[self.role]], actor=None)
+            token, secret = auth.api_token_create(
+                name="t", scopes=[TOKENS[self.role]], actor=None, repositories=["acme/shop"]
+            )
+            self.identity = f"token:{token.pk}"
             return Client(headers={"Authorization": f"Bearer {secret}"})
         client = Client()
         if self.user is not None:
@@ -111,14 +140,14 @@ class World:
     # --- how an answer reads --------------------------------------------------------------
 
     @staticmethod
-    def api_allowed(response) -> bool:
+    def api_allowed(response, hidden=(404,)) -> bool:
         assert response.status_code < 500, response.content
-        return response.status_code not in (401, 403)
+        return response.status_code not in (401, 403, *hidden)
 
     @staticmethod
     def admin_allowed(response) -> bool:
         assert response.status_code < 500, response.content
-        if response.status_code == 403:
+        if response.status_code in (403, 404):
             return False
         if response.status_code == 302:
             return "/login/" not in response["Location"]
@@ -127,12 +156,15 @@ class World:
     def api_get(self, path: str) -> bool:
         return self.api_allowed(self.client.get(path))
 
-    def api_post(self, path: str, body: dict | None = None) -> bool:
+    def api_post(self, path: str, body: dict | None = None, hidden=(404,)) -> bool:
         data = json.dumps(body or {})
-        return self.api_allowed(self.client.post(path, data, content_type="application/json"))
+        response = self.client.post(path, data, content_type="application/json")
+        return self.api_allowed(response, hidden)
 
     def admin_get(self, url: str) -> bool:
-        return self.admin_allowed(self.client.get(url))
+        response = self.client.get(url)  # a page one may not see redirects to the index
+        assert response.status_code < 500, response.content
+        return response.status_code == 200
 
     def admin_post(self, url: str, data: dict) -> bool:
         return self.admin_allowed(self.client.post(url, data))
@@ -148,15 +180,16 @@ class World:
         return minted.filter(user=owner or self.user).exists() if self.user else False
 
 
-def change_repository(world: World) -> bool:
-    url = reverse("admin:repositories_repository_change", args=[world.repository.pk])
+def change_repository(world: World, place: Place | None = None) -> bool:
+    repository = (place or world.a).repository
+    url = reverse("admin:repositories_repository_change", args=[repository.pk])
     root = Client()
     root.force_login(world.root)
     form = root.get(url).context["adminform"].form
     data = {k: v for k, v in form.initial.items() if v is not None}
     data.update({"webhook_branches": "", "require_approval": "on"})
     world.admin_post(url, data)
-    return Repository.objects.get(pk=world.repository.pk).require_approval
+    return Repository.objects.get(pk=repository.pk).require_approval
 
 
 def run_again(world: World) -> bool:
@@ -164,9 +197,32 @@ def run_again(world: World) -> bool:
     return Run.objects.filter(requested_by=getattr(world.user, "username", "-")).exists()
 
 
-def decide(world: World) -> bool:
-    url = reverse("admin:approvals_approval_decide", args=[world.pending.pk])
-    return world.admin_post(url, {"decision": "rejected", "comment": "no"})
+def launch(world: World, place: Place) -> bool:
+    data = {"repository": place.repository.pk, "submission": str(uuid.uuid4())}
+    world.client.post(reverse("launch_run"), data)
+    return Run.objects.filter(repository=place.repository, trigger="form").exists()
+
+
+def start(world: World, place: Place) -> bool:
+    body = json.dumps({"repo_full_name": place.repository.full_name})
+    response = world.client.post("/api/runs", body, content_type="application/json")
+    assert response.status_code < 500, response.content
+    return response.status_code in (200, 201)  # 422 "not registered": one it may not see
+
+
+def decide(world: World, approval: Approval) -> bool:
+    """Past authorization and the four-eyes rule (Temporal is down here: a decision that
+    passes both is put back to pending, with a message saying so)."""
+    url = reverse("admin:approvals_approval_decide", args=[approval.pk])
+    response = world.client.post(url, {"decision": "rejected", "comment": "no"})
+    refused = any("four eyes" in message for message in flashed(response))
+    return world.admin_allowed(response) and not refused
+
+
+def grant(world: World) -> bool:
+    data = {"repository": world.repository.pk, "user": world.other.pk, "role": "viewer"}
+    world.client.post(reverse("admin:repositories_repositorygrant_add"), data)
+    return RepositoryGrant.objects.filter(user=world.other).exists()
 
 
 def revoke(world: World) -> bool:
@@ -175,20 +231,28 @@ def revoke(world: World) -> bool:
     return ApiToken.objects.get(pk=world.token.pk).revoked_at is not None
 
 
+def run_path(world: World, place: Place, tail: str = "") -> str:
+    return f"/api/runs/{place.finished.pk}{tail}"
+
+
 ACTIONS = {
     "API: list runs": lambda w: w.api_get("/api/runs"),
-    "API: read a run": lambda w: w.api_get(f"/api/runs/{w.finished.pk}"),
-    "API: read a run's context": lambda w: w.api_get(f"/api/runs/{w.finished.pk}/context"),
-    "API: read an artifact": lambda w: w.api_get(
-        f"/api/runs/{w.finished.pk}/artifacts/{w.artifact.kind}"
-    ),
+    "API: read a run": lambda w: w.api_get(run_path(w, w.a)),
+    "API: read a run's context": lambda w: w.api_get(run_path(w, w.a, "/context")),
+    "API: read an artifact": lambda w: w.api_get(run_path(w, w.a, f"/artifacts/{w.artifact.kind}")),
     "API: list approvals": lambda w: w.api_get("/api/approvals"),
-    # Unregistered repository, finished run, decided approval: past authorization, nothing moves.
-    "API: start a run": lambda w: w.api_post("/api/runs", {"repo_full_name": "acme/nope"}),
-    "API: cancel a run": lambda w: w.api_post(f"/api/runs/{w.finished.pk}/cancel"),
+    "API: start a run": lambda w: start(w, w.a),
+    # A finished run, a decided approval: past authorization, nothing moves (409).
+    "API: cancel a run": lambda w: w.api_post(run_path(w, w.a, "/cancel")),
     "API: decide an approval": lambda w: w.api_post(
         f"/api/approvals/{w.decided.pk}/decision", {"decision": "approved"}
     ),
+    "API: decide an approval of a run one requested": lambda w: w.api_post(
+        f"/api/approvals/{w.own_pending.pk}/decision", {"decision": "approved"}
+    ),
+    "API: read a run of B": lambda w: w.api_get(run_path(w, w.b)),
+    "API: start a run on B": lambda w: start(w, w.b),
+    "API: cancel a run of B": lambda w: w.api_post(run_path(w, w.b, "/cancel")),
     "admin: list runs": lambda w: w.admin_get(reverse("admin:runs_run_changelist")),
     "admin: a run's history": lambda w: w.admin_get(
         reverse("admin:runs_run_history", args=[w.finished.pk])
@@ -199,13 +263,20 @@ ACTIONS = {
     "admin: the approval queue": lambda w: w.admin_get(
         reverse("admin:approvals_approval_changelist")
     ),
-    "admin: launch a run": lambda w: w.admin_get(reverse("launch_run")),
+    "admin: launch a run": lambda w: launch(w, w.a),
     "admin: cancel a run": lambda w: w.admin_post(
         reverse("admin:runs_run_cancel", args=[w.finished.pk]), {}
     ),
     "admin: run again": run_again,
-    "admin: approve or reject": decide,
+    "admin: approve or reject": lambda w: decide(w, w.pending),
+    "admin: approve or reject a run one requested": lambda w: decide(w, w.own_pending),
     "admin: change a repository": change_repository,
+    "admin: a run of B": lambda w: w.admin_get(
+        reverse("admin:runs_run_change", args=[w.b.finished.pk])
+    ),
+    "admin: launch a run on B": lambda w: launch(w, w.b),
+    "admin: change repository B": lambda w: change_repository(w, w.b),
+    "admin: grant a role": grant,
     "admin: mint a runs:read token for oneself": lambda w: w.mint(["runs:read"]),
     "admin: mint an approvals:decide token": lambda w: w.mint(["approvals:decide"]),
     "admin: mint a token for another user": lambda w: w.mint(["runs:read"], owner=w.other),
@@ -216,13 +287,15 @@ ACTIONS = {
 
 def test_every_row_of_the_matrix_is_an_action_here():
     assert {action for action, _, _ in matrix()} == set(ACTIONS)
-    assert {role for _, role, _ in matrix()} == {"anonymous", "superuser", *ROLES, *TOKENS}
+    roles = {"anonymous", "superuser", *ROLES, *GRANTS, *TOKENS}
+    assert {role for _, role, _ in matrix()} == roles
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("action,role,allowed", matrix(), ids=lambda v: str(v))
-def test_the_matrix(action, role, allowed, settings):
+def test_the_matrix(action, role, allowed, settings, valkey):
     settings.TEMPORAL_ADDRESS = "127.0.0.1:1"  # nothing here may need a workflow to succeed
     world = World(role)
     assert ACTIONS[action](world) is allowed
-    assert Approval.objects.get(pk=world.pending.pk).decision == "pending"  # no signal: undone
+    for approval in (world.pending, world.own_pending):  # no signal: undone
+        assert Approval.objects.get(pk=approval.pk).decision == "pending"
