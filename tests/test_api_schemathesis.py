@@ -6,13 +6,17 @@ three modes of credentials:
   (status, media type, body schema) and every error must be a problem document;
 - no credentials: every operation answers 401 with a Bearer challenge, except the documented
   public endpoints (the GitHub webhook, which authenticates deliveries by signature);
-- a read-only token: every write answers 403, every read gets past authorization.
+- a read-only token: every write answers 403, every read gets past authorization;
+- a viewer, an operator and an approver of one repository (a token of theirs with every
+  scope): reads pass, no write the role lacks succeeds, and a run of another repository is
+  404 on every operation that names it.
 
 Bounded and deterministic: a fixed number of examples per operation, derandomized.
 """
 
 import pytest
 import schemathesis
+from django.contrib.auth.models import User
 from hypothesis import HealthCheck, Phase, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -26,9 +30,11 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from amtp_site.wsgi import application
+from repositories.models import RepositoryGrant
 from runs.services import run_create
+from runs.temporal.dispatcher import run_starts_dispatch
 from tests import api_support
-from tests.factories import ApprovalFactory, ArtifactFactory, RepositoryFactory
+from tests.factories import ApprovalFactory, ArtifactFactory, RepositoryFactory, RunFactory
 
 api_env, make_token = api_support.api_env, api_support.make_token  # shared fixtures
 
@@ -135,3 +141,50 @@ def test_a_read_only_token_is_403_on_every_write(make_token, seeded, mode):
                 assert response.status_code not in (401, 403), (case, response.text)
 
         fuzz(operation, seeded, mode, EXAMPLES_PER_AUTH_CHECK, headers, check)
+
+
+# What each role may write, by operation: everything else must not succeed.
+ROLE_WRITES = {
+    "viewer": set(),
+    "operator": {"POST /api/runs", "POST /api/runs/{run_id}/cancel"},
+    "approver": {"POST /api/approvals/{approval_id}/decision"},
+}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("role", sorted(ROLE_WRITES))
+def test_a_role_on_one_repository_gets_its_rights_there_and_nothing_elsewhere(
+    make_token, seeded, role
+):
+    user = User.objects.create_user(f"{role}-of-shop", is_staff=True)
+    shop = RepositoryFactory(full_name="acme/shop")
+    RepositoryGrant.objects.create(repository=shop, user=user, role=role)
+    elsewhere = RunFactory(repository=RepositoryFactory(full_name="acme/other"))
+    run_starts_dispatch()  # the seeded run's workflow waits: an approval signals it
+    headers = {"Authorization": f"Bearer {make_token(user=user)}"}
+    for operation in operations():
+        write = operation.method.upper() != "GET"
+        allowed = operation.label in ROLE_WRITES[role]
+
+        def check(case, response, write=write, allowed=allowed, public=operation.label in PUBLIC):
+            is_problem(case, response)
+            if public:
+                return
+            assert response.status_code != 401, (case, response.text)
+            if write and not allowed:
+                assert response.status_code >= 400, (case, response.text)
+            if not write:
+                assert response.status_code != 403, (case, response.text)
+
+        fuzz(operation, seeded, GenerationMode.POSITIVE, EXAMPLES_PER_AUTH_CHECK, headers, check)
+        if "run_id" in {p.name for p in operation.path_parameters}:
+            hidden = {**seeded, "run_id": str(elsewhere.run_id)}
+
+            # A write the role lacks meets its gate (403) first; anything else is 404.
+            expected = (403, 404) if write and not allowed else (404,)
+
+            def not_found(case, response, expected=expected):
+                is_problem(case, response)
+                assert response.status_code in expected, (case, response.text)
+
+            fuzz(operation, hidden, GenerationMode.POSITIVE, 2, headers, not_found)
