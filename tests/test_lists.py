@@ -364,3 +364,20 @@ def test_admin_pages_past_an_estimated_count_are_empty_not_errors(admin_client, 
     monkeypatch.setattr(admin.site._registry[Run], "list_per_page", 2)
     response = admin_client.get(RUNS, {"p": "100000"})
     assert response.status_code == 200 and listed(response) == set()
+
+
+def test_a_list_narrowed_to_granted_repositories_stays_on_an_index(big_tables):
+    """What repositories.access.restrict adds to a list (a literal id list) keeps the page on
+    the repository's page index, as the admin's repository filter does."""
+    from repositories import access
+    from repositories.models import RepositoryGrant
+    from tests.admin_helpers import staff
+
+    viewer = staff()
+    for name in ("acme/one", "acme/two"):
+        RepositoryGrant.objects.create(
+            repository=RepositoryFactory(full_name=name), user=viewer, role="viewer"
+        )
+    runs = access.restrict(Run.objects.order_by(*NEWEST), viewer, access.VIEW)[:50]
+    assert '"repository_id" IN' in str(runs.query)
+    assert "runs_repository_page" in _plan(runs), _plan(runs)
