@@ -129,6 +129,17 @@ def restrict(queryset: QuerySet, user, perms: Iterable[str], *, only=None, via="
     return queryset.filter(**{f"{via}__in": sorted(ids)})
 
 
+def visible_ids(names, user, *, everything: bool = False) -> dict[str, int]:
+    """{full name: id} of the repositories among ``names`` that ``user`` may see (all of them
+    with ``everything``: trusted code). A name no repository can have (not text, too long, a
+    NUL PostgreSQL refuses) is left out without asking the database."""
+    askable = [n for n in names if isinstance(n, str) and len(n) <= 200 and "\x00" not in n]
+    found = Repository.objects.filter(full_name__in=askable)
+    if not everything:
+        found = restrict(found, user, VIEW, via="pk")
+    return dict(found.values_list("full_name", "pk"))
+
+
 def repository_id_of(obj) -> int | None:
     """The repository an object belongs to: a repository, a run (``repository_id``), or
     anything with a ``run`` (stage, artifact, approval)."""

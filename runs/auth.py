@@ -28,7 +28,6 @@ from ninja.utils import check_csrf
 
 from amtp_site import audit, rows
 from repositories import access as repo_access
-from repositories.models import Repository
 from runs.models_api import ApiToken, Scope
 
 TOKEN_PREFIX = "amtp_"
@@ -127,21 +126,14 @@ def scopes_allowed(user) -> set[str]:
 def token_repository_ids(
     *, actor: audit.Actor | None, user, repositories: list[str] | None
 ) -> list[int] | None:
-    """The ids of the repositories a token is limited to (None: not limited). Every name must
-    be registered and visible to the minter (one message for both: a name one may not see is
-    not confirmed to exist); a service token must name at least one."""
+    """The ids of the repositories a token is limited to (None: not limited): registered and
+    visible to the minter (one message for both); a service token names at least one."""
     if not repositories:
         if user is None:
             raise ValueError(SERVICE_TOKEN_NEEDS_REPOSITORIES)
         return None
     names = sorted(set(repositories))
-    # What no repository can be called (not text, too long, a NUL PostgreSQL refuses) is
-    # unknown without asking the database.
-    askable = [n for n in names if isinstance(n, str) and len(n) <= 200 and "\x00" not in n]
-    found = Repository.objects.filter(full_name__in=askable)
-    if actor is not None:
-        found = repo_access.restrict(found, actor.user, repo_access.VIEW, via="pk")
-    ids = dict(found.values_list("full_name", "pk"))
+    ids = repo_access.visible_ids(names, actor.user if actor else None, everything=actor is None)
     missing = [name for name in names if name not in ids]
     if missing:
         raise ValueError(UNKNOWN_REPOSITORIES.format(names=", ".join(map(repr, missing))))
