@@ -139,7 +139,9 @@ class Run(models.Model):
                 "runs",
                 "run_id",
                 *("status", "repository", "repo_full_name", None, "trigger"),
-                include=("status", "target_framework", "trigger", "depth_level"),
+                # repository: a list narrowed to the repositories one may see
+                # (repositories.access) is checked in the index too.
+                include=("status", "target_framework", "trigger", "depth_level", "repository"),
             ),
             *prefix_search("runs", "repo_full_name", "ref", "requested_by"),
         ]
