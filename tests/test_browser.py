@@ -146,7 +146,8 @@ def test_launch_from_the_form_watch_it_pass_and_read_an_artifact(
 
 @pytest.mark.django_db(transaction=True)
 def test_approve_a_held_run_from_the_admin(tmp_path, live_server, worker, operator):
-    repo = local_repo(tmp_path, "gated", require_approval=True)
+    # olga launches and approves: the repository allows it (four eyes are tested elsewhere)
+    repo = local_repo(tmp_path, "gated", require_approval=True, allow_self_approval=True)
     with admin_page(live_server, operator) as page:
         page.goto(f"/launch/?repository={repo.pk}")
         page.click("#launch-form input[type=submit]")

@@ -80,6 +80,14 @@ def test_the_upgrade_counts_the_pushes_that_already_started_runs():
     before, after = [("runs", "0009_explore_app_stage")], [("runs", "0010_one_run_per_push")]
     executor = MigrationExecutor(connection)
     executor.migrate(before)
+    try:
+        _upgrade_with_two_runs_of_one_push(executor, before, after)
+    finally:  # the next tests of this database expect every migration applied
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+def _upgrade_with_two_runs_of_one_push(executor, before, after) -> None:
     old = executor.loader.project_state(before).apps
     repository = old.get_model("repositories", "Repository").objects.create(full_name="acme/shop")
     run_model, delivery = old.get_model("runs", "Run"), old.get_model("runs", "WebhookDelivery")
