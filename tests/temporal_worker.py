@@ -23,6 +23,13 @@ def child_env() -> dict[str, str]:
     return {**connection_env(), "AMTP_LLM_PROVIDER": "offline"}
 
 
+def worker_setting(settings, monkeypatch, name: str, value) -> None:
+    """``name`` for this process and for the worker processes a test starts: they read the
+    environment, and a workflow's timeouts are those of the worker whose dispatcher starts it."""
+    setattr(settings, name, value)
+    monkeypatch.setenv(name, str(value))
+
+
 @pytest.fixture
 def temporal_env(settings, valkey, monkeypatch, transactional_db):
     settings.TEMPORAL_TASK_QUEUE = f"test-{uuid.uuid4()}"

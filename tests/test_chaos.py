@@ -13,16 +13,18 @@ from tests.chaos import CHECKS, check, launch, unleash
 from tests.factories import RepositoryFactory, RunFactory, StageFactory
 from tests.gitrepo import git, make_git_repo
 from tests.samples import DEMO_WEB
+from tests.temporal_worker import worker_setting
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_two_runs_survive_two_kills_of_the_worker(tmp_path, temporal_env):
+def test_two_runs_survive_two_kills_of_the_worker(tmp_path, temporal_env, monkeypatch):
     # A dead worker's activities are retried after these timeouts (the defaults are 60 s).
-    temporal_env.AMTP_HEARTBEAT_TIMEOUT_S = 5
-    temporal_env.AMTP_BOOKKEEPING_TIMEOUT_S = 5
+    worker_setting(temporal_env, monkeypatch, "AMTP_HEARTBEAT_TIMEOUT_S", 5)
+    worker_setting(temporal_env, monkeypatch, "AMTP_BOOKKEEPING_TIMEOUT_S", 5)
     # An activity in flight at each kill loses an attempt to it.
     temporal_env.AMTP_RETRY_POLICY["maximum_attempts"] = 10
+    monkeypatch.setenv("AMTP_RETRY_MAX_ATTEMPTS", "10")
     repositories = [
         RepositoryFactory(
             full_name=f"acme/web-{i}",

@@ -13,6 +13,7 @@ from runs.temporal import types as t
 from runs.temporal.client import retry_settings
 from tests.factories import RunFactory
 from tests.samples import DEMO_WEB
+from tests.temporal_worker import worker_setting
 from tests.test_worker_crash import (
     assert_exactly_one_of_everything,
     llm_calls,
@@ -118,11 +119,13 @@ def test_bookkeeping_retries_without_a_cap_and_the_agents_keep_the_spec_policy(s
 # --- the result of a passed stage lost with its worker ----------------------------------
 
 
-def test_a_stage_that_passed_in_a_worker_that_then_died_is_reused(tmp_path, temporal_env, settings):
+def test_a_stage_that_passed_in_a_worker_that_then_died_is_reused(
+    tmp_path, temporal_env, settings, monkeypatch
+):
     """The stage's artifact is stored and the stage passed, then the worker dies (os._exit)
     before Temporal hears the result: the retry, on another worker, finds the stage done and
     reuses its artifact, without asking the model again."""
-    settings.AMTP_HEARTBEAT_TIMEOUT_S = 5  # the dead attempt is retried after this
+    worker_setting(settings, monkeypatch, "AMTP_HEARTBEAT_TIMEOUT_S", 5)  # then a retry
     marker = tmp_path / "died"
     repo = local_repo(tmp_path, "web", DEMO_WEB)
     fault = f"fault:{t.GENERATE_TEST_CASES}:exit:{marker}"  # once: the marker holds the pid

@@ -14,7 +14,7 @@ from tests.factories import RepositoryFactory
 from tests.faults import Fault, FaultOnce
 from tests.gitrepo import git, make_git_repo
 from tests.samples import DEMO_WEB
-from tests.temporal_worker import wait_terminal
+from tests.temporal_worker import wait_terminal, worker_setting
 from tests.test_workflow import record_histories  # noqa: F401  (AMTP_RECORD_HISTORIES=1)
 from tests.worker_process import kill_worker, start_worker, stop_worker
 
@@ -93,12 +93,12 @@ def test_agent_process_dying_is_retried_in_a_fresh_process_and_stored_once(
 
 
 def test_worker_killed_mid_activity_then_restarted_completes_the_run(
-    tmp_path, temporal_env, settings
+    tmp_path, temporal_env, settings, monkeypatch
 ):
     # The dead worker's agent stops heartbeating: Temporal retries after the heartbeat timeout,
     # long before the start-to-close timeout.
-    settings.AMTP_HEARTBEAT_TIMEOUT_S = 6
-    settings.AMTP_AGENT_ACTIVITY_TIMEOUT_S = 600
+    worker_setting(settings, monkeypatch, "AMTP_HEARTBEAT_TIMEOUT_S", 6)
+    worker_setting(settings, monkeypatch, "AMTP_AGENT_ACTIVITY_TIMEOUT_S", 600)
     marker = tmp_path / "hanging"
     # The first worker stores the test cases, then hangs until killed, before reporting them.
     fault = f"fault:{t.GENERATE_TEST_CASES}:hang:{marker}"
@@ -115,10 +115,12 @@ def test_worker_killed_mid_activity_then_restarted_completes_the_run(
     assert run.stages.get(name="generate_test_cases").attempts == 2
 
 
-def test_worker_killed_after_writing_the_pull_request_adopts_it(tmp_path, temporal_env, settings):
+def test_worker_killed_after_writing_the_pull_request_adopts_it(
+    tmp_path, temporal_env, settings, monkeypatch
+):
     """R3: the branch and the PR are written, CreatePullRequest has not completed, and the
     worker's process group is SIGKILLed: the retry, on a new worker, adopts that PR."""
-    settings.AMTP_HEARTBEAT_TIMEOUT_S = 5  # the dead attempt is retried after this
+    worker_setting(settings, monkeypatch, "AMTP_HEARTBEAT_TIMEOUT_S", 5)  # then a retry
     marker = tmp_path / "written"
     queue = settings.TEMPORAL_TASK_QUEUE
     path = make_git_repo(tmp_path / "web", DEMO_WEB)
