@@ -23,10 +23,13 @@ from django.conf import settings
 from runs.verification import proxy, sandbox
 from runs.verification.errors import VerifierNotInstalled
 from runs.verification.playwright import (
-    CHROMIUM_ARGS,
+    BOX_PROXY,
     Runner,
     box_env,
+    box_json,
     clean,
+    furnish,
+    launch_options,
     preflight,
     probe,
     tool_versions,
@@ -80,10 +83,7 @@ def explore(
     probe(target_url, policy)
     box = sandbox.Box()
     try:
-        modules = (runner.runner_dir / "node_modules").resolve()
-        (box.work / "node_modules").symlink_to(box.runner_modules(modules))
-        for sub in ("home", "tmp"):
-            (box.work / sub).mkdir()
+        modules, _inside = furnish(box, runner)
         shutil.copyfile(SCRIPT, box.work / "explore.mjs")
         config = _config(target_url, runner, bounds, start_paths)
         (box.work / "config.json").write_text(json.dumps(config))
@@ -124,31 +124,15 @@ def _config(target_url: str, runner: Runner, bounds: Bounds, start_paths: list[s
         "max_forms": 10,
         "time_ms": int(bounds.time_s * 1000),
         "page_timeout_ms": int(bounds.page_timeout_s * 1000),
-        "proxy": {"server": f"http://127.0.0.1:{sandbox.BRIDGE_PORT}"},
-        "launch": {
-            "executablePath": runner.chromium,
-            "headless": True,
-            "chromiumSandbox": sandbox.sandboxed(),
-            "args": CHROMIUM_ARGS,
-        },
+        "proxy": BOX_PROXY,
+        "launch": launch_options(runner),
     }
 
 
 def _raw_map(box: sandbox.Box, outcome: sandbox.Outcome) -> dict:
-    found = box.work / "app_map.json"
-    tail = clean(box.output_tail(1500), 1500)
-    if outcome.stopped:
-        raise VerifierNotInstalled(f"{outcome.stopped}; the output ends: {tail}")
-    if found.is_symlink() or not found.is_file():
-        raise VerifierNotInstalled(NO_MAP.format(code=outcome.returncode, tail=tail))
-    if found.stat().st_size > MAX_RAW_BYTES:
-        raise VerifierNotInstalled(BAD_MAP.format(tail=tail))
-    try:
-        data = json.loads(found.read_bytes())
-    except ValueError:
-        data = None
-    if not isinstance(data, dict) or not isinstance(data.get("pages", []), list):
-        raise VerifierNotInstalled(BAD_MAP.format(tail=tail))
+    data = box_json(box, outcome, "app_map.json", MAX_RAW_BYTES, missing=NO_MAP, bad=BAD_MAP)
+    if not isinstance(data.get("pages", []), list):
+        raise VerifierNotInstalled(BAD_MAP.format(tail=clean(box.output_tail(1500), 1500)))
     return data
 
 

@@ -129,20 +129,8 @@ class AgentActivities:
         """Driven from a worker thread (the generated tests run in the sandbox, a process tree
         of their own); each healing session in a fresh process of the pool. The gate holds a
         process for the stage, so a heal never waits behind other runs' agents."""
-        beating = asyncio.create_task(_beat())
-        verify = functools.partial(
-            pipeline.verify_tests, sessions=self.pool, stop=activity.is_cancelled
-        )
-        try:
-            return await _in_thread(verify)(run_id)
-        except Exception as raised:
-            if activity.is_cancelled():
-                raise _stopped(raised) from None
-            raise await _in_thread(stage_failure)(
-                raised, run_id, t.STAGE_OF[t.VERIFY_TESTS]
-            ) from None
-        finally:
-            beating.cancel()
+        verify = functools.partial(pipeline.verify_tests, sessions=self.pool)
+        return await _stage_in_thread(t.VERIFY_TESTS, verify, run_id)
 
     def all(self) -> list:
         return [
@@ -162,16 +150,21 @@ def _stopped(exc: Exception) -> CancelledError:
 
 @activity.defn(name=t.EXPLORE_APP)
 async def explore_app(run_id: str) -> str:
-    """Drive the sandboxed browser from a worker thread, heartbeating from the event loop; a
-    cancel stops the stage before it stores the map."""
+    """The sandboxed browser driven from a worker thread."""
+    return await _stage_in_thread(t.EXPLORE_APP, pipeline.explore_app, run_id)
+
+
+async def _stage_in_thread(name: str, stage, run_id: str) -> str:
+    """``stage(run_id, stop=...)`` in a worker thread, heartbeating from the event loop; a
+    cancel reaches it through ``stop`` (it stores nothing after), and its failure is typed
+    and recorded on the stage."""
     beating = asyncio.create_task(_beat())
-    explore = functools.partial(pipeline.explore_app, stop=activity.is_cancelled)
     try:
-        return await _in_thread(explore)(run_id)
+        return await _in_thread(stage)(run_id, stop=activity.is_cancelled)
     except Exception as raised:
         if activity.is_cancelled():
             raise _stopped(raised) from None
-        raise await _in_thread(stage_failure)(raised, run_id, t.STAGE_OF[t.EXPLORE_APP]) from None
+        raise await _in_thread(stage_failure)(raised, run_id, t.STAGE_OF[name]) from None
     finally:
         beating.cancel()
 

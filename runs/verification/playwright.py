@@ -192,19 +192,38 @@ def _config(runner: Runner, base_url: str, budget_s: float) -> str:
             "baseURL": base_url,
             "trace": "retain-on-failure",
             "screenshot": "only-on-failure",
-            # the box's one way out: the bridge to the worker's allow-listing proxy
-            "proxy": {"server": f"http://127.0.0.1:{sandbox.BRIDGE_PORT}"},
-            "launchOptions": {
-                "executablePath": runner.chromium,
-                "headless": True,
-                # Chromium's own sandbox stays on in the box (an unprivileged uid); only the
-                # operator's unsandboxed override, often as root, needs it off.
-                "chromiumSandbox": sandbox.sandboxed(),
-                "args": CHROMIUM_ARGS,
-            },
+            "proxy": BOX_PROXY,
+            "launchOptions": launch_options(runner),
         },
     }
     return f"export default {json.dumps(config, indent=2)};\n"
+
+
+# The box's one way out: the bridge to the worker's allow-listing proxy.
+BOX_PROXY = {"server": f"http://127.0.0.1:{sandbox.BRIDGE_PORT}"}
+
+
+def launch_options(runner: Runner) -> dict:
+    """How Chromium starts in the box (Playwright's launch options)."""
+    return {
+        "executablePath": runner.chromium,
+        "headless": True,
+        # Chromium's own sandbox stays on in the box (an unprivileged uid); only the
+        # operator's unsandboxed override, often as root, needs it off.
+        "chromiumSandbox": sandbox.sandboxed(),
+        "args": CHROMIUM_ARGS,
+    }
+
+
+def furnish(box: sandbox.Box, runner: Runner) -> tuple[Path, str]:
+    """The box's home and temporary folders, and its link to the runner's ``node_modules``:
+    (where they lie for the worker, where the code sees them)."""
+    for sub in ("home", "tmp"):
+        (box.work / sub).mkdir(parents=True, exist_ok=True)
+    modules = (runner.runner_dir / "node_modules").resolve()
+    inside = box.runner_modules(modules)
+    (box.work / "node_modules").symlink_to(inside)
+    return modules, inside
 
 
 def box_env(box: sandbox.Box, base_url: str) -> dict[str, str]:
@@ -230,15 +249,11 @@ def execute(
 ) -> list[TestResult]:
     """Run ``files`` (``{"path", "contents"}``) in ``box`` (its proxy already listening);
     VerificationTimedOut past ``budget_s``, VerifierNotInstalled when no report comes back."""
-    for sub in ("home", "tmp"):
-        (box.work / sub).mkdir(parents=True, exist_ok=True)
+    runner_modules, modules = furnish(box, runner)
     for entry in files:
         target = box.work / entry["path"]
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(entry["contents"], encoding="utf-8")
-    runner_modules = (runner.runner_dir / "node_modules").resolve()
-    modules = box.runner_modules(runner_modules)
-    (box.work / "node_modules").symlink_to(modules)
     limit = min(budget_s, suite_seconds(files, runner))
     (box.work / "playwright.config.mjs").write_text(_config(runner, base_url, limit))
     cli = f"{modules}/@playwright/test/cli.js"
@@ -272,22 +287,29 @@ def suite_seconds(files: list[dict], runner: Runner) -> float:
 
 
 def _report(box: sandbox.Box, outcome: sandbox.Outcome) -> dict:
-    """Playwright's JSON report, read only when it is bounded; VerifierNotInstalled (with the
-    reason the box was stopped, or the output's tail) when there is none to read."""
-    report = box.work / "report.json"
+    """Playwright's JSON report (see :func:`box_json`)."""
+    bad = BAD_REPORT.replace("{limit}", "16 MiB")
+    return box_json(box, outcome, "report.json", MAX_REPORT_BYTES, missing=NO_REPORT, bad=bad)
+
+
+def box_json(
+    box: sandbox.Box, outcome: sandbox.Outcome, name: str, limit: int, *, missing: str, bad: str
+) -> dict:
+    """The JSON object the box left in ``work/name``, read only when it is bounded (``limit``
+    bytes); VerifierNotInstalled (with the reason the box was stopped, or the output's tail:
+    ``missing`` and ``bad`` take ``{code}`` and ``{tail}``) when there is none to read."""
+    found = box.work / name
     tail = clean(box.output_tail(TAIL_BYTES), TAIL_BYTES)
     if outcome.stopped:
         raise VerifierNotInstalled(f"{outcome.stopped}; the output ends: {tail}")
-    if report.is_symlink() or not report.is_file():
-        raise VerifierNotInstalled(NO_REPORT.format(code=outcome.returncode, tail=tail))
-    if report.stat().st_size > MAX_REPORT_BYTES:
-        raise VerifierNotInstalled(BAD_REPORT.format(limit="16 MiB", tail=tail))
+    if found.is_symlink() or not found.is_file():
+        raise VerifierNotInstalled(missing.format(code=outcome.returncode, tail=tail))
     try:
-        data = json.loads(report.read_bytes())
+        data = json.loads(found.read_bytes()) if found.stat().st_size <= limit else None
     except ValueError:
-        raise VerifierNotInstalled(BAD_REPORT.format(limit="16 MiB", tail=tail)) from None
+        data = None
     if not isinstance(data, dict):
-        raise VerifierNotInstalled(BAD_REPORT.format(limit="16 MiB", tail=tail))
+        raise VerifierNotInstalled(bad.format(code=outcome.returncode, tail=tail))
     return data
 
 
