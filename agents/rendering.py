@@ -12,7 +12,11 @@ Above that, its large parts are rendered within the budget, and everything else 
 - ``entry_points``: grouped by kind (``api_route``, ``ui_component``, ``config``,
   ``test_fixture``) and folder, within their share;
 - ``detected_stack``: verbatim when it fits its share, else each list cut in proportion to
-  its size (long values clipped).
+  its size (long values clipped);
+- ``app_map`` (the app as ExploreApp saw it): pages in the order visited, each with its
+  status, title, forms and first links, and its accessibility snapshot clipped at a line to
+  an equal share (fewer pages rather than snapshots too short to name anything); the paths
+  of the pages left out are listed while they fit.
 
 ``rendering.omitted`` says what was left out. The stored artifacts keep the full contracts:
 the rendering exists only in the LLM request.
@@ -36,6 +40,10 @@ NOTE = (
 )
 ENTRY_KINDS = ("api_route", "ui_component", "config", "test_fixture")
 STACK_SHARE, ENTRY_SHARE = 0.35, 0.15  # of the room left after the verbatim keys
+APP_SHARE = 0.4  # of that room, for the app map, when the repository's parts share it
+MIN_SNAPSHOT = 400  # characters of a page's snapshot: below this, fewer pages are shown
+PAGE_LINKS = 10  # links shown per page of a rendered app map
+BIG_KEYS = ("file_tree", "entry_points", "detected_stack", "app_map")
 MAX_VALUE_CHARS = 2_000  # one non-list value of detected_stack, as rendered
 ESCAPING = 1.25  # a JSON text inside a JSON message: every quote costs a backslash more
 
@@ -75,10 +83,15 @@ def render_envelope(envelope: dict[str, Any], *, budget_tokens: int) -> str:
 
 def _rendered(envelope: dict[str, Any], order: list[str], chars: int) -> dict[str, Any]:
     payload = envelope["payload"]
-    view = {k: v for k, v in payload.items() if k not in ("file_tree", "entry_points")}
-    view.pop("detected_stack", None)
+    view = {k: v for k, v in payload.items() if k not in BIG_KEYS}
     omitted: dict[str, int] = {}
     room = max(chars - _size(view) - len(NOTE) - 400, 0)
+    if isinstance(payload.get("app_map"), dict):
+        shared = any(k in payload for k in BIG_KEYS[:3])
+        view["app_map"] = _app_map(
+            payload["app_map"], int(room * APP_SHARE) if shared else room, omitted
+        )
+        room = max(room - _size(view["app_map"]), 0)
     if isinstance(payload.get("detected_stack"), dict):
         view["detected_stack"] = _stack(payload["detected_stack"], int(room * STACK_SHARE), omitted)
     if isinstance(payload.get("entry_points"), list):
@@ -160,3 +173,49 @@ def _stack(stack: dict[str, Any], chars: int, omitted: dict[str, int]) -> dict[s
         if len(kept) < len(items):
             omitted[f"detected_stack.{key}"] = len(items) - len(kept)
     return out
+
+
+def _app_map(app: dict[str, Any], chars: int, omitted: dict[str, int]) -> dict[str, Any]:
+    if _size(app) <= chars:
+        return app
+    pages = [p for p in app.get("pages") or [] if isinstance(p, dict)]
+    base = {k: v for k, v in app.items() if k != "pages"}
+    room = max(chars - _size(base) - 40, 0)
+    room -= min(room // 10, _size([p.get("path") for p in pages]))  # for the paths left out
+    bare = [
+        {**page, "snapshot": "", "links": list(page.get("links") or [])[:PAGE_LINKS]}
+        for page in pages
+    ]
+    costs, used = [], 0
+    for page in bare:
+        used += _size(page) + 1
+        if used > room:
+            break
+        costs.append(used)
+    shown = len(costs)
+    while shown > 1 and (room - costs[shown - 1]) / shown < MIN_SNAPSHOT:
+        shown -= max(1, shown // 10)
+    share = (room - costs[shown - 1]) // shown if shown else 0
+    kept = bare[:shown]
+    clipped = 0
+    for page, full in zip(kept, pages, strict=False):
+        snapshot = full.get("snapshot") if isinstance(full.get("snapshot"), str) else ""
+        page["snapshot"] = _clip_lines(snapshot, share)
+        clipped += page["snapshot"] != snapshot
+    if clipped:
+        omitted["app_map.snapshots_clipped"] = clipped
+    rest = [str(p.get("path")) for p in pages[shown:]]
+    if rest:
+        listed, left = take_within(rest, max(chars - _size({**base, "pages": kept}) - 40, 0))
+        omitted["app_map.pages"] = len(rest)
+        base = {**base, "pages_not_shown": listed, "pages_not_listed": left}
+    return {**base, "pages": kept}
+
+
+def _clip_lines(text: str, limit: int) -> str:
+    """``text`` cut at a line boundary within ``limit`` characters, marked when cut."""
+    if len(text) <= limit:
+        return text
+    mark = "\n…(clipped)"
+    cut = text.rfind("\n", 0, max(limit - len(mark), 0))
+    return (text[:cut] + mark) if cut > 0 else ""

@@ -29,6 +29,7 @@ from runs.errors import RunNotActive
 from runs.exploration.service import (
     APP_MAP_SCHEMA,
     app_map,
+    app_view,
     exploration_note,
     exploration_skip_reason,
 )
@@ -154,12 +155,27 @@ def _generate_test_cases(run: Run) -> tuple[dict, Callable[[], AgentResult]]:
     from agents.service import run_test_case_generator
 
     upstream = Artifact.objects.get(run=run, kind=ArtifactKind.REPO_CRAWLER_OUTPUT)
+    app_map_id, view = _app_map_of(run)
     call = functools.partial(
         run_test_case_generator,
-        {**upstream.content, "depth_level": run.depth_level},
+        {**upstream.content, "depth_level": run.depth_level, **view},
         upstream_artifact_id=str(upstream.artifact_id),
     )
-    return {"upstream": str(upstream.artifact_id), "depth_level": run.depth_level}, call
+    key_input = {"upstream": str(upstream.artifact_id), "depth_level": run.depth_level}
+    return {**key_input, **app_map_id}, call
+
+
+def _app_map_of(run: Run) -> tuple[dict, dict]:
+    """The run's app map for an agent's input (``{"app_map": view}``) and for its key
+    (``{"app_map": artifact_id}``); both empty when the run did not explore its app."""
+    found = (
+        Artifact.objects.filter(run=run, kind=ArtifactKind.APP_MAP)
+        .values_list("artifact_id", "content")
+        .first()
+    )
+    if found is None:
+        return {}, {}
+    return {"app_map": str(found[0])}, {"app_map": app_view(found[1])}
 
 
 def _generate_test_code(run: Run) -> tuple[dict, Callable[[], AgentResult]]:
@@ -172,16 +188,17 @@ def _generate_test_code(run: Run) -> tuple[dict, Callable[[], AgentResult]]:
         "test_cases": upstream.content["test_cases"],
         "coverage_notes": upstream.content["coverage_notes"],
     }
+    app_map_id, view = _app_map_of(run)
     call = functools.partial(
         run_test_engineer,
-        payload,
+        {**payload, **view},
         upstream_artifact_id=str(upstream.artifact_id),
         base_branch=run.base_branch,
         head_branch=head_branch_for(run),
         test_dir=run.repository.test_dir,
     )
     key_input = {"upstream": str(upstream.artifact_id), "target_framework": run.target_framework}
-    return key_input, call
+    return {**key_input, **app_map_id}, call
 
 
 # activity -> (artifact kind, output schema, what its agent process is to run)

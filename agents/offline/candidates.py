@@ -11,9 +11,11 @@ import json
 from dataclasses import dataclass, field
 
 from .common import area_of, clean_route, one_line, params, sample_path, slug, ui_text
+from .live import LivePage, live_pages, matches, unknown_path_status
 
 NOT_FOUND_PAGE = "/amtp-page-that-does-not-exist"
 SAMPLE_NOTE = "Sample values fill the path parameters of {}; adjust them to existing data"
+LIVE_NOTE = "Seen at {} when the app was explored: expectations follow what it showed"
 RUNNING = "The web app is running and reachable at the base URL (default {})"
 NO_ERRORS = "throws no uncaught page errors"
 PAGE_OK = f"the page responds with a 2xx status, renders a visible body and {NO_ERRORS}"
@@ -55,7 +57,7 @@ def _str_items(items: object, *keys: str) -> list[dict]:
 # --- web ----------------------------------------------------------------------------------
 
 
-def web_candidates(stack: dict) -> list[Candidate]:
+def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
     base_url = stack.get("base_url") if isinstance(stack.get("base_url"), str) else None
     running = RUNNING.format(one_line(base_url or "http://localhost:3000", 80))
     frameworks = {str(f) for f in stack.get("frameworks") or [] if isinstance(f, str)}
@@ -72,15 +74,22 @@ def web_candidates(stack: dict) -> list[Candidate]:
             pages.setdefault(route, None)  # a server-rendered view: test it as a page
         elif (method, route, True) not in api:
             api.append((method, route, item.get("json") is True or "api" in route.split("/")))
+    live = _live(pages, api, app_map)
+    # A GET the source took for JSON that the browser saw render a heading is a page.
+    api = [a for a in api if not (a[0] == "GET" and a[1] in live and live[a[1]].heading)]
     out: list[Candidate] = []
     if "/" in pages or not api:
-        out += _page_cases("/", pages.pop("/", None), "critical", running)
+        out += _page_cases("/", pages.pop("/", None), "critical", running, live.get("/"))
     entry = _entries([r for r in pages if not params(r)])
     for route in sorted(pages, key=lambda r: (area_of(r), r.count("/"), r)):
         prio = "critical" if entry.get(area_of(route)) == route else "high"
-        out += _page_cases(route, pages[route], "medium" if params(route) else prio, running)
-    # Client-side routers answer every URL with index.html, so a 404 check would be wrong.
+        prio = "medium" if params(route) else prio
+        out += _page_cases(route, pages[route], prio, running, live.get(route))
+    # Client-side routers answer every URL with index.html, so a 404 check would be wrong;
+    # what the explored app answered for an unknown path beats the guess from frameworks.
     spa = bool({"react-router", "vite"} & frameworks) and "next" not in frameworks
+    if unknown := unknown_path_status(app_map):
+        spa = unknown != 404
     if out and not spa:
         out.append(
             Candidate(
@@ -107,16 +116,39 @@ def _entries(routes: list[str]) -> dict[str, str]:
     return best
 
 
-def _page_cases(route: str, heading: str | None, prio: str, running: str) -> list[Candidate]:
+def _live(pages: dict[str, str | None], api: list, app_map: object) -> dict[str, LivePage]:
+    """Route → the live page that shows it; live paths the source did not reveal join
+    ``pages`` (a path that instances a dynamic route is that route's sample instead)."""
+    api_routes = {route for _, route, _ in api}
+    out: dict[str, LivePage] = {}
+    for path, page in live_pages(app_map).items():
+        pattern = next((r for r in pages if params(r) and matches(r, path)), None)
+        if pattern:
+            out.setdefault(pattern, page)
+        elif "api" not in path.split("/") and (path not in api_routes or page.heading):
+            # A route the source took for JSON that renders a heading is a page too.
+            pages.setdefault(path, None)
+            out[path] = page
+    return out
+
+
+def _page_cases(
+    route: str, heading: str | None, prio: str, running: str, live: LivePage | None = None
+) -> list[Candidate]:
     area = "home" if route == "/" else "page_" + area_of(route)
     key = "page_" + (slug(route) or "home")
-    url = sample_path(route)
+    url = live.path if live else sample_path(route)
     pre = [running]
     if params(route):
         pre.append(SAMPLE_NOTE.format(route))
     expected = PAGE_DYNAMIC if params(route) else PAGE_OK
+    if live:
+        pre.append(LIVE_NOTE.format(live.path))
+        heading = live.heading  # what the app shows, not what its source suggested
     if heading:
         expected += f"; it shows the heading {_q(heading)}"
+    for role, label in live.shows if live else []:
+        expected += f"; the {role} {_q(label)} is visible"
     name = "Home page" if route == "/" else f"Page {route}"
     cases = [Candidate(key, f"{name} renders", [f"Open {url}"], expected, prio, area, pre)]
     if not params(route) and route.count("/") <= 1:

@@ -102,7 +102,8 @@ def generate_cases(crawler_output: dict, depth_level: str) -> dict:
     stack = crawler_output.get("detected_stack")
     stack = stack if isinstance(stack, dict) else {}
     mobile = stack.get("platform") == "mobile" or stack.get("suggested_framework") == "maestro"
-    cands = mobile_candidates(stack) if mobile else web_candidates(stack)
+    app_map = crawler_output.get("app_map")
+    cands = mobile_candidates(stack) if mobile else web_candidates(stack, app_map)
     pairs = list(zip(_assign_ids(cands), cands, strict=True))
     chosen = _select(pairs, depth_level)
     test_cases = [

@@ -24,6 +24,9 @@ _SEND = re.compile(r"\bSend\s+(GET|POST|PUT|PATCH|DELETE|HEAD)\s+(\S+)(.*)$", re
 _OPEN = re.compile(r"^\s*(?:Open|Visit|Navigate to|Go to|Load)\s+(\S+)\s*$", re.I)
 _URL = re.compile(r"^(/|https?://)\S*$")
 _HEADING = re.compile(r'heading ("(?:[^"\\]|\\.)*")')
+_SHOWN = re.compile(
+    r'\bthe (textbox|searchbox|combobox|spinbutton|button) ("(?:[^"\\]|\\.)*") is visible'
+)
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 _DEFAULT_URL = re.compile(r"\(default (https?://[\w.\-:/]+)\)")
 
@@ -121,15 +124,25 @@ def _area(actions: list[tuple[str, str, str | None, str]]) -> str:
     return "general"
 
 
-def _heading(expected: str) -> str | None:
-    match = _HEADING.search(expected)
+def _quoted(text: str | None) -> str | None:
     try:
-        value = json.loads(match.group(1), strict=False) if match else None
-    except ValueError:  # a malformed quote is treated as no heading, not as a crash
+        value = json.loads(text, strict=False) if text else None
+    except ValueError:  # a malformed quote is treated as no text, not as a crash
         return None
     if not isinstance(value, str):
         return None
     return one_line(value, 120) or None
+
+
+def _heading(expected: str) -> str | None:
+    match = _HEADING.search(expected)
+    return _quoted(match.group(1) if match else None)
+
+
+def _shown(expected: str) -> list[tuple[str, str]]:
+    """(role, accessible name) of each element the expectation says is visible."""
+    found = [(m.group(1), _quoted(m.group(2))) for m in _SHOWN.finditer(expected)]
+    return [(role, name) for role, name in found[:8] if name]
 
 
 def _status_lines(var: str, expected: str, api: bool) -> list[str]:
@@ -197,6 +210,11 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
             name = _ts(heading)
             body.append(
                 f"    await expect(page.getByRole('heading', {{ name: {name} }}).first())"
+                ".toBeVisible();"
+            )
+        for role, name in _shown(expected):
+            body.append(
+                f"    await expect(page.getByRole({_ts(role)}, {{ name: {_ts(name)} }}).first())"
                 ".toBeVisible();"
             )
         if "document title" in expected.lower():

@@ -45,6 +45,7 @@ BAD_MAP = "the explorer's map is over 32 MiB or not JSON; its output ends: {tail
 # A path on the target's own origin: "//host" and "/\\host" lead elsewhere in a browser.
 _PATH = re.compile(r"^/([^/\\\s]\S{0,498})?$")
 _JPEG = b"\xff\xd8\xff"
+UNKNOWN_PATH = "/amtp-page-that-does-not-exist"  # the offline engine's not-found page
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ def explore(
         pages = [_page(p, box.work, shots_dir) for p in raw.get("pages", [])[: bounds.max_pages]]
         stopped = clean(str(raw.get("stopped", "")), 200)
         unvisited = raw.get("unvisited") if isinstance(raw.get("unvisited"), int) else 0
+        unknown_path_status = _int(raw.get("unknown_path_status"), 0, 599)
     finally:
         box.remove()
     content = {
@@ -108,6 +110,7 @@ def explore(
         "pages": pages,
         "stopped": stopped,
         "unvisited": max(0, unvisited),
+        "unknown_path_status": unknown_path_status,
         "truncated": False,
         "sandbox": {"isolated": sandbox.sandboxed(), "blocked": policy.blocked[:100]},
     }
@@ -118,6 +121,7 @@ def _config(target_url: str, runner: Runner, bounds: Bounds, start_paths: list[s
     return {
         "base_url": target_url,
         "start_paths": start_paths,
+        "unknown_path": UNKNOWN_PATH,
         "max_pages": bounds.max_pages,
         "max_depth": bounds.max_depth,
         "max_links": 100,

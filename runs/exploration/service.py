@@ -7,8 +7,9 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 import schemas
+from agents.offline.common import clean_route, params
 from runs.exploration.explore import Bounds, explore
-from runs.models import Run
+from runs.models import Artifact, ArtifactKind, Run
 from runs.verification.service import runner_from_settings, target_url_of
 
 APP_MAP_SCHEMA = "exploration/app_map"
@@ -26,15 +27,77 @@ def exploration_skip_reason(run: Run) -> str:
 def app_map(run: Run) -> dict:
     """The validated ``app_map`` content for ``run``'s target app."""
     target_url = target_url_of(run)
+    bounds = Bounds.from_settings()
+    crawl = Artifact.objects.filter(run=run, kind=ArtifactKind.REPO_CRAWLER_OUTPUT).first()
+    first = urlsplit(target_url).path or "/"
     content = explore(
         target_url,
         allow_hosts=list(run.repository.allowed_hosts),
         runner=runner_from_settings(),
-        bounds=Bounds.from_settings(),
+        bounds=bounds,
         shots_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
-        start_paths=[urlsplit(target_url).path or "/"],
+        start_paths=start_paths(crawl.content if crawl else {}, first, bounds.max_pages),
     )
     return schemas.validate(APP_MAP_SCHEMA, content)
+
+
+def start_paths(crawl: dict, first: str, limit: int) -> list[str]:
+    """Where exploration starts: the target URL's own path, then the pages and GET routes
+    the crawl found in the source (static paths only: a parameter has no value to visit;
+    what the source took for JSON last, since the browser tells whether it renders a page),
+    at most ``limit``. The links the pages show lead to routes only the running app reveals."""
+    stack = crawl.get("detected_stack")
+    stack = stack if isinstance(stack, dict) else {}
+    found = [(False, p.get("route")) for p in _dicts(stack.get("pages"))]
+    found += [
+        (r.get("json") is True or "/api/" in f"{r.get('path')}/", r.get("path"))
+        for r in _dicts(stack.get("routes"))
+        if str(r.get("method", "")).upper() == "GET"
+    ]
+    paths = [first]
+    for _json, raw in sorted(found, key=lambda item: item[0]):
+        route = clean_route(raw) if isinstance(raw, str) else None
+        if route and not params(route) and route not in paths:
+            paths.append(route)
+    return paths[:limit]
+
+
+def _dicts(items) -> list[dict]:
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def app_view(content: dict | None) -> dict | None:
+    """What the agents get of an ``app_map`` (``app_map`` of their input schemas): the pages
+    as they rendered, without what only operators need (screenshots, settings, sandbox)."""
+    if not content:
+        return None
+    pages = [
+        {
+            "path": page["path"],
+            "status": page["status"],
+            "title": page["title"],
+            "snapshot": page["snapshot"],
+            "links": page["links"],
+            "forms": [
+                {
+                    "method": form["method"],
+                    "submit": form["submit"],
+                    "fields": [
+                        {k: field[k] for k in ("label", "type", "required")}
+                        for field in form["fields"]
+                    ],
+                }
+                for form in page["forms"]
+            ],
+        }
+        for page in content["pages"]
+    ]
+    return {
+        "target_url": content["target_url"],
+        "pages": pages,
+        "unvisited": content["unvisited"],
+        "unknown_path_status": content.get("unknown_path_status", 0),
+    }
 
 
 def exploration_note(content: dict) -> str:

@@ -109,5 +109,16 @@ while (queue.length) {
     }
   }
 }
+// What a path that cannot exist answers tells a server's 404 from a client-side router's
+// fallback (200), which decides whether a "not found" test can expect a 404.
+let unknownPathStatus = 0;
+if (deadline - Date.now() > 1000) {
+  const timeout = Math.min(config.page_timeout_ms, deadline - Date.now());
+  const response = await page.goto(config.unknown_path, { timeout }).catch(() => null);
+  unknownPathStatus = response ? response.status() : 0;
+}
 await browser.close();
-fs.writeFileSync("app_map.json", JSON.stringify({ pages, stopped, unvisited: queue.length }));
+fs.writeFileSync(
+  "app_map.json",
+  JSON.stringify({ pages, stopped, unvisited: queue.length, unknown_path_status: unknownPathStatus }),
+);

@@ -1,0 +1,106 @@
+"""What the offline rules take from the app map: the pages the running app showed.
+
+The app map (``app_map`` of the Test Case Generator's input, verbatim or as its bounded
+rendering) is model-facing data from a hostile app: every path goes through the same route
+rule as the source's (``clean_route``), every name through ``ui_text``, and the snapshot is
+only read, line by line, for roles and accessible names (``- heading "Notes" [level=1]``).
+
+A page is *live* when it answered 2xx. What a live page contributes:
+
+- its main heading (the first level-1 heading, else the first heading), which replaces the
+  heading the source suggested: the app's own text wins over a guess from a template;
+- the first text fields and the first button it shows, by role and accessible name, so a
+  page test checks what the user sees, with locators that exist;
+- its path, when the source did not reveal it (a client-side router built at run time) or
+  only as a pattern (``/notes/{id}``: the live path is a real sample value).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from .common import clean_route, params, ui_text
+
+_LINE = re.compile(r'^\s*- (\w+)(?: ("(?:[^"\\]|\\.)*"))?(.*)$')
+_LEVEL = re.compile(r"\[level=(\d)\]")
+FIELD_ROLES = ("textbox", "searchbox", "combobox", "spinbutton")
+MAX_FIELDS, MAX_LIVE_PAGES = 3, 500
+
+
+@dataclass
+class LivePage:
+    path: str
+    heading: str | None = None
+    title: str | None = None
+    shows: list[tuple[str, str]] = field(default_factory=list)  # (role, name): fields, button
+
+
+def _named(snapshot: str) -> list[tuple[str, str, int]]:
+    """(role, accessible name, heading level or 0) of each named element, in order."""
+    out = []
+    for line in snapshot.splitlines()[:2000]:
+        match = _LINE.match(line)
+        if not match or not match.group(2):
+            continue
+        try:
+            name = json.loads(match.group(2))
+        except ValueError:
+            continue
+        level = _LEVEL.search(match.group(3) or "")
+        if isinstance(name, str) and (text := ui_text(name)):
+            out.append((match.group(1), text, int(level.group(1)) if level else 0))
+    return out
+
+
+def _page(raw: dict, path: str) -> LivePage:
+    snapshot = raw.get("snapshot") if isinstance(raw.get("snapshot"), str) else ""
+    named = _named(snapshot)
+    headings = [(level or 9, name) for role, name, level in named if role == "heading"]
+    fields = [(role, name) for role, name, _ in named if role in FIELD_ROLES]
+    buttons = [("button", name) for role, name, _ in named if role == "button"]
+    return LivePage(
+        path=path,
+        heading=min(headings, key=lambda h: h[0])[1] if headings else None,
+        title=ui_text(raw.get("title")) if isinstance(raw.get("title"), str) else None,
+        shows=list(dict.fromkeys(fields))[:MAX_FIELDS] + buttons[:1],
+    )
+
+
+def live_pages(app_map: object) -> dict[str, LivePage]:
+    """Path → what the page showed, for the app map's pages that answered 2xx (at most
+    MAX_LIVE_PAGES; query strings and unusable paths skipped). A path the rendering left
+    out (``pages_not_shown``) is live too, without what it showed."""
+    if not isinstance(app_map, dict):
+        return {}
+    out: dict[str, LivePage] = {}
+    pages = app_map.get("pages") if isinstance(app_map.get("pages"), list) else []
+    for raw in pages:
+        if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
+            continue
+        status = raw.get("status")
+        path = clean_route(raw["path"]) if "?" not in raw["path"] else None
+        if path and not params(path) and isinstance(status, int) and 200 <= status < 300:
+            out.setdefault(path, _page(raw, path))
+    more = app_map.get("pages_not_shown")
+    for raw in more if isinstance(more, list) else []:
+        path = clean_route(raw) if isinstance(raw, str) and "?" not in raw else None
+        if path and not params(path):
+            out.setdefault(path, LivePage(path))
+    return dict(list(out.items())[:MAX_LIVE_PAGES])
+
+
+def unknown_path_status(app_map: object) -> int:
+    """What a path that cannot exist answered when the app was explored (0: not probed)."""
+    value = app_map.get("unknown_path_status") if isinstance(app_map, dict) else None
+    return value if isinstance(value, int) and 0 <= value <= 599 else 0
+
+
+def matches(route: str, path: str) -> bool:
+    """Whether the concrete ``path`` is an instance of ``route`` (``/notes/{id}``)."""
+    pattern = "".join(
+        "[^/]+" if part.startswith("{") else re.escape(part)
+        for part in re.split(r"(\{\w+\})", route)
+    )
+    return re.fullmatch(pattern, path) is not None
