@@ -83,6 +83,16 @@ PAGES = {  # name → the page's content; "account" is built per user (account_p
 }
 
 
+def spa_repository() -> dict[str, str]:
+    """The fixture's repository content (path → text), as a crawler reads it: every file but
+    ``routes.json``, the route list the figures are measured against."""
+    return {
+        path.relative_to(FIXTURE).as_posix(): path.read_text()
+        for path in sorted(FIXTURE.rglob("*"))
+        if path.is_file() and path.name != "routes.json"
+    }
+
+
 def account_page(user: dict) -> dict:
     name = {"name": "display_name", "label": "Display name", "required": True}
     return {

@@ -12,7 +12,7 @@ import pytest
 from runs.demo_app import serve
 from runs.exploration.explore import Bounds, explore
 from runs.verification.service import runner_from_settings
-from tests.spa_app import FIXTURE, TEST_EMAIL, TEST_PASSWORD, SpaApp
+from tests.spa_app import FIXTURE, TEST_EMAIL, TEST_PASSWORD, SpaApp, spa_repository
 from tests.test_browser import chromium_path
 
 ROUTES = json.loads((FIXTURE / "routes.json").read_text())["routes"]
@@ -110,8 +110,8 @@ def test_bad_input_is_refused_by_name_and_changes_nothing(app):
 def test_the_route_list_is_what_the_runtime_route_table_builds(app):
     """routes.json is the ground truth of the figures: `/`, `/login`, then one route per
     section of GET /api/sections (src/main.js), private ones behind the login, each with the
-    heading its page API gives; and a route the list calls live-only is nowhere in the
-    repository's files, so only the running app can reveal it."""
+    heading its page API gives; and a route is written in the repository's files exactly when
+    the list says so: only the running app can reveal the others."""
     sections = json.loads(call(f"{app.url}/api/sections")[2])
     built = {"/": False, "/login": False} | {f"/{s['slug']}": s["private"] for s in sections}
     assert {r["path"]: r["login"] for r in ROUTES} == built
@@ -120,17 +120,12 @@ def test_the_route_list_is_what_the_runtime_route_table_builds(app):
         name = route["path"].strip("/") or "home"
         status, _, body = call(f"{app.url}/api/pages/{name}", cookie=cookie)
         assert status == 200 and json.loads(body)["heading"] == route["heading"]
-    sources = {
-        path.relative_to(FIXTURE).as_posix(): path.read_text()
-        for path in FIXTURE.rglob("*")
-        if path.is_file() and path.name != "routes.json"
-    }
+    sources = spa_repository()
     assert {"index.html", "package.json", "README.md", "src/main.js"} <= set(sources)
-    assert "/login" in sources["src/router.js"]
-    for route in (r for r in ROUTES if not r["in_source"]):
+    for route in ROUTES:
         written = re.compile(rf"(?<![\w.-]){re.escape(route['path'])}(?![\w/-])")
         found = [name for name, text in sources.items() if written.search(text)]
-        assert found == [], f"{route['path']} is in {found}: it is not live-only"
+        assert bool(found) == route["in_source"], f"{route['path']} is written in {found}"
 
 
 def test_exploration_reaches_the_routes_only_the_live_app_reveals(app, tmp_path):
