@@ -41,10 +41,11 @@ RUN_ID = "00000000-0000-4000-8000-000000000001"
 APPS = {"demo/web": (DEMO_WEB, DemoTasks), "notes (Flask)": (NOTES_REPO, NotesApp)}
 
 
-def offline_files(repo: dict[str, str], depth: str) -> list[dict]:
+def offline_crawl(repo: dict[str, str]) -> dict:
+    """The CrawlRepo output the offline rules give for ``repo`` (path → contents)."""
     paths = sorted(repo)
     entry_points, stack = detect(paths, {p: repo[p] for p in plan_reads(paths)})
-    crawl = {
+    return {
         "run_id": RUN_ID,
         "repo_full_name": "bench/app",
         "ref": "main",
@@ -53,33 +54,51 @@ def offline_files(repo: dict[str, str], depth: str) -> list[dict]:
         "detected_stack": stack,
         "cache_hits": 0,
     }
-    cases = generate_cases({**crawl, "depth_level": depth}, depth)["test_cases"]
+
+
+def offline_files(repo: dict[str, str], depth: str, app_map: dict | None = None) -> list[dict]:
+    """The spec files the offline rules write for ``repo`` at ``depth``, from the app map too
+    when there is one (the ExploreApp stage's output)."""
+    request = {**offline_crawl(repo), "depth_level": depth}
+    if app_map is not None:
+        request["app_map"] = app_map
+    cases = generate_cases(request, depth)["test_cases"]
     return generate_files(
         {"target_framework": "playwright", "test_cases": cases}, test_dir="e2e/amtp", app_id=None
     )
+
+
+def verified(url: str, files: list[dict], **plan: object) -> dict:
+    """The verification report of ``files`` against the app at ``url``: one run, one healing
+    round, the rest quarantined. ``plan`` overrides fields of the Plan."""
+    with tempfile.TemporaryDirectory() as evidence:
+        options = {
+            "run_id": RUN_ID,
+            "framework": "playwright",
+            "files": files,
+            "target_url": url,
+            "test_dir": "e2e/amtp",
+            "failing_tests": "fixme",
+            "heal_rounds": 1,
+            "budget_s": 600,
+            "runner": runner_from_settings(),
+            "evidence_dir": Path(evidence),
+            "allow_hosts": ["127.0.0.1"],  # the stand-in apps listen on loopback
+        }
+        return verify(Plan(**{**options, **plan}), heal=_heal)
+
+
+def _heal(heal_input: dict, _seconds_left: float) -> dict:
+    return run_test_healer(heal_input, test_dir="e2e/amtp").output
 
 
 def measure(name: str, depth: str) -> dict:
     repo, app_class = APPS[name]
     server, url = serve(app_class())
     try:
-        with tempfile.TemporaryDirectory() as evidence:
-            plan = Plan(
-                run_id=RUN_ID,
-                framework="playwright",
-                files=offline_files(repo, depth),
-                target_url=url,
-                test_dir="e2e/amtp",
-                failing_tests="fixme",
-                heal_rounds=1,
-                budget_s=600,
-                runner=runner_from_settings(),
-                evidence_dir=Path(evidence),
-                allow_hosts=["127.0.0.1"],  # the stand-in apps listen on loopback
-            )
-            began = time.monotonic()
-            report = verify(plan, heal=lambda p, _s: run_test_healer(p, test_dir="e2e/amtp").output)
-            seconds = time.monotonic() - began
+        began = time.monotonic()
+        report = verified(url, offline_files(repo, depth))
+        seconds = time.monotonic() - began
     finally:
         server.shutdown()
         server.server_close()

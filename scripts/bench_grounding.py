@@ -1,0 +1,214 @@
+"""Benchmark tests grounded in the live app: first-attempt and after-healing pass rates and
+route coverage, with the offline provider (docs/benchmarks.md).
+
+For each app (demo/web, the Flask notes service, the single-page app of tests/fixtures/spa),
+served on loopback: the offline crawl of its repository, ExploreApp against the live app
+(the sandboxed browser, the settings' default bounds), the offline test cases from both (the
+crawl and the app map), the offline spec files, then VerifyTests (one healing round).
+
+- first attempt: tests whose first execution passed (no retry, no heal; Playwright's
+  ``flaky``, a pass on a retry, does not count);
+- after healing: passed, flaky or healed;
+- routes covered: routes of the app's route list that a generated test opens
+  (``page.goto('<path>')`` or ``request.<method>('<path>')``), split into the ones written in
+  the source, the ones only the live app reveals and the ones behind a login. The SPA's list
+  is ``tests/fixtures/spa/routes.json``; the others' are below.
+
+    .venv/bin/python scripts/bench_grounding.py [--depths standard] [--apps spa]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench_verify import offline_files, verified  # sets up Django, offline provider
+
+from agents import spec_blocks
+from runs.demo_app import DemoTasks, serve
+from runs.demo_content import DEMO_WEB
+from runs.exploration.explore import Bounds, explore
+from runs.verification.service import runner_from_settings
+from tests.spa_app import FIXTURE, TEST_EMAIL, TEST_PASSWORD, SpaApp, spa_repository
+from tests.verify_apps import NOTES_REPO, NotesApp
+
+KINDS = ("source", "live-only", "login")
+# A generated test opening a path of the app: a page, or an API request.
+_OPENS = re.compile(
+    r"\b(?:page\.goto|request\.(?:get|post|put|patch|delete|head|fetch))\(\s*"
+    r"(?P<q>['\"`])(?P<path>/[^'\"`]*)(?P=q)"
+)
+
+
+def _route(path: str, login: bool = False, in_source: bool = True) -> dict:
+    return {"path": path, "in_source": in_source, "login": login}
+
+
+# How to sign in to the SPA: its fixed test account (tests/fixtures/spa/README.md).
+SPA_LOGIN = {
+    "login_url": "/login",
+    "fields": {"Email": TEST_EMAIL, "Password": TEST_PASSWORD},
+    "submit": "Sign in",
+}
+
+
+@dataclass(frozen=True)
+class App:
+    key: str  # for --apps
+    name: str
+    repo: dict[str, str]
+    server: type
+    routes: list[dict]
+    login: dict | None = None  # None: the app has no login
+
+
+def apps() -> list[App]:
+    spa_routes = json.loads((FIXTURE / "routes.json").read_text())["routes"]
+    demo_routes = [_route(p) for p in ("/", "/tasks", "/tasks/{taskId}", "/about")]
+    return [
+        App("demo", "demo/web", DEMO_WEB, DemoTasks, demo_routes),
+        App("notes", "notes (Flask)", NOTES_REPO, NotesApp, [_route("/"), _route("/login")]),
+        App("spa", "spa", spa_repository(), SpaApp, spa_routes, login=SPA_LOGIN),
+    ]
+
+
+def session_options(app: App) -> dict:
+    """What exploration and verification are given to sign in to ``app``: nothing yet. When
+    the login recipe lands, this returns it built from ``app.login``."""
+    return {}
+
+
+def kind(route: dict) -> str:
+    return "login" if route["login"] else ("source" if route["in_source"] else "live-only")
+
+
+def opened(files: list[dict]) -> dict[tuple[str, str], set[str]]:
+    """(file, test title) → the paths the test opens, query and fragment dropped."""
+    out = {}
+    for f in files:
+        for block in spec_blocks.blocks(f["contents"]):
+            paths = {m["path"].split("?")[0].split("#")[0] for m in _OPENS.finditer(block.text)}
+            out[(f["path"], block.title)] = {p.rstrip("/") or "/" for p in paths}
+    return out
+
+
+def covered(routes: list[dict], paths: set[str]) -> list[dict]:
+    """The routes one of ``paths`` opens; a ``{param}`` matches one path segment."""
+    out = []
+    for route in routes:
+        pattern = re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(route["path"]))
+        if any(re.fullmatch(pattern, p) for p in paths):
+            out.append(route)
+    return out
+
+
+def explored(app: App, url: str) -> tuple[dict, float]:
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory() as shots:
+        app_map = explore(
+            url,
+            allow_hosts=["127.0.0.1"],
+            runner=runner_from_settings(),
+            bounds=Bounds.from_settings(),
+            shots_dir=Path(shots),
+            start_paths=["/"],
+            **session_options(app),
+        )
+    return app_map, time.monotonic() - began
+
+
+def measure(app: App, depth: str) -> dict:
+    server, url = serve(app.server())
+    try:
+        app_map, explore_s = explored(app, url)
+        files = offline_files(app.repo, depth, app_map)
+        began = time.monotonic()
+        report = verified(url, files, **session_options(app))
+        verify_s = time.monotonic() - began
+    finally:
+        server.shutdown()
+        server.server_close()
+    tests = report["tests"]
+    after = {"passed", "flaky", "healed"}
+    by_test = opened(files)
+    passing = {(t["file"], t["title"]) for t in tests if t["status"] in after}
+    return {
+        "tests": len(tests),
+        "first": sum(t["status"] == "passed" and t["attempts"] == 1 for t in tests),
+        "after": sum(t["status"] in after for t in tests),
+        "pages": len(app_map["pages"]),
+        "explore_s": explore_s,
+        "verify_s": verify_s,
+        "named": covered(app.routes, set().union(*by_test.values())),
+        "passing": covered(app.routes, set().union(*(by_test.get(k, set()) for k in passing))),
+    }
+
+
+def _share(count: int, total: int) -> str:
+    return f"{count}/{total} ({100 * count / total:.0f}%)" if total else "0/0"
+
+
+def _split(routes: list[dict], hit: list[dict]) -> str:
+    parts = []
+    for k in KINDS:
+        total = sum(kind(r) == k for r in routes)
+        if total:
+            parts.append(f"{k} {sum(kind(r) == k for r in hit)}/{total}")
+    return ", ".join(parts)
+
+
+def report(app: App, depth: str, m: dict) -> None:
+    missed = [r["path"] for r in app.routes if r not in m["named"]]
+    print(
+        f"| {app.name} | {depth} | {m['pages']} | {m['explore_s']:.1f} | {m['tests']} "
+        f"| {_share(m['first'], m['tests'])} | {_share(m['after'], m['tests'])} "
+        f"| {_share(len(m['named']), len(app.routes))}: {_split(app.routes, m['named'])} "
+        f"| {_share(len(m['passing']), len(app.routes))} "
+        f"| {', '.join(missed) or '-'} | {m['verify_s']:.1f} |",
+        flush=True,
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--depths", default="standard")
+    parser.add_argument("--apps", default="", help="comma-separated: demo, notes, spa")
+    args = parser.parse_args()
+    keys = {k.strip() for k in args.apps.split(",") if k.strip()}
+    chosen = [a for a in apps() if not keys or a.key in keys]
+    print(
+        "| app | depth | pages explored | explore s | tests | first attempt | after healing "
+        "| routes covered: source, live-only, login | routes in a passing test | not covered "
+        "| verify s |"
+    )
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- | ---: |")
+    ratios = []
+    for app in chosen:
+        for depth in args.depths.split(","):
+            m = measure(app, depth)
+            report(app, depth, m)
+            ratios.append((app, depth, m))
+    for app, depth, m in ratios:
+        goal = app.name == "spa" and depth == "standard"
+        name = f"grounding_{app.key}_{depth}"
+        first = m["first"] / m["tests"] if m["tests"] else 0.0
+        cover = len(m["named"]) / len(app.routes)
+        print(
+            f"RATIO {name}_first_attempt: {first:.0%} of {m['tests']} tests"
+            + (" (goal >= 90%)" if goal else "")
+        )
+        print(
+            f"RATIO {name}_routes_covered: {cover:.0%} of {len(app.routes)} routes"
+            + (" (goal >= 80%)" if goal else "")
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
