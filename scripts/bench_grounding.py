@@ -28,12 +28,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_verify import offline_files, verified  # sets up Django, offline provider
+from bench_verify import offline_crawl, offline_files, verified  # sets up Django
 
 from agents import spec_blocks
 from runs.demo_app import DemoTasks, serve
 from runs.demo_content import DEMO_WEB
 from runs.exploration.explore import Bounds, explore
+from runs.exploration.service import start_paths
 from runs.verification.service import runner_from_settings
 from tests.spa_app import FIXTURE, TEST_EMAIL, TEST_PASSWORD, SpaApp, spa_repository
 from tests.verify_apps import NOTES_REPO, NotesApp
@@ -115,9 +116,9 @@ def explored(app: App, url: str) -> tuple[dict, float]:
             url,
             allow_hosts=["127.0.0.1"],
             runner=runner_from_settings(),
-            bounds=Bounds.from_settings(),
+            bounds=(bounds := Bounds.from_settings()),
             shots_dir=Path(shots),
-            start_paths=["/"],
+            start_paths=start_paths(offline_crawl(app.repo), "/", bounds.max_pages),
             **session_options(app),
         )
     return app_map, time.monotonic() - began

@@ -33,6 +33,7 @@ from agents.offline import detect, generate_cases, generate_files, plan_reads  #
 from agents.service import run_test_healer  # noqa: E402
 from runs.demo_app import DemoTasks, serve  # noqa: E402
 from runs.demo_content import DEMO_WEB  # noqa: E402
+from runs.exploration.service import app_view  # noqa: E402
 from runs.verification.service import runner_from_settings  # noqa: E402
 from runs.verification.verify import Plan, verify  # noqa: E402
 from tests.verify_apps import NOTES_REPO, NotesApp  # noqa: E402
@@ -61,7 +62,7 @@ def offline_files(repo: dict[str, str], depth: str, app_map: dict | None = None)
     when there is one (the ExploreApp stage's output)."""
     request = {**offline_crawl(repo), "depth_level": depth}
     if app_map is not None:
-        request["app_map"] = app_map
+        request["app_map"] = app_view(app_map)  # what the pipeline hands the agents
     cases = generate_cases(request, depth)["test_cases"]
     return generate_files(
         {"target_framework": "playwright", "test_cases": cases}, test_dir="e2e/amtp", app_id=None
