@@ -33,6 +33,18 @@ class LabelListField(TextListField):
         return [part.strip() for part in text.split(",") if part.strip()]
 
 
+class ArgvField(forms.JSONField):
+    """A command as its JSON list of arguments (the way it runs: no shell splits it); blank is
+    no command. What is not a list of strings is the service's to name."""
+
+    def __init__(self, **kwargs):
+        super().__init__(required=False, **kwargs)
+        self.widget.attrs.update(rows=2, placeholder='["node", "-e", "…"]')
+
+    def to_python(self, value):
+        return [] if value in self.empty_values else super().to_python(value)
+
+
 class SecretField(forms.CharField):
     """Write-only: the value is never rendered back; blank keeps the one stored."""
 
@@ -68,6 +80,14 @@ class RepositoryForm(forms.ModelForm):
         required=False,
         label="Pull request labels",
         help_text=Repository._meta.get_field("pull_request_labels").help_text,
+    )
+    test_data_setup_command = ArgvField(
+        label="Test data set-up command",
+        help_text=Repository._meta.get_field("test_data_setup_command").help_text,
+    )
+    test_data_teardown_command = ArgvField(
+        label="Test data tear-down command",
+        help_text=Repository._meta.get_field("test_data_teardown_command").help_text,
     )
     webhook_secret = SecretField(label="Webhook secret")
     clear_webhook_secret = forms.BooleanField(
