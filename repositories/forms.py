@@ -89,6 +89,11 @@ class RepositoryForm(forms.ModelForm):
         label="Test data tear-down command",
         help_text=Repository._meta.get_field("test_data_teardown_command").help_text,
     )
+    test_data_timeout_s = forms.IntegerField(
+        required=False,  # blank: the default
+        label="Test data timeout (s)",
+        help_text=Repository._meta.get_field("test_data_timeout_s").help_text,
+    )
     webhook_secret = SecretField(label="Webhook secret")
     clear_webhook_secret = forms.BooleanField(
         required=False,
@@ -114,6 +119,10 @@ class RepositoryForm(forms.ModelForm):
             cleaned["webhook_secret"] = ""
         elif not cleaned.get("webhook_secret"):  # blank: the stored secret stays
             cleaned["webhook_secret"] = self.instance.webhook_secret if self.instance.pk else ""
+        if cleaned.get("test_data_timeout_s", 0) is None:
+            cleaned["test_data_timeout_s"] = Repository._meta.get_field(
+                "test_data_timeout_s"
+            ).default
         fields = {name: value for name, value in cleaned.items() if name in FIELDS}
         try:
             values = repository_validate(repository=self.instance, **fields)

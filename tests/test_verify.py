@@ -197,6 +197,7 @@ def test_a_heal_that_deletes_an_assertion_is_refused_and_the_test_dropped(tmp_pa
     assert "note 999" not in kept["contents"] and "sign-in page answers" in kept["contents"]
     kinds = {e["kind"] for e in missing["evidence"]}
     assert {"trace", "error_context"} <= kinds
+    assert {e.get("heal") for e in missing["evidence"]} == {"before"}  # the refused heal never ran
     for item in missing["evidence"]:
         assert (tmp_path / "evidence" / item["path"]).stat().st_size == item["bytes"]
 

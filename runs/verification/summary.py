@@ -158,7 +158,9 @@ def heal_evidence(test: dict, refused: bool) -> str:
         items = [item for item in test.get("evidence", []) if item.get("heal") == phase]
         names = ", ".join(f"{item['kind']} {_code(_cell(item['path'], 100))}" for item in items)
         if not names:
-            names = "not run (the heal was refused)" if refused else "none kept"
+            names = (
+                "not run (the heal was refused)" if refused and phase == "after" else "none kept"
+            )
         said.append(f"{phase}: {names}")
     return f"{EVIDENCE_WHERE}: {'; '.join(said)}."
 
