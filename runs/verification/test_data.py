@@ -105,7 +105,9 @@ def run(hook: Hook, *, target_url: str, policy: proxy.Policy, runner: Runner, ti
 def _command(box, hook, target_url, policy, runner, timeout_s) -> dict:
     modules, _inside = furnish(box, runner)
     env = box_env(box, target_url)
-    env.update({name: BOX_PROXY_URL for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy")})
+    env.update(
+        {name: BOX_PROXY_URL for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
+    )
     with proxy.serving(box.socket, policy):
         outcome = box.run(
             list(hook.command),
