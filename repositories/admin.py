@@ -20,6 +20,13 @@ from repositories.services import FIELDS, repository_create, repository_update
 
 REPOSITORY_DEFAULTS = ("default_branch", "default_depth_level", "default_framework", "test_dir")
 REPOSITORY_VERIFICATION = ("preview_url", "allowed_hosts", "failing_tests", "open_pr_unverified")
+REPOSITORY_TEST_DATA = (
+    "test_data_setup_url",
+    "test_data_setup_command",
+    "test_data_teardown_url",
+    "test_data_teardown_command",
+    "test_data_timeout_s",
+)
 REPOSITORY_WEBHOOKS = (
     "webhook_enabled",
     "webhook_branches",
@@ -63,6 +70,7 @@ class RepositoryAdmin(admin.ModelAdmin):
         ("Approval", {"fields": ("require_approval", "allow_self_approval")}),
         ("Pull requests", {"fields": ("draft_pull_requests", "pull_request_labels")}),
         ("Verification", {"fields": REPOSITORY_VERIFICATION}),
+        ("Test data", {"fields": REPOSITORY_TEST_DATA}),
         ("Limits", {"fields": REPOSITORY_LIMITS}),
     ]
 

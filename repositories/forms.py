@@ -33,6 +33,18 @@ class LabelListField(TextListField):
         return [part.strip() for part in text.split(",") if part.strip()]
 
 
+class ArgvField(forms.JSONField):
+    """A command as its JSON list of arguments (the way it runs: no shell splits it); blank is
+    no command. What is not a list of strings is the service's to name."""
+
+    def __init__(self, **kwargs):
+        super().__init__(required=False, **kwargs)
+        self.widget.attrs.update(rows=2, placeholder='["node", "-e", "…"]')
+
+    def to_python(self, value):
+        return [] if value in self.empty_values else super().to_python(value)
+
+
 class SecretField(forms.CharField):
     """Write-only: the value is never rendered back; blank keeps the one stored."""
 
@@ -69,6 +81,19 @@ class RepositoryForm(forms.ModelForm):
         label="Pull request labels",
         help_text=Repository._meta.get_field("pull_request_labels").help_text,
     )
+    test_data_setup_command = ArgvField(
+        label="Test data set-up command",
+        help_text=Repository._meta.get_field("test_data_setup_command").help_text,
+    )
+    test_data_teardown_command = ArgvField(
+        label="Test data tear-down command",
+        help_text=Repository._meta.get_field("test_data_teardown_command").help_text,
+    )
+    test_data_timeout_s = forms.IntegerField(
+        required=False,  # blank: the default
+        label="Test data timeout (s)",
+        help_text=Repository._meta.get_field("test_data_timeout_s").help_text,
+    )
     webhook_secret = SecretField(label="Webhook secret")
     clear_webhook_secret = forms.BooleanField(
         required=False,
@@ -94,6 +119,10 @@ class RepositoryForm(forms.ModelForm):
             cleaned["webhook_secret"] = ""
         elif not cleaned.get("webhook_secret"):  # blank: the stored secret stays
             cleaned["webhook_secret"] = self.instance.webhook_secret if self.instance.pk else ""
+        if cleaned.get("test_data_timeout_s", 0) is None:
+            cleaned["test_data_timeout_s"] = Repository._meta.get_field(
+                "test_data_timeout_s"
+            ).default
         fields = {name: value for name, value in cleaned.items() if name in FIELDS}
         try:
             values = repository_validate(repository=self.instance, **fields)

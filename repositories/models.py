@@ -124,6 +124,48 @@ class Repository(models.Model):
         help_text="When the tests cannot be run (target unreachable, timeout, runner missing), "
         "open the pull request anyway, marked unverified, instead of failing the run.",
     )
+    test_data_setup_url = models.CharField(
+        "test data set-up URL",
+        max_length=500,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Called with POST before the generated tests first run, from inside the "
+        "sandbox: a path on the app (e.g. /api/test-data/seed, called on the run's target) or "
+        "a URL on the preview URL's origin. A failure stops verification (the environment, "
+        "not the tests).",
+    )
+    test_data_setup_command = models.JSONField(
+        "test data set-up command",
+        default=list,
+        blank=True,
+        db_default=[],
+        help_text="Or a command run in the sandbox before the tests, as a JSON list: "
+        '["node", "-e", "…"]. No shell unless it names one; it reaches only the target and the '
+        "allowed hosts, through the proxy at HTTP_PROXY.",
+    )
+    test_data_teardown_url = models.CharField(
+        "test data tear-down URL",
+        max_length=500,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Called with POST after the tests last ran (also when they failed or timed "
+        "out), like the set-up URL. A failure is reported, and does not fail the run.",
+    )
+    test_data_teardown_command = models.JSONField(
+        "test data tear-down command",
+        default=list,
+        blank=True,
+        db_default=[],
+        help_text="Or a command run in the sandbox after the tests, like the set-up command.",
+    )
+    test_data_timeout_s = models.PositiveIntegerField(
+        "test data timeout (s)",
+        default=60,
+        db_default=60,
+        help_text="Seconds each test data call or command may take (1 to 300).",
+    )
     draft_pull_requests = models.BooleanField(
         default=True,
         db_default=True,

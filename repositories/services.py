@@ -16,6 +16,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from amtp_site import rows
+from repositories import test_data
 from repositories.errors import RepositoryAccessError, RepositoryInvalid
 from repositories.hosts.local import LocalGitHost
 from repositories.models import Host, Repository
@@ -103,6 +104,7 @@ def repository_validate(*, repository: Repository | None = None, **fields: Any) 
     if not {"preview_url", "allowed_hosts"} & errors.keys():
         problem = target_address_problem(values["preview_url"], values["allowed_hosts"])
         errors.update({"preview_url": [problem]} if problem else {})
+    errors.update(test_data.hook_problems(values, set(errors)))
     if not {"host", "local_path"} & errors.keys():
         errors.update(
             _host_problems(values, checkable=not {"full_name", "default_branch"} & errors.keys())
@@ -192,6 +194,11 @@ _RULES: dict[str, Callable[[Any], list[str]]] = {
     "webhook_secret": _secret_problems,
     "pull_request_labels": _label_problems,
     **dict.fromkeys(LIMITS, _at_least_one),
+    "test_data_setup_url": lambda url: _listed(test_data.url_problem(url)),
+    "test_data_teardown_url": lambda url: _listed(test_data.url_problem(url)),
+    "test_data_setup_command": test_data.command_problems,
+    "test_data_teardown_command": test_data.command_problems,
+    "test_data_timeout_s": test_data.timeout_problems,
 }
 
 

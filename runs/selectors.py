@@ -58,7 +58,16 @@ def verification_summary(run: Run) -> dict | None:
     return {key.removeprefix("content__"): value for key, value in row.items()}
 
 
-REPORT_FIELDS = ("status", "reason", "target_url", "totals", "tests", "tool_versions", "timings")
+REPORT_FIELDS = (
+    "status",
+    "reason",
+    "target_url",
+    "totals",
+    "tests",
+    "tool_versions",
+    "timings",
+    "test_data",
+)
 
 
 def app_map(run: Run) -> dict | None:

@@ -143,12 +143,47 @@ VERIFICATION_REPORT = {
             "diff": "--- a/e2e/amtp/users.spec.ts\n+++ b/e2e/amtp/users.spec.ts\n@@ -2 +2 @@\n"
             "-  const response = await request.get('/users');\n"
             "+  const response = (await page.goto('/users'))!;",
-            "evidence": [{"kind": "trace", "path": "run-1/users-lists/trace.zip", "bytes": 5381}],
+            "evidence": [
+                {
+                    "kind": "trace",
+                    "path": "run-1/users-lists/trace.zip",
+                    "bytes": 5381,
+                    "heal": "before",
+                },
+                {
+                    "kind": "trace",
+                    "path": "rerun-2/users-lists/trace.zip",
+                    "bytes": 6120,
+                    "heal": "after",
+                },
+            ],
         }
     ],
     "files": [SPEC_FILE],
     "evidence_dir": "/srv/amtp/evidence/3f2b8c1e-9a4d-4e6f-8b21-5c7d9e0f1a2b",
     "sandbox": {"isolated": True, "blocked": ["169.254.169.254:80", "localhost:5432"]},
+    "test_data": [
+        {
+            "phase": "setup",
+            "kind": "url",
+            "call": "POST https://preview.acme.test/api/test-data/seed",
+            "status": "passed",
+            "code": 201,
+            "detail": "answered 201",
+            "duration_ms": 420,
+            "output": "seeded 3 users",
+        },
+        {
+            "phase": "teardown",
+            "kind": "command",
+            "call": "node -e 'process.exit(1)'",
+            "status": "failed",
+            "code": 1,
+            "detail": "exited 1",
+            "duration_ms": 310,
+            "output": "",
+        },
+    ],
 }
 
 HEAL_INPUT = {

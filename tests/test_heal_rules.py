@@ -266,12 +266,23 @@ def test_each_heal_shows_in_the_pull_request_as_a_folded_bounded_diff():
         "reason": "possible app bug: the expectation still fails; the heal was refused: it "
         "tried to loosen `expect(h1).toHaveText('Notes')` to `expect(h1).toBeVisible()`",
         "diff": "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-  ```\n+  ````",
+        "evidence": [],
     }
     report["tests"].append(refused)
     _, _, body = summary.pull_request_contents(CODE, report, "e2e/amtp")
     assert "### Heals" in body
     assert "<details><summary>🩹 healed: lists users</summary>" in body
     assert f"```diff\n{healed['diff']}\n```\n" in body
+    assert (
+        "Evidence (files on this run's page in AMTP, under Verification): before: trace "
+        "`run-1/users-lists/trace.zip`; after: trace `rerun-2/users-lists/trace.zip`." in body
+    )
+    assert "before: none kept; after: not run (the heal was refused)." in body
+    assert (
+        "Test data: set-up `POST https://preview.acme.test/api/test-data/seed` answered 201 in "
+        "0.4 s; tear-down `node -e 'process.exit(1)'` exited 1 in 0.3 s ⚠️ (the data it should "
+        "remove may remain)." in body
+    )
     assert "<summary>🛑 heal refused: home &lt;shows&gt; notes</summary>" in body
     assert f"`````diff\n{refused['diff']}\n`````" in body  # a fence its diff cannot close
     report["tests"] = [{**refused, "diff": "+ x\n" * 900} for _ in range(12)]

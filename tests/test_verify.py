@@ -17,6 +17,7 @@ import pytest
 import schemas
 from agents.providers.base import Completion, Provider, ProviderOptions
 from agents.runner import AgentContext, run_agent
+from agents.service import run_test_healer
 from agents.test_engineer import HealingTestEngineer
 from runs.demo_app import serve
 from runs.verification import playwright as pw
@@ -158,6 +159,42 @@ class ScriptedHealer(Provider):
         return Completion(text=json.dumps(answer))
 
 
+LOGIN_AS_JSON = (
+    HEADER
+    + """test('GET /login answers JSON', async ({ request }) => {
+  const response = await request.get('/login');
+  expect(response.ok()).toBeTruthy();
+  const body: unknown = await response.json();
+  expect(body).not.toBeUndefined();
+});
+"""
+)
+
+
+def test_an_honest_heal_passes_and_carries_its_before_and_after_evidence(tmp_path, notes):
+    """The offline healer reaches an HTML route the test took for JSON as a page; the healed
+    test passes on its re-run, with the failure's and the pass's evidence beside its diff."""
+    plan = make_plan(tmp_path, notes[1], [spec("login", LOGIN_AS_JSON)])
+    report = v.verify(plan, heal=lambda p, _s: run_test_healer(p, test_dir="e2e/amtp").output)
+    schemas.validate("verification/report", report)
+    (healed,) = report["tests"]
+    assert (healed["status"], report["totals"]["healed"]) == ("healed", 1)
+    assert "-  const response = await request.get('/login');" in healed["diff"]
+    assert "page.goto('/login')" in healed["diff"]
+    phases = {
+        phase: {e["kind"] for e in healed["evidence"] if e.get("heal") == phase}
+        for phase in ("before", "after")
+    }
+    assert {"trace", "error_context"} <= phases["before"]
+    assert {"trace", "screenshot"} <= phases["after"]
+    for item in healed["evidence"]:
+        assert (tmp_path / "evidence" / item["path"]).stat().st_size == item["bytes"]
+    (kept,) = report["files"]
+    assert (
+        "page.goto" in kept["contents"] and "expect(body).not.toBeUndefined()" in kept["contents"]
+    )
+
+
 def test_a_heal_that_deletes_an_assertion_is_refused_and_the_test_dropped(tmp_path, notes):
     weakened = MISSING_NOTE.replace("  expect(response.ok()).toBeTruthy();\n", "", 1)
     assert weakened != MISSING_NOTE
@@ -197,6 +234,7 @@ def test_a_heal_that_deletes_an_assertion_is_refused_and_the_test_dropped(tmp_pa
     assert "note 999" not in kept["contents"] and "sign-in page answers" in kept["contents"]
     kinds = {e["kind"] for e in missing["evidence"]}
     assert {"trace", "error_context"} <= kinds
+    assert {e.get("heal") for e in missing["evidence"]} == {"before"}  # the refused heal never ran
     for item in missing["evidence"]:
         assert (tmp_path / "evidence" / item["path"]).stat().st_size == item["bytes"]
 

@@ -125,6 +125,9 @@ def test_the_run_page_shows_the_report_with_evidence_downloads(verified_run):
     assert "against <code>https://preview.acme.test</code>" in page
     assert "healed:</strong> GET /users answers HTML" in page
     assert "<script>alert(1)</script>" not in page  # the app's error text is escaped
+    assert 'id="amtp-test-data"' in page and "after heal: <a href=" in page
+    assert "<code>POST https://preview.acme.test/api/test-data/seed</code>" in page
+    assert "amtp-badge-failed" in page and "exited 1" in page  # the failed tear-down
     url = reverse("admin:runs_run_evidence", args=[verified_run.pk, "run-1/users-lists/trace.zip"])
     assert url in page
     download = browser.get(url)

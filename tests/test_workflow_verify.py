@@ -14,6 +14,7 @@ from temporalio import activity
 from temporalio.worker import Interceptor
 
 from repositories.hosts.local import LocalGitHost
+from runs import selectors
 from runs.demo_app import serve
 from runs.exploration.service import NO_TARGET as NOTHING_TO_EXPLORE
 from runs.models import Run
@@ -21,6 +22,7 @@ from runs.pipeline import UNEXPLORED_NOTE, UNVERIFIED_NOTE
 from runs.services import run_create
 from runs.temporal.worker_thread import WorkerThread
 from runs.verification import summary
+from runs.verification.service import evidence_file
 from runs.verification.verify import NO_TARGET
 from tests.factories import RepositoryFactory
 from tests.gitrepo import git, make_git_repo
@@ -115,6 +117,16 @@ def test_tests_grounded_in_the_app_pass_first_and_a_real_bug_is_quarantined(
     assert results["tc_api_post_notes"]["reason"].startswith(f"failed against {notes_app}")
     for item in results["tc_api_post_notes"]["evidence"]:
         assert (evidence / str(run.run_id) / item["path"]).is_file()
+    login = results["tc_api_get_login"]  # its heal's evidence: the failure, the healed pass
+    heal_evidence = {
+        phase: {e["kind"]: e["path"] for e in login["evidence"] if e.get("heal") == phase}
+        for phase in ("before", "after")
+    }
+    assert {"trace", "error_context"} <= heal_evidence["before"].keys()
+    assert {"trace", "screenshot"} <= heal_evidence["after"].keys()
+    listed = selectors.evidence_names(run)
+    for path in [*heal_evidence["before"].values(), *heal_evidence["after"].values()]:
+        assert evidence_file(run, path, listed) is not None  # the run page serves it
     heals = report.meta["heal_sessions"]
     assert len(heals) == 1 and heals[0]["agent"] == "test_engineer_heal"
     assert heals[0]["pid"] != report.meta["pid"], "the heal must run in a fresh process"

@@ -108,3 +108,31 @@ class FailingApp:
             return [_html("Notes")]
         start_response("500 Internal Server Error", [("Content-Type", "text/html")])
         return [_html("Internal Server Error")]
+
+
+class SeededApp:
+    """An app whose home page lists the notes its test data hooks made: ``POST /test-data/seed``
+    adds one, ``POST /test-data/reset`` removes them all, ``POST /test-data/fail`` fails as a
+    seed whose database is down would. ``calls`` lists every request, in order."""
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+        self.calls: list[str] = []
+
+    def __call__(self, environ, start_response):
+        method, path = environ["REQUEST_METHOD"], environ.get("PATH_INFO", "/")
+        self.calls.append(f"{method} {path}")
+        if (method, path) == ("POST", "/test-data/seed"):
+            self.notes.append("Seeded note")
+            start_response("201 Created", [("Content-Type", "text/plain")])
+            return [b"seeded"]
+        if (method, path) == ("POST", "/test-data/reset"):
+            self.notes.clear()
+            start_response("204 No Content", [])
+            return []
+        if (method, path) == ("POST", "/test-data/fail"):
+            start_response("500 Internal Server Error", [("Content-Type", "text/plain")])
+            return [b"seed failed: the database is not reachable"]
+        items = "".join(f"<li>{note}</li>" for note in self.notes)
+        start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
+        return [f"<!doctype html><title>Notes</title><h1>Notes</h1><ul>{items}</ul>".encode()]

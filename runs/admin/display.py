@@ -121,4 +121,6 @@ def verification(report: dict | None) -> dict | None:
         return None
     tests = [{**test, "badge": badge(test["status"])} for test in report["tests"]]
     totals = {k: v for k, v in report["totals"].items() if k != "tests" and v}
-    return {**report, "badge": badge(report["status"]), "tests": tests, "counts": totals}
+    calls = [{**call, "badge": badge(call["status"])} for call in report.get("test_data") or []]
+    shown = {"badge": badge(report["status"]), "tests": tests, "counts": totals}
+    return {**report, **shown, "test_data": calls}

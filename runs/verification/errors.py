@@ -31,3 +31,10 @@ class VerificationTimedOut(VerificationError):
 
 class SandboxUnavailable(VerificationError):
     """The box for generated code (bubblewrap) cannot start here; nothing was executed."""
+
+
+class TestDataFailed(VerificationError):
+    """The repository's test data set-up failed (its URL answered an error, its command
+    failed, or either timed out): the environment is not ready, the tests are not to blame."""
+
+    __test__ = False  # not a pytest class

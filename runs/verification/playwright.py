@@ -199,6 +199,14 @@ def _config(runner: Runner, base_url: str, budget_s: float) -> str:
     return f"export default {json.dumps(config, indent=2)};\n"
 
 
+def recording_all(config: str) -> str:
+    """``config`` (``_config``'s) keeping a trace and a screenshot of every test: a healed
+    test's passing attempt is the "after" of its heal."""
+    return config.replace('"trace": "retain-on-failure"', '"trace": "on"').replace(
+        '"screenshot": "only-on-failure"', '"screenshot": "on"'
+    )
+
+
 # The box's one way out: the bridge to the worker's allow-listing proxy.
 BOX_PROXY = {"server": f"http://127.0.0.1:{sandbox.BRIDGE_PORT}"}
 
@@ -245,17 +253,25 @@ def box_env(box: sandbox.Box, base_url: str) -> dict[str, str]:
 
 
 def execute(
-    files: list[dict], *, box: sandbox.Box, base_url: str, runner: Runner, budget_s: float
+    files: list[dict],
+    *,
+    box: sandbox.Box,
+    base_url: str,
+    runner: Runner,
+    budget_s: float,
+    record_all: bool = False,
 ) -> list[TestResult]:
     """Run ``files`` (``{"path", "contents"}``) in ``box`` (its proxy already listening);
-    VerificationTimedOut past ``budget_s``, VerifierNotInstalled when no report comes back."""
+    VerificationTimedOut past ``budget_s``, VerifierNotInstalled when no report comes back.
+    ``record_all``: a trace and a screenshot of every test, passing ones included."""
     runner_modules, modules = furnish(box, runner)
     for entry in files:
         target = box.work / entry["path"]
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(entry["contents"], encoding="utf-8")
     limit = min(budget_s, suite_seconds(files, runner))
-    (box.work / "playwright.config.mjs").write_text(_config(runner, base_url, limit))
+    config = _config(runner, base_url, limit)
+    (box.work / "playwright.config.mjs").write_text(recording_all(config) if record_all else config)
     cli = f"{modules}/@playwright/test/cli.js"
     outcome = box.run(
         ["node", cli, "test", "--config", "playwright.config.mjs"],

@@ -22,6 +22,7 @@ from runs.models import Run
 from runs.verification.errors import VerificationError
 from runs.verification.healer import heal_in
 from runs.verification.playwright import Runner
+from runs.verification.test_data import hooks_of
 from runs.verification.verify import Plan, not_run, verify
 
 REPORT_SCHEMA = "verification/report"
@@ -59,6 +60,7 @@ def verification_report(run: Run, code: dict, sessions: Executor | None) -> tupl
         runner=runner_from_settings(),
         evidence_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
         allow_hosts=list(run.repository.allowed_hosts),
+        test_data=hooks_of(run.repository),
     )
     heals: list[dict] = []
 
@@ -70,7 +72,8 @@ def verification_report(run: Run, code: dict, sessions: Executor | None) -> tupl
     except VerificationError as exc:
         if not run.repository.open_pr_unverified:
             raise
-        report = not_run(plan, "unverified", f"{type(exc).__name__}: {exc.message}")
+        reason = f"{type(exc).__name__}: {exc.message}"
+        report = not_run(plan, "unverified", reason, exc.details.get("test_data"))
     meta = {"pid": os.getpid(), "heal_sessions": heals}
     return schemas.validate(REPORT_SCHEMA, report), meta
 

@@ -70,6 +70,7 @@ def pr_section(report: dict, test_dir: str) -> str:
     if blocked := report.get("sandbox", {}).get("blocked"):
         shown = ", ".join(f"`{_cell(b, 80)}`" for b in blocked[:10])
         lines += [f"Connections the network rule refused: {shown}.", ""]
+    lines += test_data_lines(report)
     tests = report["tests"]
     if report["status"] == "verified" and tests:
         lines += ["| test | file | result | notes |", "| --- | --- | --- | --- |"]
@@ -132,6 +133,8 @@ def heals_section(tests: list[dict]) -> list[str]:
             test["diff"],
             fence,
             "",
+            heal_evidence(test, refused),
+            "",
             "</details>",
             "",
         ]
@@ -142,6 +145,46 @@ def heals_section(tests: list[dict]) -> list[str]:
         lines += block
         used += size
     return lines
+
+
+EVIDENCE_WHERE = "Evidence (files on this run's page in AMTP, under Verification)"
+
+
+def heal_evidence(test: dict, refused: bool) -> str:
+    """The heal's before/after evidence, named: the files are served by AMTP's run page, which
+    has no address a pull request could link to for everyone."""
+    said = []
+    for phase in ("before", "after"):
+        items = [item for item in test.get("evidence", []) if item.get("heal") == phase]
+        names = ", ".join(f"{item['kind']} {_code(_cell(item['path'], 100))}" for item in items)
+        if not names:
+            names = (
+                "not run (the heal was refused)" if refused and phase == "after" else "none kept"
+            )
+        said.append(f"{phase}: {names}")
+    return f"{EVIDENCE_WHERE}: {'; '.join(said)}."
+
+
+PHASES = {"setup": "set-up", "teardown": "tear-down"}
+
+
+def test_data_lines(report: dict) -> list[str]:
+    """One line on the repository's test data calls (none: nothing)."""
+    calls = report.get("test_data") or []
+    said = []
+    for call in calls:
+        text = f"{PHASES[call['phase']]} {_code(_cell(call['call'], 120))} {_cell(call['detail'])}"
+        text += f" in {call['duration_ms'] / 1000:.1f} s"
+        if call["status"] != "passed" and call["phase"] == "teardown":
+            text += " ⚠️ (the data it should remove may remain)"
+        said.append(text)
+    return [f"Test data: {'; '.join(said)}.", ""] if said else []
+
+
+def _code(text: str) -> str:
+    """``text`` as inline code, whatever backticks it holds."""
+    fence = "`" * (1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    return f"{fence} {text} {fence}" if fence != "`" else f"`{text}`"
 
 
 def totals_note(report: dict) -> str:

@@ -20,7 +20,6 @@ The whole stage shares one time budget (``budget_s``); past it, VerificationTime
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from agents import spec_blocks
 from agents.file_policy import check_generated_files
 from amtp_site.errors import AmtpError
 from repositories import targets
-from runs.verification import evidence, heals, proxy, sandbox
+from runs.verification import evidence, heals, proxy, sandbox, test_data
 from runs.verification.errors import TargetAnswersErrors, VerificationTimedOut
 from runs.verification.playwright import (
     TIMED_OUT,
@@ -43,16 +42,15 @@ from runs.verification.playwright import (
     probe,
     tool_versions,
 )
+from runs.verification.quarantine import quarantine
 
 NO_TARGET = (
     "no target URL: set the repository's preview URL (or the run's target_url) to run the "
     "generated tests against a live app before the pull request"
 )
 NO_DEVICE = "not executed: no device or emulator here; flow YAML and commands were validated"
-QUARANTINED = "failed against {url} after {rounds} healing round(s): {error}"
 HEAL_FAILED = "the healing session failed ({error})"
 HEAL_UNSAID = "changed by the healing session (it did not say how)"
-NOT_LOCATED = "could not be quarantined automatically (its title is not a string literal)"
 ERRORS_ONLY = (
     "target answers errors only: every test failed and {what} answered a server error "
     "({statuses}); the app at {url} is up but failing: fix or redeploy it (its log says why), or "
@@ -77,6 +75,7 @@ class Plan:
     evidence_dir: Path  # this run's folder
     allow_hosts: list[str] = field(default_factory=list)  # the repository's allowed hosts
     quarantine: bool = True  # False: a check reports failing tests and changes no file
+    test_data: test_data.Hooks | None = None  # the repository's set-up and tear-down
 
 
 @dataclass
@@ -148,6 +147,7 @@ class Session:
                     base_url=self.plan.target_url,
                     runner=self.plan.runner,
                     budget_s=self.left(),
+                    record_all=phase == "rerun",  # the healed attempts' evidence too
                 )
             for result in results:
                 self._record(result, box.work, f"{phase}-{len(self.rounds) + 1}")
@@ -175,26 +175,13 @@ class Session:
             row.error = failure.error if row.status in ("failed", "flaky") else row.error
             row.snapshot = evidence.snapshot(failure)
             row.statuses |= evidence.statuses(failure)
-            row.evidence += evidence.keep(
-                failure, scratch=scratch, folder=self.plan.evidence_dir, prefix=prefix
-            )
+        # a healed test's evidence after its heal is its last attempt's, passed or failed
+        shown = result.attempts[-1] if row.diff and result.attempts else failure
+        kept = evidence.keep(shown, scratch=scratch, folder=self.plan.evidence_dir, prefix=prefix)
+        row.evidence += [{**item, "heal": "after"} for item in kept] if row.diff else kept
 
     def failing(self) -> list[Row]:
         return [row for row in self.rows.values() if row.status == "failed"]
-
-
-_SNIPPET = re.compile(r"^\s*(>?\s*\d+ \||\|\s|at |Call log:)")
-
-
-def headline(error: str) -> str:
-    """An error on one line: its message lines, without the code snippet and call log."""
-    lines = []
-    for line in error.splitlines():
-        if _SNIPPET.match(line):
-            break
-        if line.strip():
-            lines.append(line.strip())
-    return clean(" · ".join(lines) or "(no message)", 300)
 
 
 def _ms(since: float) -> int:
@@ -217,15 +204,20 @@ def verify(plan: Plan, *, heal: Heal) -> dict:
     session = Session(plan)
     answered = probe(plan.target_url, session.policy)
     versions = tool_versions(plan.runner)
-    session.execute("run", list(session.files))
-    _stop_if_errors_only(session, answered)
-    for _ in range(plan.heal_rounds):
-        if not session.failing():
-            break
-        _heal_round(session, heal)
+    hooks = test_data.Around(
+        plan.test_data, target_url=plan.target_url, policy=session.policy, runner=plan.runner
+    )
+    with hooks:  # the set-up before the first execution, the tear-down after the last
+        session.execute("run", list(session.files))
+        _stop_if_errors_only(session, answered)
+        for _ in range(plan.heal_rounds):
+            if not session.failing():
+                break
+            _heal_round(session, heal)
     if plan.quarantine:
-        _quarantine(session)
-    return _report(plan, session, list(session.rows.values()), "verified", "", versions)
+        quarantine(session)
+    rows = list(session.rows.values())
+    return _report(plan, session, rows, "verified", "", versions, hooks.results)
 
 
 def _stop_if_errors_only(session: Session, answered: int) -> None:
@@ -248,14 +240,15 @@ def _stop_if_errors_only(session: Session, answered: int) -> None:
     )
 
 
-def not_run(plan: Plan, status: str, reason: str) -> dict:
-    """The report of tests that were not run (``skipped``, ``unverified``): each listed."""
+def not_run(plan: Plan, status: str, reason: str, hooks: list[dict] | None = None) -> dict:
+    """The report of tests that were not run (``skipped``, ``unverified``): each listed;
+    ``hooks``: the test data calls made before they could not be."""
     rows = [
         Row(f["path"], b.title, b.line, "skipped", reason=reason)
         for f in plan.files
         for b in spec_blocks.blocks(f["contents"])
     ]
-    return _report(plan, Session(plan), rows, status, reason, {})
+    return _report(plan, Session(plan), rows, status, reason, {}, hooks)
 
 
 def heal_input(session: Session) -> dict:
@@ -313,6 +306,7 @@ def _heal_round(session: Session, heal: Heal) -> None:
         for row in (r for r in rows if r.title in verdicts):
             verdict = verdicts[row.title]
             row.diff, row.refused = verdict.diff, verdict.refused
+            row.evidence = [{"heal": "before", **item} for item in row.evidence]
             row.heal = "" if verdict.refused else said.get((path, row.title)) or HEAL_UNSAID
         if source != before:
             changed.append(path)
@@ -321,51 +315,20 @@ def _heal_round(session: Session, heal: Heal) -> None:
         session.execute("rerun", changed)
 
 
-def _quarantine(session: Session) -> None:
-    """Every test still failing: ``test.fixme`` with its reason, or dropped (the setting)."""
-    plan = session.plan
-    by_file: dict[str, list[Row]] = {}
-    for row in session.failing():
-        by_file.setdefault(row.file, []).append(row)
-    for path, rows in by_file.items():
-        source = session.files[path]
-        for row in sorted(rows, key=lambda r: r.line, reverse=True):  # bottom-up: lines hold
-            block = spec_blocks.find(source, title=row.title, line=row.line)
-            if block is None:
-                row.reason = NOT_LOCATED
-                continue
-            why = QUARANTINED.format(
-                url=targets.display(plan.target_url),
-                rounds=plan.heal_rounds,
-                error=headline(row.error),
-            )
-            # a refused heal leads: the test is kept as it was written, and may have found a bug
-            row.reason = "; ".join(r for r in (row.refused, why, row.reason) if r)
-            if plan.failing_tests == "drop":
-                source = spec_blocks.drop(source, block)
-            else:
-                source = spec_blocks.mark_fixme(source, block, row.reason)
-            row.status = "quarantined"
-        if spec_blocks.blocks(source):
-            session.files[path] = source
-        else:
-            del session.files[path]  # every test of the file was dropped
-    if session.files:
-        check_generated_files(
-            [{"path": p, "contents": c} for p, c in session.files.items()],
-            framework="playwright",
-            test_dir=plan.test_dir,
-        )
-
-
 def _report(
-    plan: Plan, session: Session, rows: list[Row], status: str, reason: str, versions: dict
+    plan: Plan,
+    session: Session,
+    rows: list[Row],
+    status: str,
+    reason: str,
+    versions: dict,
+    hooks: list[dict] | None = None,
 ) -> dict:
     totals = {
         key: sum(r.status == key for r in rows)
         for key in ("passed", "failed", "flaky", "healed", "quarantined", "skipped")
     }
-    return {
+    report = {
         "run_id": plan.run_id,
         "status": status,
         "reason": reason,
@@ -394,3 +357,4 @@ def _report(
             "blocked": session.policy.blocked[:100] if session.policy else [],
         },
     }
+    return {**report, "test_data": hooks} if hooks else report

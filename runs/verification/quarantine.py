@@ -1,0 +1,68 @@
+"""Quarantine: each test still failing after healing becomes ``test.fixme`` under a comment with
+its reason, or is dropped, as the repository says; never deleted silently, never weakened."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from agents import spec_blocks
+from agents.file_policy import check_generated_files
+from repositories import targets
+from runs.verification.playwright import clean
+
+if TYPE_CHECKING:
+    from runs.verification.verify import Row, Session
+
+QUARANTINED = "failed against {url} after {rounds} healing round(s): {error}"
+NOT_LOCATED = "could not be quarantined automatically (its title is not a string literal)"
+
+_SNIPPET = re.compile(r"^\s*(>?\s*\d+ \||\|\s|at |Call log:)")
+
+
+def headline(error: str) -> str:
+    """An error on one line: its message lines, without the code snippet and call log."""
+    lines = []
+    for line in error.splitlines():
+        if _SNIPPET.match(line):
+            break
+        if line.strip():
+            lines.append(line.strip())
+    return clean(" · ".join(lines) or "(no message)", 300)
+
+
+def quarantine(session: Session) -> None:
+    """Every test still failing: ``test.fixme`` with its reason, or dropped (the setting)."""
+    plan = session.plan
+    by_file: dict[str, list[Row]] = {}
+    for row in session.failing():
+        by_file.setdefault(row.file, []).append(row)
+    for path, rows in by_file.items():
+        source = session.files[path]
+        for row in sorted(rows, key=lambda r: r.line, reverse=True):  # bottom-up: lines hold
+            block = spec_blocks.find(source, title=row.title, line=row.line)
+            if block is None:
+                row.reason = NOT_LOCATED
+                continue
+            why = QUARANTINED.format(
+                url=targets.display(plan.target_url),
+                rounds=plan.heal_rounds,
+                error=headline(row.error),
+            )
+            # a refused heal leads: the test is kept as it was written, and may have found a bug
+            row.reason = "; ".join(r for r in (row.refused, why, row.reason) if r)
+            if plan.failing_tests == "drop":
+                source = spec_blocks.drop(source, block)
+            else:
+                source = spec_blocks.mark_fixme(source, block, row.reason)
+            row.status = "quarantined"
+        if spec_blocks.blocks(source):
+            session.files[path] = source
+        else:
+            del session.files[path]  # every test of the file was dropped
+    if session.files:
+        check_generated_files(
+            [{"path": p, "contents": c} for p, c in session.files.items()],
+            framework="playwright",
+            test_dir=plan.test_dir,
+        )
