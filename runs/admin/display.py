@@ -122,3 +122,15 @@ def verification(report: dict | None) -> dict | None:
     tests = [{**test, "badge": badge(test["status"])} for test in report["tests"]]
     totals = {k: v for k, v in report["totals"].items() if k != "tests" and v}
     return {**report, "badge": badge(report["status"]), "tests": tests, "counts": totals}
+
+
+def coverage(content: dict | None) -> dict | None:
+    """The coverage map for the run page: a badge per row for its live answer."""
+    if content is None:
+        return None
+    rows = []
+    for row in content["rows"]:
+        status = row["live_status"]
+        live = None if status is None else badge("passed" if 200 <= status < 400 else "failed")
+        rows.append({**row, "live_badge": live})
+    return {**content, "rows": rows}
