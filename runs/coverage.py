@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
+from agents.offline.common import clean_route
 from runs.coverage_tests import Test, tests_of
 
 MAX_ROWS = 200
@@ -131,8 +132,6 @@ def _segment_pattern(seg: str) -> re.Pattern[str] | None:
 
 def route_key(raw: object) -> str | None:
     """A route found in source → its key (``/notes/{id}``, no trailing slash), or None."""
-    from agents.offline.common import clean_route  # pure; imported here to keep startup light
-
     route = clean_route(raw) if isinstance(raw, str) else None
     return None if route is None else _tidy(unquote(route))
 

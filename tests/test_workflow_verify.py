@@ -14,6 +14,7 @@ from temporalio import activity
 from temporalio.worker import Interceptor
 
 from repositories.hosts.local import LocalGitHost
+from runs import selectors
 from runs.demo_app import serve
 from runs.exploration.service import NO_TARGET as NOTHING_TO_EXPLORE
 from runs.models import Run
@@ -133,6 +134,11 @@ def test_verify_heals_and_quarantines_before_the_pr(tmp_path, temporal_env, evid
     assert pull["body"].startswith(first_line) and report.content["target_url"] in first_line
     assert (pull["draft"], pull["labels"]) == (True, ["amtp", "model-written"])
     assert "### Heals" in pull["body"] and results["tc_api_get_login"]["diff"] in pull["body"]
+    coverage = selectors.coverage(run)  # the quarantined POST /notes does not count
+    notes = next(row for row in coverage["rows"] if row["route"] == "/notes")
+    assert [title.split(":")[0] for title in notes["tests"]] == ["tc_api_get_notes"]
+    totals = coverage["totals"]
+    assert f"**{totals['covered']} of {totals['routes']} routes covered**" in pull["body"]
 
 
 def closed_port_url() -> str:

@@ -225,7 +225,8 @@ def pull_request_contents(
     and the coverage map's section when there is one; the body opens with the provenance
     line."""
     if report is None:  # a run started before VerifyTests existed
-        body = code["pr_body"].rstrip("\n") + "\n" + coverage_section(coverage)
+        section = coverage_section(coverage)
+        body = code["pr_body"].rstrip("\n") + "\n" + section if section else code["pr_body"]
         body = provenance(None) + "\n\n" + body
         return code["files"], code["pr_title"], body
     title = code["pr_title"]
