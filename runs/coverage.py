@@ -80,6 +80,7 @@ class Routes:
         self.rows: dict[str, Row] = {}
         self.root = _Node()
         self.left_off = 0  # source items past MAX_SOURCE_ITEMS
+        self.screens: dict[str, Row] = {}  # the rows of screens, by key
 
     def add(self, route: str, kind: str) -> Row:
         row = self.rows.get(route)
@@ -206,6 +207,7 @@ def _add_screen(routes: Routes, item: dict) -> None:
     else:
         row = routes.add(key, "screen")
         row.kind = "screen"
+    routes.screens[key] = row
     row.name = " ".join(name.split())[:100]
     row.root = item.get("root") is True
     row.labels |= {
@@ -260,12 +262,9 @@ def _exercise(routes: Routes, test: Test, origin: str) -> None:
         path = path or concrete_path(target, origin)
         if path is not None and (key := routes.match(path)) is not None:
             keys.add(key)
-    if test.mobile:
-        for key, row in routes.rows.items():
-            if row.kind == "screen" and (
-                (row.root and test.launches) or (not row.route and row.labels & test.taps)
-            ):
-                keys.add(key)
+    for key, row in routes.screens.items() if test.mobile else ():
+        if (row.root and test.launches) or (not row.route and row.labels & test.taps):
+            keys.add(key)
     for key in keys:
         routes.rows[key].tests.append(test.title)
 
