@@ -135,7 +135,7 @@ def test_verify_heals_and_quarantines_before_the_pr(tmp_path, temporal_env, evid
     assert (pull["draft"], pull["labels"]) == (True, ["amtp", "model-written"])
     assert "### Heals" in pull["body"] and results["tc_api_get_login"]["diff"] in pull["body"]
     coverage = selectors.coverage(run)  # the quarantined POST /notes does not count
-    notes = next(row for row in coverage["rows"] if row["route"] == "/notes")
+    notes = next(row for row in coverage["rows"] if row["route"] == "/api/notes")
     assert [title.split(":")[0] for title in notes["tests"]] == ["tc_api_get_notes"]
     totals = coverage["totals"]
     assert f"**{totals['covered']} of {totals['routes']} routes covered**" in pull["body"]
