@@ -126,6 +126,54 @@ class VerificationOut(Schema):
     )
 
 
+class CoverageRowOut(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    route: str = Field(
+        description="The route as found in source, parameters as {name} (/notes/{id}); for a "
+        "route only the live app showed, the path it was reached at; empty for a screen "
+        "without a route (see name)."
+    )
+    kind: str = Field(description="page, api, screen, or live (only the live app showed it).")
+    name: str = Field(description="A screen's name; empty otherwise.")
+    methods: list[str] = Field(description="HTTP methods the source declares for it.")
+    in_source: bool = Field(description="Found in the repository by the crawl.")
+    live_path: str = Field(description="The path ExploreApp reached it at; empty if not reached.")
+    live_status: int | None = Field(description="The HTTP status it answered (0: no answer).")
+    tests: list[str] = Field(description="Titles of the tests that exercise it (at most 5).")
+    more_tests: int = Field(description="Tests that exercise it beyond those listed.")
+    covered: bool = Field(description="At least one test exercises it.")
+
+
+class CoverageTotalsOut(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    routes: int = Field(description="Rows in all: routes in source and routes only seen live.")
+    in_source: int
+    reached: int = Field(description="Rows the exploration reached.")
+    live_only: int
+    covered: int
+    not_covered: int
+    source_left_off: int = Field(
+        description="Routes, pages and screens of the crawl past the map's limit (not mapped)."
+    )
+
+
+class CoverageOut(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    headline: str = Field(examples=["5 of 7 routes covered; not covered: /tasks/{taskId}"])
+    verified: bool = Field(
+        description="The tests ran against the app: only those that passed (at once, healed "
+        "or flaky) count; quarantined and dropped ones do not. False: a written test counts "
+        "unless it is test.fixme/test.skip."
+    )
+    totals: CoverageTotalsOut
+    not_covered: list[str] = Field(description="The first 20 routes no test exercises.")
+    rows: list[CoverageRowOut] = Field(description="Not covered first; at most 200.")
+    rows_left_off: int = Field(description="Rows past the 200 shown.")
+
+
 class PullRequestOut(Schema):
     number: int | None
     url: str
@@ -174,6 +222,10 @@ class RunDetailOut(RunOut):
     verification: VerificationOut | None = Field(
         description="The VerifyTests stage's outcome and totals (null until it has run)."
     )
+    coverage: CoverageOut | None = Field(
+        description="The app's routes found in the repository × reached by exploration × "
+        "exercised by the generated tests (null until the crawl is stored)."
+    )
 
     # A run inserted by this request (``run_create``) has its stages at hand and no artifact,
     # approval or verification yet: answering it reads nothing (bench_submit.py).
@@ -182,6 +234,10 @@ class RunDetailOut(RunOut):
     @staticmethod
     def resolve_verification(run: Run) -> dict | None:
         return None if just_inserted(run) else selectors.verification_summary(run)
+
+    @staticmethod
+    def resolve_coverage(run: Run) -> dict | None:
+        return None if just_inserted(run) else selectors.coverage(run)
 
     @staticmethod
     def resolve_stages(run: Run) -> list:

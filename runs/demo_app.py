@@ -3,12 +3,14 @@
 The demo repository (``demo/web``, runs/demo_content.py) is an Express API plus a React front
 end; building and serving it needs npm packages this machine may not have. This WSGI app
 answers the same routes the same way: the pages as HTML with the headings the React pages
-render, ``/api/health`` and ``/api/tasks`` as the Express routes do, and (like Express'
+render, its navigation and the task list's links to each task (so exploring it finds the pages), and
+``/api/health`` and ``/api/tasks`` as the Express routes do, and (like Express'
 ``app.get('*')``) every other path with the front end's index page, status 200.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import threading
@@ -25,10 +27,13 @@ _TASK = re.compile(r"^/api/tasks/([^/]+)$")
 _TASK_PAGE = re.compile(r"^/tasks/[^/]+$")
 
 
-def _page(heading: str) -> bytes:
+NAV = '<nav><a href="/">Home</a> <a href="/tasks">Tasks</a> <a href="/about">About</a></nav>'
+
+
+def _page(heading: str, body: str = "") -> bytes:
     return (
         "<!doctype html><html><head><title>Acme Tasks</title></head>"
-        f'<body><div id="root"><h1>{heading}</h1></div></body></html>'
+        f'<body><div id="root">{NAV}<h1>{heading}</h1>{body}</div></body></html>'
     ).encode()
 
 
@@ -47,7 +52,16 @@ class DemoTasks:
             return [json.dumps(body).encode() if body is not None else b""]
         heading = PAGES.get(path) or ("Task" if _TASK_PAGE.match(path) else None)
         start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
-        return [_page(heading or "Acme Tasks")]
+        return [_page(heading or "Acme Tasks", self.task_links() if path == "/tasks" else "")]
+
+    def task_links(self) -> str:
+        with self.lock:
+            items = [(t["id"], t["title"]) for t in self.tasks]
+        links = "".join(
+            f'<li><a href="/tasks/{int(i)}">{html.escape(str(title))}</a></li>'
+            for i, title in items
+        )
+        return f"<ul>{links}</ul>"
 
     def api(self, method: str, path: str, environ: dict) -> tuple[str, object]:
         if path == "/api/health" and method == "GET":

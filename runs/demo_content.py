@@ -71,7 +71,7 @@ import App from './App';
 
 ReactDOM.createRoot(document.getElementById('root')).render(<BrowserRouter><App /></BrowserRouter>);
 """,
-    "src/App.jsx": """import { Routes, Route } from 'react-router-dom';
+    "src/App.jsx": """import { Link, Routes, Route } from 'react-router-dom';
 import Home from './pages/Home';
 import TaskList from './pages/TaskList';
 import TaskDetail from './pages/TaskDetail';
@@ -79,17 +79,33 @@ import About from './pages/About';
 
 export default function App() {
   return (
-    <Routes>
-      <Route path="/" element={<Home />} />
-      <Route path="/tasks" element={<TaskList />} />
-      <Route path="/tasks/:taskId" element={<TaskDetail />} />
-      <Route path="/about" element={<About />} />
-    </Routes>
+    <>
+      <nav><Link to="/">Home</Link> <Link to="/tasks">Tasks</Link> <Link to="/about">About</Link></nav>
+      <Routes>
+        <Route path="/" element={<Home />} />
+        <Route path="/tasks" element={<TaskList />} />
+        <Route path="/tasks/:taskId" element={<TaskDetail />} />
+        <Route path="/about" element={<About />} />
+      </Routes>
+    </>
   );
 }
 """,
     "src/pages/Home.jsx": "export default function Home() { return <h1>Acme Tasks</h1>; }\n",
-    "src/pages/TaskList.jsx": "export default function TaskList() { return <h1>All tasks</h1>; }\n",
+    "src/pages/TaskList.jsx": """import { useEffect, useState } from 'react';
+import { Link } from 'react-router-dom';
+
+export default function TaskList() {
+  const [tasks, setTasks] = useState([]);
+  useEffect(() => { fetch('/api/tasks').then((r) => r.json()).then(setTasks); }, []);
+  return (
+    <>
+      <h1>All tasks</h1>
+      <ul>{tasks.map((t) => <li key={t.id}><Link to={`/tasks/${t.id}`}>{t.title}</Link></li>)}</ul>
+    </>
+  );
+}
+""",
     "src/pages/TaskDetail.jsx": "export default function TaskDetail() { return <h1>Task</h1>; }\n",
     "src/pages/About.jsx": "export default function About() { return <h1>About Acme Tasks</h1>; }\n",
 }

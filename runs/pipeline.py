@@ -335,6 +335,7 @@ def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False
     if kinds[0] not in content:
         raise Artifact.DoesNotExist(f"run {run_id} has no {kinds[0]} artifact")
     code, report = content[kinds[0]], content.get(kinds[1])
-    files, title, body = pull_request_contents(code, report, run.repository.test_dir)
+    coverage = selectors.coverage(run)
+    files, title, body = pull_request_contents(code, report, run.repository.test_dir, coverage)
     artifact = pull_request_create(run=run, files=files, title=title, body=body, stop=stop)
     return _finish(run, CREATE_PULL_REQUEST, str(artifact.artifact_id))

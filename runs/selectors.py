@@ -4,6 +4,7 @@ each, so the surfaces show the same stages and artifacts in the same order."""
 from __future__ import annotations
 
 import functools
+import json
 
 from django.db import connection
 from django.db.models import F, Func, IntegerField, QuerySet, TextField
@@ -11,6 +12,7 @@ from django.db.models.functions import Cast
 
 from amtp_site import rows
 from repositories.models import Repository
+from runs.coverage import coverage_map
 from runs.models import Artifact, ArtifactKind, Run, Stage
 
 
@@ -100,6 +102,46 @@ def verification_report(run: Run) -> dict | None:
     if row is None:
         return None
     return {key.removeprefix("content__"): value for key, value in row.items()}
+
+
+# What the coverage map reads of each artifact, projected by PostgreSQL: not the crawl's file
+# tree, the pages' snapshots nor the tests' errors and evidence.
+_COVERAGE_SQL = """
+SELECT kind, CASE kind
+  WHEN 'repo_crawler_output' THEN jsonb_build_object('detected_stack', content->'detected_stack')
+  WHEN 'app_map' THEN jsonb_build_object('target_url', content->'target_url', 'pages', (
+    SELECT coalesce(jsonb_agg(jsonb_build_object('path', p->'path', 'status', p->'status')), '[]')
+    FROM jsonb_array_elements(content->'pages') p))
+  WHEN 'test_engineer_output' THEN jsonb_build_object('files', content->'files')
+  ELSE jsonb_build_object(
+    'status', content->'status', 'target_url', content->'target_url', 'files', content->'files',
+    'tests', (
+      SELECT coalesce(jsonb_agg(jsonb_build_object(
+        'file', t->'file', 'title', t->'title', 'status', t->'status')), '[]')
+      FROM jsonb_array_elements(content->'tests') t))
+  END
+FROM artifacts WHERE run_id = %s AND kind = ANY(%s)
+"""
+_COVERAGE_KINDS = [
+    ArtifactKind.REPO_CRAWLER_OUTPUT,
+    ArtifactKind.APP_MAP,
+    ArtifactKind.TEST_ENGINEER_OUTPUT,
+    ArtifactKind.VERIFICATION_REPORT,
+]
+
+
+def coverage(run: Run) -> dict | None:
+    """The run's coverage map (runs.coverage), or None before the crawl is stored."""
+    with connection.cursor() as cursor:
+        cursor.execute(_COVERAGE_SQL, [str(run.run_id), [str(k) for k in _COVERAGE_KINDS]])
+        found = {kind: _json(content) for kind, content in cursor.fetchall()}
+    if ArtifactKind.REPO_CRAWLER_OUTPUT not in found:
+        return None
+    return coverage_map(*(found.get(kind) for kind in _COVERAGE_KINDS))
+
+
+def _json(value):
+    return json.loads(value) if isinstance(value, str) else value
 
 
 @functools.cache

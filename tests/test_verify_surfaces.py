@@ -168,6 +168,7 @@ APP_MAP = {
     ],
     "stopped": "stopped at 1 pages",
     "unvisited": 3,
+    "unknown_path_status": 404,
     "truncated": False,
     "sandbox": {"isolated": True, "blocked": []},
 }

@@ -124,3 +124,15 @@ def verification(report: dict | None) -> dict | None:
     calls = [{**call, "badge": badge(call["status"])} for call in report.get("test_data") or []]
     shown = {"badge": badge(report["status"]), "tests": tests, "counts": totals}
     return {**report, **shown, "test_data": calls}
+
+
+def coverage(content: dict | None) -> dict | None:
+    """The coverage map for the run page: a badge per row for its live answer."""
+    if content is None:
+        return None
+    rows = []
+    for row in content["rows"]:
+        status = row["live_status"]
+        live = None if status is None else badge("passed" if 200 <= status < 400 else "failed")
+        rows.append({**row, "live_badge": live})
+    return {**content, "rows": rows}

@@ -211,6 +211,7 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
             "failure_report": highlighted(pretty_json(report, 20_000)[0]) if report else None,
             "verification": show.verification(selectors.verification_report(run)),
             "app_map": show.app_map(selectors.app_map(run)),
+            "coverage": show.coverage(selectors.coverage(run)),
             "pygments_css": pygments_css(),
             "can_cancel": not run.is_terminal and request.user.has_perm(CANCEL, run),
             "can_run_again": self.has_launch_permission(request, run),

@@ -218,17 +218,65 @@ def provenance(report: dict | None) -> str:
     return MODEL_WRITTEN.format(verdict=verdict)
 
 
-def pull_request_contents(code: dict, report: dict | None, test_dir: str) -> tuple[list, str, str]:
+COVERAGE_TABLE_ROWS = 30  # a larger map is on the run page, not in the body
+
+
+def _route_code(text: str) -> str:
+    """A route as inline code a hostile path cannot break out of (no backticks, no pipes)."""
+    return "`" + _cell(text.replace("`", "'"), 100) + "`"
+
+
+def coverage_section(coverage: dict | None) -> str:
+    """The coverage map in the body: its headline, and a folded table when it is small."""
+    if not coverage:
+        return ""
+    totals, rows = coverage["totals"], coverage["rows"]
+    line = f"**{totals['covered']} of {totals['routes']} routes covered**"
+    if missing := coverage["not_covered"]:
+        line += "; not covered: " + ", ".join(_route_code(r) for r in missing[:10])
+        if totals["not_covered"] > len(missing[:10]):
+            line += f", … ({totals['not_covered'] - len(missing[:10])} more)"
+    lines = ["", "## Coverage", "", line + ".", ""]
+    if rows and totals["routes"] <= COVERAGE_TABLE_ROWS:
+        lines += [
+            "<details><summary>Routes: found in source × reached live × exercised by</summary>",
+            "",
+            "| route | in source | reached live | exercised by |",
+            "| --- | --- | --- | --- |",
+        ]
+        for row in rows:
+            live = (
+                f"{row['live_status']} {_route_code(row['live_path'])}" if row["live_path"] else "—"
+            )
+            tests = ", ".join(html.escape(_cell(t, 80)) for t in row["tests"]) or "**not covered**"
+            label = (
+                _route_code(row["route"]) if row["route"] else html.escape(_cell(row["name"], 80))
+            )
+            lines.append(
+                f"| {label} | {row['kind'] if row['in_source'] else 'no'} | {live} | "
+                f"{_cell(tests, 400)} |"
+            )
+        lines += ["", "</details>", ""]
+    return "\n".join(lines) + "\n"
+
+
+def pull_request_contents(
+    code: dict, report: dict | None, test_dir: str, coverage: dict | None = None
+) -> tuple[list, str, str]:
     """(files, title, body) of the pull request: the Test Engineer's, with the verification's
-    files (healed, quarantined, dropped) and its section in the body when there is a report;
-    the body opens with the provenance line."""
+    files (healed, quarantined, dropped) and its section in the body when there is a report,
+    and the coverage map's section when there is one; the body opens with the provenance
+    line."""
     if report is None:  # a run started before VerifyTests existed
-        body = provenance(None) + "\n\n" + code["pr_body"]
+        section = coverage_section(coverage)
+        body = code["pr_body"].rstrip("\n") + "\n" + section if section else code["pr_body"]
+        body = provenance(None) + "\n\n" + body
         return code["files"], code["pr_title"], body
     title = code["pr_title"]
     if report["status"] == "unverified":
         title = (UNVERIFIED_TITLE + title)[:256]
     if not report["files"]:
         raise ContractViolation(ALL_DROPPED)
-    body = code["pr_body"].rstrip("\n") + "\n" + pr_section(report, test_dir)
+    body = code["pr_body"].rstrip("\n") + "\n" + coverage_section(coverage)
+    body += pr_section(report, test_dir)
     return report["files"], title, provenance(report) + "\n\n" + body
