@@ -9,6 +9,7 @@ from django.conf import settings
 import schemas
 from runs.exploration.explore import Bounds, explore
 from runs.models import Run
+from runs.verification.login import login_for
 from runs.verification.service import runner_from_settings, target_url_of
 
 APP_MAP_SCHEMA = "exploration/app_map"
@@ -26,14 +27,16 @@ def exploration_skip_reason(run: Run) -> str:
 def app_map(run: Run) -> dict:
     """The validated ``app_map`` content for ``run``'s target app."""
     target_url = target_url_of(run)
-    content = explore(
-        target_url,
-        allow_hosts=list(run.repository.allowed_hosts),
-        runner=runner_from_settings(),
-        bounds=Bounds.from_settings(),
-        shots_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
-        start_paths=[urlsplit(target_url).path or "/"],
-    )
+    with login_for(run.repository) as login:  # logged in when the repository says how
+        content = explore(
+            target_url,
+            allow_hosts=list(run.repository.allowed_hosts),
+            runner=runner_from_settings(),
+            bounds=Bounds.from_settings(),
+            shots_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
+            start_paths=[urlsplit(target_url).path or "/"],
+            login=login,
+        )
     return schemas.validate(APP_MAP_SCHEMA, content)
 
 

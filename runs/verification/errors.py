@@ -31,3 +31,8 @@ class VerificationTimedOut(VerificationError):
 
 class SandboxUnavailable(VerificationError):
     """The box for generated code (bubblewrap) cannot start here; nothing was executed."""
+
+
+class LoginFailed(VerificationError):
+    """The repository's login recipe did not log in ("login failed at <path>: <what was
+    seen>"): wrong credentials, labels or button name, or a "logged in when" that never holds."""

@@ -29,6 +29,7 @@ from repositories import targets
 from repositories.secrets import scrub
 from runs.verification import sandbox
 from runs.verification.errors import TargetUnreachable, VerificationTimedOut, VerifierNotInstalled
+from runs.verification.login import SETUP_FILE, Login, projects, setup_source, without_setup
 from runs.verification.proxy import Blocked, Policy
 
 CLI = "node_modules/@playwright/test/cli.js"
@@ -178,7 +179,7 @@ def tool_versions(runner: Runner) -> dict[str, str]:
     return versions
 
 
-def _config(runner: Runner, base_url: str, budget_s: float) -> str:
+def _config(runner: Runner, base_url: str, budget_s: float, login: Login | None = None) -> str:
     config = {
         "testDir": ".",
         "testMatch": "**/*.spec.ts",
@@ -196,6 +197,8 @@ def _config(runner: Runner, base_url: str, budget_s: float) -> str:
             "launchOptions": launch_options(runner),
         },
     }
+    if login is not None:  # the setup project logs in once; the tests start logged in
+        config["projects"] = projects(f"**/{SETUP_FILE}", config.pop("testMatch"))
     return f"export default {json.dumps(config, indent=2)};\n"
 
 
@@ -245,21 +248,29 @@ def box_env(box: sandbox.Box, base_url: str) -> dict[str, str]:
 
 
 def execute(
-    files: list[dict], *, box: sandbox.Box, base_url: str, runner: Runner, budget_s: float
+    files: list[dict],
+    *,
+    box: sandbox.Box,
+    base_url: str,
+    runner: Runner,
+    budget_s: float,
+    login: Login | None = None,
 ) -> list[TestResult]:
-    """Run ``files`` (``{"path", "contents"}``) in ``box`` (its proxy already listening);
-    VerificationTimedOut past ``budget_s``, VerifierNotInstalled when no report comes back."""
+    """Run ``files`` (``{"path", "contents"}``) in ``box`` (its proxy already listening),
+    logged in first when there is a ``login``; VerificationTimedOut past ``budget_s``,
+    VerifierNotInstalled when no report comes back, LoginFailed when the login did not."""
     runner_modules, modules = furnish(box, runner)
-    for entry in files:
+    setup = [{"path": SETUP_FILE, "contents": setup_source(login.recipe)}] if login else []
+    for entry in [*files, *setup]:
         target = box.work / entry["path"]
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(entry["contents"], encoding="utf-8")
-    limit = min(budget_s, suite_seconds(files, runner))
-    (box.work / "playwright.config.mjs").write_text(_config(runner, base_url, limit))
+    limit = min(budget_s, suite_seconds(files, runner) + len(setup) * runner.test_timeout_s)
+    (box.work / "playwright.config.mjs").write_text(_config(runner, base_url, limit, login))
     cli = f"{modules}/@playwright/test/cli.js"
     outcome = box.run(
         ["node", cli, "test", "--config", "playwright.config.mjs"],
-        env=box_env(box, base_url),
+        env={**box_env(box, base_url), **(login.env() if login else {})},
         runner=runner_modules,
         limits=sandbox.Limits.from_settings(),
         wall_s=budget_s + GRACE_S,
@@ -268,6 +279,7 @@ def execute(
         raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
     data = _report(box, outcome)
     results = parse_report(data, where=lambda path: str(box.outside(path)))
+    results = without_setup(results, login.recipe if login else None)
     if any("Timed out waiting" in e.get("message", "") for e in data.get("errors", [])):
         if limit >= budget_s:
             raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))

@@ -33,6 +33,7 @@ from amtp_site.errors import AmtpError
 from repositories import targets
 from runs.verification import evidence, heals, proxy, sandbox
 from runs.verification.errors import TargetAnswersErrors, VerificationTimedOut
+from runs.verification.login import Login
 from runs.verification.playwright import (
     TIMED_OUT,
     Runner,
@@ -77,6 +78,7 @@ class Plan:
     evidence_dir: Path  # this run's folder
     allow_hosts: list[str] = field(default_factory=list)  # the repository's allowed hosts
     quarantine: bool = True  # False: a check reports failing tests and changes no file
+    login: Login | None = None  # the tests run logged in (its credentials already scrubbed)
 
 
 @dataclass
@@ -148,6 +150,7 @@ class Session:
                     base_url=self.plan.target_url,
                     runner=self.plan.runner,
                     budget_s=self.left(),
+                    login=self.plan.login,
                 )
             for result in results:
                 self._record(result, box.work, f"{phase}-{len(self.rounds) + 1}")
