@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -267,13 +268,24 @@ _ALSO: ContextVar[tuple[str, ...]] = ContextVar("amtp_also_scrubbed", default=()
 
 @contextlib.contextmanager
 def also_scrubbed(values: list[str]) -> Iterator[None]:
-    """Within the block, :func:`scrub` also removes ``values``, as typed and URL-encoded."""
-    forms = {form for v in values if v for form in (v, quote(v, safe=""), quote_plus(v))}
+    """Within the block, :func:`scrub` also removes ``values``, as typed, URL-encoded and
+    inside a JSON string."""
+    forms = {
+        form
+        for v in values
+        if v
+        for form in (v, quote(v, safe=""), quote_plus(v), json.dumps(v)[1:-1])
+    }
     token = _ALSO.set((*_ALSO.get(), *forms))
     try:
         yield
     finally:
         _ALSO.reset(token)
+
+
+def stage_secrets() -> tuple[str, ...]:
+    """The values of the enclosing :func:`also_scrubbed` blocks (each in its written forms)."""
+    return _ALSO.get()
 
 
 def held_secrets() -> list[str]:
