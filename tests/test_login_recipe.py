@@ -19,6 +19,7 @@ from repositories.services import repository_create, repository_update
 from runs.verification import summary
 from runs.verification.login import setup_source
 from tests.admin_helpers import change_url
+from tests.factories import RunFactory
 from tests.test_admin import _repository_form
 
 pytestmark = pytest.mark.django_db
@@ -186,6 +187,13 @@ def test_admin_never_shows_the_credentials_again(admin_client, tmp_path, caplog)
     ]
     history = admin_client.get(change_url(repo) + "history/").content.decode()
     assert PASSWORD not in history + caplog.text
+    run = RunFactory(repository=repo)  # nor does the API show them, or their tokens
+    answers = [admin_client.get(f"/api/runs/{run.run_id}{tail}") for tail in ("", "/context")]
+    assert [answer.status_code for answer in answers] == [200, 200]
+    shown = "".join(answer.content.decode() for answer in answers)
+    assert "acme/local" in shown  # the answers are about this repository's run
+    for value in (PASSWORD, "qa@example.com", repo.login_password_token[:20]):
+        assert value not in shown
 
 
 CODE = {
