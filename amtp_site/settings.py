@@ -11,6 +11,8 @@ start and says what to set. Error reports mask every setting that can hold a cre
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -272,6 +274,14 @@ AMTP_EXPLORE_MAX_DEPTH = env_int("AMTP_EXPLORE_MAX_DEPTH", 3)  # links followed 
 AMTP_EXPLORE_TIMEOUT_S = float(os.environ.get("AMTP_EXPLORE_TIMEOUT_S", "120"))  # whole stage
 AMTP_EXPLORE_PAGE_TIMEOUT_S = float(os.environ.get("AMTP_EXPLORE_PAGE_TIMEOUT_S", "15"))
 AMTP_EXPLORE_MAX_BYTES = env_int("AMTP_EXPLORE_MAX_BYTES", 512 << 10)  # the app_map artifact
+# The Fernet key (comma-separated: the first encrypts, each decrypts) of repositories' stored
+# login credentials (repositories/credentials.py). In DEBUG without it a development key is
+# derived from SECRET_KEY; in production, storing or using stored credentials without it fails
+# saying so.
+AMTP_CREDENTIALS_KEY = os.environ.get("AMTP_CREDENTIALS_KEY", "")
+if not AMTP_CREDENTIALS_KEY and DEBUG:
+    _digest = hashlib.sha256(b"amtp-credentials:" + SECRET_KEY.encode()).digest()
+    AMTP_CREDENTIALS_KEY = base64.urlsafe_b64encode(_digest).decode()
 # Generated code runs only in the bubblewrap box (runs/verification/sandbox.py). The override
 # runs it with the worker's own rights; every report and PR then says "not sandboxed".
 AMTP_VERIFY_UNSANDBOXED = env_bool("AMTP_VERIFY_UNSANDBOXED", False)

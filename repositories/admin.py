@@ -15,9 +15,16 @@ from django.views.decorators.debug import sensitive_post_parameters
 
 from repositories import access
 from repositories.forms import RepositoryForm
+from repositories.login import CREDENTIALS
 from repositories.models import Repository, RepositoryGrant
 from repositories.services import FIELDS, repository_create, repository_update
 
+LOGIN_HELP = (
+    "How the sandboxed browser logs into the preview before it explores the app and before "
+    "the tests run (a Playwright setup project the pull request carries). The credentials are "
+    "for a test account: stored encrypted or read from the worker's environment, never shown, "
+    "never sent to a model, never in an artifact, log or pull request."
+)
 REPOSITORY_DEFAULTS = ("default_branch", "default_depth_level", "default_framework", "test_dir")
 REPOSITORY_VERIFICATION = ("preview_url", "allowed_hosts", "failing_tests", "open_pr_unverified")
 REPOSITORY_TEST_DATA = (
@@ -32,6 +39,18 @@ REPOSITORY_WEBHOOKS = (
     "webhook_branches",
     "webhook_secret",
     "clear_webhook_secret",
+)
+REPOSITORY_LOGIN = (
+    "login_path",
+    "login_username_label",
+    "login_password_label",
+    "login_submit",
+    "login_success",
+    "login_username",
+    "login_password",
+    "clear_login_credentials",
+    "login_username_env",
+    "login_password_env",
 )
 REPOSITORY_LIMITS = ("max_concurrent_runs", "rate_limit_runs", "rate_limit_window_seconds")
 
@@ -71,11 +90,14 @@ class RepositoryAdmin(admin.ModelAdmin):
         ("Pull requests", {"fields": ("draft_pull_requests", "pull_request_labels")}),
         ("Verification", {"fields": REPOSITORY_VERIFICATION}),
         ("Test data", {"fields": REPOSITORY_TEST_DATA}),
+        ("Logging in", {"fields": REPOSITORY_LOGIN, "description": LOGIN_HELP}),
         ("Limits", {"fields": REPOSITORY_LIMITS}),
     ]
 
     # An error report (DEBUG page, error e-mail) shows the request's POST data: not this field.
-    @method_decorator(sensitive_post_parameters("webhook_secret"))
+    @method_decorator(
+        sensitive_post_parameters("webhook_secret", "login_username", "login_password")
+    )
     def changeform_view(self, request, *args, **kwargs):
         return super().changeform_view(request, *args, **kwargs)
 
@@ -92,7 +114,7 @@ class RepositoryAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         """Saved by the service, like every other surface; the form has shown its problems."""
-        fields = {name: form.cleaned_data[name] for name in FIELDS}
+        fields = {name: form.cleaned_data[name] for name in (*FIELDS, *CREDENTIALS)}
         if change:
             repository_update(repository=obj, **fields)
         else:

@@ -65,3 +65,9 @@ class GitTreesApi409(NonRetryableError):
 
 class DraftPullRequestsUnsupported(NonRetryableError):
     """The host refused a draft pull request (GitHub: not offered by the repository's plan)."""
+
+
+class CredentialsUnavailable(NonRetryableError):
+    """A repository's login credentials cannot be had: no key to decrypt them
+    (``AMTP_CREDENTIALS_KEY``), a key that does not open them, or an environment variable the
+    recipe names that the worker does not have. The message names what to set, never a value."""

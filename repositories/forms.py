@@ -7,6 +7,7 @@ import re
 from django import forms
 
 from repositories.errors import RepositoryInvalid
+from repositories.login import CREDENTIALS
 from repositories.models import Repository
 from repositories.services import FIELDS, repository_validate
 
@@ -63,6 +64,11 @@ SECRET_NOT_SET = (
     "repository shares. Set one here, and the same value in the GitHub webhook."
 )
 
+CREDENTIAL_SET = "Stored encrypted (never shown). Type a new one to replace it; blank keeps it."
+CREDENTIAL_NOT_SET = (
+    "Not stored. Type it to store it encrypted, or name a worker environment variable below."
+)
+
 
 class RepositoryForm(forms.ModelForm):
     webhook_branches = TextListField(
@@ -101,6 +107,14 @@ class RepositoryForm(forms.ModelForm):
         help_text="Pushes are then checked against the global GITHUB_WEBHOOK_SECRET.",
     )
 
+    login_username = SecretField(label="Login user name")
+    login_password = SecretField(label="Login password")
+    clear_login_credentials = forms.BooleanField(
+        required=False,
+        label="Remove the stored login credentials",
+        help_text="Both the user name and the password.",
+    )
+
     class Meta:
         model = Repository
         fields = "__all__"
@@ -110,6 +124,9 @@ class RepositoryForm(forms.ModelForm):
         self.initial.pop("webhook_secret", None)  # nothing on the page carries the value
         is_set = bool(self.instance.pk and self.instance.webhook_secret)
         self.fields["webhook_secret"].help_text = SECRET_SET if is_set else SECRET_NOT_SET
+        for name in CREDENTIALS:
+            stored = bool(self.instance.pk and getattr(self.instance, f"{name}_token"))
+            self.fields[name].help_text = CREDENTIAL_SET if stored else CREDENTIAL_NOT_SET
 
     def clean(self):
         """The service checks what it will check again when saving (RepositoryAdmin); its
@@ -123,9 +140,13 @@ class RepositoryForm(forms.ModelForm):
             cleaned["test_data_timeout_s"] = Repository._meta.get_field(
                 "test_data_timeout_s"
             ).default
+        clear = cleaned.pop("clear_login_credentials", False)
+        for name in CREDENTIALS:  # None keeps the stored value, "" removes it
+            cleaned[name] = "" if clear else cleaned.get(name) or None
         fields = {name: value for name, value in cleaned.items() if name in FIELDS}
+        typed = {name: cleaned[name] for name in CREDENTIALS}
         try:
-            values = repository_validate(repository=self.instance, **fields)
+            values = repository_validate(repository=self.instance, **fields, **typed)
             cleaned.update({name: values[name] for name in fields})  # normalised
         except RepositoryInvalid as exc:
             for field, messages in exc.errors.items():

@@ -178,6 +178,65 @@ class Repository(models.Model):
         db_default=list(DEFAULT_PULL_REQUEST_LABELS),
         help_text="Labels put on every pull request AMTP opens (comma-separated; empty: none).",
     )
+    # The login recipe (repositories.login): how the sandboxed browser logs into the preview
+    # before exploring and before the tests run. Empty login_path: no login.
+    login_path = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The login page: a path on the preview's origin (/login), or a URL on the "
+        "preview URL's origin. Empty: the app is explored and tested without logging in.",
+    )
+    login_username_label = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The exact accessible label of the user name field (e.g. Email).",
+    )
+    login_password_label = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The exact accessible label of the password field (e.g. Password).",
+    )
+    login_submit = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The exact accessible name of the button that logs in (e.g. Sign in).",
+    )
+    login_success = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Logged in when: a path starting with / that the app lands on (/dashboard), "
+        "or a text the page shows once logged in (Sign out).",
+    )
+    login_username_env = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Instead of a stored user name: the worker's environment variable holding it "
+        "(a name starting with AMTP_LOGIN_).",
+    )
+    login_password_env = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Instead of a stored password: the worker's environment variable holding it "
+        "(a name starting with AMTP_LOGIN_).",
+    )
+    # Write-only, Fernet tokens (repositories.credentials): set through the services' plain
+    # login_username and login_password, never shown, never in a form.
+    login_username_token = models.TextField(blank=True, default="", db_default="", editable=False)
+    login_password_token = models.TextField(blank=True, default="", db_default="", editable=False)
     max_concurrent_runs = models.PositiveIntegerField(default=2)
     rate_limit_runs = models.PositiveIntegerField(default=30, help_text="Runs per window.")
     rate_limit_window_seconds = models.PositiveIntegerField(default=3600)

@@ -28,9 +28,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import json
 import os
 import re
+from collections.abc import Iterator
+from contextvars import ContextVar
 from fnmatch import translate
+from urllib.parse import quote, quote_plus
 
 from django.conf import settings
 
@@ -256,21 +261,50 @@ _SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE|_
 MIN_SCRUBBED = 8  # shorter values would scrub ordinary words
 
 
+# Values a stage holds for a while (a preview's login credentials): scrubbed whatever their
+# length, in this thread only (each activity thread starts with its own context).
+_ALSO: ContextVar[tuple[str, ...]] = ContextVar("amtp_also_scrubbed", default=())
+
+
+@contextlib.contextmanager
+def also_scrubbed(values: list[str]) -> Iterator[None]:
+    """Within the block, :func:`scrub` also removes ``values``, as typed, URL-encoded and
+    inside a JSON string."""
+    forms = {
+        form
+        for v in values
+        if v
+        for form in (v, quote(v, safe=""), quote_plus(v), json.dumps(v)[1:-1])
+    }
+    token = _ALSO.set((*_ALSO.get(), *forms))
+    try:
+        yield
+    finally:
+        _ALSO.reset(token)
+
+
+def stage_secrets() -> tuple[str, ...]:
+    """The values of the enclosing :func:`also_scrubbed` blocks (each in its written forms)."""
+    return _ALSO.get()
+
+
 def held_secrets() -> list[str]:
-    """The credential values this process holds (environment and settings), longest first."""
+    """The credential values this process holds (environment and settings, and those of
+    :func:`also_scrubbed`), longest first."""
     values = {v for k, v in os.environ.items() if _SECRET_ENV.search(k)}
     values.add(str(getattr(settings, "SECRET_KEY", "")))
     for database in getattr(settings, "DATABASES", {}).values():
         values.add(str(database.get("PASSWORD") or ""))
     for value in list(values):
         values.update(re.findall(r"://[^:/@\s]*:([^@/\s]+)@", value))  # a URL's password
-    return sorted((v for v in values if len(v) >= MIN_SCRUBBED), key=len, reverse=True)
+    held = {v for v in values if len(v) >= MIN_SCRUBBED} | set(_ALSO.get())
+    return sorted(held, key=len, reverse=True)
 
 
 def scrub(text: str) -> str:
-    """``text`` with secret-looking values redacted and every held credential removed."""
-    text = redact(text)
+    """``text`` with every held credential removed and secret-looking values redacted (held
+    values first: a redaction inside one would leave the rest of it)."""
     for value in held_secrets():
         if value in text:
             text = text.replace(value, MARKER.format(kind="held-secret"))
-    return text
+    return redact(text)

@@ -16,9 +16,10 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from amtp_site import rows
-from repositories import test_data
-from repositories.errors import RepositoryAccessError, RepositoryInvalid
+from repositories import credentials, test_data
+from repositories.errors import CredentialsUnavailable, RepositoryAccessError, RepositoryInvalid
 from repositories.hosts.local import LocalGitHost
+from repositories.login import CREDENTIALS, normalised_login_path, recipe_problems
 from repositories.models import Host, Repository
 from repositories.names import full_name_problem
 from repositories.paths import checked_test_dir
@@ -90,9 +91,10 @@ def repository_validate(*, repository: Repository | None = None, **fields: Any) 
 
     The model's own rules (type, length, choice) come first; a field that breaks one is not
     checked further, so each problem is reported once."""
-    unknown = sorted(set(fields) - set(FIELDS))
+    unknown = sorted(set(fields) - set(FIELDS) - set(CREDENTIALS))
     if unknown:
         raise TypeError(f"not repository settings: {', '.join(unknown)}")
+    plain = {name: fields.pop(name) for name in CREDENTIALS if name in fields}
     candidate = copy.copy(repository) if repository is not None else Repository()
     for name, value in fields.items():
         setattr(candidate, name, value)
@@ -109,12 +111,43 @@ def repository_validate(*, repository: Repository | None = None, **fields: Any) 
         errors.update(
             _host_problems(values, checkable=not {"full_name", "default_branch"} & errors.keys())
         )
+    errors.update(_login_problems(values, candidate, plain, errors))
     errors.update(_django_problems(candidate.validate_unique, exclude=set(errors)))
     if errors:
         raise RepositoryInvalid(errors)
+    values.update(_login_tokens(candidate, plain))  # encrypted last: nothing else is wrong
     values["test_dir"] = checked_test_dir(values["test_dir"])[0]
     values["allowed_hosts"] = normalised_allow_hosts(values["allowed_hosts"])
     return values
+
+
+def _login_problems(
+    values: dict, candidate: Repository, plain: dict, errors: dict
+) -> dict[str, list[str]]:
+    """The login recipe's problems; ``values["login_path"]`` normalised to a path."""
+    if "login_path" in errors:
+        return {}
+    preview = values["preview_url"] if "preview_url" not in errors else ""
+    values["login_path"], problem = normalised_login_path(values["login_path"], preview)
+    if problem:
+        return {"login_path": [problem]}
+    tokens = {f"{name}_token": getattr(candidate, f"{name}_token") for name in CREDENTIALS}
+    found = recipe_problems({**values, **tokens}, plain)
+    return {name: messages for name, messages in found.items() if name not in errors}
+
+
+def _login_tokens(candidate: Repository, plain: dict) -> dict[str, str]:
+    """The credential tokens as they will be saved: the typed values encrypted, "" removed,
+    the others kept; RepositoryInvalid when there is no key to encrypt with."""
+    tokens = {f"{name}_token": getattr(candidate, f"{name}_token") for name in CREDENTIALS}
+    for name, value in plain.items():
+        if value is None:
+            continue  # kept
+        try:
+            tokens[f"{name}_token"] = credentials.encrypt(value) if value else ""
+        except CredentialsUnavailable as exc:
+            raise RepositoryInvalid({name: [exc.message]}) from None
+    return tokens
 
 
 def normalised_allow_hosts(entries: list[str]) -> list[str]:

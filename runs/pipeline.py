@@ -24,6 +24,7 @@ from agents.runner import AgentResult
 from amtp_site import rows
 from amtp_site.canonical import idempotency_key
 from repositories.hosts import host_for
+from repositories.login import recipe_of
 from runs import artifacts, lifecycle, selectors
 from runs.errors import RunNotActive
 from runs.exploration.service import (
@@ -336,6 +337,9 @@ def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False
         raise Artifact.DoesNotExist(f"run {run_id} has no {kinds[0]} artifact")
     code, report = content[kinds[0]], content.get(kinds[1])
     coverage = selectors.coverage(run)
-    files, title, body = pull_request_contents(code, report, run.repository.test_dir, coverage)
+    login = recipe_of(run.repository)  # no credentials: the PR names their variables only
+    files, title, body = pull_request_contents(
+        code, report, run.repository.test_dir, coverage, login
+    )
     artifact = pull_request_create(run=run, files=files, title=title, body=body, stop=stop)
     return _finish(run, CREATE_PULL_REQUEST, str(artifact.artifact_id))

@@ -31,10 +31,13 @@ from pathlib import Path
 from bench_verify import offline_crawl, offline_files, verified  # sets up Django
 
 from agents import spec_blocks
+from repositories.credentials import Credentials
+from repositories.login import Recipe
 from runs.demo_app import DemoTasks, serve
 from runs.demo_content import DEMO_WEB
 from runs.exploration.explore import Bounds, explore
 from runs.exploration.service import start_paths
+from runs.verification.login import Login
 from runs.verification.service import runner_from_settings
 from tests.spa_app import FIXTURE, TEST_EMAIL, TEST_PASSWORD, SpaApp, spa_repository
 from tests.verify_apps import NOTES_REPO, NotesApp
@@ -52,11 +55,16 @@ def _route(path: str, login: bool = False, in_source: bool = True) -> dict:
 
 
 # How to sign in to the SPA: its fixed test account (tests/fixtures/spa/README.md).
-SPA_LOGIN = {
-    "login_url": "/login",
-    "fields": {"Email": TEST_EMAIL, "Password": TEST_PASSWORD},
-    "submit": "Sign in",
-}
+SPA_LOGIN = Login(
+    Recipe(
+        path="/login",
+        username_label="Email",
+        password_label="Password",
+        submit="Sign in",
+        success="Sign out",  # the nav offers it once signed in
+    ),
+    Credentials(TEST_EMAIL, TEST_PASSWORD),
+)
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,7 @@ class App:
     repo: dict[str, str]
     server: type
     routes: list[dict]
-    login: dict | None = None  # None: the app has no login
+    login: Login | None = None  # None: the app has no login
 
 
 def apps() -> list[App]:
@@ -80,9 +88,8 @@ def apps() -> list[App]:
 
 
 def session_options(app: App) -> dict:
-    """What exploration and verification are given to sign in to ``app``: nothing yet. When
-    the login recipe lands, this returns it built from ``app.login``."""
-    return {}
+    """What exploration and verification are given to sign in to ``app``."""
+    return {"login": app.login} if app.login else {}
 
 
 def kind(route: dict) -> str:

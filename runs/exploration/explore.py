@@ -17,11 +17,15 @@ import re
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from urllib.parse import unquote_plus
 
 from django.conf import settings
 
+from repositories.secrets import held_secrets
 from runs.verification import proxy, sandbox
-from runs.verification.errors import VerifierNotInstalled
+from runs.verification.errors import LoginFailed, VerifierNotInstalled
+from runs.verification.login import FAILED as LOGIN_FAILED
+from runs.verification.login import Login
 from runs.verification.playwright import (
     BOX_PROXY,
     Runner,
@@ -75,9 +79,11 @@ def explore(
     bounds: Bounds,
     shots_dir: Path,
     start_paths: list[str],
+    login: Login | None = None,
 ) -> dict:
-    """The ``app_map`` content for the app at ``target_url``. TargetUnreachable,
-    VerifierNotInstalled or SandboxUnavailable when it cannot be explored at all."""
+    """The ``app_map`` content for the app at ``target_url``, explored logged in when there
+    is a ``login`` (its credentials scrubbed by the caller: ``login_for``). TargetUnreachable,
+    VerifierNotInstalled, SandboxUnavailable or LoginFailed when it cannot be explored."""
     preflight(runner)
     sandbox.check_available()
     policy = proxy.Policy(target_url, allow_hosts)
@@ -87,16 +93,17 @@ def explore(
         modules, _inside = furnish(box, runner)
         shutil.copyfile(SCRIPT, box.work / "explore.mjs")
         config = _config(target_url, runner, bounds, start_paths)
+        config["login"] = login.recipe.as_config() if login else None
         (box.work / "config.json").write_text(json.dumps(config))
         with proxy.serving(box.socket, policy):
             outcome = box.run(
                 ["node", "explore.mjs", "config.json"],
-                env=box_env(box, target_url),
+                env={**box_env(box, target_url), **(login.env() if login else {})},
                 runner=modules,
                 limits=sandbox.Limits.from_settings(),
                 wall_s=bounds.time_s + GRACE_S,
             )
-        raw = _raw_map(box, outcome)
+        raw = _raw_map(box, outcome, login)
         pages = [_page(p, box.work, shots_dir) for p in raw.get("pages", [])[: bounds.max_pages]]
         stopped = clean(str(raw.get("stopped", "")), 200)
         unvisited = raw.get("unvisited") if isinstance(raw.get("unvisited"), int) else 0
@@ -133,10 +140,13 @@ def _config(target_url: str, runner: Runner, bounds: Bounds, start_paths: list[s
     }
 
 
-def _raw_map(box: sandbox.Box, outcome: sandbox.Outcome) -> dict:
+def _raw_map(box: sandbox.Box, outcome: sandbox.Outcome, login: Login | None) -> dict:
     data = box_json(box, outcome, "app_map.json", MAX_RAW_BYTES, missing=NO_MAP, bad=BAD_MAP)
     if not isinstance(data.get("pages", []), list):
         raise VerifierNotInstalled(BAD_MAP.format(tail=clean(box.output_tail(1500), 1500)))
+    if login is not None and data.get("login_error"):
+        seen = clean(_str(data["login_error"]), 500) or "no message"
+        raise LoginFailed(LOGIN_FAILED.format(path=login.recipe.path, seen=seen))
     return data
 
 
@@ -145,20 +155,27 @@ def _page(raw, work: Path, shots_dir: Path) -> dict:
     raw = raw if isinstance(raw, dict) else {}
     path = raw.get("path") if isinstance(raw.get("path"), str) else ""
     status = raw.get("status")
+    held = held_secrets()
     return {
-        "path": path if _PATH.match(path) else "/",
+        "path": path if _local(path, held) else "/",
         "depth": _int(raw.get("depth"), 0, 100),
         "status": _int(status, 0, 599),
         "title": clean(_str(raw.get("title")), 300),
         "snapshot": clean(_str(raw.get("snapshot")), 20_000),
-        "links": [
-            p for p in _list(raw.get("links"))[:100] if isinstance(p, str) and _PATH.match(p)
-        ],
+        "links": [p for p in _list(raw.get("links"))[:100] if _local(p, held)],
         "forms": [_form(f) for f in _list(raw.get("forms"))[:10]],
         "console_errors": [clean(_str(e), 500) for e in _list(raw.get("console_errors"))[:20]],
         "screenshot": _keep_shot(raw.get("screenshot"), work, shots_dir),
         "error": clean(_str(raw.get("error")), 500),
     }
+
+
+def _local(path, held: list[str]) -> bool:
+    """A path on the target's origin that carries no held secret (a login form sent by GET
+    puts its password in the URL)."""
+    if not isinstance(path, str) or not _PATH.match(path):
+        return False
+    return not any(value in text for text in (path, unquote_plus(path)) for value in held)
 
 
 def _form(raw) -> dict:

@@ -10,6 +10,7 @@ import schemas
 from agents.offline.common import clean_route, params
 from runs.exploration.explore import Bounds, explore
 from runs.models import Artifact, ArtifactKind, Run
+from runs.verification.login import login_for
 from runs.verification.service import runner_from_settings, target_url_of
 
 APP_MAP_SCHEMA = "exploration/app_map"
@@ -30,14 +31,16 @@ def app_map(run: Run) -> dict:
     bounds = Bounds.from_settings()
     crawl = Artifact.objects.filter(run=run, kind=ArtifactKind.REPO_CRAWLER_OUTPUT).first()
     first = urlsplit(target_url).path or "/"
-    content = explore(
-        target_url,
-        allow_hosts=list(run.repository.allowed_hosts),
-        runner=runner_from_settings(),
-        bounds=bounds,
-        shots_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
-        start_paths=start_paths(crawl.content if crawl else {}, first, bounds.max_pages),
-    )
+    with login_for(run.repository) as login:  # logged in when the repository says how
+        content = explore(
+            target_url,
+            allow_hosts=list(run.repository.allowed_hosts),
+            runner=runner_from_settings(),
+            bounds=bounds,
+            shots_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
+            start_paths=start_paths(crawl.content if crawl else {}, first, bounds.max_pages),
+            login=login,
+        )
     return schemas.validate(APP_MAP_SCHEMA, content)
 
 

@@ -38,3 +38,8 @@ class TestDataFailed(VerificationError):
     failed, or either timed out): the environment is not ready, the tests are not to blame."""
 
     __test__ = False  # not a pytest class
+
+
+class LoginFailed(VerificationError):
+    """The repository's login recipe did not log in ("login failed at <path>: <what was
+    seen>"): wrong credentials, labels or button name, or a "logged in when" that never holds."""

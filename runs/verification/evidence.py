@@ -18,7 +18,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from repositories.secrets import scrub
+from repositories.secrets import scrub, stage_secrets
 from runs.verification.playwright import Attempt
 
 KINDS = {"trace": "trace", "screenshot": "screenshot", "error-context": "error_context"}
@@ -49,7 +49,7 @@ def keep(attempt: Attempt | None, *, scratch: Path, folder: Path, prefix: str) -
         if kind is None or not source.is_relative_to(results) or not source.is_file():
             continue
         size = source.stat().st_size
-        if size > MAX_FILE_BYTES or not _room(folder, size):
+        if size > MAX_FILE_BYTES or not _room(folder, size) or _holds_stage_secret(source, kind):
             continue
         relative = source.relative_to(results)
         name_parts = [_safe(prefix), *(_safe(p) for p in relative.parts)]
@@ -58,6 +58,27 @@ def keep(attempt: Attempt | None, *, scratch: Path, folder: Path, prefix: str) -
         shutil.copyfile(source, target)
         kept.append({"kind": kind, "path": "/".join(name_parts), "bytes": size})
     return kept
+
+
+def _holds_stage_secret(source: Path, kind: str) -> bool:
+    """Whether a trace or error context holds a value the stage holds (a login's
+    credentials, which the tests could read): such a file is not kept. A trace is searched
+    entry by entry, within bounds; one too large to search is not kept either."""
+    values = [v.encode() for v in stage_secrets()]
+    if not values or kind not in ("trace", "error_context"):
+        return False
+    try:
+        if kind == "error_context":
+            return any(v in source.read_bytes() for v in values)
+        with zipfile.ZipFile(source) as archive:
+            entries = archive.infolist()
+            if len(entries) > MAX_ZIP_ENTRIES or sum(e.file_size for e in entries) > 4 * (
+                MAX_FILE_BYTES
+            ):
+                return True
+            return any(any(v in archive.read(e) for v in values) for e in entries)
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return True
 
 
 def _room(folder: Path, size: int) -> bool:

@@ -29,6 +29,7 @@ from repositories import targets
 from repositories.secrets import scrub
 from runs.verification import sandbox
 from runs.verification.errors import TargetUnreachable, VerificationTimedOut, VerifierNotInstalled
+from runs.verification.login import SETUP_FILE, Login, projects, setup_source, without_setup
 from runs.verification.proxy import Blocked, Policy
 
 CLI = "node_modules/@playwright/test/cli.js"
@@ -178,7 +179,15 @@ def tool_versions(runner: Runner) -> dict[str, str]:
     return versions
 
 
-def _config(runner: Runner, base_url: str, budget_s: float) -> str:
+def _config(
+    runner: Runner,
+    base_url: str,
+    budget_s: float,
+    login: Login | None = None,
+    record_all: bool = False,
+) -> str:
+    """The box's Playwright config. ``record_all``: a trace and a screenshot of every test,
+    passing ones included (a healed test's passing attempt is the "after" of its heal)."""
     config = {
         "testDir": ".",
         "testMatch": "**/*.spec.ts",
@@ -190,21 +199,15 @@ def _config(runner: Runner, base_url: str, budget_s: float) -> str:
         "reporter": [["json", {"outputFile": "report.json"}], ["line"]],
         "use": {
             "baseURL": base_url,
-            "trace": "retain-on-failure",
-            "screenshot": "only-on-failure",
+            "trace": "on" if record_all else "retain-on-failure",
+            "screenshot": "on" if record_all else "only-on-failure",
             "proxy": BOX_PROXY,
             "launchOptions": launch_options(runner),
         },
     }
+    if login is not None:  # the setup project logs in once; the tests start logged in
+        config["projects"] = projects(f"**/{SETUP_FILE}", config.pop("testMatch"))
     return f"export default {json.dumps(config, indent=2)};\n"
-
-
-def recording_all(config: str) -> str:
-    """``config`` (``_config``'s) keeping a trace and a screenshot of every test: a healed
-    test's passing attempt is the "after" of its heal."""
-    return config.replace('"trace": "retain-on-failure"', '"trace": "on"').replace(
-        '"screenshot": "only-on-failure"', '"screenshot": "on"'
-    )
 
 
 # The box's one way out: the bridge to the worker's allow-listing proxy.
@@ -260,22 +263,25 @@ def execute(
     runner: Runner,
     budget_s: float,
     record_all: bool = False,
+    login: Login | None = None,
 ) -> list[TestResult]:
-    """Run ``files`` (``{"path", "contents"}``) in ``box`` (its proxy already listening);
-    VerificationTimedOut past ``budget_s``, VerifierNotInstalled when no report comes back.
+    """Run ``files`` (``{"path", "contents"}``) in ``box`` (its proxy already listening),
+    logged in first when there is a ``login``; VerificationTimedOut past ``budget_s``,
+    VerifierNotInstalled when no report comes back, LoginFailed when the login did not.
     ``record_all``: a trace and a screenshot of every test, passing ones included."""
     runner_modules, modules = furnish(box, runner)
-    for entry in files:
+    setup = [{"path": SETUP_FILE, "contents": setup_source(login.recipe)}] if login else []
+    for entry in [*files, *setup]:
         target = box.work / entry["path"]
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(entry["contents"], encoding="utf-8")
-    limit = min(budget_s, suite_seconds(files, runner))
-    config = _config(runner, base_url, limit)
-    (box.work / "playwright.config.mjs").write_text(recording_all(config) if record_all else config)
+    limit = min(budget_s, suite_seconds(files, runner) + len(setup) * runner.test_timeout_s)
+    config = _config(runner, base_url, limit, login, record_all)
+    (box.work / "playwright.config.mjs").write_text(config)
     cli = f"{modules}/@playwright/test/cli.js"
     outcome = box.run(
         ["node", cli, "test", "--config", "playwright.config.mjs"],
-        env=box_env(box, base_url),
+        env={**box_env(box, base_url), **(login.env() if login else {})},
         runner=runner_modules,
         limits=sandbox.Limits.from_settings(),
         wall_s=budget_s + GRACE_S,
@@ -284,6 +290,7 @@ def execute(
         raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
     data = _report(box, outcome)
     results = parse_report(data, where=lambda path: str(box.outside(path)))
+    results = without_setup(results, login.recipe if login else None)
     if any("Timed out waiting" in e.get("message", "") for e in data.get("errors", [])):
         if limit >= budget_s:
             raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))

@@ -178,14 +178,16 @@ class Box:
         self.hand_over()
         runner_fd = os.open(runner, os.O_PATH | os.O_DIRECTORY)
         try:
-            argv = self._argv(command, env, runner_fd)
+            argv = self._argv(command, runner_fd)
             with self.output.open("ab") as out:
                 process = subprocess.Popen(
                     ["prlimit", *_rlimits(limits), "--", *argv],
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=subprocess.STDOUT,
-                    env=env if not sandboxed() else {"PATH": "/usr/bin:/bin"},
+                    # bwrap hands its own environment on: not as --setenv arguments, which
+                    # every user of the host may read (/proc/<pid>/cmdline; a login password)
+                    env=env,
                     cwd=self.work,
                     start_new_session=True,
                     pass_fds=(runner_fd,),
@@ -195,10 +197,10 @@ class Box:
             os.close(runner_fd)
         return self._watch(process, limits, wall_s)
 
-    def _argv(self, command: list[str], env: dict, runner_fd: int) -> list[str]:
+    def _argv(self, command: list[str], runner_fd: int) -> list[str]:
         if not sandboxed():
             return ["node", str(self.entry), str(self.socket), str(BRIDGE_PORT), *command]
-        argv = ["bwrap", *SYSTEM, "--die-with-parent", "--new-session", "--clearenv"]
+        argv = ["bwrap", *SYSTEM, "--die-with-parent", "--new-session"]
         for name in ETC:
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(64 << 20), "--tmpfs", "/tmp"]
@@ -206,8 +208,6 @@ class Box:
         argv += ["--ro-bind-fd", str(runner_fd), INSIDE_RUNNER]
         argv += ["--ro-bind", str(self.entry), INSIDE_ENTRY]
         argv += ["--bind", str(self.socket), INSIDE_SOCKET]
-        for key, value in env.items():
-            argv += ["--setenv", key, value]
         node = _node()
         return [*argv, node, INSIDE_ENTRY, INSIDE_SOCKET, str(BRIDGE_PORT), *command]
 

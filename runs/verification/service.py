@@ -21,6 +21,7 @@ from runs.errors import RunInputInvalid
 from runs.models import Run
 from runs.verification.errors import VerificationError
 from runs.verification.healer import heal_in
+from runs.verification.login import Login, login_for
 from runs.verification.playwright import Runner
 from runs.verification.test_data import hooks_of
 from runs.verification.verify import Plan, not_run, verify
@@ -48,6 +49,14 @@ def verification_report(run: Run, code: dict, sessions: Executor | None) -> tupl
 
     A failure to run the tests at all (VerificationError) fails the stage, unless the
     repository opens the pull request anyway: then the report says ``unverified`` and why."""
+    runs_tests = code["framework"] == "playwright" and bool(target_url_of(run))
+    with login_for(run.repository if runs_tests else None) as login:  # scrubbed from its texts
+        return _verification_report(run, code, sessions, login)
+
+
+def _verification_report(
+    run: Run, code: dict, sessions: Executor | None, login: Login | None
+) -> tuple[dict, dict]:
     plan = Plan(
         run_id=str(run.run_id),
         framework=code["framework"],
@@ -61,6 +70,7 @@ def verification_report(run: Run, code: dict, sessions: Executor | None) -> tupl
         evidence_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
         allow_hosts=list(run.repository.allowed_hosts),
         test_data=hooks_of(run.repository),
+        login=login,
     )
     heals: list[dict] = []
 
@@ -111,6 +121,11 @@ def check_repository_tests(
             NO_SPECS.format(repo=repository.full_name, ref=ref or sha, test_dir=repository.test_dir)
         )
     check_id = str(uuid.uuid4())
+    with login_for(repository) as login:
+        return _check(repository, files, target_url, allowed, check_id, login)
+
+
+def _check(repository, files, target_url, allowed, check_id, login) -> dict:
     plan = Plan(
         run_id=check_id,
         framework="playwright",
@@ -124,6 +139,7 @@ def check_repository_tests(
         evidence_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / f"check-{check_id}",
         allow_hosts=allowed,
         quarantine=False,
+        login=login,
     )
     return schemas.validate(REPORT_SCHEMA, verify(plan, heal=_no_heal))
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import html
 import re
 
+from repositories.login import Recipe
 from runs.verification.heals import REFUSED_LEAD
+from runs.verification.login import SETUP_FILE, login_section, setup_source
 from schemas.errors import ContractViolation
 
 # With the cell limits below, the table and the heals stay under GitHub's 65,536 characters.
@@ -261,12 +263,31 @@ def coverage_section(coverage: dict | None) -> str:
 
 
 def pull_request_contents(
-    code: dict, report: dict | None, test_dir: str, coverage: dict | None = None
+    code: dict,
+    report: dict | None,
+    test_dir: str,
+    coverage: dict | None = None,
+    login: Recipe | None = None,
 ) -> tuple[list, str, str]:
     """(files, title, body) of the pull request: the Test Engineer's, with the verification's
     files (healed, quarantined, dropped) and its section in the body when there is a report,
     and the coverage map's section when there is one; the body opens with the provenance
-    line."""
+    line. With a ``login`` recipe, the AMTP-written ``auth.setup.ts`` goes with the tests and
+    the body says how to wire and feed it."""
+    files, title, body = _contents(code, report, test_dir, coverage)
+    if login is None or code["framework"] != "playwright":
+        return files, title, body
+    setup = {"path": f"{test_dir.strip('/')}/{SETUP_FILE}", "contents": setup_source(login)}
+    return (
+        [*files, setup],
+        title,
+        body.rstrip("\n") + "\n\n" + "\n".join(login_section(login, test_dir)),
+    )
+
+
+def _contents(
+    code: dict, report: dict | None, test_dir: str, coverage: dict | None
+) -> tuple[list, str, str]:
     if report is None:  # a run started before VerifyTests existed
         section = coverage_section(coverage)
         body = code["pr_body"].rstrip("\n") + "\n" + section if section else code["pr_body"]

@@ -32,6 +32,7 @@ from amtp_site.errors import AmtpError
 from repositories import targets
 from runs.verification import evidence, heals, proxy, sandbox, test_data
 from runs.verification.errors import TargetAnswersErrors, VerificationTimedOut
+from runs.verification.login import Login
 from runs.verification.playwright import (
     TIMED_OUT,
     Runner,
@@ -76,6 +77,7 @@ class Plan:
     allow_hosts: list[str] = field(default_factory=list)  # the repository's allowed hosts
     quarantine: bool = True  # False: a check reports failing tests and changes no file
     test_data: test_data.Hooks | None = None  # the repository's set-up and tear-down
+    login: Login | None = None  # the tests run logged in (its credentials already scrubbed)
 
 
 @dataclass
@@ -148,6 +150,7 @@ class Session:
                     runner=self.plan.runner,
                     budget_s=self.left(),
                     record_all=phase == "rerun",  # the healed attempts' evidence too
+                    login=self.plan.login,
                 )
             for result in results:
                 self._record(result, box.work, f"{phase}-{len(self.rounds) + 1}")

@@ -1,6 +1,6 @@
-// Runs inside the sandbox (after entry.mjs's bridge is up): visits the target app breadth-first
-// from its start paths, following same-origin links, within the page, depth and time bounds of
-// the config file given, and writes what each page showed to app_map.json (the worker checks
+// Runs inside the sandbox (after entry.mjs's bridge is up): logs in first when the config has a
+// recipe, then visits the target app breadth-first from its start paths, following same-origin
+// links, within the page, depth and time bounds of the config file given, and writes what each page showed to app_map.json (the worker checks
 // and bounds it again: nothing here is trusted). Screenshots go to shots/ as small JPEGs.
 import fs from "node:fs";
 import { chromium } from "@playwright/test";
@@ -69,6 +69,37 @@ async function visit(page, path, index, errors) {
   };
 }
 
+// A logged-in exploration does not follow links that would log it out.
+const LOGOUT = /(log|sign)[-_]?(out|off)/i;
+
+async function logIn(page, login) {
+  // As a person logs in (whatever the app does underneath: a form POST, or fetch and a
+  // client-side navigation): fields by label, the button by role and name, then the
+  // recipe's "logged in when". The credentials come from this process's environment only.
+  const left = () => Math.max(1000, Math.min(config.page_timeout_ms, deadline - Date.now()));
+  await page.goto(login.path, { timeout: left() });
+  const user = page.getByLabel(login.username_label, { exact: true });
+  await user.fill(process.env.AMTP_E2E_USERNAME || "", { timeout: left() });
+  const password = page.getByLabel(login.password_label, { exact: true });
+  await password.fill(process.env.AMTP_E2E_PASSWORD || "", { timeout: left() });
+  await page.getByRole("button", { name: login.submit, exact: true }).click({ timeout: left() });
+  if (login.success_is_path) {
+    await page.waitForURL((url) => url.pathname === login.success, { timeout: left() });
+  } else {
+    await page.getByText(login.success).first().waitFor({ state: "visible", timeout: left() });
+  }
+}
+
+async function seen(page, error) {
+  // What the page showed when the login did not succeed (the worker scrubs it again).
+  const said = String(error.message || error).split("\n")[0].slice(0, 200);
+  const where = new URL(page.url()).pathname;
+  const title = await page.title().catch(() => "");
+  const alert = await page.getByRole("alert").first().innerText({ timeout: 500 }).catch(() => "");
+  const shows = alert ? `; it shows "${alert.trim().slice(0, 200)}"` : "";
+  return `${said}; the page is ${where} ("${title.slice(0, 100)}")${shows}`;
+}
+
 const browser = await chromium.launch(config.launch);
 const context = await browser.newContext({
   baseURL: config.base_url,
@@ -80,9 +111,20 @@ const errors = [];
 page.on("console", (message) => message.type() === "error" && errors.push(message.text()));
 page.on("pageerror", (error) => errors.push(String(error)));
 
+if (config.login) {
+  try {
+    await logIn(page, config.login);
+  } catch (error) {
+    const login_error = await seen(page, error);
+    await browser.close();
+    fs.writeFileSync("app_map.json", JSON.stringify({ pages: [], login_error }));
+    process.exit(0);
+  }
+}
+
 fs.mkdirSync("shots", { recursive: true });
 const queue = config.start_paths.map((path) => ({ path, depth: 0 }));
-const seen = new Set(config.start_paths);
+const visited = new Set(config.start_paths);
 const pages = [];
 let stopped = "";
 while (queue.length) {
@@ -103,8 +145,9 @@ while (queue.length) {
   }
   pages.push(found);
   for (const link of found.links || []) {
-    if (depth + 1 <= config.max_depth && !seen.has(link)) {
-      seen.add(link);
+    const leaves = config.login && LOGOUT.test(link);
+    if (depth + 1 <= config.max_depth && !visited.has(link) && !leaves) {
+      visited.add(link);
       queue.push({ path: link, depth: depth + 1 });
     }
   }

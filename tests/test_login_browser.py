@@ -1,0 +1,123 @@
+"""Logging in through the real box: ExploreApp logs into a login-gated app (JSON login by
+fetch, client-side navigation) and maps the pages only a session sees; VerifyTests' tests run
+from the storage state of the AMTP-written setup project; a wrong password is a clear error.
+Nothing read back from the box holds the credentials."""
+
+import dataclasses
+import json
+
+import pytest
+
+from repositories.credentials import Credentials, in_use
+from repositories.login import Recipe
+from runs.demo_app import serve
+from runs.exploration.explore import Bounds, explore
+from runs.verification.errors import LoginFailed
+from runs.verification.login import Login
+from runs.verification.service import runner_from_settings
+from runs.verification.verify import Plan, verify
+from tests.login_app import USERNAME, LoginApp
+from tests.test_browser import chromium_path
+
+PASSWORD = "canary-login-7f3Kq9"
+BY_PATH = Recipe("/login", "Email", "Password", "Sign in", "/account")
+BY_TEXT = Recipe("/login", "Email", "Password", "Sign in", "Your account")
+
+
+@pytest.fixture
+def app():
+    chromium_path()
+    app = LoginApp(PASSWORD, echo_password=True)
+    server, app.url = serve(app)
+    yield app
+    server.shutdown()
+    server.server_close()
+
+
+def explore_logged_in(app, tmp_path, password: str, page_timeout_s: float = 10) -> dict:
+    credentials = Credentials(USERNAME, password)
+    with in_use(credentials):
+        return explore(
+            app.url,
+            allow_hosts=["127.0.0.1"],
+            runner=runner_from_settings(),
+            bounds=Bounds(
+                max_pages=10, max_depth=3, time_s=60, page_timeout_s=10, max_bytes=1 << 20
+            ),
+            shots_dir=tmp_path,
+            start_paths=["/"],
+            login=Login(BY_PATH, credentials),
+        )
+
+
+def test_exploration_logs_in_and_maps_what_only_a_session_sees(app, tmp_path):
+    app_map = explore_logged_in(app, tmp_path, PASSWORD)
+    pages = {page["path"]: page for page in app_map["pages"]}
+    assert app.logins == 1
+    assert '- heading "Quarterly report" [level=1]' in pages["/account/report"]["snapshot"]
+    assert "/logout" in pages["/account"]["links"]  # listed, never followed
+    assert "/logout" not in pages and ("/logout", True) not in app.gated
+    assert all(valid for _path, valid in app.gated)
+    # the app shows the user name and (a careless debug line) the password: both scrubbed
+    shown = json.dumps(app_map)
+    assert PASSWORD not in shown and USERNAME not in shown
+    assert "[REDACTED:held-secret]" in pages["/account"]["snapshot"]
+
+
+def test_a_wrong_password_fails_with_what_the_page_showed(app, tmp_path):
+    with pytest.raises(LoginFailed) as failed:
+        explore_logged_in(app, tmp_path, "not-the-password", page_timeout_s=3)
+    message = failed.value.message
+    assert message.startswith("login failed at /login: "), message
+    assert 'it shows "Invalid email or password"' in message and "the page is /login" in message
+    assert app.logins == 0 and "not-the-password" not in message
+
+
+REPORT_SPEC = """import { test, expect } from '@playwright/test';
+
+test('the report is shown', async ({ page }) => {
+  await page.goto('/account/report');
+  await expect(page.getByRole('heading', { name: 'Quarterly report' })).toBeVisible();
+});
+"""
+LEAKING_SPEC = """import { test, expect } from '@playwright/test';
+
+test('leaks the password', async ({ page }) => {
+  await page.goto('/account');
+  expect(`pw=${process.env.AMTP_E2E_PASSWORD}`).toBe('nothing');
+});
+"""
+
+
+def test_the_tests_start_from_the_setup_projects_storage_state(app, tmp_path):
+    credentials = Credentials(USERNAME, PASSWORD)
+    plan = Plan(
+        run_id="login-check",
+        framework="playwright",
+        files=[
+            {"path": "e2e/amtp/report.spec.ts", "contents": REPORT_SPEC},
+            {"path": "e2e/amtp/leak.spec.ts", "contents": LEAKING_SPEC},
+        ],
+        target_url=app.url,
+        test_dir="e2e/amtp",
+        failing_tests="fixme",
+        heal_rounds=0,
+        budget_s=120,
+        runner=dataclasses.replace(runner_from_settings(), retries=0),
+        evidence_dir=tmp_path / "evidence",
+        allow_hosts=["127.0.0.1"],
+        login=Login(BY_TEXT, credentials),
+    )
+    with in_use(credentials):
+        report = verify(plan, heal=lambda payload, seconds: {})
+    tests = {t["title"]: t for t in report["tests"]}
+    assert tests["the report is shown"]["status"] == "passed"  # /account/report needs a session
+    assert report["totals"]["tests"] == 2  # the setup project's test is not one of them
+    assert app.logins == 1 and ("/account/report", True) in app.gated
+    leak = tests["leaks the password"]
+    assert leak["status"] == "quarantined" and "pw=[REDACTED:held-secret]" in leak["error"]
+    # its trace and error context hold the password as the test saw it: not kept
+    assert {e["kind"] for e in leak["evidence"]} <= {"screenshot"}
+    assert PASSWORD not in json.dumps(report)
+    kept = [p.read_bytes() for p in (tmp_path / "evidence").rglob("*") if p.is_file()]
+    assert not any(PASSWORD.encode() in data for data in kept)

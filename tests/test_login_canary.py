@@ -1,0 +1,156 @@
+"""The canary: a run through the real workflow (worker, Temporal, PostgreSQL, the box, a fake
+LLM vendor over HTTP) against a login-gated app, with a distinctive password stored encrypted
+for the repository. The login works (exploration maps a page only a session sees, the tests
+pass from the setup project's state), and a spec that tries to leak the password (failure
+message, attachment, console) leaks it nowhere: not in an artifact, stage, run row, log,
+Temporal history, LLM request, evidence file or the pull request."""
+
+import json
+import logging
+
+import pytest
+
+from repositories.credentials import encrypt
+from repositories.hosts.local import LocalGitHost
+from runs.demo_app import serve
+from runs.services import run_create
+from tests.factories import RepositoryFactory
+from tests.fakes.llm_api import FakeAnthropic, ToolCall, ToolUse
+from tests.gitrepo import git, make_git_repo
+from tests.histories import run_history
+from tests.login_app import USERNAME, LoginApp
+from tests.temporal_worker import wait_terminal
+from tests.test_browser import chromium_path
+from tests.test_login_browser import REPORT_SPEC
+from tests.verify_apps import NOTES_REPO
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CANARY = "amtp-canary-login-9d41c7e25b"
+LEAKING_SPEC = """import { test, expect } from '@playwright/test';
+
+test('leaks the password', async ({ page }, testInfo) => {
+  const password = process.env.AMTP_E2E_PASSWORD;
+  console.log(`password: ${password}`);
+  await testInfo.attach('error-context', { body: `password: ${password}` });
+  await page.goto('/account');
+  expect(`pw=${password}`).toBe('nothing');
+});
+"""
+
+
+def scripted_model(request: dict):
+    """Crawler: one tree call, then a map; generator: one case; engineer: a spec that needs
+    the session and one that tries to leak the password; heal: the files back unchanged."""
+    if request.get("tools"):
+        if not any(m["role"] == "assistant" for m in request["messages"]):
+            return ToolUse((ToolCall("repo_tree", {}),))
+        entry = {"path": "app.py", "kind": "api_route"}
+        return json.dumps({"entry_points": [entry], "detected_stack": {"runtime": "python"}})
+    content = request["messages"][0]["content"]
+    envelope = json.loads(content if isinstance(content, str) else content[0]["text"])
+    system = json.dumps(request.get("system"))
+    if "healing session" in system:
+        files = [{"path": f["path"], "contents": f["contents"]} for f in envelope["files"]]
+        return json.dumps({"run_id": envelope["run_id"], "files": files, "changes": []})
+    if "Test Case Generator" in system:
+        case = {
+            "id": "tc_report",
+            "title": "The report is shown to a signed-in user",
+            "preconditions": ["Signed in"],
+            "steps": ["Open /account/report"],
+            "expected": "The report heading is shown",
+            "priority": "critical",
+        }
+        return json.dumps(
+            {"run_id": envelope["run_id"], "test_cases": [case], "coverage_notes": ""}
+        )
+    files = [
+        {"path": "e2e/amtp/report.spec.ts", "contents": REPORT_SPEC},
+        {"path": "e2e/amtp/leak.spec.ts", "contents": LEAKING_SPEC},
+    ]
+    return json.dumps(
+        {
+            "run_id": envelope["run_id"],
+            "framework": "playwright",
+            "files": files,
+            "pr_title": "Add end-to-end tests",
+            "pr_body": "Tests for the account pages.",
+        }
+    )
+
+
+@pytest.fixture
+def app():
+    app = LoginApp(CANARY, echo_password=True)
+    server, app.url = serve(app)
+    yield app
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_login_canary_appears_nowhere(tmp_path, worker, monkeypatch, settings, app, caplog):
+    chromium_path()
+    caplog.set_level(logging.DEBUG)
+    settings.AMTP_VERIFY_RETRIES = 0
+    evidence = tmp_path / "evidence"
+    monkeypatch.setenv("AMTP_VERIFY_EVIDENCE_DIR", str(evidence))
+    settings.AMTP_VERIFY_EVIDENCE_DIR = evidence
+    repo = RepositoryFactory(
+        full_name="acme/notes",
+        host="local",
+        local_path=str(make_git_repo(tmp_path / "notes", NOTES_REPO)),
+        preview_url=app.url,
+        allowed_hosts=["127.0.0.1"],
+        login_path="/login",
+        login_username_label="Email",
+        login_password_label="Password",
+        login_submit="Sign in",
+        login_success="/account",
+        login_username_token=encrypt(USERNAME),
+        login_password_token=encrypt(CANARY),
+    )
+    with FakeAnthropic() as fake:
+        fake.script([scripted_model] * 8)
+        for name, value in {
+            "AMTP_LLM_PROVIDER": "anthropic",
+            "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
+            "ANTHROPIC_BASE_URL": fake.url,
+        }.items():
+            monkeypatch.setenv(name, value)
+        run = wait_terminal(run_create(repository=repo, depth_level="smoke"), 240)
+        bodies = [r.body.decode() for r in fake.requests]
+    assert run.status == "passed", (run.error_type, run.error_message)
+
+    # The canary was where it belongs: the box logged in with it, twice.
+    pages = {p["path"]: p for p in run.artifacts.get(kind="app_map").content["pages"]}
+    assert '- heading "Quarterly report" [level=1]' in pages["/account/report"]["snapshot"]
+    assert app.logins == 2  # exploration, then the setup project
+    report = run.artifacts.get(kind="verification_report").content
+    results = {t["title"]: t for t in report["tests"]}
+    assert results["the report is shown"]["status"] == "passed"
+    assert "pw=[REDACTED:held-secret]" in results["leaks the password"]["error"]
+    assert any("healing session" in b for b in bodies)  # the failure went to the vendor
+
+    (pull,) = LocalGitHost(repo.full_name, repo.local_path).pull_requests()
+    setup = git(repo.local_path, "show", f"{run.head_branch}:e2e/amtp/auth.setup.ts")
+    assert "process.env.AMTP_E2E_PASSWORD" in setup and "AMTP_E2E_USERNAME" in pull["body"]
+    files = [
+        git(repo.local_path, "show", f"{run.head_branch}:{path}")
+        for path in ("e2e/amtp/auth.setup.ts", "e2e/amtp/report.spec.ts", "e2e/amtp/leak.spec.ts")
+    ]
+    kept = [p.read_bytes().decode("latin-1") for p in evidence.rglob("*") if p.is_file()]
+    run.refresh_from_db()
+    texts = {
+        "artifacts": json.dumps([[a.content, a.meta] for a in run.artifacts.all()]),
+        "stages": json.dumps(list(run.stages.values()), default=str),
+        "run": json.dumps([run.error_message, run.error_type]),
+        "logs": caplog.text,
+        "history": run_history(run.run_id).to_json(),
+        "vendor requests": json.dumps(bodies),
+        "pull request": json.dumps(pull) + "".join(files),
+        "evidence": "".join(kept),
+    }
+    for secret in (CANARY, USERNAME):
+        found = {where: secret in text for where, text in texts.items()}
+        assert found == dict.fromkeys(texts, False), secret
