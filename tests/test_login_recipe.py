@@ -207,7 +207,7 @@ CODE = {
 def test_the_pr_carries_the_setup_file_and_variable_names_only():
     repo = Repository(**{**RECIPE, "login_submit": "Sign in'); require('fs')//"})
     recipe = recipe_of(repo)
-    files, _, body = summary.pull_request_contents(CODE, None, "e2e/amtp", recipe)
+    files, _, body = summary.pull_request_contents(CODE, None, "e2e/amtp", login=recipe)
     setup = files[-1]
     assert setup == {"path": "e2e/amtp/auth.setup.ts", "contents": setup_source(recipe)}
     # a hostile label stays a string literal: the file passes the generated-code syntax check
