@@ -156,7 +156,7 @@ def _generate_test_cases(run: Run) -> tuple[dict, Callable[[], AgentResult]]:
     from agents.service import run_test_case_generator
 
     upstream = Artifact.objects.get(run=run, kind=ArtifactKind.REPO_CRAWLER_OUTPUT)
-    app_map_id, view = _app_map_of(run)
+    app_map_id, view = _app_map_of(run, upstream.content)
     call = functools.partial(
         run_test_case_generator,
         {**upstream.content, "depth_level": run.depth_level, **view},
@@ -166,9 +166,10 @@ def _generate_test_cases(run: Run) -> tuple[dict, Callable[[], AgentResult]]:
     return {**key_input, **app_map_id}, call
 
 
-def _app_map_of(run: Run) -> tuple[dict, dict]:
-    """The run's app map for an agent's input (``{"app_map": view}``) and for its key
-    (``{"app_map": artifact_id}``); both empty when the run did not explore its app."""
+def _app_map_of(run: Run, crawl: dict | None = None) -> tuple[dict, dict]:
+    """The run's app map for an agent's input (``{"app_map": view}``, the pages the
+    ``crawl`` does not cover first) and for its key (``{"app_map": artifact_id}``); both
+    empty when the run did not explore its app."""
     found = (
         Artifact.objects.filter(run=run, kind=ArtifactKind.APP_MAP)
         .values_list("artifact_id", "content")
@@ -176,7 +177,7 @@ def _app_map_of(run: Run) -> tuple[dict, dict]:
     )
     if found is None:
         return {}, {}
-    return {"app_map": str(found[0])}, {"app_map": app_view(found[1])}
+    return {"app_map": str(found[0])}, {"app_map": app_view(found[1], crawl)}
 
 
 def _generate_test_code(run: Run) -> tuple[dict, Callable[[], AgentResult]]:

@@ -62,7 +62,7 @@ def offline_files(repo: dict[str, str], depth: str, app_map: dict | None = None)
     when there is one (the ExploreApp stage's output)."""
     request = {**offline_crawl(repo), "depth_level": depth}
     if app_map is not None:
-        request["app_map"] = app_view(app_map)  # what the pipeline hands the agents
+        request["app_map"] = app_view(app_map, request)  # what the pipeline hands the agents
     cases = generate_cases(request, depth)["test_cases"]
     return generate_files(
         {"target_framework": "playwright", "test_cases": cases}, test_dir="e2e/amtp", app_id=None

@@ -192,6 +192,13 @@ def test_the_view_the_agents_get_passes_their_input_contracts():
     }
     view = app_view(content)
     assert "screenshot" not in view["pages"][0] and "sandbox" not in view
+    # The pages the source does not name come first: a rendering cut short keeps them.
+    content["pages"] += [
+        {**content["pages"][0], "path": path} for path in ("/login", "/pricing", "/notes/4")
+    ]
+    stack = {"routes": [{"method": "GET", "path": "/notes/<int:id>"}], "pages": [{"route": "/"}]}
+    ordered = app_view(content, {"detected_stack": stack})
+    assert [p["path"] for p in ordered["pages"]] == ["/login", "/pricing", "/", "/notes/4"]
     crawler = crawl(NOTES_REPO)
     schemas.validate(
         "test_case_generator/input", {**crawler, "depth_level": "core", "app_map": view}

@@ -8,6 +8,7 @@ from django.conf import settings
 
 import schemas
 from agents.offline.common import clean_route, params
+from runs.coverage import source_routes
 from runs.exploration.explore import Bounds, explore
 from runs.models import Artifact, ArtifactKind, Run
 from runs.verification.login import login_for
@@ -69,11 +70,15 @@ def _dicts(items) -> list[dict]:
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
-def app_view(content: dict | None) -> dict | None:
+def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
     """What the agents get of an ``app_map`` (``app_map`` of their input schemas): the pages
-    as they rendered, without what only operators need (screenshots, settings, sandbox)."""
+    as they rendered, without what only operators need (screenshots, settings, sandbox). The
+    pages no route of the ``crawl``'s source covers come first (in the order visited), so a
+    rendering cut to the context budget keeps what only the running app can tell."""
     if not content:
         return None
+    routes = source_routes((crawl or {}).get("detected_stack"))
+    hidden = [routes.match(page["path"].split("?")[0]) is None for page in content["pages"]]
     pages = [
         {
             "path": page["path"],
@@ -94,6 +99,9 @@ def app_view(content: dict | None) -> dict | None:
             ],
         }
         for page in content["pages"]
+    ]
+    pages = [p for p, h in zip(pages, hidden, strict=True) if h] + [
+        p for p, h in zip(pages, hidden, strict=True) if not h
     ]
     return {
         "target_url": content["target_url"],
