@@ -26,7 +26,30 @@ CRAWLER_OUTPUT = {
     "cache_hits": 0,
 }
 
-CASES_INPUT = {**CRAWLER_OUTPUT, "depth_level": "core"}
+# What the agents get of an explored app (runs.exploration.service.app_view).
+APP_VIEW = {
+    "target_url": "http://127.0.0.1:8000",
+    "pages": [
+        {
+            "path": "/login",
+            "status": 200,
+            "title": "Sign in",
+            "snapshot": '- heading "Sign in" [level=1]\n- textbox "Email"\n- button "Sign in"',
+            "links": ["/"],
+            "forms": [
+                {
+                    "method": "post",
+                    "submit": "Sign in",
+                    "fields": [{"label": "Email", "type": "email", "required": True}],
+                }
+            ],
+        }
+    ],
+    "unvisited": 0,
+    "unknown_path_status": 404,
+}
+
+CASES_INPUT = {**CRAWLER_OUTPUT, "depth_level": "core", "app_map": APP_VIEW}
 
 CASES_OUTPUT = {
     "run_id": RUN_ID,
@@ -48,6 +71,7 @@ ENGINEER_INPUT = {
     "target_framework": "playwright",
     "test_cases": CASES_OUTPUT["test_cases"],
     "coverage_notes": "Rule-generated.",
+    "app_map": APP_VIEW,
 }
 
 ENGINEER_OUTPUT = {

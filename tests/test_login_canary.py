@@ -15,10 +15,11 @@ from repositories.hosts.local import LocalGitHost
 from runs.demo_app import serve
 from runs.services import run_create
 from tests.factories import RepositoryFactory
-from tests.fakes.llm_api import FakeAnthropic, ToolCall, ToolUse
+from tests.fakes.llm_api import FakeAnthropic
 from tests.gitrepo import git, make_git_repo
 from tests.histories import run_history
 from tests.login_app import USERNAME, LoginApp
+from tests.scripted_model import scripted_model
 from tests.temporal_worker import wait_terminal
 from tests.test_browser import chromium_path
 from tests.test_login_browser import REPORT_SPEC
@@ -39,45 +40,21 @@ test('leaks the password', async ({ page }, testInfo) => {
 """
 
 
-def scripted_model(request: dict):
-    """Crawler: one tree call, then a map; generator: one case; engineer: a spec that needs
-    the session and one that tries to leak the password; heal: the files back unchanged."""
-    if request.get("tools"):
-        if not any(m["role"] == "assistant" for m in request["messages"]):
-            return ToolUse((ToolCall("repo_tree", {}),))
-        entry = {"path": "app.py", "kind": "api_route"}
-        return json.dumps({"entry_points": [entry], "detected_stack": {"runtime": "python"}})
-    content = request["messages"][0]["content"]
-    envelope = json.loads(content if isinstance(content, str) else content[0]["text"])
-    system = json.dumps(request.get("system"))
-    if "healing session" in system:
-        files = [{"path": f["path"], "contents": f["contents"]} for f in envelope["files"]]
-        return json.dumps({"run_id": envelope["run_id"], "files": files, "changes": []})
-    if "Test Case Generator" in system:
-        case = {
-            "id": "tc_report",
-            "title": "The report is shown to a signed-in user",
-            "preconditions": ["Signed in"],
-            "steps": ["Open /account/report"],
-            "expected": "The report heading is shown",
-            "priority": "critical",
-        }
-        return json.dumps(
-            {"run_id": envelope["run_id"], "test_cases": [case], "coverage_notes": ""}
-        )
-    files = [
+CANARY_MODEL = scripted_model(
+    case={
+        "id": "tc_report",
+        "title": "The report is shown to a signed-in user",
+        "preconditions": ["Signed in"],
+        "steps": ["Open /account/report"],
+        "expected": "The report heading is shown",
+        "priority": "critical",
+    },
+    files=[
         {"path": "e2e/amtp/report.spec.ts", "contents": REPORT_SPEC},
         {"path": "e2e/amtp/leak.spec.ts", "contents": LEAKING_SPEC},
-    ]
-    return json.dumps(
-        {
-            "run_id": envelope["run_id"],
-            "framework": "playwright",
-            "files": files,
-            "pr_title": "Add end-to-end tests",
-            "pr_body": "Tests for the account pages.",
-        }
-    )
+    ],
+    pr_body="Tests for the account pages.",
+)
 
 
 @pytest.fixture
@@ -111,7 +88,7 @@ def test_the_login_canary_appears_nowhere(tmp_path, worker, monkeypatch, setting
         login_password_token=encrypt(CANARY),
     )
     with FakeAnthropic() as fake:
-        fake.script([scripted_model] * 8)
+        fake.script([CANARY_MODEL] * 8)
         for name, value in {
             "AMTP_LLM_PROVIDER": "anthropic",
             "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",

@@ -13,9 +13,10 @@ from repositories.hosts.local import LocalGitHost
 from runs.demo_app import serve
 from runs.services import run_create
 from tests.factories import RepositoryFactory
-from tests.fakes.llm_api import FakeAnthropic, ToolCall, ToolUse
+from tests.fakes.llm_api import FakeAnthropic
 from tests.gitrepo import make_git_repo
 from tests.histories import run_history
+from tests.scripted_model import scripted_model
 from tests.temporal_worker import wait_terminal
 from tests.test_browser import chromium_path
 from tests.verify_apps import NOTES_REPO, NotesApp
@@ -38,42 +39,18 @@ test('home page shows the notes', async ({ page, request }) => {
 """
 
 
-def hostile_model(request: dict):
-    """Crawler: one tree call, then a map; generator: one case; engineer: the hostile spec;
-    heal: the same file back (nothing honest to change)."""
-    if request.get("tools"):
-        if not any(m["role"] == "assistant" for m in request["messages"]):
-            return ToolUse((ToolCall("repo_tree", {}),))
-        entry = {"path": "app.py", "kind": "api_route"}
-        return json.dumps({"entry_points": [entry], "detected_stack": {"runtime": "python"}})
-    content = request["messages"][0]["content"]
-    envelope = json.loads(content if isinstance(content, str) else content[0]["text"])
-    system = json.dumps(request.get("system"))
-    if "healing session" in system:
-        files = [{"path": f["path"], "contents": f["contents"]} for f in envelope["files"]]
-        return json.dumps({"run_id": envelope["run_id"], "files": files, "changes": []})
-    if "Test Case Generator" in system:
-        case = {
-            "id": "tc_home",
-            "title": "Home page shows the notes",
-            "preconditions": ["The app is running"],
-            "steps": ["Open /"],
-            "expected": "The notes heading is shown",
-            "priority": "critical",
-        }
-        return json.dumps(
-            {"run_id": envelope["run_id"], "test_cases": [case], "coverage_notes": ""}
-        )
-    files = [{"path": "e2e/amtp/home.spec.ts", "contents": HOSTILE_SPEC}]
-    return json.dumps(
-        {
-            "run_id": envelope["run_id"],
-            "framework": "playwright",
-            "files": files,
-            "pr_title": "Add end-to-end tests",
-            "pr_body": "Tests for the home page.",
-        }
-    )
+HOSTILE_MODEL = scripted_model(
+    case={
+        "id": "tc_home",
+        "title": "Home page shows the notes",
+        "preconditions": ["The app is running"],
+        "steps": ["Open /"],
+        "expected": "The notes heading is shown",
+        "priority": "critical",
+    },
+    files=[{"path": "e2e/amtp/home.spec.ts", "contents": HOSTILE_SPEC}],
+    pr_body="Tests for the home page.",
+)
 
 
 @pytest.fixture
@@ -102,7 +79,7 @@ def test_a_hostile_spec_is_contained_and_leaks_nothing(
         allowed_hosts=[f"127.0.0.1:{port}"],
     )
     with FakeAnthropic() as fake:
-        fake.script([hostile_model] * 8)
+        fake.script([HOSTILE_MODEL] * 8)
         for name, value in {
             "AMTP_LLM_PROVIDER": "anthropic",
             "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",

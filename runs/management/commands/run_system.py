@@ -25,7 +25,7 @@ from django.db import DatabaseError, close_old_connections
 from agents.providers.probe import check_providers
 from amtp_site import devstack
 from repositories.hosts.probe import check_github
-from runs import demo
+from runs import demo, selectors
 from runs.demo_app import DemoTasks, serve
 from runs.models import Run
 from runs.services import run_create
@@ -153,8 +153,16 @@ class Command(BaseCommand):
                     f"(git -C {run.repository.local_path} log {run.head_branch})"
                 )
             )
+            self._say_grounding(run)
         elif run.is_terminal:
             self.stderr.write(f"demo run {run.status}: {run.error_type} {run.error_message}")
+
+    def _say_grounding(self, run: Run) -> None:
+        """What the run page shows of the app: the explored map and the coverage line."""
+        for stage in run.stages.filter(name__in=("explore_app", "verify_tests")):
+            self.stdout.write(f"  {stage.name}: {stage.status} ({stage.note})")
+        if coverage := selectors.coverage(run):
+            self.stdout.write(f"  coverage: {coverage['headline']}")
 
     def _shutdown(self, children, started: list[str]) -> None:
         self.stdout.write("stopping worker and web ...")
