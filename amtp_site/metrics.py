@@ -127,7 +127,8 @@ class WaitingRuns(Collector):
 
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT count(*), COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0) "
+                "SELECT count(*), "
+                "GREATEST(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at)), 0) "
                 "FROM run_starts"
             )
             outbox, oldest = cursor.fetchone()
