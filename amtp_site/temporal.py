@@ -62,7 +62,14 @@ def metrics_runtime() -> Runtime | None:
         return None
     with _lock:
         if address not in _runtimes:
-            config = TelemetryConfig(metrics=PrometheusConfig(bind_address=address))
+            # Prometheus's conventions: seconds, and counters ending in _total.
+            prometheus = PrometheusConfig(
+                bind_address=address,
+                durations_as_seconds=True,
+                unit_suffix=True,
+                counters_total_suffix=True,
+            )
+            config = TelemetryConfig(metrics=prometheus)
             _runtimes[address] = Runtime(telemetry=config)
         return _runtimes[address]
 

@@ -14,16 +14,14 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
 
+# OpenTelemetry is imported only when tracing is on: importing it costs every process a
+# few hundred milliseconds.
 ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
-_propagator = TraceContextTextMapPropagator()
 _provider: TracerProvider | None = None
 
 
@@ -33,9 +31,13 @@ def setup(service_name: str = "amtp") -> TracerProvider | None:
     global _provider
     if _provider is not None or not os.environ.get(ENDPOINT):
         return _provider
+    from opentelemetry import trace
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.instrumentation.django import DjangoInstrumentor
     from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     named = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": service_name}
     provider = TracerProvider(resource=Resource.create(named))
@@ -79,8 +81,10 @@ def traceparent() -> str:
     """The current span's W3C ``traceparent``, or "" when nothing is traced."""
     if _provider is None:
         return ""
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
     carrier: dict[str, str] = {}
-    _propagator.inject(carrier)
+    TraceContextTextMapPropagator().inject(carrier)
     return carrier.get("traceparent", "")
 
 
@@ -91,11 +95,14 @@ def attached(parent: str) -> Iterator[None]:
     if _provider is None or not parent:
         yield
         return
-    token = otel_context.attach(_propagator.extract({"traceparent": parent}))
+    from opentelemetry import context
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    token = context.attach(TraceContextTextMapPropagator().extract({"traceparent": parent}))
     try:
         yield
     finally:
-        otel_context.detach(token)
+        context.detach(token)
 
 
 def trace_id(parent: str) -> str:
