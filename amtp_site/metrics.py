@@ -120,20 +120,17 @@ def registry() -> CollectorRegistry:
 
 class WaitingRuns(Collector):
     """Runs waiting to start, read from PostgreSQL at scrape time: the ``run_starts`` outbox
-    (rows, and the age of the oldest) and the runs still ``pending``."""
+    (rows, and the age of the oldest) and the runs still ``pending``. Left out of the page,
+    not failing it, while PostgreSQL cannot answer (alert on their absence)."""
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        from django.db import connection
+        from django.db import DatabaseError
 
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT count(*), "
-                "GREATEST(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at)), 0) "
-                "FROM run_starts"
-            )
-            outbox, oldest = cursor.fetchone()
-            cursor.execute("SELECT count(*) FROM runs WHERE status = 'pending'")
-            (pending,) = cursor.fetchone()
+        try:
+            outbox, oldest, pending = self._read()
+        except DatabaseError as exc:
+            log.warning("metrics: runs waiting to start not read from PostgreSQL: %s", exc)
+            return
         yield GaugeMetricFamily(
             "amtp_run_starts_waiting",
             "Accepted runs whose workflow no worker has started yet (the run_starts outbox).",
@@ -147,6 +144,21 @@ class WaitingRuns(Collector):
         yield GaugeMetricFamily(
             "amtp_runs_pending", "Runs pending: accepted, not started yet.", value=pending
         )
+
+    @staticmethod
+    def _read() -> tuple:
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*), "
+                "GREATEST(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at)), 0) "
+                "FROM run_starts"
+            )
+            outbox, oldest = cursor.fetchone()
+            cursor.execute("SELECT count(*) FROM runs WHERE status = 'pending'")
+            (pending,) = cursor.fetchone()
+        return outbox, oldest, pending
 
 
 _served: set[str] = set()
