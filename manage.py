@@ -8,4 +8,8 @@ if __name__ == "__main__":
         os.environ["AMTP_SERVICES_NOT_NEEDED"] = "1"
     from django.core.management import execute_from_command_line
 
+    from amtp_site import tracing
+
+    tracing.setup()  # only with OTEL_EXPORTER_OTLP_ENDPOINT (docs/operations.md#traces)
+
     execute_from_command_line(sys.argv)

@@ -98,12 +98,14 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.postgres",  # OpClass in index expressions (amtp_site.indexes)
+    "django_prometheus",  # requests, database and cache metrics at /metrics
     "repositories",
     "runs",
     "approvals",
 ]
 
 MIDDLEWARE = [
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "amtp_site.bodies.BoundedBodyMiddleware",  # before anything can read a body unbounded
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -112,6 +114,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
 # A permission held the ordinary way holds on every repository (ModelBackend); a grant gives a
@@ -144,7 +147,12 @@ DATABASE_URL = _services["DATABASE_URL"]
 # Health checks: a connection that died with its server (a PostgreSQL restart) is replaced
 # before it is used, instead of failing the first query of each thread.
 DATABASES = {
-    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+    "default": dj_database_url.parse(
+        DATABASE_URL,
+        conn_max_age=60,
+        conn_health_checks=True,
+        engine="django_prometheus.db.backends.postgresql",  # Django's, counting queries
+    )
 }
 if os.environ.get("AMTP_TEST_DATABASE_NAME"):  # parallel test sessions on one server
     DATABASES["default"]["TEST"] = {"NAME": os.environ["AMTP_TEST_DATABASE_NAME"]}
@@ -153,7 +161,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 VALKEY_URL = _services["VALKEY_URL"]
 CACHES = {
     "default": {
-        "BACKEND": "django_redis.cache.RedisCache",
+        "BACKEND": "django_prometheus.cache.backends.redis.RedisCache",  # django-redis, counted
         "LOCATION": VALKEY_URL,
         "KEY_PREFIX": "amtp:django",
         "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 5, "SOCKET_TIMEOUT": 5},
@@ -312,6 +320,17 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 # (Django's own list misses connection URLs such as DATABASE_URL).
 DEFAULT_EXCEPTION_REPORTER_FILTER = "amtp_site.problems.CredentialsHidingFilter"
 
+# Operations (docs/operations.md). /metrics answers the addresses in these networks, or a
+# request with the bearer token; X-Forwarded-For counts only from a trusted proxy's address.
+AMTP_METRICS_ALLOWED_CIDRS = env_list("AMTP_METRICS_ALLOWED_CIDRS", "127.0.0.0/8,::1/128")
+AMTP_METRICS_TOKEN = os.environ.get("AMTP_METRICS_TOKEN", "")
+AMTP_METRICS_TRUSTED_PROXIES = env_list("AMTP_METRICS_TRUSTED_PROXIES", "")
+# HOST:PORT the worker serves its amtp_* metrics on, and the Temporal SDK's (empty: none).
+AMTP_WORKER_METRICS_ADDRESS = os.environ.get("AMTP_WORKER_METRICS_ADDRESS", "")
+AMTP_TEMPORAL_METRICS_ADDRESS = os.environ.get("AMTP_TEMPORAL_METRICS_ADDRESS", "")
+# JSON lines with run_id, workflow_id, stage and attempt (amtp_site.logs), secrets scrubbed.
+AMTP_LOG_JSON = env_bool("AMTP_LOG_JSON", False)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -320,9 +339,17 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("AMTP_LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+if AMTP_LOG_JSON:
+    LOGGING["formatters"]["json"] = {"()": "amtp_site.logs.JsonFormatter"}
+    LOGGING["filters"] = {
+        "context": {"()": "amtp_site.logs.ContextFilter"},
+        "scrub": {"()": "repositories.secrets.ScrubbingFilter"},
+    }
+    LOGGING["handlers"]["console"].update(formatter="json", filters=["context", "scrub"])
 
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
+    SECURE_REDIRECT_EXEMPT = [r"^metrics$"]  # scraped over the internal network
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True

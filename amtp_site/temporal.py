@@ -30,18 +30,48 @@ from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.service import RPCError, RPCStatusCode, TLSConfig
+
+from amtp_site import tracing
 
 T = TypeVar("T")
 
 
-async def connect() -> Client:
+async def connect(*, runtime: Runtime | None = None) -> Client:
+    """A client; with tracing on, its interceptor (and so its workers') carries the trace."""
     return await Client.connect(
         settings.TEMPORAL_ADDRESS,
         namespace=settings.TEMPORAL_NAMESPACE,
         api_key=settings.TEMPORAL_API_KEY or None,
         tls=tls_config(),
+        interceptors=tracing.temporal_interceptors(),
+        runtime=runtime,
     )
+
+
+_runtimes: dict[str, Runtime] = {}
+
+
+def metrics_runtime() -> Runtime | None:
+    """The SDK runtime serving Temporal's own metrics (schedule-to-start latency, task slots,
+    poll failures) on ``AMTP_TEMPORAL_METRICS_ADDRESS``; None (the default runtime) when it
+    is empty. One per address and process: a runtime binds its port when it is made."""
+    address = settings.AMTP_TEMPORAL_METRICS_ADDRESS
+    if not address:
+        return None
+    with _lock:
+        if address not in _runtimes:
+            # Prometheus's conventions: seconds, and counters ending in _total.
+            prometheus = PrometheusConfig(
+                bind_address=address,
+                durations_as_seconds=True,
+                unit_suffix=True,
+                counters_total_suffix=True,
+            )
+            config = TelemetryConfig(metrics=prometheus)
+            _runtimes[address] = Runtime(telemetry=config)
+        return _runtimes[address]
 
 
 def tls_config() -> TLSConfig | bool:
@@ -90,6 +120,7 @@ def call(request: Callable[[Client], Awaitable[T]], *, timeout: float | None = N
         settings.TEMPORAL_API_KEY,
         settings.TEMPORAL_TLS,
         settings.TEMPORAL_TLS_CLIENT_CERT_FILE,
+        tracing.enabled(),
     )
 
     async def run() -> T:

@@ -3,6 +3,7 @@ from django.urls import path
 from django.views.generic import RedirectView
 
 from amtp_site.api import api
+from amtp_site.metrics_view import metrics_view
 from runs.admin.launch import launch_run_view
 
 admin.site.site_header = "AMTP operations"
@@ -13,6 +14,7 @@ urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
+    path("metrics", metrics_view, name="metrics"),  # AMTP_METRICS_*: docs/operations.md
     # Staff only (admin login and is_staff), and runs.add_run: see runs/launch.py.
     path("launch/", admin.site.admin_view(launch_run_view), name="launch_run"),
 ]

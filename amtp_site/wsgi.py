@@ -3,7 +3,10 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
+from amtp_site import tracing
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "amtp_site.settings")
+tracing.setup()  # before the middleware is loaded; only with OTEL_EXPORTER_OTLP_ENDPOINT
 application = get_wsgi_application()
 # What is loaded by now (Django, the apps, the URLs) lives as long as the process: take it out
 # of the collector's reach, so a full collection (which holds every thread of the process,

@@ -30,6 +30,7 @@ import base64
 import binascii
 import contextlib
 import json
+import logging
 import os
 import re
 from collections.abc import Iterator
@@ -308,3 +309,16 @@ def scrub(text: str) -> str:
         if value in text:
             text = text.replace(value, MARKER.format(kind="held-secret"))
     return redact(text)
+
+
+class ScrubbingFilter(logging.Filter):
+    """A log handler's filter: the message and the traceback :func:`scrub`-bed before the
+    line is written (``AMTP_LOG_JSON``'s handler, amtp_site.logs)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = scrub(record.getMessage()), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = scrub(record.exc_text)
+        return True

@@ -10,6 +10,7 @@ from django.urls import reverse
 from ninja import Field, Schema
 from pydantic import ConfigDict, field_validator
 
+from amtp_site import tracing
 from repositories.models import DepthLevel, Framework
 from repositories.names import FULL_NAME_PATTERN, full_name_problem
 from repositories.refnames import ref_problem
@@ -217,6 +218,10 @@ class RunOut(Schema):
 
 
 class RunDetailOut(RunOut):
+    trace_id: str = Field(
+        description="The OpenTelemetry trace of the request that accepted the run and of its "
+        "workflow (32 hex digits; empty when tracing is off)."
+    )
     stages: list[StageOut]
     artifacts: list[ArtifactSummaryOut]
     verification: VerificationOut | None = Field(
@@ -230,6 +235,10 @@ class RunDetailOut(RunOut):
     # A run inserted by this request (``run_create``) has its stages at hand and no artifact,
     # approval or verification yet: answering it reads nothing (bench_submit.py).
     # The apps above runs add their parts to it (runs.parts; approvals: the run's approvals).
+
+    @staticmethod
+    def resolve_trace_id(run: Run) -> str:
+        return tracing.trace_id(run.traceparent)
 
     @staticmethod
     def resolve_verification(run: Run) -> dict | None:

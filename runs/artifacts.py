@@ -12,8 +12,8 @@ import json
 
 from django.db import connection
 
-from amtp_site import rows
-from runs.models import ActivityIdempotency, Artifact, Run
+from amtp_site import metrics, rows
+from runs.models import ActivityIdempotency, Artifact, ArtifactKind, Run
 
 # Inserted, or, when an earlier attempt stored this run's artifact of this kind, that one
 # kept; either way the key names the artifact kept.
@@ -69,7 +69,15 @@ def store(
         return Artifact.objects.get(pk=row[0])
     artifact.created_at = row[1]
     rows.mark_stored(artifact)
+    _count(kind, content, meta)
     return artifact
+
+
+def _count(kind: str, content: dict, meta: dict) -> None:
+    """What a newly stored artifact adds to the metrics (a kept one was counted when stored)."""
+    metrics.llm_usage(meta)
+    if kind == ArtifactKind.VERIFICATION_REPORT:
+        metrics.verification(content)
 
 
 def record(run: Run, key: str, activity: str, artifact_id: str) -> None:

@@ -107,6 +107,14 @@ class Run(models.Model):
         blank=True,
         help_text="Idempotency-Key of the request (or webhook delivery) that created the run.",
     )
+    traceparent = models.CharField(
+        max_length=55,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The W3C traceparent of the request that accepted the run (empty when not "
+        "traced): its workflow joins that trace.",
+    )
     head_branch = models.CharField(max_length=255, blank=True)
     pr_number = models.PositiveIntegerField(null=True, blank=True)
     pr_url = models.CharField(max_length=500, blank=True)

@@ -6,8 +6,9 @@ workflow is gone, with the same steps.
 
 from __future__ import annotations
 
+from amtp_site import metrics
 from runs import lifecycle, slots
-from runs.models import RunStatus
+from runs.models import Run, RunStatus, Stage
 from runs.stages import Failure
 
 
@@ -24,4 +25,15 @@ def run_end(*, run_id: str, status: str, failure: Failure | None = None) -> bool
     else:
         raise ValueError(f"a run cannot end {status!r} (failure: {failure!r})")
     slots.slot_release(run_id)
+    if ended:
+        _count(run_id)
     return ended
+
+
+def _count(run_id: str) -> None:
+    """The run's end and its stages' durations in the metrics (once: by the call that ended it)."""
+    trigger, status = Run.objects.filter(pk=run_id).values_list("trigger", "status").get()
+    stages = Stage.objects.filter(run_id=run_id).values_list(
+        "name", "status", "started_at", "finished_at"
+    )
+    metrics.run_finished(trigger, status, stages)

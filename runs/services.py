@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 import schemas
-from amtp_site import audit, rows, temporal
+from amtp_site import audit, metrics, rows, temporal, tracing
 from repositories.models import Repository
 from repositories.targets import target_address_problem, target_url_problem
 from runs import lifecycle, slots
@@ -78,6 +78,7 @@ def run_create(
             requested_by=requested_by[:200],
             requester=requester,
             request_key=key or None,
+            traceparent=tracing.traceparent(),
             **asked,
         )
     except IntegrityError:
@@ -85,6 +86,7 @@ def run_create(
             return _replay(Run.objects.get(request_key=key), repository, asked, request_key)
         raise
     run.created = True
+    metrics.run_accepted(trigger)
     return run
 
 

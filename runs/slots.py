@@ -19,7 +19,7 @@ import uuid
 import redis
 from django.conf import settings
 
-from amtp_site import valkey
+from amtp_site import metrics, valkey
 from amtp_site.canonical import idempotency_key
 from amtp_site.valkey import WindowDecision
 from repositories.models import Repository
@@ -73,6 +73,7 @@ def _window_check(run: Run) -> None:
         window_seconds=repository.rate_limit_window_seconds,
     )
     if not window.allowed:
+        metrics.refused("rate_limit")
         raise _rate_limited(run.repo_full_name, repository, window)
 
 
@@ -121,6 +122,7 @@ def slot_acquire(run_id: str) -> None:
         )
         # The first stage shows it while the run waits; starting that stage clears it.
         lifecycle.stage_error(run_id, Stage.ORDER[0], RepoConcurrencyLimited.__name__, message)
+        metrics.refused("concurrency")
         raise RepoConcurrencyLimited(message)
 
 

@@ -20,7 +20,7 @@ from django.urls import path, reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_POST
 
-from amtp_site import rows
+from amtp_site import rows, tracing
 from amtp_site.audit import Actor
 from amtp_site.errors import AmtpError
 from amtp_site.lists import EstimatedCountPaginator, PrefixSearchMixin
@@ -206,6 +206,7 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
             "run_badge": show.badge(run.status),
             "run_elapsed": show.elapsed(run.started_at, run.finished_at, not run.is_terminal),
             "run_pr": show.pull_request(run.pr_number, run.pr_url),
+            "run_trace_id": tracing.trace_id(run.traceparent),
             "stages": stages,
             "artifacts": selectors.run_artifacts(run),
             "failure_report": highlighted(pretty_json(report, 20_000)[0]) if report else None,

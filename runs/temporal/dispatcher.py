@@ -24,7 +24,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from amtp_site import temporal
+from amtp_site import temporal, tracing
 from runs import lifecycle, selectors
 from runs.errors import OrchestratorUnavailable
 from runs.models import Run, Stage
@@ -102,14 +102,16 @@ def _start_workflows(runs: list[Run], queues: dict) -> dict[uuid.UUID, BaseExcep
 
     async def start(client, run: Run, params) -> None:
         try:
+            # Inside the trace of the request that accepted the run (docs/operations.md).
             async with gate:
-                await client.start_workflow(
-                    WORKFLOW_NAME,
-                    params,
-                    id=str(run.run_id),
-                    task_queue=queues[run.run_id],
-                    id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                )
+                with tracing.attached(run.traceparent):
+                    await client.start_workflow(
+                        WORKFLOW_NAME,
+                        params,
+                        id=str(run.run_id),
+                        task_queue=queues[run.run_id],
+                        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                    )
         except WorkflowAlreadyStartedError:
             pass  # the same run started twice is still one workflow
 

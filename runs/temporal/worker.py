@@ -35,12 +35,14 @@ from django.db import connections
 from django.utils.module_loading import import_string
 from temporalio.worker import Interceptor, Worker
 
-from amtp_site.temporal import connect
+from amtp_site import metrics
+from amtp_site.temporal import connect, metrics_runtime
 from runs.errors import AgentProcessDied
 from runs.temporal.activities import CANCEL_NOTICE_S, AgentActivities
 from runs.temporal.agent_gate import AgentPoolGate
 from runs.temporal.agent_process import WorkerStdio, agent_process_setup, in_agent_process
 from runs.temporal.dispatcher import StartDispatcher
+from runs.temporal.log_context import StageLogContext
 from runs.temporal.workflow import TestGenerationWorkflow
 
 log = logging.getLogger(__name__)
@@ -225,7 +227,11 @@ def build_worker(
         # Heartbeats reach Temporal this often, and a cancel request reaches agents with them.
         max_heartbeat_throttle_interval=timedelta(seconds=CANCEL_NOTICE_S),
         # Agent activities beyond the pool's processes wait in the gate, heartbeating.
-        interceptors=[AgentPoolGate(getattr(pool, "max_workers", 1)), *interceptors],
+        interceptors=[
+            AgentPoolGate(getattr(pool, "max_workers", 1)),
+            StageLogContext(),
+            *interceptors,
+        ],
     )
 
 
@@ -241,7 +247,9 @@ async def serve(
     """Poll ``task_queue`` until ``stop`` is set (``ready`` is set once polling), then shut the
     worker and its agent process pool down. With ``dispatch``, start accepted runs' workflows
     meanwhile (:mod:`runs.temporal.dispatcher`). ``build`` goes to :func:`build_worker`."""
-    client = await connect()
+    client = await connect(runtime=metrics_runtime())
+    if settings.AMTP_WORKER_METRICS_ADDRESS:
+        metrics.serve(settings.AMTP_WORKER_METRICS_ADDRESS)
     # The threads the worker's own work runs in (bookkeeping, the agent stages' database work,
     # CreatePullRequest): one for each activity it may run at once, so a slow one (a GitHub
     # host waiting between writes) never holds up the bookkeeping of other runs. Each keeps
