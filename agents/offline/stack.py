@@ -28,6 +28,7 @@ from .common import Findings
 from .mobile_rules import detect_mobile
 from .node_rules import detect_node
 from .python_rules import detect_python
+from .spa_rules import detect_spa
 
 MAX_READS = 40
 MAX_ITEMS = 300  # routes / pages / screens kept; beyond this the cases are capped anyway
@@ -113,6 +114,7 @@ def detect(paths: list[str], read: dict[str, str]) -> tuple[list[dict], dict]:
     files = {p: t for p, t in (read or {}).items() if p in known and isinstance(t, str)}
     found = Findings()
     detect_node(tree, files, found)
+    detect_spa(tree, files, found)
     detect_python(tree, files, found)
     detect_mobile(tree, files, found)
     _test_fixtures(tree, found)
