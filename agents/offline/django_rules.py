@@ -10,13 +10,13 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-from .common import Findings, balanced, join_route
+from .common import Findings, balanced, ident_before, join_route
 from .py_source import imported_names, module_file, view_methods
 
 _CALL = re.compile(r"\b(path|re_path|url)\s*\(\s*r?(['\"])(.*?)\2")
 _INCLUDE = re.compile(r"\binclude\s*\(")
 _DRF_INCLUDE = re.compile(r"include\(\s*(\w+)\.urls\s*\)")
-_DRF_REGISTER = re.compile(r"\b(\w+)\.register\(\s*r?['\"]([^'\"]*)['\"]")
+_DRF_REGISTER = re.compile(r"\.register\(\s*r?['\"]([^'\"]*)['\"]")
 _AS_VIEW = re.compile(r",\s*([\w.]+)\.as_view\s*\(")
 _NAME = re.compile(r"[A-Za-z_][\w.]*")
 MAX_CALLS = 3000  # patterns read per URLconf; real ones hold dozens
@@ -172,8 +172,9 @@ def _conf_routes(conf: _Conf, prefix: str, drf: bool, found: Findings) -> None:
             found.route(method, route, path, json=True if is_api else None)
     for name in re.findall(r"urlpatterns\s*\+=\s*(\w+)\.urls", conf.text):
         router_prefix.setdefault(name, prefix)
-    for match in _DRF_REGISTER.finditer(conf.text):
-        base = join_route(router_prefix.get(match.group(1), prefix), match.group(2))
+    for match in _DRF_REGISTER.finditer(conf.text) if ".register(" in conf.text else ():
+        router = ident_before(conf.text, match.start() + 1) or ""
+        base = join_route(router_prefix.get(router, prefix), match.group(1))
         collection = base.rstrip("/") + "/"
         detail = collection + "{id}/"
         for method, route in (

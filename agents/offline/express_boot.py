@@ -119,6 +119,8 @@ def detect_boot(files: dict[str, str], found: Findings) -> None:
                 literal = _STRING.match(fallback)
                 default = literal.group(2) if literal else values.get(fallback, name)
                 values[var] = exports.get(key) or default
+                if key in exports and exports[key] is None:
+                    del values[var]  # exported, but not as a plain string: unknown
             uses_json = ".json(" in source or None
             for key in exports:
                 if key not in cases:

@@ -7,7 +7,7 @@ import posixpath
 import re
 from collections.abc import Callable
 
-from .common import Findings, balanced
+from .common import Findings, balanced, ident_before
 from .express_boot import detect_boot
 
 JS_EXT = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs")
@@ -25,7 +25,7 @@ _IMPORT_NAMED = re.compile(r"import\s*\{([^}]*)\}\s*from\s*['\"]([^'\"]+)['\"]")
 _REQUIRE = re.compile(
     r"(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*require\(\s*['\"]([^'\"]+)['\"]\s*\)"
 )
-_USE = re.compile(r"([A-Za-z_$][\w$]*)\s*\.\s*use\s*\(\s*(['\"`])(/[^'\"`\n]*)\2\s*,")
+_USE = re.compile(r"\.\s*use\s*\(\s*(['\"`])(/[^'\"`\n]*)\1\s*,")
 _METHOD_CALL = re.compile(r"\.\s*(get|post|put|patch|delete|all)\s*\(")
 _LITERAL = re.compile(r"\s*(['\"`])([^'\"`\n]*)\1")
 _H1 = re.compile(r"<h1\b[^>]*>\s*([^<{]+?)\s*</h1>", re.I)
@@ -162,14 +162,15 @@ def _express(files: dict[str, str], found: Findings) -> None:
             rest = args.split(",", 1)[1] if "," in args else ""
             required = _REQUIRED.search(rest)
             ident = _TRAILING_IDENT.search(rest.strip())
-            mount = (path, match.group(1), match.group(3))
+            receiver = ident_before(text, match.start() + 1) or ""
+            mount = (path, receiver, match.group(2))
             if required:
                 target = resolve_module(path, required.group(1), files)
             elif ident and ident.group(1) in imports:
                 target = resolve_module(path, imports[ident.group(1)], files)
             else:
                 target = None
-                if ident and ident.group(1) in names and ident.group(1) != match.group(1):
+                if ident and ident.group(1) in names and ident.group(1) != receiver:
                     local.setdefault((path, ident.group(1)), mount)
             if target and target != path:
                 mounts.setdefault(target, mount)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from .common import Findings, balanced, join_route
+from .common import Findings, balanced, ident_before, join_route
 from .django_rules import detect_django
 from .py_source import imported_names, kwarg, view_methods
 
@@ -58,7 +58,10 @@ def detect_python(paths: list[str], files: dict[str, str], found: Findings) -> N
     imports = " ".join(py_files.values())
     for dep, name in _DEP_NAMES.items():
         module = "rest_framework" if dep == "djangorestframework" else dep
-        if dep in deps or re.search(rf"^\s*(from|import)\s+{module}\b", imports, re.M):
+        imported = module in imports and re.search(
+            rf"^\s*(from|import)\s+{module}\b", imports, re.M
+        )
+        if dep in deps or imported:
             found.framework(name)
     for path in paths:
         if re.search(r"(^|/)(settings|wsgi|asgi)\.py$", path) and "django" in found.frameworks:
@@ -75,8 +78,8 @@ def detect_python(paths: list[str], files: dict[str, str], found: Findings) -> N
 
 # --- Flask / FastAPI ----------------------------------------------------------------------
 
-_ADD_URL_RULE = re.compile(r"\b(\w+)\s*\.\s*add_url_rule\s*\(")
-_MOUNT_CALL = re.compile(r"\b(\w+)\s*\.\s*(register_blueprint|include_router)\s*\(")
+_ADD_URL_RULE = re.compile(r"\.\s*add_url_rule\s*\(")
+_MOUNT_CALL = re.compile(r"\.\s*(register_blueprint|include_router)\s*\(")
 _METHODS = re.compile(r"methods\s*=\s*[\[({]([^\])}]*)")
 _VIEW_CLASS = re.compile(
     r"view_func\s*=\s*([\w.]+)\.as_view\s*\(|^[^,]*,[^,]*,\s*([\w.]+)\.as_view"
@@ -91,7 +94,8 @@ def _objects(py_files: dict[str, str]) -> dict[Node, tuple[str, str]]:
     """(file, variable) → (Flask|FastAPI|Blueprint|APIRouter, own prefix)."""
     out = {}
     for path, text in py_files.items():
-        for match in _PY_ASSIGN.finditer(text):
+        kinds = ("Flask", "FastAPI", "Blueprint", "APIRouter")
+        for match in _PY_ASSIGN.finditer(text) if any(k in text for k in kinds) else ():
             args = balanced(text, match.end() - 1)
             own = kwarg(args, "url_prefix") or kwarg(args, "prefix") or ""
             out[(path, match.group(1))] = (match.group(2), own)
@@ -121,13 +125,15 @@ def _mounts(py_files: dict[str, str], objects: dict) -> dict[Node, tuple[Node, s
     parents: dict[Node, tuple[Node, str | None]] = {}
     for path, text in sorted(py_files.items()):
         imported = imported_names(text)
+        if "register_blueprint" not in text and "include_router" not in text:
+            continue
         for n, match in enumerate(_MOUNT_CALL.finditer(text)):
             if n >= MAX_MOUNTS:
                 break
             args = balanced(text, match.end() - 1)
             expr = re.match(r"\s*([\w.]+)", args)
             target = _mount_target(expr.group(1), path, imported, objects) if expr else None
-            parent = (path, match.group(1))
+            parent = (path, ident_before(text, match.start() + 1) or "")
             if target and target != parent:
                 given = kwarg(args, "url_prefix") or kwarg(args, "prefix")
                 parents.setdefault(target, (parent, given))
@@ -169,7 +175,7 @@ def _decorated(py_files: dict[str, str], found: Findings) -> None:
 def _registrations(text: str, py_files: dict[str, str]) -> list[tuple[str, str, list[str]]]:
     """(receiver, rule, methods) of each decorator route and `add_url_rule` in a file."""
     out = []
-    for match in _DECORATOR.finditer(text):
+    for match in _DECORATOR.finditer(text) if "@" in text else ():
         args = balanced(text, match.end() - 1)
         literal = re.match(r"\s*(?:path\s*=\s*)?(['\"])([^'\"]*)\1", args)
         if literal:
@@ -177,7 +183,8 @@ def _registrations(text: str, py_files: dict[str, str]) -> list[tuple[str, str, 
             generic = verb in ("route", "api_route")
             methods = (_listed(args) if generic else [verb]) or ["GET"]
             out.append((match.group(1), literal.group(2), methods))
-    for match in _ADD_URL_RULE.finditer(text):
+    for match in _ADD_URL_RULE.finditer(text) if "add_url_rule" in text else ():
+        receiver = ident_before(text, match.start() + 1)
         args = balanced(text, match.end() - 1)
         literal = re.match(r"\s*(?:rule\s*=\s*)?(['\"])([^'\"]*)\1", args)
         if literal:
@@ -185,7 +192,8 @@ def _registrations(text: str, py_files: dict[str, str]) -> list[tuple[str, str, 
             methods = _listed(args)
             if view and not methods:  # a MethodView answers what its class defines
                 methods = view_methods(py_files, (view.group(1) or view.group(2)).split(".")[-1])
-            out.append((match.group(1), literal.group(2), methods or ["GET"]))
+            if receiver:
+                out.append((receiver, literal.group(2), methods or ["GET"]))
     return out
 
 
