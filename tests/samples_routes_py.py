@@ -82,7 +82,7 @@ def logout():
     return redirect(url_for("index"))
 '''
 
-_FLASKR_BLOG = '''from flask import Blueprint
+_FLASKR_BLOG = """from flask import Blueprint
 from flask import redirect
 from flask import render_template
 from flask import url_for
@@ -114,7 +114,7 @@ def update(id):
 @login_required
 def delete(id):
     return redirect(url_for("blog.index"))
-'''
+"""
 
 FLASKR = {
     "pyproject.toml": '[project]\nname = "flaskr"\nversion = "1.0.0"\ndependencies = [\n'
