@@ -40,8 +40,9 @@ Always skipped, at every level:
 Test files: a folder in ``TEST_DIRS`` (tests, __tests__, e2e, cypress, .maestro ...) or a test
 file name (``test_*.py``, ``*_test.go``, ``*.test.ts``, ``*.spec.js``, ``*.cy.ts``,
 ``conftest.py``, ``FooTest.kt``). Docs: a folder in ``DOC_DIRS`` or a ``.md/.rst/.adoc`` file or
-LICENSE/CHANGELOG-like names. Assets: a folder in ``ASSET_DIRS`` (assets, static, public,
-images, fonts, ``*.xcassets`` ...) or ``.svg/.csv/.tsv``.
+LICENSE/CHANGELOG-like names; a docs folder below ``pages/`` or ``app/`` (``FILE_ROUTE_DIRS``)
+holds routes, not docs (``pages/docs/intro.tsx``). Assets: a folder in ``ASSET_DIRS`` (assets,
+static, public, images, fonts, ``*.xcassets`` ...) or ``.svg/.csv/.tsv``.
 
 Reading: hosts and the MCP server read at most ``MAX_READ_BYTES`` of a file, and
 ``looks_binary`` catches binaries that slipped past the extension check. The name lists live in
@@ -67,6 +68,7 @@ from repositories.depth_names import (
     DOC_EXTENSIONS,
     DOC_STEMS,
     ENTRY_STEMS,
+    FILE_ROUTE_DIRS,
     GENERATED_SUFFIXES,
     LOCKFILES,
     ROOT_MANIFESTS,
@@ -143,7 +145,10 @@ def _is_test(dirs: list[str], name: str, original_name: str) -> bool:
 
 
 def _is_doc(dirs: list[str], name: str) -> bool:
-    if any(d in DOC_DIRS for d in dirs):
+    # A docs folder below a file-routing folder (Next.js `pages/docs/`, `app/docs/`) is a
+    # site's pages, not its documentation: only docs folders above such a folder count.
+    routed = next((i for i, d in enumerate(dirs) if d in FILE_ROUTE_DIRS), len(dirs))
+    if any(d in DOC_DIRS for d in dirs[:routed]):
         return True
     return _extension(name) in DOC_EXTENSIONS or _stem(name) in DOC_STEMS
 

@@ -374,6 +374,9 @@ TEST_DIRS = frozenset(
     }
 )
 DOC_DIRS = frozenset({"docs", "doc", "documentation"})
+# File-routing folders (Next.js pages and app routers): a docs folder inside one is part of
+# the site (`pages/docs/intro.tsx` is the page /docs/intro), not its documentation.
+FILE_ROUTE_DIRS = frozenset({"pages", "app"})
 DOC_EXTENSIONS = frozenset({"md", "rst", "adoc", "asciidoc"})
 DOC_STEMS = frozenset(
     {"license", "licence", "copying", "changelog", "changes", "authors", "notice", "contributing"}

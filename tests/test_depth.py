@@ -41,6 +41,8 @@ EXPECTED = {
     "src/screens/Home.tsx": "core",
     "blog/views.py": "core",
     "blog/templates/blog/views.html": "core",
+    "pages/docs/intro.tsx": "core",  # a docs folder below pages/ or app/ holds routes
+    "src/app/docs/[slug]/page.tsx": "core",
     # standard: other source and config
     "src/app/a/b/c/d/e/page.tsx": "standard",  # depth 8 > CORE_MAX_DEPTH
     "src/components/Button.tsx": "standard",
@@ -56,6 +58,8 @@ EXPECTED = {
     "e2e/home.spec.ts": "deep",
     "src/FooTest.kt": "deep",
     "docs/guide.md": "deep",
+    "docs/pages/intro.tsx": "deep",  # a docs folder above pages/ is documentation
+    "pages/docs/guide.md": "deep",  # markdown stays documentation
     "CHANGELOG.md": "deep",
     "LICENSE": "deep",
     "public/logo.svg": "deep",

@@ -60,6 +60,19 @@ def clean_route(raw: str) -> str | None:
     return text if _ROUTE_OK.match(text) else None
 
 
+_IDENT_BEFORE = re.compile(r"([A-Za-z_$][\w$]*)\s*\.\s*\Z")
+
+
+def ident_before(text: str, pos: int) -> str | None:
+    """The identifier right before `.` at `pos` (`bp` in `bp.add_url_rule(`).
+
+    Patterns find the method name first and look back here: a leading `(\\w+)\\.` would make
+    the regex engine retry at every letter of a large file.
+    """
+    match = _IDENT_BEFORE.search(text, max(0, pos - 80), pos)
+    return match.group(1) if match else None
+
+
 def join_route(prefix: str, path: str) -> str:
     """Prefix + rule with exactly one slash between (Flask blueprint semantics)."""
     if not prefix:

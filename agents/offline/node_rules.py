@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+from collections.abc import Callable
 
-from .common import Findings, balanced, ui_text
+from .common import Findings, balanced, ident_before
+from .express_boot import detect_boot
 
 JS_EXT = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs")
 _JS_RESOLVE = (".js", ".ts", ".mjs", ".cjs", ".jsx", ".tsx")
@@ -26,10 +28,6 @@ _REQUIRE = re.compile(
 _USE = re.compile(r"\.\s*use\s*\(\s*(['\"`])(/[^'\"`\n]*)\1\s*,")
 _METHOD_CALL = re.compile(r"\.\s*(get|post|put|patch|delete|all)\s*\(")
 _LITERAL = re.compile(r"\s*(['\"`])([^'\"`\n]*)\1")
-_TAG_CHARS = re.compile(r"[{}'\"`>]")
-_OBJECT_TOKENS = re.compile(r"\{|\}|\bpath\s*:\s*(['\"`])([^'\"`\n]*)\1|['\"`]")
-_STRING_END = {q: re.compile(rf"(?:[^{q}\\]|\\.)*{q}", re.S) for q in "'\"`"}
-_ELEMENT = re.compile(r"[^{}]*?element\s*:\s*<\s*([A-Z]\w*)")
 _H1 = re.compile(r"<h1\b[^>]*>\s*([^<{]+?)\s*</h1>", re.I)
 _NEXT_METHODS = re.compile(
     r"export\s+(?:async\s+)?(?:function|const)\s+(GET|POST|PUT|PATCH|DELETE)\b"
@@ -39,9 +37,6 @@ _BUNDLER_CONFIG = re.compile(r"(^|/)(next|vite|webpack)\.config\.\w+$")
 _REQUIRED = re.compile(r"require\(\s*['\"]([^'\"]+)['\"]")
 _TRAILING_IDENT = re.compile(r"([A-Za-z_$][\w$]*)\s*$")
 _JSON_CALL = re.compile(r"\.json\s*\(")
-_ROUTE_TAG = re.compile(r"<Route\b|</Route\s*>")
-_PATH_ATTR = re.compile(r"\bpath\s*=\s*(?:\{\s*)?(['\"])([^'\"]*)\1")
-_COMPONENT_ATTR = re.compile(r"(?:element\s*=\s*\{\s*<\s*|component\s*=\s*\{\s*)([A-Z][\w]*)")
 _PAGES_API_METHODS = re.compile(r"['\"](GET|POST|PUT|PATCH|DELETE)['\"]")
 
 
@@ -88,6 +83,10 @@ def detect_node(paths: list[str], files: dict[str, str], found: Findings) -> Non
         found.framework("react")
     if {"react-router", "react-router-dom"} & deps:
         found.framework("react-router")
+    if "vue" in deps:
+        found.framework("vue")
+    if "vue-router" in deps:
+        found.framework("vue-router")
     if "vite" in deps:
         found.framework("vite")
     for path in paths:
@@ -96,7 +95,7 @@ def detect_node(paths: list[str], files: dict[str, str], found: Findings) -> Non
     _express(files, found)
     for root in next_roots:
         _next_routes(paths, files, root, found)
-    _react_router(paths, files, found)
+    detect_boot(files, found)
     if found.base_url is None and found.frameworks:
         found.base_url = "http://localhost:3000"
         if "vite" in found.frameworks and not {"express", "next"} & set(found.frameworks):
@@ -106,7 +105,7 @@ def detect_node(paths: list[str], files: dict[str, str], found: Findings) -> Non
 # --- Express / Fastify / Hono -------------------------------------------------------------
 
 
-def _imports(text: str) -> dict[str, str]:
+def imports_of(text: str) -> dict[str, str]:
     """Local identifier → module specifier, for default, named and require imports."""
     out = {name: spec for name, spec in _IMPORT_DEFAULT.findall(text)}
     out.update({name: spec for name, spec in _REQUIRE.findall(text)})
@@ -143,63 +142,60 @@ def _chained_methods(text: str, pos: int) -> list[str]:
     return methods
 
 
+Mount = tuple[str, str, str]  # (mounting file, mounting router variable, path)
+
+
 def _express(files: dict[str, str], found: Findings) -> None:
-    mounts: dict[str, tuple[str, str]] = {}  # router file → (mounting file, prefix)
-    local_prefix: dict[tuple[str, str], str] = {}  # (file, router variable) → prefix
+    mounts: dict[str, Mount] = {}  # router module → where it is mounted
+    local: dict[tuple[str, str], Mount] = {}  # (file, router variable) → where it is mounted
     per_file: dict[str, set[str]] = {}
     for path, text in sorted(files.items()):
         if not path.endswith(JS_EXT) or not _ROUTER_HINT.search(text):
             continue
         names = set(_ROUTER_ASSIGN.findall(text)[:50]) | {"app", "router"}
         per_file[path] = names
-        imports = _imports(text)
-        for match in _USE.finditer(text):
+        imports = imports_of(text)
+        for n, match in enumerate(_USE.finditer(text)):
+            if n >= 500:  # real apps mount a handful; bounds hostile files
+                break
             args = balanced(text, text.index("(", match.start()))
             rest = args.split(",", 1)[1] if "," in args else ""
             required = _REQUIRED.search(rest)
             ident = _TRAILING_IDENT.search(rest.strip())
+            receiver = ident_before(text, match.start() + 1) or ""
+            mount = (path, receiver, match.group(2))
             if required:
                 target = resolve_module(path, required.group(1), files)
             elif ident and ident.group(1) in imports:
                 target = resolve_module(path, imports[ident.group(1)], files)
             else:
                 target = None
-                if ident and ident.group(1) in names:
-                    local_prefix[(path, ident.group(1))] = match.group(2)
-            if target:
-                mounts.setdefault(target, (path, match.group(2)))
+                if ident and ident.group(1) in names and ident.group(1) != receiver:
+                    local.setdefault((path, ident.group(1)), mount)
+            if target and target != path:
+                mounts.setdefault(target, mount)
     for path, names in per_file.items():
-        _express_file(path, files[path], names, mounts, local_prefix, found)
+        _express_file(
+            path, files[path], names, lambda v, p=path: _mounted(p, v, mounts, local), found
+        )
 
 
-def _prefix_of(path: str, mounts: dict[str, tuple[str, str]]) -> str:
-    """Full mount prefix of a router file, following nested mounts (with a cycle guard)."""
-    prefix, seen = "", set()
-    while path in mounts and path not in seen:
-        seen.add(path)
-        parent, part = mounts[path]
-        prefix = _join(part, prefix)
-        path = parent
-    return prefix
+def _mounted(path: str, var: str, mounts: dict, local: dict, depth: int = 0) -> str:
+    """Full mount prefix of a router variable: its own mounts, then its module's, up to the
+    app (a cycle or absurd nesting stops the walk)."""
+    mount = local.get((path, var)) or mounts.get(path)
+    if mount is None or depth >= 20:
+        return ""
+    parent_file, parent_var, part = mount
+    return _join(_mounted(parent_file, parent_var, mounts, local, depth + 1), part)
 
 
 def _express_file(
-    path: str,
-    text: str,
-    names: set[str],
-    mounts: dict[str, tuple[str, str]],
-    local_prefix: dict[tuple[str, str], str],
-    found: Findings,
+    path: str, text: str, names: set[str], prefix_for: Callable[[str], str], found: Findings
 ) -> None:
     alternatives = "|".join(re.escape(n) for n in sorted(names))
     receiver = rf"(?<![\w$.])({alternatives})\s*"
     uses_json = bool(_JSON_CALL.search(text))
-    file_prefix = _prefix_of(path, mounts)
-
-    def prefix_for(name: str) -> str:
-        local = local_prefix.get((path, name))
-        return _join(file_prefix, local) if local else file_prefix
-
     for match in re.finditer(receiver + r"\.\s*(get|post|put|patch|delete|all)\s*\(", text):
         literal = _LITERAL.match(text, match.end())
         if literal:
@@ -284,95 +280,3 @@ def _next_pages_file(path: str, sub: str, text: str | None, found: Findings) -> 
     else:
         heading = _H1.search(text).group(1) if text and _H1.search(text) else None
         found.page(route, path, heading)
-
-
-# --- React Router -------------------------------------------------------------------------
-
-
-def _tag_end(text: str, pos: int) -> tuple[int, bool]:
-    """Index of the `>` closing a JSX opening tag, and whether the tag self-closes."""
-    depth, quote = 0, ""
-    end = min(len(text), pos + 2000)  # bounded: an unclosed tag is no route
-    for match in _TAG_CHARS.finditer(text, pos, end):  # only the characters that matter
-        c, i = match.group(), match.start()
-        if quote:
-            quote = "" if c == quote else quote
-        elif c in "'\"`":
-            quote = c
-        elif c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-        elif depth == 0:  # c == ">"
-            return i, text[i - 1] == "/"
-    return end, True
-
-
-def _jsx_routes(text: str) -> list[tuple[str, str | None]]:
-    out, stack = [], []
-    for n, match in enumerate(_ROUTE_TAG.finditer(text)):
-        if n >= 2000:  # far more than any real route table; bounds hostile files
-            break
-        if match.group().startswith("</"):
-            if stack:
-                stack.pop()
-            continue
-        end, self_closing = _tag_end(text, match.end())
-        attrs = text[match.end() : end]
-        path = _PATH_ATTR.search(attrs)
-        comp = _COMPONENT_ATTR.search(attrs)
-        parent = stack[-1] if stack else ""
-        full = _child(parent, path.group(2)) if path else parent
-        if path:
-            out.append((full, comp.group(1) if comp else None))
-        if not self_closing:
-            stack.append(full)
-    return out
-
-
-def _child(parent: str, path: str) -> str:
-    if path.startswith("/") or not parent:
-        return path if path.startswith("/") else "/" + path
-    return parent.rstrip("/") + "/" + path
-
-
-def _object_routes(text: str) -> list[tuple[str, str | None]]:
-    """`{ path: 'x', element: <X/>, children: [...] }` route objects, nested by braces."""
-    out: list[tuple[str, str | None]] = []
-    stack: list[str] = []  # per open brace: the route path in force inside it
-    pos = 0
-    while len(out) < 2000 and (match := _OBJECT_TOKENS.search(text, pos)):
-        token, pos = match.group(), match.end()
-        if token == "{":
-            stack.append(stack[-1] if stack else "")
-        elif token == "}":
-            if stack:
-                stack.pop()
-        elif match.group(2) is not None:  # `path: '...'` inside an object
-            if stack:
-                full = _child(stack[-2] if len(stack) > 1 else "", match.group(2))
-                stack[-1] = full
-                comp = _ELEMENT.match(text, pos, pos + 200)
-                out.append((full, comp.group(1) if comp else None))
-        else:  # a quote: skip the whole string literal
-            end = _STRING_END[token].match(text, pos)
-            pos = end.end() if end else len(text)
-    return out
-
-
-def _react_router(paths: list[str], files: dict[str, str], found: Findings) -> None:
-    for path, text in sorted(files.items()):
-        if not path.endswith(JS_EXT) or "react-router" not in text:
-            continue
-        imports = _imports(text)
-        for route, comp in _jsx_routes(text) + _object_routes(text):
-            target = path
-            if comp and comp in imports:
-                target = resolve_module(path, imports[comp], paths) or path
-            found.page(route, target, _heading(files.get(target)))
-            found.mark(path, "ui_component")
-
-
-def _heading(text: str | None) -> str | None:
-    match = _H1.search(text) if text else None
-    return ui_text(match.group(1)) if match else None

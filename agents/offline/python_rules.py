@@ -1,11 +1,19 @@
-"""Python web rules: dependency manifests, Django urls.py (+ DRF routers), Flask, FastAPI."""
+"""Python web rules: dependency manifests, Django (`django_rules`), Flask and FastAPI.
+
+Flask and FastAPI routes are found as the frameworks register them: decorators and
+`add_url_rule` on an app, Blueprint or APIRouter, whose prefix is the chain of
+`register_blueprint(..., url_prefix=...)` / `include_router(..., prefix=...)` calls above it
+(Flask: a registration prefix replaces the blueprint's own, nested ones join with one slash;
+FastAPI: include prefixes and the router's own prefix concatenate)."""
 
 from __future__ import annotations
 
 import posixpath
 import re
 
-from .common import Findings, balanced, join_route
+from .common import Findings, balanced, ident_before, join_route
+from .django_rules import detect_django
+from .py_source import imported_names, kwarg, view_methods
 
 _MANIFESTS = ("requirements.txt", "pyproject.toml", "Pipfile", "setup.py", "setup.cfg")
 _DEP_NAMES = {
@@ -14,18 +22,12 @@ _DEP_NAMES = {
     "flask": "flask",
     "fastapi": "fastapi",
 }
-_DJ_CALL = re.compile(r"\b(path|re_path|url)\s*\(\s*r?(['\"])(.*?)\2")
-_DJ_INCLUDE = re.compile(r"include\(\s*\(?\s*['\"]([\w.]+)['\"]")
-_DRF_INCLUDE = re.compile(r"include\(\s*(\w+)\.urls\s*\)")
-_DRF_REGISTER = re.compile(r"\b(\w+)\.register\(\s*r?['\"]([^'\"]*)['\"]")
 _PY_ASSIGN = re.compile(
     r"^\s*(\w+)\s*(?::\s*\w+\s*)?=\s*(Flask|FastAPI|Blueprint|APIRouter)\s*\(", re.M
 )
 _DECORATOR = re.compile(
     r"^\s*@\s*(\w+)\s*\.\s*(route|get|post|put|patch|delete|api_route)\s*\(", re.M
 )
-_MOUNT = re.compile(r"\.\s*(register_blueprint|include_router)\s*\(")
-_FROM_IMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+([^\n(]+|\([^)]*\))", re.M)
 
 
 def _deps(files: dict[str, str]) -> set[str]:
@@ -56,13 +58,16 @@ def detect_python(paths: list[str], files: dict[str, str], found: Findings) -> N
     imports = " ".join(py_files.values())
     for dep, name in _DEP_NAMES.items():
         module = "rest_framework" if dep == "djangorestframework" else dep
-        if dep in deps or re.search(rf"^\s*(from|import)\s+{module}\b", imports, re.M):
+        imported = module in imports and re.search(
+            rf"^\s*(from|import)\s+{module}\b", imports, re.M
+        )
+        if dep in deps or imported:
             found.framework(name)
     for path in paths:
         if re.search(r"(^|/)(settings|wsgi|asgi)\.py$", path) and "django" in found.frameworks:
             found.mark(path, "config")
     if "django" in found.frameworks:
-        _django(paths, py_files, found)
+        detect_django(py_files, "django-rest-framework" in found.frameworks, found)
     if {"flask", "fastapi"} & set(found.frameworks):
         _decorated(py_files, found)
     if found.base_url is None and found.routes:
@@ -71,109 +76,33 @@ def detect_python(paths: list[str], files: dict[str, str], found: Findings) -> N
         found.base_url = "http://localhost:5000" if flask_only else "http://localhost:8000"
 
 
-# --- Django -------------------------------------------------------------------------------
-
-
-def _regex_route(pattern: str) -> str:
-    """`^articles/(?P<year>[0-9]{4})/$` → `articles/{year}/` (leftover regex is rejected later)."""
-    text = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", pattern)
-    return text.lstrip("^").rstrip("$")
-
-
-def _module_file(module: str, paths: list[str] | dict[str, str]) -> str | None:
-    """`blog.urls` → `blog/urls.py` (or `src/blog/urls.py` …) if it exists."""
-    suffix = module.replace(".", "/") + ".py"
-    matches = sorted((p for p in paths if p == suffix or p.endswith("/" + suffix)), key=len)
-    return matches[0] if matches else None
-
-
-def _django(paths: list[str], py_files: dict[str, str], found: Findings) -> None:
-    urls = {p: t for p, t in py_files.items() if posixpath.basename(p) == "urls.py"}
-    includes: dict[str, tuple[str, str]] = {}  # included file → (including file, prefix)
-    for path, text in urls.items():
-        for match in _DJ_CALL.finditer(text):
-            args = balanced(text, text.index("(", match.start()))
-            target = _DJ_INCLUDE.search(args)
-            file = _module_file(target.group(1), urls) if target else None
-            if file and file != path:
-                includes.setdefault(file, (path, _django_prefix(match)))
-    drf = "django-rest-framework" in found.frameworks
-    for path, text in sorted(urls.items()):
-        prefix, seen, cur = "", set(), path
-        while cur in includes and cur not in seen:  # walk up the include chain
-            seen.add(cur)
-            cur, part = includes[cur]
-            prefix = part + prefix
-        _django_file(path, text, prefix, drf, found)
-
-
-def _django_prefix(match: re.Match[str]) -> str:
-    raw = match.group(3)
-    return _regex_route(raw) if match.group(1) != "path" else raw
-
-
-def _django_file(path: str, text: str, prefix: str, drf: bool, found: Findings) -> None:
-    router_prefix: dict[str, str] = {}
-    for match in _DJ_CALL.finditer(text):
-        args = balanced(text, text.index("(", match.start()))
-        route = prefix + _django_prefix(match)
-        if _DJ_INCLUDE.search(args):
-            continue
-        if router := _DRF_INCLUDE.search(args):
-            router_prefix[router.group(1)] = route
-            continue
-        is_api = drf and ("api" in route.split("/")[0] or "api" in path.split("/"))
-        if "admin.site.urls" in args:
-            found.route("GET", route, path, json=False)
-        else:
-            found.route("GET", route, path, json=True if is_api else None)
-    for name in re.findall(r"urlpatterns\s*\+=\s*(\w+)\.urls", text):
-        router_prefix.setdefault(name, prefix)
-    for match in _DRF_REGISTER.finditer(text):
-        base = join_route(router_prefix.get(match.group(1), prefix), match.group(2))
-        collection = base.rstrip("/") + "/"
-        detail = collection + "{id}/"
-        for method, route in (
-            ("GET", collection),
-            ("POST", collection),
-            ("GET", detail),
-            ("PUT", detail),
-            ("DELETE", detail),
-        ):
-            found.route(method, route, path, json=True)
-
-
 # --- Flask / FastAPI ----------------------------------------------------------------------
 
+_ADD_URL_RULE = re.compile(r"\.\s*add_url_rule\s*\(")
+_MOUNT_CALL = re.compile(r"\.\s*(register_blueprint|include_router)\s*\(")
+_METHODS = re.compile(r"methods\s*=\s*[\[({]([^\])}]*)")
+_VIEW_CLASS = re.compile(
+    r"view_func\s*=\s*([\w.]+)\.as_view\s*\(|^[^,]*,[^,]*,\s*([\w.]+)\.as_view"
+)
+MAX_MOUNTS = 500  # real apps mount a handful; bounds hostile files
+MAX_NESTING = 20
 
-def _kwarg(args: str, name: str) -> str | None:
-    match = re.search(rf"\b{name}\s*=\s*['\"]([^'\"]*)['\"]", args)
-    return match.group(1) if match else None
+Node = tuple[str, str]  # (file, variable)
 
 
-def _objects(py_files: dict[str, str]) -> dict[tuple[str, str], tuple[str, str]]:
+def _objects(py_files: dict[str, str]) -> dict[Node, tuple[str, str]]:
     """(file, variable) → (Flask|FastAPI|Blueprint|APIRouter, own prefix)."""
     out = {}
     for path, text in py_files.items():
-        for match in _PY_ASSIGN.finditer(text):
+        kinds = ("Flask", "FastAPI", "Blueprint", "APIRouter")
+        for match in _PY_ASSIGN.finditer(text) if any(k in text for k in kinds) else ():
             args = balanced(text, match.end() - 1)
-            own = _kwarg(args, "url_prefix") or _kwarg(args, "prefix") or ""
+            own = kwarg(args, "url_prefix") or kwarg(args, "prefix") or ""
             out[(path, match.group(1))] = (match.group(2), own)
     return out
 
 
-def _imported_names(text: str) -> dict[str, tuple[str, str]]:
-    """Local name → (module, original name) for every `from x.y import a as b` in a file."""
-    out = {}
-    for source, names in _FROM_IMPORT.findall(text):
-        for part in names.strip("()").split(","):
-            original, _, alias = part.strip().partition(" as ")
-            if original.strip():
-                out[alias.strip() or original.strip()] = (source, original.strip())
-    return out
-
-
-def _mount_target(expr: str, path: str, imported: dict, objects: dict) -> tuple[str, str] | None:
+def _mount_target(expr: str, path: str, imported: dict, objects: dict) -> Node | None:
     """The (file, variable) that `register_blueprint(expr)`/`include_router(expr)` mounts."""
     module, _, attr = expr.rpartition(".")
     if not module:  # a bare name: a local object or `from x.y import bp as name`
@@ -191,51 +120,84 @@ def _mount_target(expr: str, path: str, imported: dict, objects: dict) -> tuple[
     return None
 
 
-def _mounts(py_files: dict[str, str], objects: dict) -> dict[tuple[str, str], str]:
-    """(file, variable) of each mounted Blueprint/APIRouter → its effective prefix."""
-    mounted: dict[tuple[str, str], str] = {}
-    for path, text in py_files.items():
-        imported = _imported_names(text)
-        for n, match in enumerate(_MOUNT.finditer(text)):
-            if n >= 500:  # real apps mount a handful; bounds hostile files
+def _mounts(py_files: dict[str, str], objects: dict) -> dict[Node, tuple[Node, str | None]]:
+    """Mounted Blueprint/APIRouter → (what it is mounted on, the prefix given there)."""
+    parents: dict[Node, tuple[Node, str | None]] = {}
+    for path, text in sorted(py_files.items()):
+        imported = imported_names(text)
+        if "register_blueprint" not in text and "include_router" not in text:
+            continue
+        for n, match in enumerate(_MOUNT_CALL.finditer(text)):
+            if n >= MAX_MOUNTS:
                 break
             args = balanced(text, match.end() - 1)
             expr = re.match(r"\s*([\w.]+)", args)
             target = _mount_target(expr.group(1), path, imported, objects) if expr else None
-            if target:
-                given = _kwarg(args, "url_prefix") or _kwarg(args, "prefix")
-                kind, own = objects[target]
-                if kind == "Blueprint":  # Flask: a prefix at registration replaces the own one
-                    mounted[target] = given if given is not None else own
-                else:  # FastAPI: include prefix + router prefix
-                    mounted[target] = (given or "") + own
-    return mounted
+            parent = (path, ident_before(text, match.start() + 1) or "")
+            if target and target != parent:
+                given = kwarg(args, "url_prefix") or kwarg(args, "prefix")
+                parents.setdefault(target, (parent, given))
+    return parents
+
+
+def _prefix(node: Node, objects: dict, parents: dict, depth: int = 0) -> str:
+    """Effective prefix of an app/Blueprint/APIRouter, following its registrations."""
+    kind, own = objects.get(node, ("Flask", ""))
+    if node not in parents or depth >= MAX_NESTING:  # unmounted, or a cycle: own prefix
+        return own
+    parent, given = parents[node]
+    above = _prefix(parent, objects, parents, depth + 1)
+    if kind == "Blueprint":  # a prefix given at registration replaces the blueprint's own
+        mine = given if given is not None else own
+        return join_route(above, mine) if above and mine else above or mine
+    return above + (given or "") + own  # FastAPI concatenates literally
 
 
 def _decorated(py_files: dict[str, str], found: Findings) -> None:
     objects = _objects(py_files)
-    mounted = _mounts(py_files, objects)
+    parents = _mounts(py_files, objects)
     for path, text in sorted(py_files.items()):
-        fastapi_file = "fastapi" in text and "flask" not in text.lower()
+        default = "FastAPI" if "fastapi" in text and "flask" not in text.lower() else "Flask"
         # Flask views return JSON or HTML; the file's helpers tell which (computed once).
         flask_json = True if "jsonify" in text else (False if "render_template" in text else None)
-        for match in _DECORATOR.finditer(text):
-            var, verb = match.group(1), match.group(2)
-            kind, own = objects.get((path, var), ("FastAPI" if fastapi_file else "Flask", ""))
-            prefix = mounted.get((path, var), own)
-            args = balanced(text, match.end() - 1)
-            literal = re.match(r"\s*(?:path\s*=\s*)?(['\"])([^'\"]*)\1", args)
-            if not literal:
-                continue
-            if verb in ("route", "api_route"):
-                listed = re.search(r"methods\s*=\s*[\[(]([^\])]*)", args)
-                methods = re.findall(r"['\"](\w+)['\"]", listed.group(1)) if listed else ["GET"]
+        for var, rule, methods in _registrations(text, py_files):
+            kind = objects.get((path, var), (default, ""))[0]
+            prefix = _prefix((path, var), objects, parents)
+            if kind in ("FastAPI", "APIRouter"):
+                route, json = prefix + rule, True
             else:
-                methods = [verb]
-            if kind in ("FastAPI", "APIRouter"):  # FastAPI concatenates prefixes literally
-                route, json = prefix + literal.group(2), True
-            else:
-                route = join_route(prefix, literal.group(2))
+                route = join_route(prefix, rule)
                 json = True if route.startswith("/api") else flask_json
             for method in methods:
                 found.route(method, route, path, json=json)
+
+
+def _registrations(text: str, py_files: dict[str, str]) -> list[tuple[str, str, list[str]]]:
+    """(receiver, rule, methods) of each decorator route and `add_url_rule` in a file."""
+    out = []
+    for match in _DECORATOR.finditer(text) if "@" in text else ():
+        args = balanced(text, match.end() - 1)
+        literal = re.match(r"\s*(?:path\s*=\s*)?(['\"])([^'\"]*)\1", args)
+        if literal:
+            verb = match.group(2)
+            generic = verb in ("route", "api_route")
+            methods = (_listed(args) if generic else [verb]) or ["GET"]
+            out.append((match.group(1), literal.group(2), methods))
+    for match in _ADD_URL_RULE.finditer(text) if "add_url_rule" in text else ():
+        receiver = ident_before(text, match.start() + 1)
+        args = balanced(text, match.end() - 1)
+        literal = re.match(r"\s*(?:rule\s*=\s*)?(['\"])([^'\"]*)\1", args)
+        if literal:
+            view = _VIEW_CLASS.search(args)
+            methods = _listed(args)
+            if view and not methods:  # a MethodView answers what its class defines
+                methods = view_methods(py_files, (view.group(1) or view.group(2)).split(".")[-1])
+            if receiver:
+                out.append((receiver, literal.group(2), methods or ["GET"]))
+    return out
+
+
+def _listed(args: str) -> list[str]:
+    """The `methods=[...]` of a route registration, if given."""
+    listed = _METHODS.search(args)
+    return [m.upper() for m in re.findall(r"['\"](\w+)['\"]", listed.group(1))] if listed else []

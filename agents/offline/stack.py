@@ -28,6 +28,7 @@ from .common import Findings
 from .mobile_rules import detect_mobile
 from .node_rules import detect_node
 from .python_rules import detect_python
+from .spa_rules import detect_spa
 
 MAX_READS = 40
 MAX_ITEMS = 300  # routes / pages / screens kept; beyond this the cases are capped anyway
@@ -45,7 +46,9 @@ _MANIFEST = re.compile(
 _CANDIDATES = (
     (90, r"(^|/)urls\.py$"),
     (90, r"(^|/)(app|main|server|index|wsgi|asgi|__init__)\.(py|js|ts|mjs|cjs)$"),
-    (85, r"(^|/)(routes?|routers?|api|controllers|endpoints|blueprints)/[^/]+\.(py|js|ts|mjs)$"),
+    # A boot module that mounts a controllers folder (Express's examples/mvc `lib/boot.js`).
+    (90, r"(^|/)(boot|bootstrap|loader|autoload|load-?routes)\.(js|ts|mjs|cjs)$"),
+    (85, r"(^|/)(routes?|routers?|api|controllers|endpoints|blueprints)/[^/]+\.(py|[jt]sx?|mjs)$"),
     (80, r"(^|/)[^/]*(routes?|router|views|api|auth)\.(py|js|ts|jsx|tsx)$"),
     (80, r"(^|/)(App|main|index|routes|router)\.(jsx|tsx)$"),
     (80, r"(?i)(^|/)[^/]*(routes?|router|navigat\w*)\.(jsx|tsx|js|ts)$"),
@@ -56,6 +59,9 @@ _CANDIDATES = (
     (65, r"(^|/)(ContentView|[A-Z]\w*App)\.swift$"),
     (60, r"(^|/)[A-Z]\w*(View|Screen|ViewController)\.(swift|kt|tsx|jsx)$"),
     (55, r"(^|/)(src/)?(app|pages|screens)/.+\.(tsx|jsx)$"),
+    # Any other server-side module (a Flask blueprint named `blog.py`, a router `admin.js`):
+    # read last, when the budget allows.
+    (40, r"\.(py|js|ts|mjs|cjs)$"),
 )
 # Compiled here, i.e. once in the agent process template, not in every crawl (~2 ms each).
 _CANDIDATES = tuple((score, re.compile(pattern)) for score, pattern in _CANDIDATES)
@@ -75,6 +81,8 @@ def plan_reads(paths: list[str]) -> list[str]:
     scored: dict[str, int] = {}
     for path in paths:
         if not isinstance(path, str) or _skipped(path) or _TEST_OR_SPEC.search(path):
+            continue
+        if _TEST_DIR.search(path) or _TEST_FILE.search(path) or _TEST_CONFIG.search(path):
             continue
         if _MANIFEST.search(path):
             # Root manifests beat nested ones; an app module's manifest beats a library's.
@@ -106,6 +114,7 @@ def detect(paths: list[str], read: dict[str, str]) -> tuple[list[dict], dict]:
     files = {p: t for p, t in (read or {}).items() if p in known and isinstance(t, str)}
     found = Findings()
     detect_node(tree, files, found)
+    detect_spa(tree, files, found)
     detect_python(tree, files, found)
     detect_mobile(tree, files, found)
     _test_fixtures(tree, found)
