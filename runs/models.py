@@ -110,6 +110,11 @@ class Run(models.Model):
     pull_number = models.PositiveIntegerField(
         null=True, blank=True, help_text="The pull request a check run checks."
     )
+    held = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Held for an approval before any test runs (a fork's pull request).",
+    )
     requested_by = models.CharField(max_length=200, blank=True)
     requester = models.CharField(
         max_length=40,

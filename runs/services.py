@@ -43,6 +43,7 @@ def run_create(
     admit_at_submit: bool = False,
     kind: str = Run.Kind.GENERATION,
     pull_number: int | None = None,
+    held: bool = False,
 ) -> Run:
     """Validate, insert the run ``pending`` with its stages and its place in ``run_starts``:
     run_worker's dispatcher starts its workflow (id = run id; run_starts_dispatch). So a run is
@@ -87,6 +88,7 @@ def run_create(
             requester=requester,
             request_key=key or None,
             pull_number=pull_number,
+            held=held,
             **asked,
         )
     except IntegrityError:

@@ -27,6 +27,7 @@ from runs.errors import PushNotChecked, RunInputInvalid
 from runs.models import Run
 from runs.models_api import STARTED_A_RUN, DeliveryOutcome, WebhookDelivery
 from runs.services import run_create, run_enqueue, target_address_check
+from runs.webhook_checks import pull_request_check
 
 ZERO_SHA = re.compile(r"^0+$")
 
@@ -156,6 +157,8 @@ def webhook_delivery_receive(*, delivery_id: str, event: str, payload: dict) -> 
     earlier = WebhookDelivery.objects.filter(delivery_id=delivery_id).first()
     if earlier is not None:
         return 200, _redelivered(earlier)
+    if event in ("pull_request", "check_run"):
+        return _check_delivery(event, payload, delivery_id)
     plan = _plan(event, payload)
     if plan.repository is not None:
         if (first := _first_run_of(plan)) is not None:  # no need to ask the host
@@ -164,6 +167,28 @@ def webhook_delivery_receive(*, delivery_id: str, event: str, payload: dict) -> 
     if plan.repository is None:
         return _record(plan, event, delivery_id)
     return _start(plan, delivery_id)
+
+
+def _check_delivery(event: str, payload: dict, delivery_id: str) -> tuple[int, dict]:
+    """A pull request's check (runs.webhook_checks), the delivery recorded with it."""
+    with transaction.atomic():
+        note, run = pull_request_check(event, payload, delivery_id)
+        created = run is not None and run.created
+        WebhookDelivery.objects.create(
+            delivery_id=delivery_id,
+            event=event,
+            repo_full_name=str((payload.get("repository") or {}).get("full_name", ""))[:200],
+            outcome=DeliveryOutcome.RUN_CREATED if created else DeliveryOutcome.IGNORED,
+            note=note if run is None or created else f"{note}: run {run.run_id} already",
+            run=run,
+        )
+    status = "run_created" if created else ("duplicate" if run else "ignored")
+    answer = {"status": status, "delivery": delivery_id, "note": note}
+    return (
+        (201, {**answer, "run_id": run.run_id})
+        if created
+        else (200, {**answer, "run_id": run and run.run_id})
+    )
 
 
 def _record(plan: Plan, event: str, delivery_id: str) -> tuple[int, dict]:

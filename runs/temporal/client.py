@@ -37,7 +37,7 @@ def workflow_params(run) -> WorkflowParams:
 def _params(run) -> WorkflowParams:
     return WorkflowParams(
         run_id=str(run.run_id),
-        require_approval=run.repository.require_approval,
+        require_approval=run.repository.require_approval or run.held,
         retry=retry_settings(),
         bookkeeping_retry=retry_settings(bookkeeping=True),
         agent_timeout_s=settings.AMTP_AGENT_ACTIVITY_TIMEOUT_S,

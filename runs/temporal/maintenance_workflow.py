@@ -20,6 +20,12 @@ with workflow.unsafe.imports_passed_through():
     from runs.temporal.workflow import TestGenerationWorkflow
 
 
+FORK_APPROVAL = (
+    "A pull request from a fork (or by an author without write access): its tests run only "
+    "once someone approves."
+)
+
+
 @workflow.defn(name=t.MAINTENANCE_WORKFLOW)
 class MaintenanceWorkflow(TestGenerationWorkflow):
     __test__ = False
@@ -34,6 +40,8 @@ class MaintenanceWorkflow(TestGenerationWorkflow):
             if done.changed:
                 await self._activity(t.OPEN_MAINTENANCE_PR, run_id)
             return
+        if self.params.require_approval:  # a fork's code runs only once someone approved
+            await self._hold(t.ApprovalRequest(run_id, "policy", FORK_APPROVAL))
         try:
             await self._activity(t.REVERIFY_TESTS, run_id, result_type=t.Reverified)
         except FailureError as err:
