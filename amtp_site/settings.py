@@ -276,6 +276,9 @@ AMTP_VERIFY_RUNNER_DIR = Path(
     os.environ.get("AMTP_VERIFY_RUNNER_DIR") or BASE_DIR / "infra" / "playwright"
 ).resolve()
 AMTP_VERIFY_CHROMIUM = os.environ.get("AMTP_VERIFY_CHROMIUM", "/usr/bin/chromium")
+# Where people reach AMTP (https://amtp.example.com): check runs link to the run and its
+# evidence there; empty, they name the evidence files only.
+AMTP_PUBLIC_URL = os.environ.get("AMTP_PUBLIC_URL", "")
 # ExploreApp: the target app visited in the sandboxed browser before the agents write tests.
 AMTP_EXPLORE_MAX_PAGES = env_int("AMTP_EXPLORE_MAX_PAGES", 30)
 AMTP_EXPLORE_MAX_DEPTH = env_int("AMTP_EXPLORE_MAX_DEPTH", 3)  # links followed from a start path

@@ -85,6 +85,39 @@ class Repository(models.Model):
         help_text="The secret of this repository's GitHub webhook: its pushes must be signed "
         "with it (empty: the global GITHUB_WEBHOOK_SECRET, shared by every repository).",
     )
+    maintain_on_push = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="A push to the default branch starts a maintenance run: the tests already in "
+        "the test directory re-verified against the preview, healed or quarantined, and one "
+        "maintenance pull request when something changed.",
+    )
+    maintain_all_specs = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Maintenance runs keep every Playwright spec in the test directory, not only "
+        "the files AMTP wrote.",
+    )
+    maintenance_every_hours = models.PositiveIntegerField(
+        default=0,
+        db_default=0,
+        help_text="Start a maintenance run every this many hours (a Temporal schedule; 0: none).",
+    )
+    pr_checks = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Run the repository's tests against each pull request's preview and report a "
+        "GitHub check run (needs the PR preview URL template).",
+    )
+    pr_preview_url_template = models.CharField(
+        "PR preview URL template",
+        max_length=500,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Where a pull request's preview runs: an http(s) URL with {pr}, {sha} and "
+        "{branch} filled in, e.g. https://pr-{pr}.preview.example.com.",
+    )
     require_approval = models.BooleanField(
         default=False, help_text="Hold every run for a human approval before the PR is opened."
     )

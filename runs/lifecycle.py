@@ -25,7 +25,8 @@ OPEN_STAGE = [StageStatus.PENDING, StageStatus.RUNNING, StageStatus.AWAITING_APP
 
 def new_stages(run: Run) -> list[Stage]:
     """A new run's stages, not yet inserted."""
-    return [Stage(run=run, name=name, position=i) for i, name in enumerate(Stage.ORDER)]
+    names = Stage.OF_KIND[run.kind]
+    return [Stage(run=run, name=name, position=i) for i, name in enumerate(names)]
 
 
 def create_stages(run: Run) -> list[Stage]:

@@ -13,7 +13,7 @@ from django.db.models import Q
 from amtp_site.constraints import one_of
 from amtp_site.indexes import newest_first, prefix_search
 from repositories.models import DepthLevel, Framework, Repository
-from runs.stages import STAGES
+from runs.stages import KIND_STAGES, STAGES
 
 
 class RunStatus(models.TextChoices):
@@ -31,6 +31,12 @@ class Trigger(models.TextChoices):
     CLI = "cli"
 
 
+class RunKind(models.TextChoices):
+    GENERATION = "generation"  # new tests written, verified and proposed
+    MAINTENANCE = "maintenance"  # the repository's tests re-verified, healed, quarantined
+    CHECK = "check"  # a pull request's preview checked, reported as a GitHub check run
+
+
 class StageName(models.TextChoices):
     CRAWL_REPO = "crawl_repo"
     EXPLORE_APP = "explore_app"
@@ -38,6 +44,7 @@ class StageName(models.TextChoices):
     GENERATE_TEST_CODE = "generate_test_code"
     VERIFY_TESTS = "verify_tests"
     CREATE_PULL_REQUEST = "create_pull_request"
+    REPORT_CHECK = "report_check"
 
 
 class StageStatus(models.TextChoices):
@@ -64,6 +71,8 @@ class Run(models.Model):
     Status = RunStatus
 
     Trigger = Trigger
+
+    Kind = RunKind
 
     TERMINAL = (Status.PASSED, Status.FAILED, Status.CANCELLED)
 
@@ -92,6 +101,20 @@ class Run(models.Model):
     target_framework = models.CharField(max_length=16, choices=Framework.choices)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     trigger = models.CharField(max_length=16, choices=Trigger.choices, default=Trigger.API)
+    kind = models.CharField(
+        max_length=16,
+        choices=RunKind.choices,
+        default=RunKind.GENERATION,
+        db_default=RunKind.GENERATION,
+    )
+    pull_number = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The pull request a check run checks."
+    )
+    held = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Held for an approval before any test runs (a fork's pull request).",
+    )
     requested_by = models.CharField(max_length=200, blank=True)
     requester = models.CharField(
         max_length=40,
@@ -130,6 +153,7 @@ class Run(models.Model):
         constraints = [
             one_of("status", RunStatus, "runs_status_valid"),
             one_of("trigger", Trigger, "runs_trigger_valid"),
+            one_of("kind", RunKind, "runs_kind_valid"),
             one_of("depth_level", DepthLevel, "runs_depth_valid"),
             one_of("target_framework", Framework, "runs_framework_valid"),
             # A constraint, not unique=True: the field form adds a LIKE index nothing asks for.
@@ -175,6 +199,7 @@ class Stage(models.Model):
 
     # In the workflow's order; StageName() refuses a stage the choices do not know.
     ORDER = [StageName(stage) for _, stage in STAGES]
+    OF_KIND = {kind: [StageName(s) for s in stages] for kind, stages in KIND_STAGES.items()}
     OPEN = (Status.PENDING, Status.RUNNING, Status.AWAITING_APPROVAL)
 
     stage_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

@@ -21,6 +21,7 @@ CANCEL_RECORDED = "Cancellation requested"
 RAN_AGAIN = "Run again as run {run_id}"
 AGAIN_OF = "Started as a run again of run {run_id}"
 PREVIEW_URL_REFUSED = "the repository's preview URL, used when none is given: {problem}"
+KIND_INVALID = "must be one of: {kinds}"
 IDEMPOTENCY_KEY_REUSED = (
     "Idempotency-Key {key!r} was used for a different request (run {run_id}); use a new key"
 )
@@ -40,6 +41,9 @@ def run_create(
     request_key: str | None = None,
     request_scope: str = "",
     admit_at_submit: bool = False,
+    kind: str = Run.Kind.GENERATION,
+    pull_number: int | None = None,
+    held: bool = False,
 ) -> Run:
     """Validate, insert the run ``pending`` with its stages and its place in ``run_starts``:
     run_worker's dispatcher starts its workflow (id = run id; run_starts_dispatch). So a run is
@@ -50,6 +54,8 @@ def run_create(
     ``request_key`` (unique within ``request_scope``, e.g. one API caller or GitHub's delivery
     ids) makes the request idempotent: a repeat returns the run the first one created, and a
     repeat with other inputs raises IdempotencyKeyReused. ``run.created`` tells which it was.
+    ``kind``: a generation run (new tests), a maintenance run (the repository's tests kept
+    green) or a check run (a pull request's preview, ``pull_number``, checked).
     ``admit_at_submit`` takes the new run's place in its repository's window in the
     transaction that inserts it, and refuses the run (RateLimitExceeded, the API's 429) when the
     window is full; otherwise the workflow admits the run. ``target_url`` (where VerifyTests
@@ -58,7 +64,10 @@ def run_create(
     """
     if problem := target_url_problem(target_url):
         raise RunInputInvalid("target_url", problem)
+    if kind not in Run.Kind.values:
+        raise RunInputInvalid("kind", KIND_INVALID.format(kinds=", ".join(Run.Kind.values)))
     asked = {
+        "kind": kind,
         "ref": ref,
         "depth_level": depth_level,
         "target_framework": target_framework,
@@ -79,6 +88,8 @@ def run_create(
             requester=requester,
             request_key=key or None,
             traceparent=tracing.traceparent(),
+            pull_number=pull_number,
+            held=held,
             **asked,
         )
     except IntegrityError:

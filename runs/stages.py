@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 WORKFLOW_NAME = "TestGenerationWorkflow"
+# Maintenance and check runs: the tests a repository already holds, re-verified.
+MAINTENANCE_WORKFLOW = "MaintenanceWorkflow"
 APPROVAL_SIGNAL = "approval_decided"
 
 # Activities, by their stable names (the workflow refers to them by name only).
@@ -27,6 +29,11 @@ CREATE_PULL_REQUEST = "CreatePullRequest"
 REQUEST_APPROVAL = "RequestApproval"
 EXPIRE_APPROVAL = "ExpireApproval"
 DISCARD_PULL_REQUEST = "DiscardPullRequest"
+# MaintenanceWorkflow's: the repository's tests re-verified (healed and quarantined in a
+# maintenance run, only reported in a check run), then its PR or its GitHub check run.
+REVERIFY_TESTS = "ReverifyTests"
+OPEN_MAINTENANCE_PR = "OpenMaintenancePullRequest"
+REPORT_CHECK_RUN = "ReportCheckRun"
 # The name under which a run's admission to its repository's rate window is recorded in
 # ``activity_idempotency`` (runs.slots; part of stored keys: never rename it).
 ACQUIRE_SLOT = "RateLimitCheckAndIncrRepoConcurrency"
@@ -41,7 +48,19 @@ STAGES = (
     (VERIFY_TESTS, "verify_tests"),
     (CREATE_PULL_REQUEST, "create_pull_request"),
 )
-STAGE_OF = dict(STAGES)  # activity name -> stage name
+STAGE_OF = {  # activity name -> stage name
+    **dict(STAGES),
+    REVERIFY_TESTS: "verify_tests",
+    OPEN_MAINTENANCE_PR: "create_pull_request",
+    REPORT_CHECK_RUN: "report_check",
+}
+# A run's kind (runs.models.RunKind values) -> its stages, in order.
+GENERATION, MAINTENANCE, CHECK = "generation", "maintenance", "check"
+KIND_STAGES = {
+    GENERATION: tuple(stage for _, stage in STAGES),
+    MAINTENANCE: ("verify_tests", "create_pull_request"),
+    CHECK: ("verify_tests", "report_check"),
+}
 # The stages whose agent runs in a process of the worker's pool (AgentPoolGate admits them).
 AGENT_STAGES = (CRAWL_REPO, GENERATE_TEST_CASES, GENERATE_TEST_CODE)
 

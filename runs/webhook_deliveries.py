@@ -2,7 +2,8 @@
 
 Every delivery is recorded once by its ``X-GitHub-Delivery`` (unique): a redelivery finds its
 row and creates nothing. A push starts a run only when its repository is registered with
-webhooks on, the branch is watched, the pushed SHA (``after``) is the branch's head on the
+webhooks on and the branch is watched (a generation run), or, with ``maintain_on_push``, the
+branch is the default branch (a maintenance run, instead), the pushed SHA (``after``) is the branch's head on the
 repository host right now, and no webhook delivery has started a run for that (repository,
 SHA) before, ever: a unique index on ``webhook_deliveries`` holds that, so a captured push
 replayed under any delivery id, however much later and however many at once, starts nothing.
@@ -26,6 +27,7 @@ from runs.errors import PushNotChecked, RunInputInvalid
 from runs.models import Run
 from runs.models_api import STARTED_A_RUN, DeliveryOutcome, WebhookDelivery
 from runs.services import run_create, run_enqueue, target_address_check
+from runs.webhook_checks import pull_request_check
 
 ZERO_SHA = re.compile(r"^0+$")
 
@@ -86,6 +88,7 @@ class Plan:
     repo_name: str = ""
     repository: Repository | None = None  # set when the delivery may start a run
     push: PushEvent | None = None
+    kind: str = Run.Kind.GENERATION
 
     @property
     def branch(self) -> str:
@@ -111,23 +114,25 @@ def _plan(event: str, payload: dict) -> Plan:
     repository = Repository.objects.filter(full_name=name).first()
     if repository is None:
         return _ignored(NOT_REGISTERED.format(repo=name), name, push)
-    if not repository.webhook_enabled:
+    branch = push.ref.removeprefix("refs/heads/")
+    maintain = repository.maintain_on_push and push.ref == f"refs/heads/{repository.default_branch}"
+    if not (repository.webhook_enabled or maintain):
         return _ignored(WEBHOOKS_DISABLED.format(repo=name), name, push)
     if push.deleted or ZERO_SHA.match(push.after):
         return _ignored(BRANCH_DELETED.format(ref=push.ref), name, push)
     if not push.ref.startswith("refs/heads/"):
         return _ignored(NOT_A_BRANCH.format(ref=push.ref), name, push)
-    branch = push.ref.removeprefix("refs/heads/")
     watched = repository.webhook_branches or [repository.default_branch]
-    if branch not in watched:
+    if not maintain and branch not in watched:
         note = BRANCH_NOT_WATCHED.format(branch=branch, repo=name, watched=watched)
         return _ignored(note, name, push)
     try:  # the preview URL is judged as a launched run's target_url is
         target_address_check(repository, "")
     except RunInputInvalid as exc:
         return _ignored(TARGET_REFUSED.format(repo=name, rule=exc.rule), name, push)
-    note = f"push of {push.after} to {branch}"
-    return Plan(DeliveryOutcome.RUN_CREATED, note, name, repository, push)
+    kind = Run.Kind.MAINTENANCE if maintain else Run.Kind.GENERATION
+    note = f"push of {push.after} to {branch}" + (": maintenance run" if maintain else "")
+    return Plan(DeliveryOutcome.RUN_CREATED, note, name, repository, push, kind)
 
 
 def _head_check(plan: Plan) -> Plan:
@@ -152,6 +157,8 @@ def webhook_delivery_receive(*, delivery_id: str, event: str, payload: dict) -> 
     earlier = WebhookDelivery.objects.filter(delivery_id=delivery_id).first()
     if earlier is not None:
         return 200, _redelivered(earlier)
+    if event in ("pull_request", "check_run"):
+        return _check_delivery(event, payload, delivery_id)
     plan = _plan(event, payload)
     if plan.repository is not None:
         if (first := _first_run_of(plan)) is not None:  # no need to ask the host
@@ -160,6 +167,28 @@ def webhook_delivery_receive(*, delivery_id: str, event: str, payload: dict) -> 
     if plan.repository is None:
         return _record(plan, event, delivery_id)
     return _start(plan, delivery_id)
+
+
+def _check_delivery(event: str, payload: dict, delivery_id: str) -> tuple[int, dict]:
+    """A pull request's check (runs.webhook_checks), the delivery recorded with it."""
+    with transaction.atomic():
+        note, run = pull_request_check(event, payload, delivery_id)
+        created = run is not None and run.created
+        WebhookDelivery.objects.create(
+            delivery_id=delivery_id,
+            event=event,
+            repo_full_name=str((payload.get("repository") or {}).get("full_name", ""))[:200],
+            outcome=DeliveryOutcome.RUN_CREATED if created else DeliveryOutcome.IGNORED,
+            note=note if run is None or created else f"{note}: run {run.run_id} already",
+            run=run,
+        )
+    status = "run_created" if created else ("duplicate" if run else "ignored")
+    answer = {"status": status, "delivery": delivery_id, "note": note}
+    return (
+        (201, {**answer, "run_id": run.run_id})
+        if created
+        else (200, {**answer, "run_id": run and run.run_id})
+    )
 
 
 def _record(plan: Plan, event: str, delivery_id: str) -> tuple[int, dict]:
@@ -201,6 +230,7 @@ def _start(plan: Plan, delivery_id: str) -> tuple[int, dict]:
                 requested_by=f"github:{sender}" if sender else "github",
                 request_key=delivery_id,
                 request_scope=REQUEST_SCOPE,
+                kind=plan.kind,
             )
             delivery.run = run
             delivery.save(update_fields=["run"])

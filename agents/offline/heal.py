@@ -1,6 +1,8 @@
 """The offline provider's healing rules: honest ones only, each labelled with what it changed.
 
-One rule so far, the commonest wrong premise of rule-generated tests: a route the crawl took for
+Two rules. A renamed button: a click on a button the page no longer shows, when it shows
+exactly one button the test does not name, names that one (``_renamed_button``). And the
+commonest wrong premise of rule-generated tests: a route the crawl took for
 a JSON API answers an HTML page (a Flask view rendering a template in a module that also
 jsonifies). When the test failed parsing JSON and the response it got was ``text/html``, the
 test reaches the route as a page instead: ``page.goto`` for ``request.get`` (navigation) and
@@ -23,6 +25,14 @@ _GET = re.compile(r"""\bawait\s+request\.get\(\s*("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\
 _REQUEST = re.compile(r"\brequest\.\w+\(")
 _FIXTURES = re.compile(r"\(\{\s*request\s*\}\)")
 _JSON = re.compile(r"\bawait\s+\w+\.json\(\)")
+_CLICKED = re.compile(
+    r"""getByRole\(\s*(['"])button\1\s*,\s*\{\s*name:\s*(['"])([^'"\\\n]{1,100})\2\s*\}\s*\)\.click\("""
+)
+_BUTTON = re.compile(r"""^\s*- button "([^"\\\n]{1,100})"\s*(?:\[.*\])?\s*$""", re.M)
+RENAMED_BUTTON = (
+    "the button {old!r} the test clicks is gone and the page shows one button no step names, "
+    "{new!r}: the click now names it; every expectation kept. Offline healing rule, no LLM."
+)
 HTML_AS_PAGE = (
     "GET {url} answers HTML ({content_type}), not JSON: reached as a page (page.goto) with its "
     "body read from the page instead of parsed as JSON; every expectation kept, a visible body "
@@ -37,7 +47,9 @@ def heal_files(payload: dict) -> dict:
         source = entry["contents"]
         for failure in entry["failures"]:
             block = spec_blocks.find(source, title=failure["title"])
-            healed = _html_as_page(block, failure) if block is not None else None
+            healed = None
+            if block is not None:
+                healed = _html_as_page(block, failure) or _renamed_button(block, failure)
             if healed is None:
                 continue
             text, change = healed
@@ -87,3 +99,26 @@ def _html_as_page(block: spec_blocks.TestBlock, failure: dict) -> tuple[str, str
     if expectations.weakening(block.text, text):
         return None  # never: every expectation is kept; the rule's own check says so
     return text, change
+
+
+def _renamed_button(block: spec_blocks.TestBlock, failure: dict) -> tuple[str, str] | None:
+    """A click on a button whose name is gone from the page, when the page shows exactly one
+    button the test does not name: the click names that one. Only clicks change, so an
+    assertion on the old name still fails (a finding about the app, not a heal)."""
+    clicked = {m.group(3) for m in _CLICKED.finditer(block.text)}
+    shown = _BUTTON.findall(failure["snapshot"].get("page", ""))
+    page = failure["snapshot"].get("page", "")
+    gone = [name for name in clicked if f'"{name}"' not in page]
+    fresh = [name for name in shown if name not in block.text]
+    if not page or len(gone) != 1 or len(fresh) != 1 or len(set(shown)) != len(shown):
+        return None
+    old, new = gone[0], fresh[0]
+
+    def rename(match: re.Match) -> str:
+        text = match.group(0)
+        return text if match.group(3) != old else text.replace(old, new)
+
+    text = _CLICKED.sub(rename, block.text)
+    if text == block.text or expectations.weakening(block.text, text):
+        return None
+    return text, RENAMED_BUTTON.format(old=old, new=new)

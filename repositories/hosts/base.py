@@ -71,6 +71,15 @@ class RepositoryHost(ABC):
         adding only the labels it lacks.
         """
 
+    def report_check_run(self, **check) -> object:
+        """Report a check run on the head commit (GitHub's Checks API); a host without
+        one refuses."""
+        from repositories.errors import RepositoryAccessError
+
+        raise RepositoryAccessError(
+            f"{self.full_name} is on the {self.name} host, which has no check runs"
+        )
+
     @abstractmethod
     def discard_pull_request(self, *, head_branch: str, base_branch: str) -> bool:
         """Take back what ``open_pull_request`` wrote for a run that was cancelled: close the

@@ -35,6 +35,7 @@ from repositories.errors import (
 from repositories.hosts import github_errors as answers
 from repositories.hosts import github_limits as limits
 from repositories.hosts.base import RepositoryHost, TreeEntry
+from repositories.hosts.github_checks import CheckRunWrites
 from repositories.hosts.github_pulls import PullRequestWrites
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -59,7 +60,7 @@ RATE_LIMITED = (
 REPEATED = " (secondary limit {strikes} times in a row: each wait doubles, as GitHub asks)"
 
 
-class GitHubHost(PullRequestWrites, RepositoryHost):
+class GitHubHost(PullRequestWrites, CheckRunWrites, RepositoryHost):
     """One GitHub repository, authenticated as a GitHub App installation or with a token."""
 
     name = "github"

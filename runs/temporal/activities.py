@@ -27,7 +27,7 @@ from django.db import connections
 from temporalio import activity
 from temporalio.exceptions import CancelledError
 
-from runs import lifecycle, outcome, pipeline, pull_requests, slots
+from runs import checks, lifecycle, maintenance, outcome, pipeline, pull_requests, slots
 from runs.temporal import types as t
 from runs.temporal.agent_gate import beat_interval
 from runs.temporal.failures import activity_failure, bounded, stage_failure
@@ -132,13 +132,24 @@ class AgentActivities:
         verify = functools.partial(pipeline.verify_tests, sessions=self.pool)
         return await _stage_in_thread(t.VERIFY_TESTS, verify, run_id)
 
+    @activity.defn(name=t.REVERIFY_TESTS)
+    async def reverify_tests(self, run_id: str) -> t.Reverified:
+        """A maintenance or check run's tests, as VerifyTests runs them (heals in the pool)."""
+        reverify = functools.partial(_reverify, sessions=self.pool)
+        return t.Reverified(*await _stage_in_thread(t.REVERIFY_TESTS, reverify, run_id))
+
     def all(self) -> list:
         return [
             self.crawl_repo,
             self.generate_test_cases,
             self.generate_test_code,
             self.verify_tests,
+            self.reverify_tests,
         ]
+
+
+def _reverify(run_id: str, *, sessions, stop) -> tuple[str, bool]:
+    return maintenance.reverify_tests(run_id, sessions=sessions, stop=stop)
 
 
 def _stopped(exc: Exception) -> CancelledError:
@@ -169,11 +180,15 @@ async def _stage_in_thread(name: str, stage, run_id: str) -> str:
         beating.cancel()
 
 
-def _open_pull_request(run_id: str) -> str:
+def _open_pull_request(run_id: str, name: str = t.CREATE_PULL_REQUEST) -> str:
+    opener = {
+        t.CREATE_PULL_REQUEST: pipeline.create_pull_request,
+        t.OPEN_MAINTENANCE_PR: maintenance.maintenance_pull_request,
+    }[name]
     try:
-        return pipeline.create_pull_request(run_id, stop=activity.is_cancelled)
+        return opener(run_id, stop=activity.is_cancelled)
     except Exception as raised:
-        raise stage_failure(raised, run_id, t.STAGE_OF[t.CREATE_PULL_REQUEST]) from None
+        raise stage_failure(raised, run_id, t.STAGE_OF[name]) from None
 
 
 @activity.defn(name=t.CREATE_PULL_REQUEST)
@@ -182,7 +197,27 @@ async def create_pull_request(run_id: str) -> str:
     reaches the stage through ``stop`` (it checks before writing), and the activity ends only
     once the stage has stopped: the workflow takes back what is left after that, never while
     it is written."""
-    work = asyncio.ensure_future(_in_thread(_open_pull_request)(run_id))
+    return await _pull_request_activity(run_id, t.CREATE_PULL_REQUEST)
+
+
+@activity.defn(name=t.OPEN_MAINTENANCE_PR)
+async def open_maintenance_pull_request(run_id: str) -> str:
+    """A maintenance run's PR, opened as CreatePullRequest opens a generation run's."""
+    return await _pull_request_activity(run_id, t.OPEN_MAINTENANCE_PR)
+
+
+@activity.defn(name=t.REPORT_CHECK_RUN)
+async def report_check_run(run_id: str) -> str:
+    """A check run's result reported on GitHub, from a worker thread."""
+    return await _stage_in_thread(t.REPORT_CHECK_RUN, _report_check, run_id)
+
+
+def _report_check(run_id: str, *, stop) -> str:
+    return checks.check_run_report(run_id)
+
+
+async def _pull_request_activity(run_id: str, name: str) -> str:
+    work = asyncio.ensure_future(_in_thread(_open_pull_request)(run_id, name))
     beating = asyncio.create_task(_beat())
     try:
         try:
@@ -227,4 +262,12 @@ async def discard_pull_request(run_id: str) -> bool:
     return await bookkeeping(pull_requests.pull_request_discard, run_id)
 
 
-ACTIVITIES = [explore_app, create_pull_request, start_run, end_run, discard_pull_request]
+ACTIVITIES = [
+    explore_app,
+    create_pull_request,
+    open_maintenance_pull_request,
+    report_check_run,
+    start_run,
+    end_run,
+    discard_pull_request,
+]

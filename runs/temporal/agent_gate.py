@@ -24,9 +24,9 @@ from temporalio.worker import (
     Interceptor,
 )
 
-from runs.temporal.types import AGENT_STAGES, VERIFY_TESTS
+from runs.temporal.types import AGENT_STAGES, REVERIFY_TESTS, VERIFY_TESTS
 
-POOL_STAGES = (*AGENT_STAGES, VERIFY_TESTS)
+POOL_STAGES = (*AGENT_STAGES, VERIFY_TESTS, REVERIFY_TESTS)
 
 NOT_STARTED = "cancelled while waiting for an agent process"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 
 from amtp_site.errors import non_retryable_error_types
-from runs.temporal.types import RetrySettings, WorkflowParams
+from runs.stages import GENERATION, MAINTENANCE_WORKFLOW, WORKFLOW_NAME
+from runs.temporal.types import MaintenanceParams, RetrySettings, WorkflowParams
 
 
 def retry_settings(*, bookkeeping: bool = False) -> RetrySettings:
@@ -22,10 +23,21 @@ def retry_settings(*, bookkeeping: bool = False) -> RetrySettings:
     )
 
 
+def workflow_of(run) -> str:
+    """The workflow type of the run's kind."""
+    return WORKFLOW_NAME if run.kind == GENERATION else MAINTENANCE_WORKFLOW
+
+
 def workflow_params(run) -> WorkflowParams:
+    if run.kind != GENERATION:
+        return MaintenanceParams(**vars(_params(run)), kind=run.kind)
+    return _params(run)
+
+
+def _params(run) -> WorkflowParams:
     return WorkflowParams(
         run_id=str(run.run_id),
-        require_approval=run.repository.require_approval,
+        require_approval=run.repository.require_approval or run.held,
         retry=retry_settings(),
         bookkeeping_retry=retry_settings(bookkeeping=True),
         agent_timeout_s=settings.AMTP_AGENT_ACTIVITY_TIMEOUT_S,

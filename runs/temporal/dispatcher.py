@@ -28,8 +28,7 @@ from amtp_site import temporal, tracing
 from runs import lifecycle, selectors
 from runs.errors import OrchestratorUnavailable
 from runs.models import Run, Stage
-from runs.stages import WORKFLOW_NAME
-from runs.temporal.client import workflow_params
+from runs.temporal.client import workflow_of, workflow_params
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +105,7 @@ def _start_workflows(runs: list[Run], queues: dict) -> dict[uuid.UUID, BaseExcep
             async with gate:
                 with tracing.attached(run.traceparent):
                     await client.start_workflow(
-                        WORKFLOW_NAME,
+                        workflow_of(run),
                         params,
                         id=str(run.run_id),
                         task_queue=queues[run.run_id],

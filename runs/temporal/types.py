@@ -15,6 +15,7 @@ from runs.stages import (  # noqa: F401
     AGENT_STAGES,
     APPROVAL_SIGNAL,
     CANCELLED,
+    CHECK,
     CRAWL_REPO,
     CREATE_PULL_REQUEST,
     DISCARD_PULL_REQUEST,
@@ -24,8 +25,13 @@ from runs.stages import (  # noqa: F401
     FAILED,
     GENERATE_TEST_CASES,
     GENERATE_TEST_CODE,
+    MAINTENANCE,
+    MAINTENANCE_WORKFLOW,
+    OPEN_MAINTENANCE_PR,
     PASSED,
+    REPORT_CHECK_RUN,
     REQUEST_APPROVAL,
+    REVERIFY_TESTS,
     STAGE_OF,
     STAGES,
     START_RUN,
@@ -86,6 +92,22 @@ class WorkflowParams:
     approval_timeout_s: float = 7 * 24 * 3600.0
     # How long a run waits for a concurrency slot (retrying at the policy's longest interval).
     slot_wait_s: float = 24 * 3600.0
+
+
+@dataclass
+class MaintenanceParams(WorkflowParams):
+    """MaintenanceWorkflow's: a maintenance run (MAINTENANCE) or a check run (CHECK)."""
+
+    kind: str = MAINTENANCE
+
+
+@dataclass
+class Reverified:
+    """ReverifyTests' answer: its report ("" when there were no tests) and whether a
+    maintenance pull request is to be opened (a file was healed or quarantined)."""
+
+    artifact_id: str
+    changed: bool
 
 
 @dataclass

@@ -43,6 +43,7 @@ from runs.temporal.agent_gate import AgentPoolGate
 from runs.temporal.agent_process import WorkerStdio, agent_process_setup, in_agent_process
 from runs.temporal.dispatcher import StartDispatcher
 from runs.temporal.log_context import StageLogContext
+from runs.temporal.maintenance_workflow import MaintenanceWorkflow
 from runs.temporal.workflow import TestGenerationWorkflow
 
 log = logging.getLogger(__name__)
@@ -204,7 +205,7 @@ def build_worker(
     *,
     task_queue: str,
     pool: concurrent.futures.Executor,
-    workflows: Sequence[type] = (TestGenerationWorkflow,),
+    workflows: Sequence[type] = (TestGenerationWorkflow, MaintenanceWorkflow),
     activities: Sequence | None = None,
     interceptors: Sequence[Interceptor] = (),
 ) -> Worker:

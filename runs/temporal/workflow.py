@@ -187,7 +187,7 @@ class TestGenerationWorkflow:
             heartbeat_timeout=timedelta(seconds=self.params.heartbeat_timeout_s),
             retry_policy=self.retry,
             cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
-            if name == t.CREATE_PULL_REQUEST
+            if name in (t.CREATE_PULL_REQUEST, t.OPEN_MAINTENANCE_PR)
             else ActivityCancellationType.TRY_CANCEL,
         )
 

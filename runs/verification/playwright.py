@@ -137,8 +137,8 @@ def preflight(runner: Runner) -> None:
         raise VerifierNotInstalled(BROWSER_MISSING.format(path=runner.chromium))
 
 
-def probe(url: str, policy: Policy, timeout_s: float = 5.0) -> int:
-    """The status ``GET /`` of ``url`` answers; TargetUnreachable unless it answers HTTP at
+def probe(url: str, policy: Policy, timeout_s: float = 5.0, path: str = "/") -> int:
+    """The status ``GET path`` (``/``) of ``url`` answers; TargetUnreachable unless it answers HTTP at
     all. Any status passes here: a 404 or a 500 is for the tests to report, and the stage
     weighs a 5xx with their results (TargetAnswersErrors). It goes where the tests' proxy
     would: the address the name is pinned to, refused where the network rule refuses; no
@@ -153,7 +153,7 @@ def probe(url: str, policy: Policy, timeout_s: float = 5.0) -> int:
         connection = http.client.HTTPConnection(host, port, timeout=timeout_s)
         connection.sock = sock
         with sock:
-            connection.request("GET", "/", headers={"User-Agent": "AMTP-verify"})
+            connection.request("GET", path, headers={"User-Agent": "AMTP-verify"})
             response = connection.getresponse()
             response.read(1024)
             return response.status

@@ -8,16 +8,20 @@ from typing import TYPE_CHECKING
 
 from agents import spec_blocks
 from agents.file_policy import check_generated_files
+from amtp_site.errors import AmtpError
 from repositories import targets
-from runs.verification.playwright import clean
+from runs.verification.playwright import clean, probe
 
 if TYPE_CHECKING:
     from runs.verification.verify import Row, Session
 
 QUARANTINED = "failed against {url} after {rounds} healing round(s): {error}"
+PAGE_REMOVED = "page removed: confirm the deletion (GET {path} answers 404 at {url})"
 NOT_LOCATED = "could not be quarantined automatically (its title is not a string literal)"
 
 _SNIPPET = re.compile(r"^\s*(>?\s*\d+ \||\|\s|at |Call log:)")
+# The first page a test opens: a same-origin path literal (nothing else is probed).
+_GOTO = re.compile(r"""\bpage\.goto\(\s*(['"])(/[A-Za-z0-9._~!$&()*+,;=:@%/?-]{0,200})\1""")
 
 
 def headline(error: str) -> str:
@@ -29,6 +33,26 @@ def headline(error: str) -> str:
         if line.strip():
             lines.append(line.strip())
     return clean(" · ".join(lines) or "(no message)", 300)
+
+
+def _page_removed(session: Session, test_source: str) -> str:
+    """PAGE_REMOVED when the first page the test opens answers 404 now (asked the way the
+    tests' proxy would go: the pinned address, the network rule), else ""."""
+    found = _GOTO.search(test_source)
+    if found is None or session.policy is None:
+        return ""
+    url = session.plan.target_url
+    try:
+        status = probe(url, session.policy, path=found.group(2))
+    except AmtpError:
+        return ""
+    if status != 404:
+        return ""
+    return PAGE_REMOVED.format(path=found.group(2), url=targets.display(url))
+
+
+def _text(source: str, block) -> str:
+    return source.encode("utf-8")[block.start : block.end].decode("utf-8", "replace")
 
 
 def quarantine(session: Session) -> None:
@@ -44,7 +68,7 @@ def quarantine(session: Session) -> None:
             if block is None:
                 row.reason = NOT_LOCATED
                 continue
-            why = QUARANTINED.format(
+            why = _page_removed(session, _text(source, block)) or QUARANTINED.format(
                 url=targets.display(plan.target_url),
                 rounds=plan.heal_rounds,
                 error=headline(row.error),

@@ -43,19 +43,22 @@ def target_url_of(run: Run) -> str:
     return run.target_url or run.repository.preview_url
 
 
-def verification_report(run: Run, code: dict, sessions: Executor | None) -> tuple[dict, dict]:
-    """(report content, meta) for the run's generated ``code`` (test_engineer output); the
-    healing sessions run in ``sessions``, the worker's agent process pool.
+def verification_report(
+    run: Run, code: dict, sessions: Executor | None, *, check: bool = False
+) -> tuple[dict, dict]:
+    """(report content, meta) for the run's ``code`` (test_engineer output, or the tests a
+    repository holds); the healing sessions run in ``sessions``, the worker's agent process
+    pool. A ``check`` (a pull request's check run) heals nothing and changes no file.
 
     A failure to run the tests at all (VerificationError) fails the stage, unless the
     repository opens the pull request anyway: then the report says ``unverified`` and why."""
     runs_tests = code["framework"] == "playwright" and bool(target_url_of(run))
     with login_for(run.repository if runs_tests else None) as login:  # scrubbed from its texts
-        return _verification_report(run, code, sessions, login)
+        return _verification_report(run, code, sessions, login, check)
 
 
 def _verification_report(
-    run: Run, code: dict, sessions: Executor | None, login: Login | None
+    run: Run, code: dict, sessions: Executor | None, login: Login | None, check: bool
 ) -> tuple[dict, dict]:
     plan = Plan(
         run_id=str(run.run_id),
@@ -64,11 +67,12 @@ def _verification_report(
         target_url=target_url_of(run),
         test_dir=run.repository.test_dir,
         failing_tests=run.repository.failing_tests,
-        heal_rounds=settings.AMTP_VERIFY_HEAL_ROUNDS,
+        heal_rounds=0 if check else settings.AMTP_VERIFY_HEAL_ROUNDS,
         budget_s=settings.AMTP_VERIFY_TIMEOUT_S,
         runner=runner_from_settings(),
         evidence_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
         allow_hosts=list(run.repository.allowed_hosts),
+        quarantine=not check,
         test_data=hooks_of(run.repository),
         login=login,
     )

@@ -19,7 +19,7 @@ uses), forbid, rate_limit (primary or secondary, with or without retry-after),
 flaky_ref_creation and flaky_base_tree (GitHub's transient 422s), no_drafts (a plan without
 draft pull requests), server_error, fail (any answer), move_base / after_calls (something
 happens mid-operation), max_recursive_entries and max_recursive_bytes (when recursive tree
-listings report ``truncated``), token_ttl, token_scopes. Drafts and labels: github_labels.
+listings report ``truncated``), token_ttl, token_scopes. Drafts and labels: github_labels; check runs: github_checks.
 
 Every behaviour that is not plain REST documentation names its public source where it is set.
 """
@@ -43,6 +43,7 @@ from urllib.parse import parse_qsl, unquote
 import jwt  # PyJWT (a PyGithub dependency) verifies App JWTs the way GitHub does
 
 from tests.fakes import github_rules
+from tests.fakes.github_checks import CheckRuns
 from tests.fakes.github_labels import LabelsAndDrafts
 
 DOCS = "https://docs.github.com/rest"
@@ -104,6 +105,10 @@ _ROUTES = [  # (verb, path pattern, handler); the first group is always the repo
         ("GET", _R + r"/pulls/(\d+)", "get_pull"),
         ("PATCH", _R + r"/pulls/(\d+)", "update_pull"),
         ("POST", _R + r"/issues/(\d+)/labels", "add_labels"),
+        ("POST", _R + "/check-runs", "create_check_run"),
+        ("PATCH", _R + r"/check-runs/(\d+)", "update_check_run"),
+        ("GET", _R + r"/check-runs/(\d+)/annotations", "check_annotations"),
+        ("GET", _R + "/commits/([^/]+)/check-runs", "list_ref_check_runs"),
     ]
 ]
 
@@ -184,6 +189,7 @@ class FakeRepo:
         self.objects: dict[str, tuple[str, Any]] = {}  # sha -> (kind, payload)
         self.refs: dict[str, str] = {}
         self.pulls: list[dict] = []
+        self.check_runs: list[dict] = []  # github_checks
         self.protections: list[Protection] = []
         self.forbidden: tuple[str, ...] = ()
         self.drafts_supported = True  # FakeGitHub.no_drafts: a plan without draft PRs
@@ -416,7 +422,7 @@ class _Fault:
     path: str | None
 
 
-class FakeGitHub(LabelsAndDrafts):
+class FakeGitHub(LabelsAndDrafts, CheckRuns):
     """The fake server. Switches and helpers are plain methods; all state sits behind one lock."""
 
     Reply = Reply

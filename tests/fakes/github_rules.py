@@ -24,6 +24,9 @@ ROUTE_PERMISSIONS = {
     # Either one will do ("at least one of the following permission sets", add-labels-to-an-
     # issue): a pull request's labels are the issue's.
     "add_labels": (("issues", "write"), ("pull_requests", "write")),
+    # checks: write for the writes, checks: read for the reads (docs.github.com/rest/checks/runs).
+    **dict.fromkeys(("create_check_run", "update_check_run"), ("checks", "write")),
+    **dict.fromkeys(("list_ref_check_runs", "check_annotations"), ("checks", "read")),
 }
 JWT_LIFETIME = 600  # exp at most 10 minutes after iat (docs: "Generating a JWT for a GitHub App")
 # An iat in the future, as GitHub words it (probot/probot#967, Expensify/App#32069: clock drift).

@@ -35,6 +35,7 @@ TEMPORAL_UNREACHABLE = (
 
 class Command(temporal.ExitsWithoutFinalizing, BaseCommand):
     help = "Launch a test-generation run; --wait prints each stage and exits 0 only on success."
+    kind = Run.Kind.GENERATION
 
     def add_arguments(self, parser):
         parser.add_argument("repo", help="owner/name of a registered repository")
@@ -84,6 +85,7 @@ class Command(temporal.ExitsWithoutFinalizing, BaseCommand):
                     target_url=options["target_url"],
                     trigger=Run.Trigger.CLI,
                     requested_by="cli",
+                    kind=self.kind,
                 )
         except RunInputInvalid as exc:
             raise CommandError(f"--{exc.field.replace('_', '-')}: {exc.rule}") from exc
@@ -92,7 +94,7 @@ class Command(temporal.ExitsWithoutFinalizing, BaseCommand):
         if allowed:
             self.stdout.write(allowed)
         self.stdout.write(
-            f"run {run.run_id} started: {repository.full_name}@{run.ref} "
+            f"{self.kind} run {run.run_id} started: {repository.full_name}@{run.ref} "
             f"({run.depth_level}, {run.target_framework})"
         )
         self.stdout.write(f"  admin: http://127.0.0.1:8000/admin/runs/run/{run.run_id}/change/")
@@ -181,8 +183,5 @@ class Command(temporal.ExitsWithoutFinalizing, BaseCommand):
             raise CommandError(
                 f"run {run.run_id} {run.status}: {run.error_type} {run.error_message}"
             )
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"run {run.run_id} passed: PR {run.pr_url} (branch {run.head_branch})"
-            )
-        )
+        outcome = f"PR {run.pr_url} (branch {run.head_branch})" if run.pr_url else "no PR"
+        self.stdout.write(self.style.SUCCESS(f"run {run.run_id} passed: {outcome}"))

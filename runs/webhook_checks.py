@@ -1,0 +1,141 @@
+"""What ``pull_request`` and ``check_run`` deliveries do: check runs of a pull request.
+
+A ``pull_request`` delivery (opened, synchronize, reopened) of a registered repository with
+``pr_checks`` on and a PR preview URL template starts a check run: the repository's tests
+against that pull request's preview, reported as a GitHub check run. One per head SHA: the
+run's request key is the repository and the SHA, so any number of deliveries for one head
+start one run. ``check_run`` with action ``rerequested`` ("Re-run" on GitHub) of AMTP's check
+starts a new one. A delivery without a sender starts nothing. A pull request from a fork, or
+by an author without write access, is held for an approval before its code runs (in the
+sandbox, as every test run).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from pydantic import BaseModel, Field
+
+from repositories.models import Repository
+from repositories.targets import target_url_problem
+from runs.models import Run
+from runs.services import run_create
+
+SHA = r"^([0-9a-f]{40}|[0-9a-f]{64})$"
+PR_ACTIONS = ("opened", "synchronize", "reopened")
+TRUSTED = ("OWNER", "MEMBER", "COLLABORATOR")
+CHECK_SCOPE = "github-check"
+NO_SENDER = "the delivery names no sender: nothing runs for an unknown sender"
+NOT_CHECKED = "pull request checks are off for {repo} (or it has no PR preview URL template)"
+ACTION_IGNORED = "pull_request action '{action}' starts no check"
+NOT_OURS = "check run {name!r} is not AMTP's"
+BAD_PREVIEW = "the PR preview URL template gives no usable URL: {problem}"
+
+
+class _Repo(BaseModel):
+    full_name: str = Field(max_length=200)
+
+
+class _Head(BaseModel):
+    sha: str = Field(pattern=SHA)
+    ref: str = Field(max_length=255)
+    repo: _Repo | None = None
+
+
+class _Pull(BaseModel):
+    number: int = Field(ge=1)
+    head: _Head
+    author_association: str = Field(default="NONE", max_length=40)
+
+
+class PullRequestEvent(BaseModel):
+    action: str = Field(max_length=40)
+    pull_request: _Pull
+    repository: _Repo
+    sender: dict | None = None
+
+
+class _CheckRun(BaseModel):
+    name: str = Field(max_length=200)
+    head_sha: str = Field(pattern=SHA)
+    external_id: str = Field(default="", max_length=100)
+
+
+class CheckRunEvent(BaseModel):
+    action: str = Field(max_length=40)
+    check_run: _CheckRun
+    repository: _Repo
+    sender: dict | None = None
+
+
+def preview_url(template: str, *, pr: int, sha: str, branch: str) -> str:
+    """The template with ``{pr}``, ``{sha}`` and ``{branch}`` filled in (the branch quoted;
+    plain replacement, never ``str.format``, which would read attributes)."""
+    filled = template.replace("{pr}", str(pr)).replace("{sha}", sha)
+    return filled.replace("{branch}", quote(branch, safe=""))
+
+
+def _sender(payload: BaseModel) -> str:
+    login = (payload.sender or {}).get("login")
+    return login if isinstance(login, str) and 0 < len(login) <= 100 else ""
+
+
+def pull_request_check(event: str, payload: dict, delivery_id: str) -> tuple[str, Run | None]:
+    """(note, the check run started or found) for a pull_request or check_run delivery."""
+    from runs.checks import CHECK_NAME
+
+    model = PullRequestEvent if event == "pull_request" else CheckRunEvent
+    parsed = model.model_validate(payload)
+    sender = _sender(parsed)
+    if not sender:
+        return NO_SENDER, None
+    name = parsed.repository.full_name
+    repository = Repository.objects.filter(full_name=name).first()
+    if repository is None or not repository.pr_checks or not repository.pr_preview_url_template:
+        return NOT_CHECKED.format(repo=name), None
+    if event == "check_run":
+        if parsed.action != "rerequested":
+            return ACTION_IGNORED.format(action=parsed.action), None
+        if parsed.check_run.name != CHECK_NAME:
+            return NOT_OURS.format(name=parsed.check_run.name), None
+        earlier = Run.objects.filter(pk=parsed.check_run.external_id or None).first()
+        if earlier is None or earlier.repository_id != repository.pk:
+            return NOT_OURS.format(name=parsed.check_run.name), None
+        return "check run again", _again(earlier, sender, delivery_id)
+    if parsed.action not in PR_ACTIONS:
+        return ACTION_IGNORED.format(action=parsed.action), None
+    pull = parsed.pull_request
+    url = preview_url(
+        repository.pr_preview_url_template, pr=pull.number, sha=pull.head.sha, branch=pull.head.ref
+    )
+    if problem := target_url_problem(url):
+        return BAD_PREVIEW.format(problem=problem), None
+    fork = pull.head.repo is None or pull.head.repo.full_name != name
+    run = run_create(
+        repository=repository,
+        ref=pull.head.sha,
+        target_url=url,
+        trigger=Run.Trigger.WEBHOOK,
+        requested_by=f"github:{sender}",
+        request_key=f"{name}:{pull.head.sha}",
+        request_scope=CHECK_SCOPE,
+        kind=Run.Kind.CHECK,
+        pull_number=pull.number,
+        held=fork or pull.author_association not in TRUSTED,
+    )
+    return f"check of pull request #{pull.number} at {pull.head.sha}", run
+
+
+def _again(earlier: Run, sender: str, delivery_id: str) -> Run:
+    return run_create(
+        repository=earlier.repository,
+        ref=earlier.ref,
+        target_url=earlier.target_url,
+        trigger=Run.Trigger.WEBHOOK,
+        requested_by=f"github:{sender}",
+        request_key=delivery_id,
+        request_scope=f"{CHECK_SCOPE}-rerun",
+        kind=Run.Kind.CHECK,
+        pull_number=earlier.pull_number,
+        held=earlier.held,
+    )
