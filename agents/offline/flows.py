@@ -127,7 +127,8 @@ def flow_candidates(app_map: object, running: str) -> list[Candidate]:
         ):
             continue
         status = trial.get("status")
-        path = clean_route(trial["path"]) if "?" not in trial["path"] else None
+        path = clean_route(trial["path"])
+        path = path if path == trial["path"] else None  # "//host" and the like lead elsewhere
         submit = _label(trial.get("submit"))
         if not path or params(path) or not submit or (isinstance(status, int) and status >= 400):
             continue
