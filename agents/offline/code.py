@@ -248,24 +248,28 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
     if last["page"]:
         if not last["request"]:
             body += ["    " + line for line in _status_lines(last["page"], expected, False)]
-        body.append("    await expect(page.locator('body')).toBeVisible();")
-        if heading := _heading(expected):
-            name = _ts(heading)
-            body.append(
-                f"    await expect(page.getByRole('heading', {{ name: {name} }}).first())"
-                ".toBeVisible();"
-            )
-        for role, name in _shown(expected):
-            body.append(
-                f"    await expect(page.getByRole({_ts(role)}, {{ name: {_ts(name)} }}).first())"
-                ".toBeVisible();"
-            )
-        body += ["    " + line for line in _outcome_lines(expected)]
-        if "document title" in expected.lower():
-            body.append("    await expect(page).toHaveTitle(/\\S/);")
-        body.append("    expect(errors, 'uncaught page errors').toEqual([]);")
+        body += ["    " + line for line in _page_lines(expected)]
     body.append("  });")
     return _area(actions), body
+
+
+def _page_lines(expected: str) -> list[str]:
+    """A page's checks: visible body, heading, elements, a flow's outcome, title, no errors."""
+    lines = ["await expect(page.locator('body')).toBeVisible();"]
+    if heading := _heading(expected):
+        lines.append(
+            f"await expect(page.getByRole('heading', {{ name: {_ts(heading)} }}).first())"
+            ".toBeVisible();"
+        )
+    for role, name in _shown(expected):
+        lines.append(
+            f"await expect(page.getByRole({_ts(role)}, {{ name: {_ts(name)} }}).first())"
+            ".toBeVisible();"
+        )
+    lines += _outcome_lines(expected)
+    if "document title" in expected.lower():
+        lines.append("await expect(page).toHaveTitle(/\\S/);")
+    return [*lines, "expect(errors, 'uncaught page errors').toEqual([]);"]
 
 
 FORM_LINES = {
