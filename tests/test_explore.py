@@ -9,6 +9,7 @@ import schemas
 from runs.demo_app import serve
 from runs.exploration.explore import Bounds, _page, capped, explore
 from runs.exploration.service import exploration_note
+from runs.exploration.trials import trial
 from runs.verification.errors import TargetUnreachable
 from runs.verification.service import runner_from_settings
 from tests.test_browser import chromium_path
@@ -162,3 +163,122 @@ def test_the_map_is_capped_snapshots_first_then_pages():
         {"pages": [dict(page, path=f"/{i}") for i in range(40)], "truncated": False}, 2000
     )
     assert len(json.dumps(tiny).encode()) <= 2000 and 0 < len(tiny["pages"]) < 40
+
+
+LONG = "x" * 300
+GUESTBOOK = (
+    '<h1>Guestbook</h1><ul>{entries}</ul>{said}<form method="post" action="/sign">'
+    '<label for="n">Your name</label><input id="n" name="name" required>'
+    '<label for="c">Colour</label><select id="c" name="colour"><option value="">Pick</option>'
+    '<option value="r">Red</option></select>'
+    '<label><input type="checkbox" name="ok" required> I agree</label>'
+    "<button>Sign the book</button></form>"
+    '<form method="post" action="https://example.com/collect"><label for="e">Email</label>'
+    '<input id="e" type="email" name="email"><button>Subscribe</button></form>'
+    '<form method="post" action="/entries/1"><button>Delete entry</button></form>'
+)
+
+
+class Guestbook:
+    """A form app whose answers are hostile text: ``${}``, quotes, an overlong alert."""
+
+    def __init__(self):
+        self.posts: list[tuple[str, str]] = []
+
+    def __call__(self, environ, start_response):
+        path, method = environ["PATH_INFO"], environ["REQUEST_METHOD"]
+        if method == "POST":
+            size = int(environ.get("CONTENT_LENGTH") or 0)
+            self.posts.append((path, environ["wsgi.input"].read(size).decode()))
+            start_response("303 See Other", [("Location", "/")])
+            return [b""]
+        names = [p.split("name=")[1].split("&")[0].replace("+", " ") for _, p in self.posts]
+        entries = "".join(f"<li>{n}</li>" for n in names)
+        said = ""
+        if names:
+            said = f'<p role="status">Signed ${{x}} "by" {names[-1]}</p>'
+            said += f'<p role="alert">{LONG}</p><h2>Thanks for signing</h2>'
+        body = GUESTBOOK.format(entries=entries, said=said)
+        start_response("200 OK", [("Content-Type", "text/html")])
+        return [_html("Guestbook", body)]
+
+
+def test_forms_are_tried_once_by_label_never_elsewhere_or_destructively(tmp_path):
+    chromium_path()
+    book = Guestbook()
+    server, url = serve(book)
+    try:
+        app_map = explore(
+            url,
+            allow_hosts=["127.0.0.1"],
+            runner=runner_from_settings(),
+            bounds=bounds(form_trials=5),
+            shots_dir=tmp_path,
+            start_paths=["/"],
+            tag="hostile01",
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    app_map = schemas.validate("exploration/app_map", app_map)
+    # Only the guestbook's own form: the other origin's and the destructive one never.
+    assert [path for path, _ in book.posts] == ["/sign"]
+    assert "name=AMTP+hostile01" in book.posts[0][1] and "colour=r" in book.posts[0][1]
+    assert all("example.com" not in host for host in app_map["sandbox"]["blocked"])
+    (trial,) = app_map["trials"]
+    assert [(f["label"], f["type"], f["option"]) for f in trial["filled"]] == [
+        ("Your name", "text", ""),
+        ("Colour", "select", "Red"),
+        ("I agree", "check", ""),
+    ]
+    assert (trial["path_after"], trial["status"], trial["shows_value"]) == ("/", 200, True)
+    appeared = {(a["role"], a["text"]) for a in trial["appeared"]}
+    assert ("listitem", "AMTP {tag}") in appeared and ("heading", "Thanks for signing") in appeared
+    assert ("status", 'Signed ${x} "by" AMTP {tag}') in appeared  # data, kept as it was
+    assert not any(LONG in text for _, text in appeared)  # an overlong text is dropped whole
+    assert exploration_note(app_map) == "1 page(s), 3 form(s), 1 tried"
+
+
+def test_hostile_trial_records_are_checked_against_the_map(tmp_path):
+    form = {"action": "/notes", "method": "post", "submit": "Add", "fields": []}
+    form["fields"] = [{"label": "Title", "name": "t", "type": "text", "required": True}]
+    pages = {"/notes": {"forms": [form, {**form, "submit": "Delete all"}]}}
+    after = "\n".join(
+        [
+            '- heading "Notes" [level=1]',
+            "- status: Saved `AMTP tag123456` ${process.exit(1)}",
+            '- listitem: "AMTP tag123456: \\"quoted\\""',
+            "- paragraph: literal {tag} from the app",
+            f"- text: {'y' * 500}",
+            '- textbox "Title": AMTP tag123456',
+        ]
+        + [f"- listitem: item {i}" for i in range(30)]
+    )
+    raw = {
+        "path": "/notes",
+        "form": 0,
+        "filled": [{"label": "Title", "type": "text"}, {"label": "Other", "type": "text"}, 7],
+        "path_after": "//evil.example/x",
+        "status": 9999,
+        "before": '- heading "Notes" [level=1]',
+        "after": after,
+    }
+    found = trial(raw, "tag123456", pages)
+    assert found["filled"] == [{"label": "Title", "type": "text", "option": ""}]
+    assert (found["path_after"], found["status"], found["shows_value"]) == ("", 0, True)
+    assert found["appeared"][:2] == [
+        {"role": "status", "text": "Saved `AMTP {tag}` ${process.exit(1)}"},
+        {"role": "listitem", "text": 'AMTP {tag}: "quoted"'},
+    ]
+    assert len(found["appeared"]) == 10 and not any(
+        "{tag} from" in a["text"] for a in found["appeared"]
+    )
+    assert trial({**raw, "form": 1}, "tag123456", pages) is None  # "Delete all": never tried
+    assert trial({**raw, "form": 2}, "tag123456", pages) is None
+    assert trial({**raw, "path": "/elsewhere"}, "tag123456", pages) is None
+    failed = trial({**raw, "error": "no single button"}, "tag123456", pages)
+    assert (failed["filled"], failed["appeared"], failed["shows_value"]) == ([], [], False)
+    # The value shown only inside its own field is not the created item shown.
+    assert not trial({**raw, "after": '- textbox "Title": AMTP tag123456'}, "tag123456", pages)[
+        "shows_value"
+    ]

@@ -2,6 +2,7 @@
 behaves as the fixture's README says, its committed route list is what the app's runtime
 route table builds, and exploring it reaches the routes only the running app reveals."""
 
+import dataclasses
 import json
 import re
 import urllib.error
@@ -9,9 +10,14 @@ import urllib.request
 
 import pytest
 
+import schemas
+from agents.offline import generate_cases, generate_files
 from runs.demo_app import serve
 from runs.exploration.explore import Bounds, explore
+from runs.exploration.service import app_view
 from runs.verification.service import runner_from_settings
+from runs.verification.verify import Plan, verify
+from tests.offline_checks import TEST_DIR, check_playwright, crawl, engineer_input
 from tests.spa_app import FIXTURE, TEST_EMAIL, TEST_PASSWORD, SpaApp, spa_repository
 from tests.test_browser import chromium_path
 
@@ -128,16 +134,35 @@ def test_the_route_list_is_what_the_runtime_route_table_builds(app):
         assert bool(found) == route["in_source"], f"{route['path']} is written in {found}"
 
 
-def test_exploration_reaches_the_routes_only_the_live_app_reveals(app, tmp_path):
+@pytest.fixture(scope="module")
+def explored(tmp_path_factory):
+    """The SPA explored signed out, its forms tried once (a fixed tag: the data is known)."""
     chromium_path()
+    spa = SpaApp()
+    server, spa.url = serve(spa)
     app_map = explore(
-        app.url,
+        spa.url,
         allow_hosts=["127.0.0.1"],
         runner=runner_from_settings(),
-        bounds=Bounds(max_pages=20, max_depth=2, time_s=60, page_timeout_s=15, max_bytes=1 << 20),
-        shots_dir=tmp_path,
+        bounds=Bounds(
+            max_pages=20,
+            max_depth=2,
+            time_s=60,
+            page_timeout_s=15,
+            max_bytes=1 << 20,
+            form_trials=5,
+        ),
+        shots_dir=tmp_path_factory.mktemp("shots"),
         start_paths=["/"],
+        tag="spatrial01",
     )
+    yield spa, schemas.validate("exploration/app_map", app_map)
+    server.shutdown()
+    server.server_close()
+
+
+def test_exploration_reaches_the_routes_only_the_live_app_reveals(explored):
+    app, app_map = explored
     pages = {page["path"]: page for page in app_map["pages"]}
     public = {r["path"]: r["heading"] for r in ROUTES if not r["login"]}
     live_only = {r["path"] for r in ROUTES if not r["in_source"] and not r["login"]}
@@ -154,3 +179,55 @@ def test_exploration_reaches_the_routes_only_the_live_app_reveals(app, tmp_path)
     ]
     (contact,) = pages["/contact"]["forms"]
     assert [f["label"] for f in contact["fields"]] == ["Name", "Email", "Message"]
+
+
+def test_the_contact_form_is_tried_once_with_the_runs_data_and_the_sign_in_never(explored):
+    app, app_map = explored
+    (trial,) = app_map["trials"]  # /login has a password field: never submitted
+    assert (trial["path"], trial["submit"], trial["error"]) == ("/contact", "Send message", "")
+    assert [(f["label"], f["type"]) for f in trial["filled"]] == [
+        ("Name", "text"),
+        ("Email", "email"),
+        ("Message", "text"),
+    ]
+    success = {"role": "status", "text": "Thanks, we will answer within a working day."}
+    assert success in trial["appeared"] and not trial["shows_value"]
+    assert (trial["path_after"], trial["status"]) == ("/contact", 0)  # no navigation
+    assert app.messages == [
+        {
+            "name": "AMTP spatrial01",
+            "email": "amtp+spatrial01@example.test",
+            "message": "AMTP spatrial01",
+        }
+    ]
+
+
+def test_the_flow_planned_from_the_trial_passes_on_its_first_attempt(explored, tmp_path):
+    app, app_map = explored
+    request = crawl(spa_repository()) | {"app_map": app_view(app_map)}
+    cases = [
+        c for c in generate_cases(request, "core")["test_cases"] if c["id"].startswith("tc_flow")
+    ]
+    assert [c["id"] for c in cases] == ["tc_flow_contact_send_message"]
+    output = {"test_cases": cases, "coverage_notes": ""}
+    files = generate_files(engineer_input(output, "playwright"), test_dir=TEST_DIR, app_id=None)
+    check_playwright(files)  # tree-sitter, the file policy
+    plan = Plan(
+        run_id="flow-check",
+        framework="playwright",
+        files=files,
+        target_url=app.url,
+        test_dir=TEST_DIR,
+        failing_tests="fixme",
+        heal_rounds=0,
+        budget_s=120,
+        runner=dataclasses.replace(runner_from_settings(), retries=0),
+        evidence_dir=tmp_path / "evidence",
+        allow_hosts=["127.0.0.1"],
+    )
+    report = verify(plan, heal=lambda payload, seconds: {})
+    (test,) = report["tests"]
+    assert (test["status"], test["attempts"]) == ("passed", 1), test
+    sent = app.messages[-1]  # the test's own data, not the exploration's
+    assert sent["name"].startswith("AMTP ") and sent["name"] != "AMTP spatrial01"
+    assert sent["email"] == f"amtp+{sent['name'][5:]}@example.test"

@@ -20,6 +20,7 @@ RUNNING = "The web app is running and reachable at the base URL (default {})"
 NO_ERRORS = "throws no uncaught page errors"
 PAGE_OK = f"the page responds with a 2xx status, renders a visible body and {NO_ERRORS}"
 PAGE_DYNAMIC = f"the page responds without a server error (status below 500) and {NO_ERRORS}"
+RENDERS_ONLY = " (no other check known)"
 NO_5XX = "responds without a server error (status below 500)"
 # Mutations target records that must not exist, so a test run never damages real data.
 EXPECT = {
@@ -57,9 +58,14 @@ def _str_items(items: object, *keys: str) -> list[dict]:
 # --- web ----------------------------------------------------------------------------------
 
 
-def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
+def running_note(stack: dict) -> str:
+    """The precondition that the web app runs, at its base URL."""
     base_url = stack.get("base_url") if isinstance(stack.get("base_url"), str) else None
-    running = RUNNING.format(one_line(base_url or "http://localhost:3000", 80))
+    return RUNNING.format(one_line(base_url or "http://localhost:3000", 80))
+
+
+def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
+    running = running_note(stack)
     frameworks = {str(f) for f in stack.get("frameworks") or [] if isinstance(f, str)}
     pages: dict[str, str | None] = {}
     for page in _str_items(stack.get("pages"), "route"):
@@ -150,7 +156,9 @@ def _page_cases(
     for role, label in live.shows if live else []:
         expected += f"; the {role} {_q(label)} is visible"
     name = "Home page" if route == "/" else f"Page {route}"
-    cases = [Candidate(key, f"{name} renders", [f"Open {url}"], expected, prio, area, pre)]
+    # "Renders" alone is the last resort, and the title says so.
+    title = f"{name} renders" + ("" if heading or (live and live.shows) else RENDERS_ONLY)
+    cases = [Candidate(key, title, [f"Open {url}"], expected, prio, area, pre)]
     if not params(route) and route.count("/") <= 1:
         cases.append(
             Candidate(

@@ -17,6 +17,9 @@ Priorities:
           medium    dynamic pages/endpoints with sample parameters; mutating requests on a
                     record that does not exist
           low       404 for a missing record / an unknown page; non-empty document titles
+  flows   critical  the app's main create form (its submitted text then shown), from the app
+                    map's trials (`flows.py`)
+          high      every other form whose trial showed an outcome and no error
   mobile  critical  app launch (first screen, no crash dialog), and each tab screen
           high      other screens reachable by deep link or with a known title
           medium    remaining screens (dynamic routes, or reached by a guessed label)
@@ -30,17 +33,21 @@ at every depth and each depth's cases are a subset of the next one's.
 Steps use a small grammar that `code.py` turns into Playwright/Maestro commands:
 `Open <path>`, `Send <METHOD> <path>[ with an empty JSON body]`, `Launch the app with a clean
 state`, `Wait for animations to end`, `Open deep link <url>`, `Tap "<label>"`, `Scroll down`,
-`Take a screenshot named <name>`; expectations name statuses ("2xx", "status below 500",
+`Take a screenshot named <name>`, and for flows `Fill "<label>" with a unique text|a unique
+email|a unique URL|the number 1|the phone number 5550100`, `Select "<option>" in "<label>"`,
+`Check "<label>"`, `Click the button "<name>"`; expectations name statuses ("2xx", "status below 500",
 "status 404"), "JSON body", `heading "<text>"`, "document title", `"<text>" is visible` and
-"crash dialog". Quoted texts are JSON strings, so any character survives the round trip.
+"crash dialog", and for flows `the text "<text>" is visible` (`{tag}` in it: the test's
+unique value) and `the submitted "<label>" is visible`. Quoted texts are JSON strings, so any character survives the round trip.
 """
 
 from __future__ import annotations
 
 from agents.case_generator import DEPTH_RULES
 
-from .candidates import Candidate, mobile_candidates, web_candidates
+from .candidates import Candidate, mobile_candidates, running_note, web_candidates
 from .common import HEADER, one_line, slug
+from .flows import flow_candidates
 
 # The rule is the Test Case Generator's contract; the offline rules follow it, not a copy.
 DEPTHS = DEPTH_RULES
@@ -104,6 +111,8 @@ def generate_cases(crawler_output: dict, depth_level: str) -> dict:
     mobile = stack.get("platform") == "mobile" or stack.get("suggested_framework") == "maestro"
     app_map = crawler_output.get("app_map")
     cands = mobile_candidates(stack) if mobile else web_candidates(stack, app_map)
+    if not mobile:  # after the pages and routes, so their ids stay what they were
+        cands += flow_candidates(app_map, running_note(stack))
     pairs = list(zip(_assign_ids(cands), cands, strict=True))
     chosen = _select(pairs, depth_level)
     test_cases = [
@@ -120,11 +129,12 @@ def generate_cases(crawler_output: dict, depth_level: str) -> dict:
     return {
         "run_id": crawler_output.get("run_id"),
         "test_cases": test_cases,
-        "coverage_notes": _notes(stack, mobile, depth_level, len(chosen), len(pairs)),
+        "coverage_notes": _notes(stack, mobile, depth_level, [c for _, c in chosen], len(pairs)),
     }
 
 
-def _notes(stack: dict, mobile: bool, depth: str, kept: int, total: int) -> str:
+def _notes(stack: dict, mobile: bool, depth: str, chosen: list[Candidate], total: int) -> str:
+    kept = len(chosen)
     allowed, cap = DEPTHS[depth]
     frameworks = ", ".join(
         one_line(f, 40) for f in stack.get("frameworks") or [] if isinstance(f, str)
@@ -159,8 +169,12 @@ def _notes(stack: dict, mobile: bool, depth: str, kept: int, total: int) -> str:
             "No routes, pages or screens were recognised, so only an app-start smoke case was"
             " generated."
         )
-    parts.append(
-        "Not covered: authentication, form submission with valid data, business rules and"
-        " visual checks."
-    )
+    if flows := sum(c.key.startswith("flow_") for c in chosen):
+        parts.append(
+            f"{flows} flow(s) submit a form the app map's trials showed working, with data"
+            " unique to each run and retry."
+        )
+    elif not mobile:
+        parts.append("No flow: the app map holds no form trial that showed an outcome.")
+    parts.append("Not covered: authentication, business rules and visual checks.")
     return " ".join(parts)

@@ -27,6 +27,28 @@ _HEADING = re.compile(r'heading ("(?:[^"\\]|\\.)*")')
 _SHOWN = re.compile(
     r'\bthe (textbox|searchbox|combobox|spinbutton|button) ("(?:[^"\\]|\\.)*") is visible'
 )
+_Q = r'("(?:[^"\\]|\\.)*")'
+_FILL = re.compile(
+    rf"^\s*Fill {_Q} with (a unique text|a unique email|a unique URL|the number 1"
+    r"|the phone number 5550100)\s*$"
+)
+_SELECT = re.compile(rf"^\s*Select {_Q} in {_Q}\s*$")
+_CHECK = re.compile(rf"^\s*Check {_Q}\s*$")
+_CLICK = re.compile(rf"^\s*Click the button {_Q}\s*$")
+_TEXT = re.compile(rf"\bthe text {_Q} is visible")
+_SUBMITTED = re.compile(rf"\bthe submitted {_Q} is visible")
+# The values a flow fills in, as TypeScript: `tag` is unique per run and per retry.
+VALUES = {
+    "a unique text": "'AMTP ' + tag",
+    "a unique email": "'amtp+' + tag + '@example.test'",
+    "a unique URL": "'https://example.test/' + tag",
+    "the number 1": "'1'",
+    "the phone number 5550100": "'5550100'",
+}
+TAG = (
+    "    const tag = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}"
+    "r${test.info().retry}`;"
+)
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 _DEFAULT_URL = re.compile(r"\(default (https?://[\w.\-:/]+)\)")
 
@@ -98,12 +120,29 @@ def _maestro(cases: list[dict], directory: str, app_id: str | None) -> list[dict
 # --- Playwright ---------------------------------------------------------------------------
 
 
+def _form_action(step: str) -> tuple[str, str, str | None, str] | None:
+    """A flow's step on the page: ("fill"|"select"|"check"|"click", label, TS value, step)."""
+    if m := _FILL.match(step):
+        label = _quoted(m.group(1))
+        return ("fill", label, VALUES[m.group(2)], step) if label else None
+    if m := _SELECT.match(step):
+        option, label = _quoted(m.group(1)), _quoted(m.group(2))
+        return ("select", label, _ts(option), step) if option and label else None
+    for kind, pattern in (("check", _CHECK), ("click", _CLICK)):
+        if (m := pattern.match(step)) and (label := _quoted(m.group(1))):
+            return (kind, label, None, step)
+    return None
+
+
 def _actions(steps: list[str]) -> list[tuple[str, str, str | None, str]]:
-    """(kind, url, method, step) per understood step; kind "note" keeps others as comments."""
+    """(kind, url or label, method or value, step) per understood step; kind "note" keeps
+    others as comments."""
     out = []
     for step in steps:
         step = str(step)
-        if (m := _SEND.search(step)) and _URL.match(m.group(2)):
+        if form := _form_action(step):
+            out.append(form)
+        elif (m := _SEND.search(step)) and _URL.match(m.group(2)):
             method = m.group(1).lower()
             with_body = "empty json body" in m.group(3).lower()
             out.append(("request", m.group(2), f"{method}{'+' if with_body else ''}", step))
@@ -184,11 +223,15 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
             "    const errors: string[] = [];",
             "    page.on('pageerror', (error) => errors.push(error.message));",
         ]
+    if "page" in kinds and ("+ tag" in "".join(str(a[2]) for a in actions) or "{tag}" in expected):
+        body.append(TAG)
     counts = {"request": 0, "page": 0}
     last = {"request": "", "page": ""}
     for kind, url, method, step in actions:
         body.append(f"    // Step: {one_line(step)}")
-        if kind == "note":
+        if kind in FORM_LINES and "page" in kinds:
+            body.append("    " + FORM_LINES[kind].format(name=_ts(url), value=method))
+        if kind not in counts:
             continue
         counts[kind] += 1
         base = "response" if kind == "request" else "navigation"
@@ -205,23 +248,54 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
     if last["page"]:
         if not last["request"]:
             body += ["    " + line for line in _status_lines(last["page"], expected, False)]
-        body.append("    await expect(page.locator('body')).toBeVisible();")
-        if heading := _heading(expected):
-            name = _ts(heading)
-            body.append(
-                f"    await expect(page.getByRole('heading', {{ name: {name} }}).first())"
-                ".toBeVisible();"
-            )
-        for role, name in _shown(expected):
-            body.append(
-                f"    await expect(page.getByRole({_ts(role)}, {{ name: {_ts(name)} }}).first())"
-                ".toBeVisible();"
-            )
-        if "document title" in expected.lower():
-            body.append("    await expect(page).toHaveTitle(/\\S/);")
-        body.append("    expect(errors, 'uncaught page errors').toEqual([]);")
+        body += ["    " + line for line in _page_lines(expected)]
     body.append("  });")
     return _area(actions), body
+
+
+def _page_lines(expected: str) -> list[str]:
+    """A page's checks: visible body, heading, elements, a flow's outcome, title, no errors."""
+    lines = ["await expect(page.locator('body')).toBeVisible();"]
+    if heading := _heading(expected):
+        lines.append(
+            f"await expect(page.getByRole('heading', {{ name: {_ts(heading)} }}).first())"
+            ".toBeVisible();"
+        )
+    for role, name in _shown(expected):
+        lines.append(
+            f"await expect(page.getByRole({_ts(role)}, {{ name: {_ts(name)} }}).first())"
+            ".toBeVisible();"
+        )
+    lines += _outcome_lines(expected)
+    if "document title" in expected.lower():
+        lines.append("await expect(page).toHaveTitle(/\\S/);")
+    return [*lines, "expect(errors, 'uncaught page errors').toEqual([]);"]
+
+
+FORM_LINES = {
+    "fill": "await page.getByLabel({name}, {{ exact: true }}).fill({value});",
+    "select": "await page.getByLabel({name}, {{ exact: true }}).selectOption({{ label: {value} }});",
+    "check": "await page.getByLabel({name}, {{ exact: true }}).check();",
+    "click": "await page.getByRole('button', {{ name: {name}, exact: true }}).click();",
+}
+
+
+def _with_tag(text: str) -> str:
+    """``text`` as a TypeScript expression, each ``{tag}`` in it the test's own tag."""
+    return " + tag + ".join(_ts(part) for part in text.split("{tag}"))
+
+
+def _outcome_lines(expected: str) -> list[str]:
+    """A flow's checks: what appeared after submitting, and the submitted text shown."""
+    lines = []
+    if _SUBMITTED.search(expected):
+        lines.append(
+            f"await expect(page.getByText({VALUES['a unique text']}).first()).toBeVisible();"
+        )
+    for match in list(_TEXT.finditer(expected))[:4]:
+        if text := _quoted(match.group(1)):
+            lines.append(f"await expect(page.getByText({_with_tag(text)}).first()).toBeVisible();")
+    return lines
 
 
 def _playwright(cases: list[dict], directory: str, env: str) -> list[dict]:

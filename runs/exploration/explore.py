@@ -22,6 +22,7 @@ from urllib.parse import unquote_plus
 from django.conf import settings
 
 from repositories.secrets import held_secrets
+from runs.exploration.trials import box_config, new_tag, trial
 from runs.verification import proxy, sandbox
 from runs.verification.errors import LoginFailed, VerifierNotInstalled
 from runs.verification.login import FAILED as LOGIN_FAILED
@@ -59,6 +60,7 @@ class Bounds:
     time_s: float
     page_timeout_s: float
     max_bytes: int  # the whole app_map artifact
+    form_trials: int = 0  # forms submitted once with test data (0: none)
 
     @classmethod
     def from_settings(cls) -> Bounds:
@@ -68,6 +70,7 @@ class Bounds:
             time_s=settings.AMTP_EXPLORE_TIMEOUT_S,
             page_timeout_s=settings.AMTP_EXPLORE_PAGE_TIMEOUT_S,
             max_bytes=settings.AMTP_EXPLORE_MAX_BYTES,
+            form_trials=settings.AMTP_EXPLORE_FORM_TRIALS,
         )
 
 
@@ -80,20 +83,25 @@ def explore(
     shots_dir: Path,
     start_paths: list[str],
     login: Login | None = None,
+    tag: str = "",
 ) -> dict:
     """The ``app_map`` content for the app at ``target_url``, explored logged in when there
-    is a ``login`` (its credentials scrubbed by the caller: ``login_for``). TargetUnreachable,
+    is a ``login`` (its credentials scrubbed by the caller: ``login_for``), with up to
+    ``bounds.form_trials`` forms submitted once with test data carrying ``tag`` (unique to
+    the run; a new one when empty). TargetUnreachable,
     VerifierNotInstalled, SandboxUnavailable or LoginFailed when it cannot be explored."""
     preflight(runner)
     sandbox.check_available()
     policy = proxy.Policy(target_url, allow_hosts)
     probe(target_url, policy)
+    tag = tag or new_tag()
     box = sandbox.Box()
     try:
         modules, _inside = furnish(box, runner)
         shutil.copyfile(SCRIPT, box.work / "explore.mjs")
         config = _config(target_url, runner, bounds, start_paths)
         config["login"] = login.recipe.as_config() if login else None
+        config["trials"] = box_config(bounds.form_trials, tag)
         (box.work / "config.json").write_text(json.dumps(config))
         with proxy.serving(box.socket, policy):
             outcome = box.run(
@@ -108,6 +116,7 @@ def explore(
         stopped = clean(str(raw.get("stopped", "")), 200)
         unvisited = raw.get("unvisited") if isinstance(raw.get("unvisited"), int) else 0
         unknown_path_status = _int(raw.get("unknown_path_status"), 0, 599)
+        tried = _trials(raw.get("trials"), tag, pages, bounds.form_trials)
     finally:
         box.remove()
     content = {
@@ -118,6 +127,7 @@ def explore(
         "stopped": stopped,
         "unvisited": max(0, unvisited),
         "unknown_path_status": unknown_path_status,
+        "trials": tried,
         "truncated": False,
         "sandbox": {"isolated": sandbox.sandboxed(), "blocked": policy.blocked[:100]},
     }
@@ -168,6 +178,20 @@ def _page(raw, work: Path, shots_dir: Path) -> dict:
         "screenshot": _keep_shot(raw.get("screenshot"), work, shots_dir),
         "error": clean(_str(raw.get("error")), 500),
     }
+
+
+def _trials(items, tag: str, pages: list[dict], limit: int) -> list[dict]:
+    """The box's trials, each checked against the map's own pages and forms (at most
+    ``limit``, one per form); a path after submit that carries a held secret is dropped."""
+    by_path = {page["path"]: page for page in pages if 200 <= page["status"] < 300}
+    out: list[dict] = []
+    held = held_secrets()
+    for raw in _list(items)[: max(0, limit)]:
+        found = trial(raw, tag, by_path)
+        if found and not any((t["path"], t["form"]) == (found["path"], found["form"]) for t in out):
+            found["path_after"] = found["path_after"] if _local(found["path_after"], held) else ""
+            out.append(found)
+    return out
 
 
 def _local(path, held: list[str]) -> bool:

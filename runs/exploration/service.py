@@ -41,6 +41,7 @@ def app_map(run: Run) -> dict:
             shots_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
             start_paths=start_paths(crawl.content if crawl else {}, first, bounds.max_pages),
             login=login,
+            tag=run.run_id.hex[:10],  # the run's test data is told apart by it
         )
     return schemas.validate(APP_MAP_SCHEMA, content)
 
@@ -72,7 +73,7 @@ def _dicts(items) -> list[dict]:
 
 def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
     """What the agents get of an ``app_map`` (``app_map`` of their input schemas): the pages
-    as they rendered, without what only operators need (screenshots, settings, sandbox). The
+    as they rendered and the forms' trials, without what only operators need (screenshots, settings, sandbox). The
     pages no route of the ``crawl``'s source covers come first (in the order visited), so a
     rendering cut to the context budget keeps what only the running app can tell."""
     if not content:
@@ -108,6 +109,7 @@ def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
         "pages": pages,
         "unvisited": content["unvisited"],
         "unknown_path_status": content.get("unknown_path_status", 0),
+        "trials": content.get("trials", []),
     }
 
 
@@ -117,6 +119,8 @@ def exploration_note(content: dict) -> str:
     forms = sum(len(page["forms"]) for page in pages)
     failing = sum(1 for page in pages if not 200 <= page["status"] < 400)
     note = f"{len(pages)} page(s), {forms} form(s)"
+    if tried := content.get("trials"):
+        note += f", {len(tried)} tried"
     if failing:
         note += f", {failing} answered an error"
     if content["stopped"]:

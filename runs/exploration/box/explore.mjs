@@ -1,7 +1,8 @@
 // Runs inside the sandbox (after entry.mjs's bridge is up): logs in first when the config has a
 // recipe, then visits the target app breadth-first from its start paths, following same-origin
-// links, within the page, depth and time bounds of the config file given, and writes what each page showed to app_map.json (the worker checks
-// and bounds it again: nothing here is trusted). Screenshots go to shots/ as small JPEGs.
+// links, within the page, depth and time bounds of the config file given, then submits a few
+// forms once (config.trials), and writes what each page and trial showed to app_map.json (the
+// worker checks and bounds it again: nothing here is trusted). Screenshots go to shots/.
 import fs from "node:fs";
 import { chromium } from "@playwright/test";
 
@@ -100,6 +101,108 @@ async function seen(page, error) {
   return `${said}; the page is ${where} ("${title.slice(0, 100)}")${shows}`;
 }
 
+// Form trials: a few forms submitted once each, on a fresh load of its page, with test data
+// unique to the run, filled by label and sent by the button's role and name, as a generated
+// test will. The worker works out from the snapshots before and after what appeared.
+const trialCfg = config.trials || { max: 0, tag: "", skip_words: [] };
+const SKIP_FORM = new RegExp(trialCfg.skip_words.join("|") || "$^", "i");
+const TEXT = {
+  text: (tag) => `AMTP ${tag}`,
+  search: (tag) => `AMTP ${tag}`,
+  textarea: (tag) => `AMTP ${tag}`,
+  email: (tag) => `amtp+${tag}@example.test`,
+  number: () => "1",
+  url: (tag) => `https://example.test/${tag}`,
+  tel: () => "5550100",
+};
+
+function trialForms(pages) {
+  // Same-origin forms of pages that answered 2xx, without password or file fields, with a
+  // named button, whose button and action do not look destructive or external.
+  const out = [];
+  const seen = new Set();
+  for (const found of pages) {
+    if (!(found.status >= 200 && found.status < 300)) continue;
+    (found.forms || []).forEach((form, index) => {
+      let target;
+      try {
+        target = new URL(form.action || found.path, new URL(found.path, origin));
+      } catch {
+        return;
+      }
+      const key = JSON.stringify([target.pathname, form.submit, form.fields.map((f) => f.label)]);
+      const secret = form.fields.some((f) => f.type === "password" || f.type === "file");
+      const risky = SKIP_FORM.test(form.submit) || SKIP_FORM.test(form.action);
+      if (target.origin !== origin || !form.submit || secret || risky || seen.has(key)) return;
+      seen.add(key);
+      out.push({ path: found.path, index, form });
+    });
+  }
+  return out.slice(0, trialCfg.max);
+}
+
+async function fill(page, field, left) {
+  // What was filled ({label, type}), or null for a field left as it was.
+  const input = page.getByLabel(field.label, { exact: true });
+  if (!field.label || (await input.count()) !== 1) {
+    if (field.required) throw new Error(`no single field labelled "${field.label}"`);
+    return null;
+  }
+  if (field.type === "checkbox" || field.type === "radio") {
+    if (!field.required) return null;
+    await input.check({ timeout: left() });
+    return { label: field.label, type: "check", option: "" };
+  }
+  if (field.type.startsWith("select")) {
+    const options = await input.locator("option").evaluateAll((os) =>
+      os.filter((o) => o.value !== "").map((o) => o.label),
+    );
+    if (!options.length) return null;
+    await input.selectOption({ label: options[0] }, { timeout: left() });
+    return { label: field.label, type: "select", option: options[0].slice(0, 200) };
+  }
+  const value = TEXT[field.type];
+  if (!value) {
+    if (field.required) throw new Error(`cannot fill a ${field.type} field`);
+    return null;
+  }
+  await input.fill(value(trialCfg.tag), { timeout: left() });
+  return { label: field.label, type: field.type === "textarea" ? "text" : field.type, option: "" };
+}
+
+async function trial(page, chosen) {
+  const left = () => Math.max(1000, Math.min(config.page_timeout_ms, deadline - Date.now()));
+  const snap = () => page.locator("body").ariaSnapshot({ timeout: 5000 }).catch(() => "");
+  await page.goto(chosen.path, { timeout: left() });
+  await page.waitForLoadState("networkidle", { timeout: 2000 }).catch(() => {});
+  const before = await snap();
+  const filled = [];
+  for (const field of chosen.form.fields) {
+    const done = await fill(page, field, left);
+    if (done) filled.push(done);
+  }
+  const button = page.getByRole("button", { name: chosen.form.submit, exact: true });
+  if ((await button.count()) !== 1) throw new Error("no single button of that name");
+  let status = 0;
+  const navigated = (r) => {
+    if (r.request().isNavigationRequest() && r.frame() === page.mainFrame()) status = r.status();
+  };
+  page.on("response", navigated);
+  await button.click({ timeout: left() });
+  // Settled: the page differs from before and two snapshots agree (at most about 4 s).
+  let after = before;
+  for (let i = 0; i < 16; i++) {
+    await page.waitForTimeout(250);
+    const now = await snap();
+    if (now && now !== before && now === after) break;
+    after = now;
+  }
+  page.off("response", navigated);
+  const { submit } = chosen.form;
+  const path_after = local(page.url()) || "";
+  return { path: chosen.path, form: chosen.index, submit, filled, path_after, status, before, after };
+}
+
 const browser = await chromium.launch(config.launch);
 const context = await browser.newContext({
   baseURL: config.base_url,
@@ -160,8 +263,24 @@ if (deadline - Date.now() > 1000) {
   const response = await page.goto(config.unknown_path, { timeout }).catch(() => null);
   unknownPathStatus = response ? response.status() : 0;
 }
+const trials = [];
+for (const chosen of trialForms(pages)) {
+  if (deadline - Date.now() < 5000) break;
+  try {
+    trials.push(await trial(page, chosen));
+  } catch (error) {
+    const said = String(error.message || error).split("\n")[0].slice(0, 500);
+    trials.push({ path: chosen.path, form: chosen.index, submit: chosen.form.submit, error: said });
+  }
+}
 await browser.close();
 fs.writeFileSync(
   "app_map.json",
-  JSON.stringify({ pages, stopped, unvisited: queue.length, unknown_path_status: unknownPathStatus }),
+  JSON.stringify({
+    pages,
+    stopped,
+    unvisited: queue.length,
+    unknown_path_status: unknownPathStatus,
+    trials,
+  }),
 );

@@ -1,0 +1,149 @@
+"""Flows: user journeys through the forms the app map's trials submitted.
+
+ExploreApp submitted a few forms once with test data (``trials`` of the app map): filled by
+label, sent by the button's role and name, and recorded what appeared after. A trial that
+showed an outcome the user sees (a status message, a new heading, the submitted text listed)
+and no error becomes a flow case: open the page, fill the same fields by the same labels with
+values unique to each run and retry, click the same button, expect the same outcome. The app
+map is model-facing data from a hostile app: every path goes through ``clean_route``, every
+label and outcome is bounded to one printable line and reaches a test only JSON-quoted.
+
+Priority: ``critical`` for the app's main create form (the first whose button creates, adds,
+saves or posts something and whose submitted text is then shown: the created item appears),
+``high`` for the rest. Ids come from the page and the button (``tc_flow_contact_send_message``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .candidates import NO_ERRORS, Candidate
+from .common import area_of, clean_route, one_line, params, slug
+
+PLACEHOLDER = "{tag}"
+MAX_FLOWS = 10
+DATA_NOTE = (
+    "The app accepts test data: the flow submits its form with values unique to each run and"
+    " retry (AMTP <tag>, amtp+<tag>@example.test)"
+)
+TRIED_NOTE = "Tried when the app was explored: after {} it showed what this flow expects"
+# What a form that failed says: such a trial shows no outcome worth expecting.
+_ERROR = re.compile(
+    r"\b(error|invalid|required|wrong|fail(ed|s)?|must|not allowed|try again|incorrect|"
+    r"missing|unable|cannot|can't|denied|forbidden|problem|please (enter|fill))\b",
+    re.I,
+)
+_CREATES = re.compile(r"^\s*(add|create|new|save|post|publish|submit|send)\b", re.I)
+# Outcome roles, most telling first; a text with digits (a count, a date, an id) changes
+# from run to run unless it is the run's own data.
+_RANK = ("status", "alert", "heading", "paragraph", "text", "listitem", "cell", "link")
+FILL = {
+    "text": "a unique text",
+    "search": "a unique text",
+    "email": "a unique email",
+    "url": "a unique URL",
+    "number": "the number 1",
+    "tel": "the phone number 5550100",
+}
+
+
+def _q(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _label(text: object) -> str | None:
+    value = one_line(text, 120) if isinstance(text, str) else ""
+    return value if any(c.isalnum() for c in value) else None
+
+
+def _outcome(text: object) -> str | None:
+    """An outcome text fit to expect: one line, real words, no template-looking characters
+    besides the placeholder, nothing that changes from run to run."""
+    if not isinstance(text, str) or len(text) > 200:
+        return None
+    value = one_line(text, 200)
+    rest = value.replace(PLACEHOLDER, "")
+    if any(c in rest for c in "{}<>`$\\") or not re.search(r"[A-Za-z]{2}", rest):
+        return None
+    if re.search(r"\d", rest) or value.strip() == PLACEHOLDER:
+        return None
+    return value
+
+
+def _steps(trial: dict, path: str, submit: str) -> list[str] | None:
+    steps = [f"Open {path}"]
+    filled = trial.get("filled") if isinstance(trial.get("filled"), list) else []
+    for item in filled[:40]:
+        item = item if isinstance(item, dict) else {}
+        label, kind = _label(item.get("label")), item.get("type")
+        if label is None:
+            return None
+        if kind in FILL:
+            steps.append(f"Fill {_q(label)} with {FILL[kind]}")
+        elif kind == "check":
+            steps.append(f"Check {_q(label)}")
+        elif kind == "select" and (option := _label(item.get("option"))):
+            steps.append(f"Select {_q(option)} in {_q(label)}")
+        else:
+            return None
+    return [*steps, f"Click the button {_q(submit)}"]
+
+
+def _expected(trial: dict) -> tuple[list[str], str | None] | None:
+    """The outcome checks of a trial and the label whose text it showed (None: no outcome)."""
+    appeared = trial.get("appeared") if isinstance(trial.get("appeared"), list) else []
+    items = [a for a in appeared[:10] if isinstance(a, dict) and a.get("role") in _RANK]
+    if any(_ERROR.search(str(a.get("text"))) for a in items if a["role"] in ("status", "alert")):
+        return None  # the form said it failed
+    texts = [(_RANK.index(a["role"]), _outcome(a.get("text"))) for a in items]
+    texts = sorted((rank, t) for rank, t in texts if t and not _ERROR.search(t))
+    checks = [f"the text {_q(texts[0][1])} is visible"] if texts else []
+    shown = None
+    if trial.get("shows_value") is True:
+        filled = trial.get("filled") if isinstance(trial.get("filled"), list) else []
+        shown = next(
+            (
+                _label(f.get("label"))
+                for f in filled
+                if isinstance(f, dict) and f.get("type") in ("text", "search")
+            ),
+            None,
+        )
+        if shown:
+            checks.insert(0, f"the submitted {_q(shown)} is visible")
+    return (checks, shown) if checks else None
+
+
+def flow_candidates(app_map: object, running: str) -> list[Candidate]:
+    """Flow cases from the app map's trials (at most MAX_FLOWS), the main create form first."""
+    trials = app_map.get("trials") if isinstance(app_map, dict) else None
+    out: list[Candidate] = []
+    for trial in trials if isinstance(trials, list) else []:
+        if (
+            not isinstance(trial, dict)
+            or trial.get("error")
+            or not isinstance(trial.get("path"), str)
+        ):
+            continue
+        status = trial.get("status")
+        path = clean_route(trial["path"])
+        path = path if path == trial["path"] else None  # "//host" and the like lead elsewhere
+        submit = _label(trial.get("submit"))
+        if not path or params(path) or not submit or (isinstance(status, int) and status >= 400):
+            continue
+        steps, outcome = _steps(trial, path, submit), _expected(trial)
+        if steps is None or outcome is None:
+            continue
+        checks, shown = outcome
+        creates = bool(shown and _CREATES.match(submit))
+        key = f"flow_{slug(path) or 'home'}_{slug(submit, 24) or 'submit'}"
+        title = f"Flow {path}: fill the form and click {_q(submit)}; the user sees the outcome"
+        pre = [running, DATA_NOTE, TRIED_NOTE.format(f"clicking {_q(submit)}")]
+        expected = "; ".join([*checks, NO_ERRORS])
+        prio = "critical" if creates else "high"
+        out.append(Candidate(key, title, steps, expected, prio, "flow_" + area_of(path), pre))
+    first = next((c for c in out if c.priority == "critical"), None)
+    for cand in out:
+        cand.priority = "critical" if cand is first else "high"
+    return out[:MAX_FLOWS]
