@@ -4,6 +4,8 @@ A run has one artifact of each kind (``artifacts_one_per_run_and_kind``). The fi
 store it wins; a later or concurrent attempt gets that one back, and its own idempotency key is
 recorded for it too. Both rows go in with one statement: one round trip, and atomic without a
 transaction of its own (so it also runs inside the caller's, e.g. under the run's row lock).
+The tokens and cost its meta reports (``runs.costs``) go in with the artifact, only when this
+statement inserted it, so a retry never counts an agent's usage twice.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 from django.db import connection
 
 from amtp_site import rows
+from runs import costs
 from runs.models import ActivityIdempotency, Artifact, Run
 
 # Inserted, or, when an earlier attempt stored this run's artifact of this kind, that one
@@ -35,6 +38,16 @@ WITH new AS (
            jsonb_build_object('artifact_id', artifact_id::text), now()
     FROM kept
     ON CONFLICT DO NOTHING
+), priced AS (
+    INSERT INTO run_costs (run_id, agent, provider, model, calls, input_tokens, output_tokens,
+                           cache_read_tokens, cache_write_tokens, cost_usd, created_at)
+    SELECT %(run_id)s, c.agent, c.provider, c.model, c.calls, c.input_tokens, c.output_tokens,
+           c.cache_read_tokens, c.cache_write_tokens, c.cost_usd, now()
+    FROM new, jsonb_to_recordset(%(costs)s::jsonb) AS c(
+        agent text, provider text, model text, calls int, input_tokens bigint,
+        output_tokens bigint, cache_read_tokens bigint, cache_write_tokens bigint,
+        cost_usd numeric)
+    ON CONFLICT DO NOTHING
 )
 SELECT artifact_id, created_at FROM kept
 """
@@ -55,6 +68,7 @@ def store(
         "meta": json.dumps(meta),
         "key": key,
         "activity": activity,
+        "costs": json.dumps(costs.cost_rows(meta)),
     }
     with connection.cursor() as cursor:
         cursor.execute(_STORE, params)
