@@ -57,13 +57,12 @@ def cost_rows(meta: dict) -> list[dict]:
     ]
 
 
-def total(rows) -> dict:
-    """Tokens summed over ``rows`` (RunCost or dicts), and the cost: None when any is unknown."""
-    get = (lambda row, key: row[key]) if rows and isinstance(rows[0], dict) else getattr
-    summed = {name: sum(get(row, name) for row in rows) for name in TOKENS}
-    costs = [get(row, "cost_usd") for row in rows]
+def total(rows: list) -> dict:
+    """Tokens summed over ``rows`` (RunCost), and the cost: None when any is unknown."""
+    summed = {name: sum(getattr(row, name) for row in rows) for name in TOKENS}
+    costs = [row.cost_usd for row in rows]
     unknown = any(cost is None for cost in costs)
-    summed["cost_usd"] = None if unknown else sum((Decimal(c) for c in costs), Decimal(0))
+    summed["cost_usd"] = None if unknown else sum(costs, Decimal(0))
     return summed
 
 
