@@ -60,12 +60,11 @@ class CostsOut(Schema):
     total: CostDayOut | None = Field(description="All the days (repository '*'); null if none.")
 
 
+OUT = [name for name in CostDayOut.model_fields if name not in ("repository", "day")]
+
+
 def _row(row: dict, repository: str, day: date) -> dict:
-    return {
-        "repository": repository,
-        "day": day,
-        **{name: row[f"{name}_sum"] for name in CostDayOut.model_fields if f"{name}_sum" in row},
-    }
+    return {"repository": repository, "day": day, **{n: row[f"{n}_sum"] for n in OUT}}
 
 
 @router.get(

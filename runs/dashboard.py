@@ -85,7 +85,8 @@ def percentile(buckets: list[tuple[int, int]], q: float) -> float | None:
 
 def stage_durations(ids, start: date, end: date) -> list[dict]:
     """Per stage in pipeline order: how many ended (passed or failed), p50 and p95 seconds."""
-    stages = _visible(StageDay.objects.filter(day__range=(start, end)), ids)
+    stages = StageDay.objects.filter(day__range=(start, end))
+    stages = stages.filter(repository=None) if ids is None else _visible(stages, ids)
     found: dict[str, list[tuple[int, int]]] = {}
     for row in (
         stages.values("stage", "bucket").order_by("stage", "bucket").annotate(n=Sum("stages"))
