@@ -165,6 +165,7 @@ class Tally:
             "input_tokens": 0,
             "output_tokens": 0,
             "cache_read_tokens": 0,
+            "cache_write_tokens": 0,
             "max_call_input_tokens": 0,  # the largest estimate made before one call
         }
     )
@@ -281,6 +282,7 @@ async def call_model(
     tally.usage["input_tokens"] += completion.input_tokens
     tally.usage["output_tokens"] += completion.output_tokens
     tally.usage["cache_read_tokens"] += completion.cache_read_tokens
+    tally.usage["cache_write_tokens"] += completion.cache_write_tokens
     return completion
 
 

@@ -236,4 +236,5 @@ api = ProblemAPI(
 install_problem_handlers(api)
 api.add_router("/runs", "runs.api.router")
 api.add_router("/approvals", "approvals.api.router")
+api.add_router("/costs", "runs.api_costs.router")
 api.add_router("/webhooks", "runs.webhooks.router")

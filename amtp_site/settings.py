@@ -20,7 +20,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from amtp_site import devstack
+from amtp_site import devstack, prices
 from amtp_site.github_url import check_github_api_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -252,6 +252,12 @@ AMTP_AGENT_EFFORT = {
     for agent in AMTP_AGENTS
     if os.environ.get(f"AMTP_EFFORT_{agent.upper()}")
 }
+# USD per million tokens per model (amtp_site/prices.py: the vendors' list prices), with
+# AMTP_LLM_PRICES (JSON) adding or replacing models; a run's cost is priced when stored.
+try:
+    AMTP_LLM_PRICES = prices.parse_override(os.environ.get("AMTP_LLM_PRICES", ""))
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from exc
 AMTP_LLM_TIMEOUT_S = float(os.environ.get("AMTP_LLM_TIMEOUT_S", "120"))
 AMTP_MAX_OUTPUT_TOKENS = env_int("AMTP_MAX_OUTPUT_TOKENS", 16000)
 AMTP_MAX_INPUT_TOKENS = env_int("AMTP_MAX_INPUT_TOKENS", 150_000)

@@ -20,7 +20,7 @@ from repositories.targets import (
     display,
     target_url_problem,
 )
-from runs import parts, selectors
+from runs import costs, parts, selectors
 from runs.models import Run, RunStatus, Trigger
 
 DATE_OUT_OF_RANGE = "date out of range"
@@ -181,6 +181,27 @@ class PullRequestOut(Schema):
     head_branch: str
 
 
+class AgentCostOut(Schema):
+    agent: str
+    provider: str
+    model: str
+    calls: int
+    input_tokens: int = Field(description="Every prompt token, cache reads and writes included.")
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost_usd: float | None = Field(description="null: the model's price is unknown.")
+
+
+class RunCostOut(Schema):
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost_usd: float | None = Field(description="null: some agent's model has no known price.")
+    agents: list[AgentCostOut]
+
+
 class RunOut(Schema):
     run_id: uuid.UUID
     repo_full_name: str
@@ -231,6 +252,9 @@ class RunDetailOut(RunOut):
         description="The app's routes found in the repository × reached by exploration × "
         "exercised by the generated tests (null until the crawl is stored)."
     )
+    cost: RunCostOut = Field(
+        description="Tokens the vendors reported and their cost in USD, per agent and in all."
+    )
 
     # A run inserted by this request (``run_create``) has its stages at hand and no artifact,
     # approval or verification yet: answering it reads nothing (bench_submit.py).
@@ -247,6 +271,11 @@ class RunDetailOut(RunOut):
     @staticmethod
     def resolve_coverage(run: Run) -> dict | None:
         return None if just_inserted(run) else selectors.coverage(run)
+
+    @staticmethod
+    def resolve_cost(run: Run) -> dict:
+        empty = {**dict.fromkeys(costs.TOKENS, 0), "cost_usd": 0, "agents": []}
+        return empty if just_inserted(run) else costs.run_costs(run)
 
     @staticmethod
     def resolve_stages(run: Run) -> list:

@@ -4,6 +4,8 @@ A run has one artifact of each kind (``artifacts_one_per_run_and_kind``). The fi
 store it wins; a later or concurrent attempt gets that one back, and its own idempotency key is
 recorded for it too. Both rows go in with one statement: one round trip, and atomic without a
 transaction of its own (so it also runs inside the caller's, e.g. under the run's row lock).
+The tokens and cost its meta reports (``runs.costs``) go in with the artifact, only when this
+statement inserted it, so a retry never counts an agent's usage twice.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 from django.db import connection
 
 from amtp_site import metrics, rows
+from runs import costs
 from runs.models import ActivityIdempotency, Artifact, ArtifactKind, Run
 
 # Inserted, or, when an earlier attempt stored this run's artifact of this kind, that one
@@ -35,6 +38,16 @@ WITH new AS (
            jsonb_build_object('artifact_id', artifact_id::text), now()
     FROM kept
     ON CONFLICT DO NOTHING
+), priced AS (
+    INSERT INTO run_costs (run_id, agent, provider, model, calls, input_tokens, output_tokens,
+                           cache_read_tokens, cache_write_tokens, cost_usd, created_at)
+    SELECT %(run_id)s, c.agent, c.provider, c.model, c.calls, c.input_tokens, c.output_tokens,
+           c.cache_read_tokens, c.cache_write_tokens, c.cost_usd, now()
+    FROM new, jsonb_to_recordset(%(costs)s::jsonb) AS c(
+        agent text, provider text, model text, calls int, input_tokens bigint,
+        output_tokens bigint, cache_read_tokens bigint, cache_write_tokens bigint,
+        cost_usd numeric)
+    ON CONFLICT DO NOTHING
 )
 SELECT artifact_id, created_at FROM kept
 """
@@ -46,6 +59,7 @@ def store(
     """The run's artifact of ``kind``: this one, new, or the one an earlier or concurrent
     attempt stored first; ``key`` (the attempt's idempotency key) is recorded for it."""
     artifact = Artifact(run=run, kind=kind, schema_id=schema_id, content=content, meta=meta)
+    cost_rows = costs.cost_rows(meta)
     params = {
         "artifact_id": artifact.artifact_id,
         "run_id": run.run_id,
@@ -55,6 +69,7 @@ def store(
         "meta": json.dumps(meta),
         "key": key,
         "activity": activity,
+        "costs": json.dumps(cost_rows),
     }
     with connection.cursor() as cursor:
         cursor.execute(_STORE, params)
@@ -69,13 +84,16 @@ def store(
         return Artifact.objects.get(pk=row[0])
     artifact.created_at = row[1]
     rows.mark_stored(artifact)
-    _count(kind, content, meta)
+    _count(kind, content, meta, cost_rows)
     return artifact
 
 
-def _count(kind: str, content: dict, meta: dict) -> None:
+def _count(kind: str, content: dict, meta: dict, cost_rows: list[dict]) -> None:
     """What a newly stored artifact adds to the metrics (a kept one was counted when stored)."""
     metrics.llm_usage(meta)
+    for row in cost_rows:
+        if row["cost_usd"] is not None:
+            metrics.llm_cost(row["agent"], row["model"], float(row["cost_usd"]))
     if kind == ArtifactKind.VERIFICATION_REPORT:
         metrics.verification(content)
 

@@ -342,6 +342,12 @@ class Principal:
         perms = [perm for access in accesses for perm in access.permissions]
         return repo_access.restrict(queryset, self.owner, perms, only=self.only, via=via)
 
+    def repository_ids(self, *accesses: Access) -> frozenset[int] | None:
+        """The ids of the repositories where this caller may do any of ``accesses`` (None:
+        every repository), for sums that must leave the others out."""
+        perms = [perm for access in accesses for perm in access.permissions]
+        return repo_access.repository_ids(self.owner, perms, only=self.only)
+
     def may(self, *accesses: Access, obj) -> bool:
         perms = [perm for access in accesses for perm in access.permissions]
         return repo_access.may(self.owner, perms, obj, only=self.only)

@@ -300,3 +300,4 @@ class RunStart(models.Model):
 
 
 from runs.models_api import ApiToken, WebhookDelivery  # noqa: E402,F401  (operator-surface tables)
+from runs.models_stats import RunCost, RunDay, StageDay  # noqa: E402,F401  (costs, rollups)

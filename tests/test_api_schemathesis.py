@@ -65,7 +65,7 @@ def seeded(api_env):
 def operations():
     schema = schemathesis.openapi.from_wsgi("/api/openapi.json", application)
     found = [result.ok() for result in schema.get_all_operations()]
-    assert len(found) == 9
+    assert len(found) == 10
     return found
 
 

@@ -12,6 +12,7 @@ import shutil
 from contextlib import contextmanager
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import Page, expect, sync_playwright
 
 from approvals.models import Approval
@@ -20,6 +21,7 @@ from runs.models import Run
 from tests.factories import RepositoryFactory
 from tests.gitrepo import make_git_repo
 from tests.samples import DEMO_WEB
+from tests.test_dashboard import ended_run
 
 # Without the background-networking flags Chromium keeps calling Google's services, which on
 # this closed network only floods it with failed connections.
@@ -170,3 +172,29 @@ def test_approve_a_held_run_from_the_admin(tmp_path, live_server, worker, operat
     approval = Approval.objects.get(run__repository=repo)
     assert (approval.decision, approval.decided_by) == ("approved", operator)
     assert Run.objects.get(repository=repo).status == "passed"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_dashboard_draws_the_rollup_in_chromium(tmp_path, live_server, operator):
+    shop = RepositoryFactory(full_name="acme/shop")
+    ended_run(shop, "passed", crawl_s=40, tests=[("passed", 1), ("healed", 2)], cost="0.02")
+    ended_run(shop, "passed", crawl_s=40, cost="0.02")
+    ended_run(shop, "failed", crawl_s=90, cost="0.05")  # each UPDATE commits: rolled up
+    today = timezone.now().strftime("%m-%d")
+    with admin_page(live_server, operator) as page:
+        page.click("text=Dashboard")
+        expect(page.locator('[data-figure="runs"]')).to_have_text("3")
+        expect(page.locator('[data-figure="first-attempt"]')).to_have_text("50.0%")
+        expect(page.locator('[data-figure="after-heal"]')).to_have_text("100.0%")
+        runs = '#amtp-chart-runs rect[data-series="{}"][data-label="{}"]'
+        bars = {s: page.locator(runs.format(s, today)) for s in ("passed", "failed")}
+        expect(bars["passed"]).to_have_attribute("data-value", "2")
+        expect(bars["failed"]).to_have_attribute("data-value", "1")
+        passed, failed = (bars[s].bounding_box() for s in ("passed", "failed"))
+        assert passed["height"] == pytest.approx(2 * failed["height"], abs=1)  # drawn to scale
+        assert failed["y"] + failed["height"] == pytest.approx(passed["y"], abs=1)  # stacked
+        cost = page.locator(f'#amtp-chart-cost rect[data-label="{today}"]')
+        expect(cost).to_have_attribute("data-value", "0.03")
+        crawl = page.locator('#amtp-chart-stages rect[data-series="p50"]').first
+        assert crawl.bounding_box()["height"] > 0
+        screenshot(page, tmp_path / "dashboard.png")

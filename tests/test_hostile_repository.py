@@ -9,7 +9,10 @@ import json
 
 import pytest
 
-from runs.models import Artifact
+from agents.providers import DEFAULT_MODELS
+from amtp_site.prices import DEFAULT_PRICES
+from runs.api_schemas import RunDetailOut
+from runs.models import Artifact, Run
 from runs.pull_requests import head_branch_for
 from runs.services import run_create
 from tests import samples_hostile as hostile
@@ -110,6 +113,31 @@ def assert_nothing_leaked(run, repo, valkey):
     assert hostile.leaked(hostile.valkey_text(valkey)) == []
 
 
+def assert_cost_is_what_the_vendor_billed(run, billed: list[dict]) -> None:
+    """The run's tokens and cost (as the API shows them) are the usage the fake vendor
+    reported over all its answers, at the default model's list price."""
+    cost = RunDetailOut.resolve_cost(Run.objects.get(pk=run.pk))  # read afresh
+    inputs = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    assert cost["input_tokens"] == sum(u[k] for u in billed for k in inputs)
+    assert cost["output_tokens"] == sum(u["output_tokens"] for u in billed)
+    assert cost["cache_write_tokens"] == sum(u["cache_creation_input_tokens"] for u in billed)
+    assert cost["cache_read_tokens"] == sum(u["cache_read_input_tokens"] for u in billed)
+    price = DEFAULT_PRICES[DEFAULT_MODELS["anthropic"]]
+    spent = sum(
+        u["input_tokens"] * price.input
+        + u["cache_creation_input_tokens"] * price.cache_write
+        + u["cache_read_input_tokens"] * price.cache_read
+        + u["output_tokens"] * price.output
+        for u in billed
+    )
+    assert cost["cost_usd"] == spent / 1_000_000 > 0
+    assert {a.agent for a in cost["agents"]} == {
+        "repo_crawler",
+        "test_case_generator",
+        "test_engineer",
+    }
+
+
 def test_an_obedient_model_never_sees_a_planted_secret(tmp_path, worker, monkeypatch, valkey):
     with FakeAnthropic() as fake:
         fake.script([obedient_model] * 12)
@@ -123,6 +151,8 @@ def test_an_obedient_model_never_sees_a_planted_secret(tmp_path, worker, monkeyp
         run = wait_terminal(run_create(repository=repo, depth_level="deep"))
         assert run.status == "passed", (run.error_type, run.error_message)
         bodies = [r.body.decode() for r in fake.requests]
+        billed = [r.usage for r in fake.requests if r.usage]
+    assert_cost_is_what_the_vendor_billed(run, billed)
     crawler_reads = "".join(b for b in bodies if "repo_read_file" in b)
     # it read the leaky source file, redacted
     assert "[REDACTED:stripe-access-token]" in crawler_reads

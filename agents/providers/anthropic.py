@@ -211,6 +211,7 @@ class AnthropicProvider(VendorProvider):
             stop_reason=message.stop_reason or "",
             stop_detail=(details.category or details.explanation or "") if details else "",
             cache_read_tokens=usage.cache_read_input_tokens or 0,
+            cache_write_tokens=usage.cache_creation_input_tokens or 0,
             vendor_turn=vendor_turn,
         )
 

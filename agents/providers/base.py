@@ -60,7 +60,10 @@ class Completion:
     # pause_turn, model_context_window_exceeded, ...) plus OpenAI's content_filter.
     stop_reason: str = ""
     stop_detail: str = ""  # e.g. a refusal's category, when the vendor gives one
-    cache_read_tokens: int = 0  # input tokens served from the vendor's prompt cache
+    # Of input_tokens: those read from the vendor's prompt cache, and those written to it
+    # (Anthropic bills writes above the base input price; OpenAI has no writes).
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
     # The vendor's own rendering of this assistant turn (Anthropic: its content blocks,
     # thinking and signatures included), opaque to the runner, which keeps it in the
     # conversation so the provider can send the turn back exactly as it came.

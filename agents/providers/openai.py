@@ -179,11 +179,19 @@ class OpenAIProvider(VendorProvider):
             output_tokens=(usage.completion_tokens or 0) if usage else 0,
             stop_reason="refusal" if refused else _STOP_REASONS.get(finish, finish),
             stop_detail=(refused or "")[:200],
+            cache_read_tokens=_cached(usage),
         )
 
     def _status_error(self, exc: openai.APIStatusError) -> tuple[str, str, dict[str, Any]]:
         extra = {"error_code": exc.code} if exc.code else {}
         return exc.type or exc.code or "error", _vendor_message(exc.body), extra
+
+
+def _cached(usage: Any) -> int:
+    """Of ``prompt_tokens``, those served from OpenAI's automatic prompt cache
+    (``prompt_tokens_details.cached_tokens``; servers of one's own often leave it out)."""
+    details = getattr(usage, "prompt_tokens_details", None) if usage else None
+    return (getattr(details, "cached_tokens", 0) or 0) if details else 0
 
 
 def _to_vendor(message: dict[str, Any]) -> list[dict[str, Any]]:

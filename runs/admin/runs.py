@@ -26,7 +26,7 @@ from amtp_site.errors import AmtpError
 from amtp_site.lists import EstimatedCountPaginator, PrefixSearchMixin
 from repositories import access
 from repositories.models import Repository
-from runs import parts, selectors
+from runs import costs, parts, selectors
 from runs.admin import display as show
 from runs.admin.launch import LAUNCH_PERMISSION
 from runs.admin.render import highlighted, pretty_json, pygments_css
@@ -213,6 +213,7 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
             "verification": show.verification(selectors.verification_report(run)),
             "app_map": show.app_map(selectors.app_map(run)),
             "coverage": show.coverage(selectors.coverage(run)),
+            "cost": costs.run_costs(run),
             "pygments_css": pygments_css(),
             "can_cancel": not run.is_terminal and request.user.has_perm(CANCEL, run),
             "can_run_again": self.has_launch_permission(request, run),

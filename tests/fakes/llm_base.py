@@ -91,6 +91,7 @@ class RecordedRequest:
     body: bytes
     json: dict[str, Any] | None
     status: int = 0  # what the fake answered
+    usage: dict[str, Any] | None = None  # the usage its answer reported, when it answered
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -200,6 +201,7 @@ class _FakeServer:
             if problem is None and not isinstance(reply, HttpError):
                 text = Text(reply) if isinstance(reply, str) else reply
                 body = self.render(text, record.json or {})
+                record.usage = body.get("usage")
         except Exception as exc:  # noqa: BLE001 -- surface the test's bug through the SDK
             problem = HttpError(500, f"fake: reply callable raised {exc!r}")
         if problem is not None:  # final: x-should-retry stops SDK retries from hiding it

@@ -3,6 +3,7 @@ and OpenAI's Responses API (``openai_responses.py``); see ``llm_api.py`` for wha
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -85,6 +86,7 @@ class FakeOpenAI(_FakeServer):
         self.responses = openai_responses.Ledger()  # reasoning items handed out
         self.tools = tools
         self.context_window = context_window
+        self._prefixes: set[str] = set()  # prompt prefixes in the automatic prompt cache
 
     def error_body(self, err: HttpError, request_id: str) -> dict[str, Any]:
         fallback = self.ERRORS[500] if err.status >= 500 else ("invalid_request_error", None, "")
@@ -155,9 +157,27 @@ class FakeOpenAI(_FakeServer):
         text = f"This model's maximum context length is {window} tokens. However, your messages resulted in {prompt} tokens. Please reduce the length of the messages."
         return HttpError(400, text, param="messages", code="context_length_exceeded")
 
+    def cached_tokens(self, head: Any, items: list[Any]) -> int:
+        """OpenAI's automatic prompt caching ("Prompt caching" guide): prompts of 1,024 tokens
+        or more are cached by prefix, and a later prompt that starts with a cached prefix
+        reads it, counted from 1,024 tokens in steps of 128. A prefix here ends at an item
+        (message or input item) after ``head`` (tools, instructions)."""
+        digest, size, prefixes = hashlib.sha256(json.dumps(head).encode()), _tokens(head), []
+        for item in items:
+            digest.update(json.dumps(item).encode())
+            size += _tokens(item)
+            prefixes.append((digest.hexdigest(), size))
+        with self._lock:
+            hit = max((n for key, n in prefixes if key in self._prefixes), default=0)
+            self._prefixes.update(key for key, n in prefixes if n >= 1024)
+        return 0 if hit < 1024 or self.flavour != "openai" else 1024 + (hit - 1024) // 128 * 128
+
     def render(self, reply: Text | ToolUse, request: dict[str, Any]) -> dict[str, Any]:
         if "input" in request and "messages" not in request:  # a Responses API request
-            return self.responses.render(reply, request, _tokens)
+            items = request["input"] if isinstance(request["input"], list) else [request["input"]]
+            head = [request.get("instructions"), request.get("tools")]
+            cached = self.cached_tokens(head, items)
+            return self.responses.render(reply, request, _tokens, cached)
         if self.flavour == "llamacpp":
             reply = llamacpp.reply_seen(reply, request)
         message: dict[str, Any] = {"role": "assistant", "refusal": None, "annotations": []}
@@ -187,7 +207,10 @@ class FakeOpenAI(_FakeServer):
             prompt = min(prompt, self.context_window)
         usage = {"prompt_tokens": prompt, "completion_tokens": _tokens(output)}
         usage["total_tokens"] = prompt + usage["completion_tokens"]
-        usage["prompt_tokens_details"] = {"cached_tokens": 0, "audio_tokens": 0}
+        cached = min(
+            prompt, self.cached_tokens(request.get("tools"), request.get("messages") or [])
+        )
+        usage["prompt_tokens_details"] = {"cached_tokens": cached, "audio_tokens": 0}
         usage["completion_tokens_details"] = {"reasoning_tokens": 0, "audio_tokens": 0}
         choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}
         answer = {

@@ -85,8 +85,9 @@ class Ledger:
                 return NO_CALL.format(call_id=item.get("call_id")), "input"
         return None
 
-    def render(self, reply: Any, body: dict[str, Any], tokens: Any) -> dict[str, Any]:
-        """``reply`` is llm_api's Text or ToolUse; ``tokens`` its token estimate function."""
+    def render(self, reply: Any, body: dict[str, Any], tokens: Any, cached: int = 0) -> dict:
+        """``reply`` is llm_api's Text or ToolUse; ``tokens`` its token estimate function;
+        ``cached`` the prompt tokens read from the prompt cache."""
         output: list[dict[str, Any]] = []
         reasoning_id = None
         if REASONING.match(str(body.get("model"))):
@@ -134,7 +135,7 @@ class Ledger:
             "tools": body.get("tools") or [],
             "usage": {
                 "input_tokens": prompt,
-                "input_tokens_details": {"cached_tokens": 0},
+                "input_tokens_details": {"cached_tokens": min(cached, prompt)},
                 "output_tokens": out,
                 "output_tokens_details": {"reasoning_tokens": 8 if reasoning_id else 0},
                 "total_tokens": prompt + out,

@@ -1,0 +1,110 @@
+"""What runs cost and how they went: ``run_costs`` (tokens and USD per agent and model of a run)
+and the daily rollups the dashboard and ``/api/costs`` read (``run_days``, ``stage_days``).
+Imported at the end of ``runs/models.py`` so Django sees them.
+
+``run_costs`` rows go in with the artifact whose meta reported the usage, in the same
+statement (``runs.artifacts``), so a retried stage never counts twice. The rollups are kept
+by PostgreSQL itself: a deferred trigger adds a run to them when its status becomes terminal,
+whichever code ends it (migration 0013, ``amtp_rollup_runs``); a rollup row is one
+repository's runs of one status that ended on one day (UTC).
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from repositories.models import Repository
+
+
+class RunCost(models.Model):
+    # run_costs_one_per_agent_and_model starts with it.
+    run = models.ForeignKey(
+        "runs.Run", on_delete=models.CASCADE, related_name="costs", db_index=False
+    )
+    agent = models.CharField(max_length=40)
+    provider = models.CharField(max_length=40)
+    model = models.CharField(max_length=200)
+    calls = models.PositiveIntegerField(default=0)
+    input_tokens = models.BigIntegerField(
+        default=0, help_text="Every prompt token, cache reads and writes included."
+    )
+    output_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+    cost_usd = models.DecimalField(
+        max_digits=16,
+        decimal_places=8,
+        null=True,
+        blank=True,
+        help_text="At the prices of when it was stored; empty: the model's price is unknown.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "run_costs"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "agent", "model"], name="run_costs_one_per_agent_and_model"
+            ),
+        ]
+
+
+class RunDay(models.Model):
+    day = models.DateField()
+    repository = models.ForeignKey(
+        Repository, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    status = models.CharField(max_length=16)
+    runs = models.IntegerField(default=0)
+    duration_s = models.FloatField(default=0, help_text="Sum of the runs' durations.")
+    cost_usd = models.DecimalField(
+        max_digits=20, decimal_places=8, default=0, help_text="Of the runs of known cost."
+    )
+    runs_cost_unknown = models.IntegerField(
+        default=0, help_text="Runs with a model of unknown price (not in cost_usd)."
+    )
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+    tests = models.IntegerField(default=0, help_text="Tests verified (skipped ones left out).")
+    tests_first_attempt = models.IntegerField(default=0, help_text="Passed on attempt 1.")
+    tests_passed = models.IntegerField(default=0, help_text="Passed in the end: healed too.")
+
+    class Meta:
+        db_table = "run_days"
+        constraints = [
+            # Repository first: a reader who may see some repositories reads only theirs.
+            models.UniqueConstraint(
+                fields=["repository", "day", "status"], name="run_days_one_per_key"
+            ),
+        ]
+        indexes = [models.Index(fields=["day"], name="run_days_by_day")]  # all repositories
+
+
+class StageDay(models.Model):
+    """How many stages of one name took a duration in ``bucket``: (1.25^(b-1), 1.25^b]
+    seconds, so a percentile read from it is within 12 % of the exact one. A row without a
+    repository counts every repository's: what a reader who may see them all reads, a
+    fiftieth of the rows at 50 repositories."""
+
+    day = models.DateField()
+    repository = models.ForeignKey(
+        Repository, on_delete=models.CASCADE, related_name="+", db_index=False, null=True
+    )
+    stage = models.CharField(max_length=32)
+    bucket = models.SmallIntegerField()
+    stages = models.IntegerField(default=0)
+
+    class Meta:
+        db_table = "stage_days"
+        constraints = [
+            # Repository first (NULL: all of them), counts included: an index-only scan of the
+            # rows of the repositories one may see.
+            models.UniqueConstraint(
+                fields=["repository", "day", "stage", "bucket"],
+                name="stage_days_one_per_key",
+                nulls_distinct=False,
+                include=["stages"],
+            ),
+        ]
