@@ -13,7 +13,7 @@ Above that, its large parts are rendered within the budget, and everything else 
   ``test_fixture``) and folder, within their share;
 - ``detected_stack``: verbatim when it fits its share, else each list cut in proportion to
   its size (long values clipped);
-- ``app_map`` (the app as ExploreApp saw it): pages in the order visited, each with its
+- ``app_map`` (beside the payload: the app as ExploreApp saw it): pages in order, each with its
   status, title, forms and first links, and its accessibility snapshot clipped at a line to
   an equal share (fewer pages rather than snapshots too short to name anything); the paths
   of the pages left out are listed while they fit.
@@ -43,7 +43,7 @@ STACK_SHARE, ENTRY_SHARE = 0.35, 0.15  # of the room left after the verbatim key
 APP_SHARE = 0.4  # of that room, for the app map, when the repository's parts share it
 MIN_SNAPSHOT = 400  # characters of a page's snapshot: below this, fewer pages are shown
 PAGE_LINKS = 10  # links shown per page of a rendered app map
-BIG_KEYS = ("file_tree", "entry_points", "detected_stack", "app_map")
+BIG_KEYS = ("file_tree", "entry_points", "detected_stack")
 MAX_VALUE_CHARS = 2_000  # one non-list value of detected_stack, as rendered
 ESCAPING = 1.25  # a JSON text inside a JSON message: every quote costs a backslash more
 
@@ -86,12 +86,11 @@ def _rendered(envelope: dict[str, Any], order: list[str], chars: int) -> dict[st
     view = {k: v for k, v in payload.items() if k not in BIG_KEYS}
     omitted: dict[str, int] = {}
     room = max(chars - _size(view) - len(NOTE) - 400, 0)
-    if isinstance(payload.get("app_map"), dict):
-        shared = any(k in payload for k in BIG_KEYS[:3])
-        view["app_map"] = _app_map(
-            payload["app_map"], int(room * APP_SHARE) if shared else room, omitted
-        )
-        room = max(room - _size(view["app_map"]), 0)
+    app = None
+    if isinstance(envelope.get("app_map"), dict):
+        shared = any(k in payload for k in BIG_KEYS)
+        app = _app_map(envelope["app_map"], int(room * APP_SHARE) if shared else room, omitted)
+        room = max(room - _size(app), 0)
     if isinstance(payload.get("detected_stack"), dict):
         view["detected_stack"] = _stack(payload["detected_stack"], int(room * STACK_SHARE), omitted)
     if isinstance(payload.get("entry_points"), list):
@@ -99,14 +98,13 @@ def _rendered(envelope: dict[str, Any], order: list[str], chars: int) -> dict[st
             payload["entry_points"], int(room * ENTRY_SHARE), omitted
         )
     if isinstance(payload.get("file_tree"), list):
-        left = max(chars - _size(view) - len(NOTE) - 400, 0)
+        left = max(chars - _size(view) - _size(app) - len(NOTE) - 400, 0)
         view["file_tree"] = _file_tree(order, left, omitted)
-    return {
-        "run_id": envelope["run_id"],
-        "upstream": envelope["upstream"],
-        "payload": view,
-        "rendering": {"version": RENDERING, "note": NOTE, "omitted": omitted},
-    }
+    rendered = {"run_id": envelope["run_id"], "upstream": envelope["upstream"], "payload": view}
+    if app is not None:
+        rendered["app_map"] = app
+    rendered["rendering"] = {"version": RENDERING, "note": NOTE, "omitted": omitted}
+    return rendered
 
 
 def _ranked_paths(entries: list[dict]) -> list[str]:

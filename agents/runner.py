@@ -118,13 +118,17 @@ def first_message(
     ctx: AgentContext,
     upstream: dict | None,
     budgets: Budgets = Budgets(),
+    app_map: dict | None = None,
 ) -> str:
-    """The one user message: validated input (crawler) or the handoff envelope (others),
-    rendered within the context budget."""
+    """The one user message: validated input (crawler) or the handoff envelope (others,
+    with the run's ``app_map`` beside the payload when it explored its app), rendered within
+    the context budget."""
     schemas.validate(agent.input_schema, payload)
     if upstream is None:
         return canonical_text(payload)
     envelope = {"run_id": ctx.run_id, "upstream": upstream, "payload": payload}
+    if app_map is not None:
+        envelope["app_map"] = app_map
     envelope = schemas.validate("handoff/envelope", envelope)
     return render_envelope(envelope, budget_tokens=budgets.context_tokens)
 
@@ -187,11 +191,11 @@ async def run_agent(
     upstream: dict[str, str] | None = None,
     budgets: Budgets = Budgets(),
     repairs: int = 1,
+    app_map: dict | None = None,
 ) -> AgentResult:
     system, prompt_hash, prompt_version = load_prompt(agent.name, ctx.prompt_params)
-    messages: list[dict[str, Any]] = [
-        {"role": "user", "content": first_message(agent, payload, ctx, upstream, budgets)}
-    ]
+    first = first_message(agent, payload, ctx, upstream, budgets, app_map)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": first}]
     deadline = time.monotonic() + budgets.max_seconds
     tally = Tally()
     while True:

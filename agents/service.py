@@ -75,14 +75,22 @@ def run_repo_crawler(payload: dict, *, commit_sha: str, repository=None) -> Agen
     return _with_peak_rss(result)
 
 
-def run_test_case_generator(payload: dict, *, upstream_artifact_id: str) -> AgentResult:
+def run_test_case_generator(
+    payload: dict, *, upstream_artifact_id: str, app_map: dict | None = None
+) -> AgentResult:
     agent = TestCaseGenerator()
     ctx = AgentContext(run_id=payload["run_id"], extra={"depth_level": payload["depth_level"]})
-    return _run_after_upstream(agent, payload, ctx, upstream_artifact_id)
+    return _run_after_upstream(agent, payload, ctx, upstream_artifact_id, app_map)
 
 
 def run_test_engineer(
-    payload: dict, *, upstream_artifact_id: str, base_branch: str, head_branch: str, test_dir: str
+    payload: dict,
+    *,
+    upstream_artifact_id: str,
+    base_branch: str,
+    head_branch: str,
+    test_dir: str,
+    app_map: dict | None = None,
 ) -> AgentResult:
     agent = TestEngineer()
     ctx = AgentContext(
@@ -95,13 +103,18 @@ def run_test_engineer(
             "head_branch": head_branch,
         },
     )
-    return _run_after_upstream(agent, payload, ctx, upstream_artifact_id)
+    return _run_after_upstream(agent, payload, ctx, upstream_artifact_id, app_map)
 
 
 def _run_after_upstream(
-    agent: Agent, payload: dict, ctx: AgentContext, upstream_artifact_id: str
+    agent: Agent,
+    payload: dict,
+    ctx: AgentContext,
+    upstream_artifact_id: str,
+    app_map: dict | None = None,
 ) -> AgentResult:
-    """An agent that takes the previous agent's artifact, handed over in an envelope."""
+    """An agent that takes the previous agent's artifact, handed over in an envelope (with
+    the run's app map beside it, when it explored its app)."""
     provider = make_provider(agent.name, output_schema=schemas.load(agent.output_schema))
     result = asyncio.run(
         run_agent(
@@ -112,6 +125,7 @@ def _run_after_upstream(
             upstream=upstream_ref(UPSTREAM[agent.name], upstream_artifact_id),
             budgets=budgets(),
             repairs=settings.AMTP_REPAIR_TURNS,
+            app_map=app_map,
         )
     )
     return _with_peak_rss(result)

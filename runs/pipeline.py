@@ -159,15 +159,16 @@ def _generate_test_cases(run: Run) -> tuple[dict, Callable[[], AgentResult]]:
     app_map_id, view = _app_map_of(run, upstream.content)
     call = functools.partial(
         run_test_case_generator,
-        {**upstream.content, "depth_level": run.depth_level, **view},
+        {**upstream.content, "depth_level": run.depth_level},
         upstream_artifact_id=str(upstream.artifact_id),
+        **view,
     )
     key_input = {"upstream": str(upstream.artifact_id), "depth_level": run.depth_level}
     return {**key_input, **app_map_id}, call
 
 
 def _app_map_of(run: Run, crawl: dict | None = None) -> tuple[dict, dict]:
-    """The run's app map for an agent's input (``{"app_map": view}``, the pages the
+    """The run's app map for an agent's envelope (``{"app_map": view}``, the pages the
     ``crawl`` does not cover first) and for its key (``{"app_map": artifact_id}``); both
     empty when the run did not explore its app."""
     found = (
@@ -193,11 +194,12 @@ def _generate_test_code(run: Run) -> tuple[dict, Callable[[], AgentResult]]:
     app_map_id, view = _app_map_of(run)
     call = functools.partial(
         run_test_engineer,
-        {**payload, **view},
+        payload,
         upstream_artifact_id=str(upstream.artifact_id),
         base_branch=run.base_branch,
         head_branch=head_branch_for(run),
         test_dir=run.repository.test_dir,
+        **view,
     )
     key_input = {"upstream": str(upstream.artifact_id), "target_framework": run.target_framework}
     return {**key_input, **app_map_id}, call

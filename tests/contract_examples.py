@@ -26,7 +26,7 @@ CRAWLER_OUTPUT = {
     "cache_hits": 0,
 }
 
-# What the agents get of an explored app (runs.exploration.service.app_view).
+# What the agents get of an explored app, beside the payload (runs.exploration.service.app_view).
 APP_VIEW = {
     "target_url": "http://127.0.0.1:8000",
     "pages": [
@@ -49,7 +49,7 @@ APP_VIEW = {
     "unknown_path_status": 404,
 }
 
-CASES_INPUT = {**CRAWLER_OUTPUT, "depth_level": "core", "app_map": APP_VIEW}
+CASES_INPUT = {**CRAWLER_OUTPUT, "depth_level": "core"}
 
 CASES_OUTPUT = {
     "run_id": RUN_ID,
@@ -71,7 +71,6 @@ ENGINEER_INPUT = {
     "target_framework": "playwright",
     "test_cases": CASES_OUTPUT["test_cases"],
     "coverage_notes": "Rule-generated.",
-    "app_map": APP_VIEW,
 }
 
 ENGINEER_OUTPUT = {
@@ -99,6 +98,7 @@ ENVELOPE = {
         "schema_id": "https://amtp.zagtrader.internal/schemas/repo_crawler/output.json",
     },
     "payload": CASES_INPUT,
+    "app_map": APP_VIEW,
 }
 
 FAILURE_REPORT = {

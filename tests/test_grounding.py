@@ -10,14 +10,21 @@ import pytest
 
 import schemas
 from agents.offline import generate_cases, generate_files
+from agents.providers.base import ProviderOptions
+from agents.providers.offline import OfflineProvider
 from agents.rendering import render_envelope, text_tokens
-from runs.exploration.service import app_view, start_paths
+from amtp_site.canonical import canonical_text
+from runs.exploration.service import app_view
 from tests.offline_checks import RUN_ID, TEST_DIR, check_playwright, crawl, engineer_input
 from tests.samples import SAMPLE_REPOS
 from tests.verify_apps import NOTES_REPO
 
 STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
-UPSTREAM = {"agent": "test_case_generator", "artifact_id": RUN_ID, "schema_id": "x"}
+UPSTREAM = {
+    "agent": "repo_crawler",
+    "artifact_id": RUN_ID,
+    "schema_id": "https://amtp.zagtrader.internal/schemas/repo_crawler/output.json",
+}
 
 
 def page(path: str, snapshot: str = "", status: int = 200, title: str = "") -> dict:
@@ -145,14 +152,13 @@ def test_the_app_map_reaches_a_model_within_the_context_budget(n):
         "target_framework": "playwright",
         "test_cases": [],
         "coverage_notes": "",
-        "app_map": many_pages(n),
     }
-    text = render_envelope(
-        {"run_id": RUN_ID, "upstream": UPSTREAM, "payload": payload}, budget_tokens=24_000
-    )
+    envelope = {"run_id": RUN_ID, "upstream": UPSTREAM, "payload": payload}
+    text = render_envelope({**envelope, "app_map": many_pages(n)}, budget_tokens=24_000)
     assert 20_000 < text_tokens(text) <= 24_000  # flat: the budget, whatever the app's size
     rendered = json.loads(text)
-    view = rendered["payload"]["app_map"]
+    assert rendered["payload"] == payload  # the contract's part is whole
+    view = rendered["app_map"]
     shown = [p["path"] for p in view["pages"]]
     assert shown == [f"/section/{i}" for i in range(len(shown))]  # in the order visited
     assert all(p["snapshot"].startswith('- heading "Section') for p in view["pages"])
@@ -167,7 +173,7 @@ def test_the_app_map_reaches_a_model_within_the_context_budget(n):
         assert f"tc_page_section_{len(shown)}" in ids
 
 
-def test_the_view_the_agents_get_passes_their_input_contracts():
+def test_the_view_goes_beside_the_payload_in_the_handoff_envelope():
     content = {
         **app(page("/", HOME)),
         "settings": {},
@@ -200,133 +206,20 @@ def test_the_view_the_agents_get_passes_their_input_contracts():
     ordered = app_view(content, {"detected_stack": stack})
     assert [p["path"] for p in ordered["pages"]] == ["/login", "/pricing", "/", "/notes/4"]
     crawler = crawl(NOTES_REPO)
-    schemas.validate(
-        "test_case_generator/input", {**crawler, "depth_level": "core", "app_map": view}
-    )
-    engineer = {
-        "run_id": RUN_ID,
-        "target_framework": "playwright",
-        "test_cases": list(cases_with(NOTES_REPO, view).values()),
-        "coverage_notes": "",
-        "app_map": view,
-    }
-    schemas.validate("test_engineer/input", engineer)
-
-
-def test_exploration_starts_from_the_static_routes_the_source_names():
-    stack = {
-        "pages": [{"route": "/about"}, {"route": "/tasks/:id"}, {"route": "javascript:alert(1)"}],
-        "routes": [
-            {"method": "GET", "path": "/api/health", "json": True},
-            {"method": "GET", "path": "/tasks"},
-            {"method": "POST", "path": "/tasks"},
-            {"method": "GET", "path": "/about"},
-        ],
-    }
-    assert start_paths({"detected_stack": stack}, "/app", 10) == [
-        "/app",
-        "/about",
-        "/tasks",
-        "/api/health",  # the source says JSON: last, the browser tells
-    ]
-    assert start_paths({"detected_stack": stack}, "/", 2) == ["/", "/about"]
-    assert start_paths({"detected_stack": "hostile"}, "/", 5) == ["/"]
-
-
-def tried(path: str, submit: str, filled: list, appeared: list, **more) -> dict:
-    return {
-        "path": path,
-        "form": 0,
-        "submit": submit,
-        "filled": [{"label": label, "type": kind, "option": opt} for label, kind, opt in filled],
-        "path_after": path,
-        "status": 0,
-        "appeared": [{"role": role, "text": text} for role, text in appeared],
-        "shows_value": False,
-        "error": "",
-        **more,
-    }
-
-
-CONTACT = tried(
-    "/contact",
-    "Send message",
-    [("Name", "text", ""), ("Email", "email", ""), ("Country", "select", "Chile")],
-    [("paragraph", "3 messages today"), ("status", "Thanks, we got your message")],
-)
-NEW_NOTE = tried(
-    "/notes",
-    "Add note",
-    [("Title", "text", ""), ("I agree", "check", "")],
-    [("listitem", "AMTP {tag}"), ("heading", 'Note "AMTP {tag}" saved')],
-    shows_value=True,
-    status=200,
-)
-
-
-def test_tried_forms_become_flows_that_expect_what_the_user_saw():
-    trials = [
-        CONTACT,
-        NEW_NOTE,
-        tried(
-            "/signup", "Create account", [("Name", "text", "")], [("alert", "Email is required")]
-        ),
-        tried("/search", "Go", [("Query", "search", "")], [], error="no single button"),
-        tried("/broken", "Save", [("Name", "text", "")], [("heading", "Oops")], status=500),
-        tried("//evil.example", "Save", [], [("status", "Saved")]),
-        tried("/quiet", "Save", [("Name", "text", "")], [("status", "${process.exit(1)}")]),
-    ]
-    live = app(page("/contact", '- heading "Talk to us" [level=1]'), page("/notes"))
-    cases = cases_with(NOTES_REPO, live | {"trials": trials}, "core")
-    flows = {cid: c for cid, c in cases.items() if cid.startswith("tc_flow_")}
-    # An error, a failed trial, a 5xx, another origin and no usable outcome: no flow.
-    # The main create form first (its created item was listed), then the rest.
-    assert list(flows) == ["tc_flow_notes_add_note", "tc_flow_contact_send_message"]
-    note, contact = flows.values()
-    assert contact["priority"] == "high" and note["priority"] == "critical"  # creates, listed
-    assert contact["steps"] == [
-        "Open /contact",
-        'Fill "Name" with a unique text',
-        'Fill "Email" with a unique email',
-        'Select "Chile" in "Country"',
-        'Click the button "Send message"',
-    ]
-    # The counted text changes from run to run: the status message is the outcome.
-    assert contact["expected"].startswith('the text "Thanks, we got your message" is visible')
-    assert note["expected"].startswith(
-        'the submitted "Title" is visible; the text "Note \\"AMTP {tag}\\" saved" is visible'
-    )
-    text = spec_text(flows)
-    assert "const tag = `${Date.now().toString(36)}" in text and "test.info().retry" in text
-    assert "page.getByLabel(\"Name\", { exact: true }).fill('AMTP ' + tag);" in text
-    assert (
-        "page.getByLabel(\"Email\", { exact: true }).fill('amtp+' + tag + '@example.test');" in text
-    )
-    assert (
-        'selectOption({ label: "Chile" })' in text
-        and 'getByLabel("I agree", { exact: true }).check()' in text
-    )
-    assert "page.getByRole('button', { name: \"Add note\", exact: true }).click();" in text
-    assert 'page.getByText("Note \\"AMTP " + tag + "\\" saved").first()' in text
-    assert "expect(errors, 'uncaught page errors').toEqual([]);" in text
-    # Ids are stable: the flows come after every page and route case, which keep theirs.
-    without = cases_with(NOTES_REPO, live, "core")
-    assert {cid: c for cid, c in cases.items() if cid in without} == without
-
-
-@pytest.mark.parametrize(
-    "label",
-    ['Name"); process.exit(1); ("', "${process.exit(1)}", "a\u2028b`</script>", "x" * 500],
-)
-def test_hostile_labels_and_buttons_in_trials_stay_data(label):
-    hostile = tried("/contact", label, [(label, "text", "")], [("status", "Thanks " + label)])
-    cases = cases_with(NOTES_REPO, app(page("/contact")) | {"trials": [hostile]})
-    text = spec_text(cases)  # parses, passes the file policy
-    assert "process.exit(1); (" not in text.replace('\\"', "'")
-    assert "\u2028" not in text and "`</script>" not in text
-
-
-def test_a_page_with_nothing_else_to_check_says_so_in_its_title():
-    cases = cases_with(NOTES_REPO, app(page("/", HOME), page("/pricing")))
-    assert cases["tc_page_home"]["title"] == "Home page renders"
-    assert cases["tc_page_pricing"]["title"] == "Page /pricing renders (no other check known)"
+    for payload in (
+        {**crawler, "depth_level": "core"},
+        {
+            "run_id": RUN_ID,
+            "target_framework": "playwright",
+            "test_cases": list(cases_with(NOTES_REPO, view).values()),
+            "coverage_notes": "",
+        },
+    ):
+        envelope = {"run_id": RUN_ID, "upstream": UPSTREAM, "payload": payload, "app_map": view}
+        schemas.validate("handoff/envelope", envelope)
+    # The offline provider reads it there: the headings it showed are what the cases expect.
+    provider = OfflineProvider(ProviderOptions(model="amtp-rules-v1"), agent="test_case_generator")
+    message = canonical_text({**envelope, "payload": {**crawler, "depth_level": "core"}})
+    answer = provider.complete(system="", messages=[{"role": "user", "content": message}], tools=[])
+    (home,) = [c for c in json.loads(answer.text)["test_cases"] if c["id"] == "tc_page_home"]
+    assert 'the heading "My Notes"' in home["expected"]

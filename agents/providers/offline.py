@@ -107,7 +107,7 @@ class OfflineProvider(Provider):
         else:
             envelope = json.loads(messages[0]["content"])
             if self.agent == "test_case_generator":
-                payload = envelope["payload"]
+                payload = {**envelope["payload"], "app_map": envelope.get("app_map")}
                 answer = generate_cases(payload, payload["depth_level"])
             else:
                 answer = self._engineer(system, envelope)
