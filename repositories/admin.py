@@ -26,6 +26,12 @@ REPOSITORY_WEBHOOKS = (
     "webhook_secret",
     "clear_webhook_secret",
 )
+REPOSITORY_NOTIFICATIONS = (
+    "notify_emails",
+    "notify_email_events",
+    "notify_webhook_url",
+    "notify_webhook_events",
+)
 REPOSITORY_LIMITS = ("max_concurrent_runs", "rate_limit_runs", "rate_limit_window_seconds")
 
 
@@ -63,7 +69,9 @@ class RepositoryAdmin(admin.ModelAdmin):
         ("Approval", {"fields": ("require_approval", "allow_self_approval")}),
         ("Pull requests", {"fields": ("draft_pull_requests", "pull_request_labels")}),
         ("Verification", {"fields": REPOSITORY_VERIFICATION}),
+        ("Notifications", {"fields": REPOSITORY_NOTIFICATIONS}),
         ("Limits", {"fields": REPOSITORY_LIMITS}),
+        ("Retention", {"fields": ("retention_days",)}),
     ]
 
     # An error report (DEBUG page, error e-mail) shows the request's POST data: not this field.

@@ -267,3 +267,4 @@ class RunStart(models.Model):
 
 
 from runs.models_api import ApiToken, WebhookDelivery  # noqa: E402,F401  (operator-surface tables)
+from runs.models_notify import Notification  # noqa: E402,F401  (what events told whom)
