@@ -47,8 +47,8 @@ _senders = ThreadPoolExecutor(max_workers=2, thread_name_prefix="amtp-notify")
 
 def notify(run_id: str, event: str, *, occurrence: str = "", reason: str = "") -> list[str]:
     """Record ``event`` of the run for every channel its repository wants it on and send it
-    once the current transaction commits; the ids of the rows written (none when nobody is
-    to be told, or they exist: a retried activity)."""
+    once the current transaction commits; the ids of its rows still pending (a retried
+    activity finds those an earlier attempt wrote, and writes none)."""
     run = Run.objects.select_related("repository").get(pk=run_id)
     subject, text = message(run, event, reason)
     key = f"{event}:{occurrence}" if occurrence else str(event)
@@ -72,8 +72,11 @@ def notify(run_id: str, event: str, *, occurrence: str = "", reason: str = "") -
     except DatabaseError:
         logger.exception("run %s: %s not recorded for notification", run_id, event)
         return []
-    ids = [str(row.pk) for row in rows]
-    transaction.on_commit(lambda: _senders.submit(send_all, ids))
+    pending = Notification.objects.filter(
+        run_id=run.pk, dedupe_key=key, status=NotificationStatus.PENDING
+    )
+    ids = [str(pk) for pk in pending.values_list("pk", flat=True)]
+    transaction.on_commit(lambda: _senders.submit(_send_in_thread, ids))
     return ids
 
 
@@ -122,8 +125,8 @@ def message(run: Run, event: str, reason: str = "") -> tuple[str, str]:
     return subject, "\n".join(lines)
 
 
-def send_all(ids: list[str]) -> None:
-    """Deliver each row (a sender thread's work); the thread's connection closed after."""
+def _send_in_thread(ids: list[str]) -> None:
+    """A sender thread's work: each row delivered, then the thread's connection closed."""
     try:
         for notification_id in ids:
             send(notification_id)

@@ -102,7 +102,7 @@ def prune(
         result.batches += 1
         result.removed += len(ids)
         result.evidence += _evidence(ids, dry_run)
-        params["after_at"], params["after_id"] = batch[-1]
+        params["after_id"], params["after_at"] = batch[-1]
     result.kept = old - result.removed
     return result
 
