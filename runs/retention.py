@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -37,11 +38,10 @@ MAX_BATCH = 10_000
 TERMINAL = [str(status) for status in Run.TERMINAL]
 
 _BATCH = """
-SELECT r.run_id, r.created_at FROM runs r
+SELECT r.run_id, r.created_at, r.pr_number FROM runs r
 WHERE r.repository_id = %(repository)s AND r.created_at < %(cutoff)s
   AND (r.created_at, r.run_id) > (%(after_at)s, %(after_id)s)
   AND r.status = ANY(%(terminal)s)
-  AND NOT (r.pr_number IS NOT NULL AND (%(keep_every_pr)s OR r.pr_number = ANY(%(open)s)))
   AND NOT EXISTS (
     SELECT FROM stages s WHERE s.run_id = r.run_id AND s.status = 'awaiting_approval')
 ORDER BY r.created_at, r.run_id
@@ -82,8 +82,8 @@ def prune(
         "after_id": "00000000-0000-0000-0000-000000000000",
         "terminal": TERMINAL,
         "limit": min(max(1, batch_size), MAX_BATCH),
-        **_open_pull_requests(repository, result),
     }
+    keep = _keeps_pull_request(repository, result)
     with connection.cursor() as cursor:
         cursor.execute(_OLD, [repository.pk, cutoff])
         old = cursor.fetchone()[0]
@@ -95,30 +95,30 @@ def prune(
                 batch = cursor.fetchall()
             if not batch:
                 break
-            ids = [run_id for run_id, _ in batch]
-            if not dry_run:
+            ids = [run_id for run_id, _, pr_number in batch if not keep(pr_number)]
+            if ids and not dry_run:
                 _delete(ids)
         result.longest_lock_s = max(result.longest_lock_s, time.monotonic() - started)
         result.batches += 1
         result.removed += len(ids)
         result.evidence += _evidence(ids, dry_run)
-        params["after_id"], params["after_at"] = batch[-1]
+        params["after_id"], params["after_at"], _ = batch[-1]
     result.kept = old - result.removed
     return result
 
 
-def _open_pull_requests(repository: Repository, result: Pruned) -> dict:
+def _keeps_pull_request(repository: Repository, result: Pruned) -> Callable[[int | None], bool]:
+    """Whether a run with this pull request number stays: its PR is open, or the host could
+    not say which are (checked in Python: an open list can be long)."""
     try:
-        return {
-            "open": sorted(host_for(repository).open_pull_request_numbers()),
-            "keep_every_pr": False,
-        }
+        open_numbers = host_for(repository).open_pull_request_numbers()
     except Exception as exc:
         result.notes.append(
             f"its host could not list the open pull requests ({type(exc).__name__}: "
             f"{str(exc)[:200]}): every run with a pull request is kept"
         )
-        return {"open": [], "keep_every_pr": True}
+        return lambda number: number is not None
+    return lambda number: number in open_numbers
 
 
 def _delete(ids: list) -> None:
