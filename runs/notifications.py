@@ -160,7 +160,9 @@ def send(notification_id: str) -> str:
             continue
         _record(row, NotificationStatus.SENT, "")
         return NotificationStatus.SENT
-    error = _clean(error.replace(row.run.repository.notify_webhook_url, row.recipient), 1000)
+    if url := row.run.repository.notify_webhook_url:  # its path is a credential
+        error = error.replace(url, row.recipient)
+    error = _clean(error, 1000)
     logger.warning("notification %s (%s, %s) failed: %s", row.pk, row.event, row.channel, error)
     _record(row, NotificationStatus.FAILED, error)
     return NotificationStatus.FAILED

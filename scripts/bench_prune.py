@@ -77,6 +77,18 @@ def sample_page(n: int) -> list[float]:
     return timings
 
 
+def table_sizes() -> str:
+    """Each big table's size with its indexes and TOAST."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, pg_size_pretty(pg_total_relation_size(relid)) "
+            "FROM pg_statio_user_tables ORDER BY pg_total_relation_size(relid) DESC LIMIT 5"
+        )
+        return ", ".join(f"{name} {size}" for name, size in cursor.fetchall())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=1_000_000)
@@ -108,6 +120,7 @@ def main() -> None:
     settings.AMTP_VERIFY_EVIDENCE_DIR = folder / "evidence"
     path = local_host(folder / "repo", open_numbers)
     Repository.objects.update(host="local", local_path=path)
+    print(f"sizes before: {table_sizes()}", flush=True)
     before = sample_page(40)
 
     timings: list[float] = []
@@ -136,6 +149,7 @@ def main() -> None:
         left = cursor.fetchone()[0]
     print(lines[0])
     print(lines[-1])
+    print(f"sizes after (before autovacuum reuses the space): {table_sizes()}")
     print(
         f"prune: {removed:,} runs removed in {seconds:.1f} s ({removed / seconds:,.0f} runs/s, "
         f"batches of {args.batch_size}); {left:,} left; longest batch {longest:.0f} ms"

@@ -245,3 +245,18 @@ def test_a_webhook_whose_name_now_resolves_to_a_private_address_is_not_posted_to
     assert notifications.send(row_id) == "failed"
     row = Notification.objects.get()
     assert row.attempts == 1 and "loopback" in row.last_error and not receiver.posts
+
+
+@pytest.mark.django_db
+def test_an_unreachable_mail_server_fails_the_notification_not_the_run(receiver, settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", 9  # discard: nothing listens
+    settings.AMTP_NOTIFY_ATTEMPTS = 1
+    run = open_run(receiver, notify_webhook_events=[])
+    failure = t.Failure(str(run.run_id), "crawl_repo", "GitHubForbidden", "no access")
+    assert lifecycle.mark_failed(failure)
+    [row] = Notification.objects.all()
+    assert notifications.send(str(row.pk)) == "failed"
+    row.refresh_from_db()
+    assert row.channel == "email" and "ConnectionRefusedError" in row.last_error
+    assert Run.objects.get(pk=run.pk).status == "failed"
