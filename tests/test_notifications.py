@@ -5,9 +5,7 @@ delivery to a private or metadata address, and a failing receiver never fails th
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.core import mail
@@ -22,50 +20,15 @@ from runs.models_notify import Notification
 from runs.notify_webhook import post_json
 from runs.temporal import types as t
 from tests.factories import RepositoryFactory, RunFactory
+from tests.notify_receiver import local_receiver
 
 TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"  # a GitHub token's shape
 
 
-class Receiver(ThreadingHTTPServer):
-    """Records every POST; answers ``status`` after ``delay`` seconds."""
-
-    def __init__(self):
-        self.posts: list[dict] = []
-        self.status, self.delay = 200, 0.0
-        super().__init__(("127.0.0.1", 0), Handler)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/services/T000/B000/SECRETPATH"
-
-
-class Handler(BaseHTTPRequestHandler):
-    def do_POST(self):  # noqa: N802 (http.server's name)
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        self.server.posts.append(
-            {"path": self.path, "headers": dict(self.headers), "body": json.loads(body)}
-        )
-        time.sleep(self.server.delay)
-        self.send_response(self.server.status)
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def receiver(settings):
-    settings.AMTP_NOTIFY_ALLOW_HOSTS = ["127.0.0.1"]
-    settings.AMTP_NOTIFY_TIMEOUT_S = 1.0
-    settings.AMTP_NOTIFY_ATTEMPTS = 2
-    settings.AMTP_PUBLIC_URL = "https://amtp.example.com"
-    server = Receiver()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with local_receiver(settings) as server:
+        yield server
 
 
 def open_run(receiver, **repository) -> Run:
