@@ -8,9 +8,9 @@ host cannot say, every run of that repository with a pull request is kept.
 
 Each batch is one short transaction over at most ``batch_size`` runs picked in page order
 (keyset over ``(created_at, run_id)`` on ``runs_repository_page``): it locks only the rows it
-deletes, so the lists, which read without locks, never wait for it, and a worker writing a
-run of the same repository waits at most one batch. The apps above ``runs`` remove their own
-rows of the batch on ``runs.signals.runs_pruning``, in the same transaction.
+deletes, old finished runs nothing writes any more, and the lists read without locks, so
+nothing waits for it. The apps above ``runs`` remove their own rows of the batch on
+``runs.signals.runs_pruning``, in the same transaction.
 """
 
 from __future__ import annotations

