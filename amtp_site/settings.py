@@ -317,6 +317,28 @@ AMTP_EVIDENCE_MAX_FILES = env_int("AMTP_EVIDENCE_MAX_FILES", 200)
 AMTP_EVIDENCE_MAX_BYTES = env_int("AMTP_EVIDENCE_MAX_BYTES", 200 << 20)
 AMTP_EVIDENCE_DAYS = env_int("AMTP_EVIDENCE_DAYS", 30)
 
+# Retention (manage.py prune): finished runs older than this many days are removed, for
+# repositories without a retention of their own; empty keeps them forever.
+AMTP_RETENTION_DAYS = env_int("AMTP_RETENTION_DAYS", 0) or None
+
+# Notifications (runs/notifications.py): where a run's link points, how long one delivery may
+# take and how often it is tried, and the hosts a webhook may reach although they are loopback
+# or private (HOST or HOST:PORT; never a metadata address).
+AMTP_PUBLIC_URL = os.environ.get("AMTP_PUBLIC_URL", "").rstrip("/")
+AMTP_NOTIFY_TIMEOUT_S = float(os.environ.get("AMTP_NOTIFY_TIMEOUT_S", "5"))
+AMTP_NOTIFY_ATTEMPTS = env_int("AMTP_NOTIFY_ATTEMPTS", 3)
+AMTP_NOTIFY_ALLOW_HOSTS = env_list("AMTP_NOTIFY_ALLOW_HOSTS", "")
+# Email: Django's own settings (docs.djangoproject.com/en/stable/topics/email/).
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = AMTP_NOTIFY_TIMEOUT_S
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "amtp@localhost")
+
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("AMTP_MAX_REQUEST_BYTES", 2 * 1024 * 1024)
 
 LANGUAGE_CODE = "en-us"

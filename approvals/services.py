@@ -10,9 +10,11 @@ from django.db.models.functions import Now
 from amtp_site import audit, temporal
 from approvals.errors import ApprovalAlreadyDecided, ApprovalDecisionInvalid, SelfApprovalRefused
 from approvals.models import Approval, Decision
+from repositories.models import NotifyEvent
 from runs import lifecycle
 from runs.errors import OrchestratorUnavailable
 from runs.models import Run
+from runs.notifications import notify
 from runs.stages import APPROVAL_SIGNAL, ApprovalDecision, ApprovalRequest
 
 ALREADY_DECIDED = (
@@ -32,6 +34,7 @@ SELF_APPROVAL = (
     "approval: {repository} does not allow self-approval (four eyes)"
 )
 SELF_APPROVAL_AUDIT = "Refused a {decision}: the decider requested the run (four eyes)"
+HELD_REASON = "held by {approver}: {comment}"
 COMMENT_TOO_LONG = "the comment has {length} characters; at most {limit} are allowed"
 
 
@@ -128,6 +131,8 @@ def approval_request(request: ApprovalRequest) -> str:
         approval = Approval.objects.create(
             run_id=request.run_id, stage=stage, approver=request.approver, comment=request.comment
         )
+        reason = HELD_REASON.format(approver=request.approver, comment=request.comment)
+        notify(request.run_id, NotifyEvent.RUN_HELD, occurrence=str(approval.pk), reason=reason)
     return str(approval.approval_id)
 
 
@@ -145,3 +150,8 @@ def approvals_close(*, run_id: str, why: str, **_signal) -> None:
     Approval.objects.filter(run_id=run_id, decision=Decision.PENDING).update(
         decision=Decision.REJECTED, decided_by="amtp", decided_at=Now(), decision_comment=why
     )
+
+
+def approvals_prune(*, run_ids: list, **_signal) -> None:
+    """Retention removes these runs: their approvals go with them."""
+    Approval.objects.filter(run_id__in=run_ids).delete()  # one DELETE: nothing hangs off it

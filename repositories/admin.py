@@ -52,6 +52,12 @@ REPOSITORY_LOGIN = (
     "login_username_env",
     "login_password_env",
 )
+REPOSITORY_NOTIFICATIONS = (
+    "notify_emails",
+    "notify_email_events",
+    "notify_webhook_url",
+    "notify_webhook_events",
+)
 REPOSITORY_LIMITS = ("max_concurrent_runs", "rate_limit_runs", "rate_limit_window_seconds")
 
 
@@ -91,7 +97,9 @@ class RepositoryAdmin(admin.ModelAdmin):
         ("Verification", {"fields": REPOSITORY_VERIFICATION}),
         ("Test data", {"fields": REPOSITORY_TEST_DATA}),
         ("Logging in", {"fields": REPOSITORY_LOGIN, "description": LOGIN_HELP}),
+        ("Notifications", {"fields": REPOSITORY_NOTIFICATIONS}),
         ("Limits", {"fields": REPOSITORY_LIMITS}),
+        ("Retention", {"fields": ("retention_days",)}),
     ]
 
     # An error report (DEBUG page, error e-mail) shows the request's POST data: not this field.

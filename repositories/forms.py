@@ -100,6 +100,21 @@ class RepositoryForm(forms.ModelForm):
         label="Test data timeout (s)",
         help_text=Repository._meta.get_field("test_data_timeout_s").help_text,
     )
+    notify_emails = TextListField(
+        required=False,
+        label="Notification emails",
+        help_text=Repository._meta.get_field("notify_emails").help_text,
+    )
+    notify_email_events = TextListField(
+        required=False,
+        label="Emailed events",
+        help_text=Repository._meta.get_field("notify_email_events").help_text,
+    )
+    notify_webhook_events = TextListField(
+        required=False,
+        label="Webhook events",
+        help_text=Repository._meta.get_field("notify_webhook_events").help_text,
+    )
     webhook_secret = SecretField(label="Webhook secret")
     clear_webhook_secret = forms.BooleanField(
         required=False,

@@ -39,6 +39,22 @@ class FailingTests(models.TextChoices):
 DEFAULT_PULL_REQUEST_LABELS = ("amtp", "model-written")
 
 
+class NotifyEvent(models.TextChoices):
+    """What a repository's notifications may be about (``runs.notifications`` sends them).
+    A new kind of event is one line here and one call where it is written."""
+
+    RUN_HELD = "run_held", "a run waits for approval"
+    RUN_FAILED = "run_failed", "a run failed"
+    PR_OPENED = "pr_opened", "a pull request was opened"
+
+
+DEFAULT_NOTIFY_EVENTS = (NotifyEvent.RUN_HELD.value, NotifyEvent.RUN_FAILED.value)
+
+
+def default_notify_events() -> list[str]:
+    return list(DEFAULT_NOTIFY_EVENTS)
+
+
 def default_pull_request_labels() -> list[str]:
     return list(DEFAULT_PULL_REQUEST_LABELS)
 
@@ -270,6 +286,40 @@ class Repository(models.Model):
     # login_username and login_password, never shown, never in a form.
     login_username_token = models.TextField(blank=True, default="", db_default="", editable=False)
     login_password_token = models.TextField(blank=True, default="", db_default="", editable=False)
+    notify_emails = models.JSONField(
+        default=list,
+        blank=True,
+        db_default=[],
+        help_text="Addresses told of this repository's events by email (comma-separated; "
+        "empty: none). Sent through the server's mail settings.",
+    )
+    notify_email_events = models.JSONField(
+        default=default_notify_events,
+        blank=True,
+        db_default=list(DEFAULT_NOTIFY_EVENTS),
+        help_text="Which events are emailed: " + ", ".join(NotifyEvent.values) + ".",
+    )
+    notify_webhook_url = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="A Slack or Teams incoming webhook, or any URL that takes a JSON POST "
+        '({"text": ...}); https only, never a private or metadata address.',
+    )
+    notify_webhook_events = models.JSONField(
+        default=default_notify_events,
+        blank=True,
+        db_default=list(DEFAULT_NOTIFY_EVENTS),
+        help_text="Which events are posted to the webhook: " + ", ".join(NotifyEvent.values) + ".",
+    )
+    retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="manage.py prune removes this repository's finished runs older than this "
+        "many days, with their artifacts and evidence (empty: AMTP_RETENTION_DAYS; neither "
+        "set: kept forever). Runs whose pull request is open, or that are held, stay.",
+    )
     max_concurrent_runs = models.PositiveIntegerField(default=2)
     rate_limit_runs = models.PositiveIntegerField(default=30, help_text="Runs per window.")
     rate_limit_window_seconds = models.PositiveIntegerField(default=3600)

@@ -22,6 +22,7 @@ from repositories.hosts.local import LocalGitHost
 from repositories.login import CREDENTIALS, normalised_login_path, recipe_problems
 from repositories.models import Host, Repository
 from repositories.names import full_name_problem
+from repositories.notify_rules import email_problems, event_problems, webhook_problem
 from repositories.paths import checked_test_dir
 from repositories.refnames import ref_problem
 from repositories.targets import (
@@ -56,6 +57,8 @@ LABEL_INVALID = (
     "either end"
 )
 LABEL_REPEATED = "label {label!r} is listed twice (GitHub's label names ignore case)"
+MAX_RETENTION_DAYS = 36_500
+RETENTION_RANGE = f"between 1 and {MAX_RETENTION_DAYS} days, or empty to keep runs forever"
 
 # Every setting a person chooses (not the id or the timestamps).
 FIELDS = tuple(f.name for f in rows.fields(Repository) if f.editable and not f.primary_key)
@@ -217,6 +220,10 @@ def _at_least_one(value: int) -> list[str]:
     return [AT_LEAST_ONE] if value < 1 else []
 
 
+def _retention_problems(days: int | None) -> list[str]:
+    return [] if days is None or 1 <= days <= MAX_RETENTION_DAYS else [RETENTION_RANGE]
+
+
 _RULES: dict[str, Callable[[Any], list[str]]] = {
     "full_name": lambda name: _listed(full_name_problem(name)),
     "default_branch": lambda branch: _listed(ref_problem(branch)),
@@ -226,6 +233,11 @@ _RULES: dict[str, Callable[[Any], list[str]]] = {
     "allowed_hosts": _allow_host_problems,
     "webhook_secret": _secret_problems,
     "pull_request_labels": _label_problems,
+    "notify_emails": email_problems,
+    "notify_email_events": event_problems,
+    "notify_webhook_url": lambda url: _listed(webhook_problem(url)),
+    "notify_webhook_events": event_problems,
+    "retention_days": _retention_problems,
     **dict.fromkeys(LIMITS, _at_least_one),
     "test_data_setup_url": lambda url: _listed(test_data.url_problem(url)),
     "test_data_teardown_url": lambda url: _listed(test_data.url_problem(url)),

@@ -49,3 +49,9 @@ class RunNotActive(NonRetryableError):
 class PushNotChecked(RetryableError):
     """The repository host could not say whether a pushed SHA is its branch's head, so the
     push was neither started nor recorded (GitHub's redelivery retries it)."""
+
+
+class NotificationRefused(NonRetryableError):
+    """A notification its repository's settings no longer allow (no address or webhook any
+    more, a webhook name that now resolves to a private or metadata address): not sent, and
+    not tried again. Never reaches Temporal: sending happens beside the run."""

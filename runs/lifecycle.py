@@ -12,6 +12,8 @@ from django.db import connection, transaction
 from django.db.models.functions import Now
 
 import schemas
+from repositories.models import NotifyEvent
+from runs import notifications
 from runs.models import Artifact, ArtifactKind, Run, RunStatus, Stage, StageStatus
 from runs.signals import run_closed
 from runs.stages import Failure
@@ -169,6 +171,7 @@ def mark_failed(failure: Failure) -> bool:
     _close_open_stages(failure.run_id, StageStatus.SKIPPED)
     run_closed.send(sender=Run, run_id=failure.run_id, why=f"run failed: {failure.error_type}")
     _report(failure)
+    notifications.notify(failure.run_id, NotifyEvent.RUN_FAILED, reason=failure.message)
     return True
 
 

@@ -26,7 +26,8 @@ import schemas
 from amtp_site import valkey
 from amtp_site.canonical import idempotency_key
 from repositories.hosts import PullRequestResult, RepositoryHost, host_for
-from runs import artifacts
+from repositories.models import NotifyEvent
+from runs import artifacts, notifications
 from runs.errors import RunNotActive
 from runs.lifecycle import OPEN_RUN
 from runs.models import Artifact, ArtifactKind, Run
@@ -120,6 +121,7 @@ def _record(
         Run.objects.filter(pk=run.pk).update(
             pr_number=result.number, pr_url=result.url, head_branch=result.head_branch
         )
+        notifications.notify(str(run.pk), NotifyEvent.PR_OPENED)
     return artifact
 
 

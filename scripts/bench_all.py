@@ -29,6 +29,7 @@ BENCHMARKS = [  # name, script and its arguments
     ("scale", "bench_scale.py"),  # 1k/10k/100k files x local/github x standard/deep: 12 runs
     ("lists", "bench_lists.py"),
     ("dashboard", "bench_dashboard.py"),  # 1M runs: rollup build, run end, dashboard loads
+    ("prune", "bench_prune.py"),  # 1M runs seeded again, half of them pruned
     ("submit", "bench_submit.py"),
     ("workers", "bench_workers.py"),
     ("sandbox", "bench_sandbox.py"),  # 5 demo verifications in the box, 5 without

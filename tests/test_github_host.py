@@ -717,3 +717,10 @@ def test_a_plan_without_drafts_is_a_final_error_that_says_what_to_do(gh, host):
         open_pr(host, gh, labels=LABELS)
     assert gh.pulls(REPO) == [] and not DraftPullRequestsUnsupported.retryable
     assert open_pr(host, gh, draft=False).number == 1  # the setting off: the run again works
+
+
+def test_open_pull_request_numbers_lists_only_the_open_ones(gh, host):
+    first = open_pr(host, gh, head_branch="amtp/run-1")
+    second = open_pr(host, gh, head_branch="amtp/run-2")
+    host.discard_pull_request(head_branch="amtp/run-1", base_branch="main")
+    assert host.open_pull_request_numbers() == {second.number} != {first.number}

@@ -8,6 +8,7 @@ from runs.pull_requests import head_branch_for
 from runs.services import run_create
 from tests.factories import RepositoryFactory
 from tests.fakes.github_api import FakeGitHub
+from tests.notify_receiver import local_receiver
 from tests.samples import DEMO_WEB
 from tests.temporal_worker import wait_for, wait_terminal
 from tests.test_workflow import record_histories  # noqa: F401  (AMTP_RECORD_HISTORIES=1)
@@ -27,6 +28,12 @@ def github(temporal_env, monkeypatch):
             monkeypatch.setenv(key, value)  # for the spawned agent processes
             setattr(temporal_env, key, type(getattr(temporal_env, key))(value))
         yield gh
+
+
+@pytest.fixture
+def receiver(settings):
+    with local_receiver(settings) as server:
+        yield server
 
 
 def test_one_ref_one_commit_one_pr(github, worker):
@@ -64,11 +71,17 @@ def test_branch_protection_holds_for_approval_then_opens_the_pr(github, worker, 
     assert run.status == "passed" and len(github.pulls("acme/web")) == 1
 
 
-def test_branch_protection_rejected_fails_the_run(github, worker):
+def test_branch_protection_rejected_fails_the_run(github, worker, receiver):
+    """...and the repository's webhook hears of the hold, then of the failure, once each."""
     github.protect("acme/web", "amtp/*", answer="errors")  # the rule in errors[] only
-    repo = RepositoryFactory(full_name="acme/web", host="github")
+    repo = RepositoryFactory(
+        full_name="acme/web", host="github", notify_webhook_url=receiver.url + "?via=test"
+    )
     run = run_create(repository=repo, depth_level="smoke")
     wait_for(run, lambda r: r.approvals.filter(decision="pending").exists())
+    wait_for(run, lambda r: len(receiver.posts) == 1, timeout=30)
+    assert receiver.posts[0]["body"]["amtp"]["event"] == "run_held"
+    assert receiver.posts[0]["path"].endswith("?via=test")
     approval_decide(
         approval=run.approvals.get(),
         decision="rejected",
@@ -78,6 +91,9 @@ def test_branch_protection_rejected_fails_the_run(github, worker):
     run = wait_terminal(run)
     assert run.status == "failed" and "ask the admins first" in run.error_message
     assert github.pulls("acme/web") == []
+    wait_for(run, lambda r: len(receiver.posts) == 2, timeout=30)
+    assert receiver.posts[1]["body"]["amtp"]["event"] == "run_failed"
+    assert set(run.notifications.values_list("status", flat=True)) == {"sent"}
 
 
 def test_forbidden_token_fails_with_the_error_on_the_stage(github, worker):

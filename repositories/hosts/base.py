@@ -86,6 +86,10 @@ class RepositoryHost(ABC):
         pull request from ``head_branch`` and delete the branch. Idempotent; False when there
         was nothing to take back."""
 
+    @abstractmethod
+    def open_pull_request_numbers(self) -> set[int]:
+        """The numbers of the repository's open pull requests (retention keeps their runs)."""
+
 
 def check_files(files: dict[str, str]) -> None:
     """A host's last guard before it writes: the Test Engineer's file policy has checked these

@@ -236,6 +236,11 @@ class PullRequestWrites:
                 return pr is not None
             return True
 
+    def open_pull_request_numbers(self) -> set[int]:
+        """Every open pull request's number (PyGithub pages through them, 30 a request)."""
+        with self._errors("list the open pull requests"):
+            return {pr.number for pr in self._repo().get_pulls(state="open")}
+
     def _branch_sha(self, branch: str) -> str | None:
         try:
             return self._repo().get_git_ref(f"heads/{branch}").object.sha

@@ -263,6 +263,9 @@ class LocalGitHost(RepositoryHost):
                 self._pulls.save(data)
         return ref is not None or bool(records)
 
+    def open_pull_request_numbers(self) -> set[int]:
+        return {p["number"] for p in self._pulls.load()["pulls"] if p.get("state") != "closed"}
+
     def pull_requests(self) -> list[dict]:
         """Every recorded pull request of this repository, by number."""
         return sorted(self._pulls.load()["pulls"], key=lambda p: p["number"])

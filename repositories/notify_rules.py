@@ -1,0 +1,124 @@
+"""The rules of a repository's notification settings: addresses, the webhook URL, events.
+
+The webhook is called by the worker itself (not from the sandbox), so its URL follows the
+address rule of :mod:`repositories.targets` with no per-repository escape: https only, and
+never a loopback, private, link-local (cloud metadata) or other non-public address. Only the
+operator can admit a host, globally (``AMTP_NOTIFY_ALLOW_HOSTS``: an on-premises chat server,
+the tests' local receiver); such a host may then also be reached over plain http. Link-local
+addresses are refused even then.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import EmailValidator
+
+from repositories.models import NotifyEvent
+from repositories.targets import address_kind, allows, origin, resolve
+
+MAX_EMAILS = 20
+MAX_WEBHOOK_URL = 500
+EMAILS_NOT_A_LIST = "give a list of email addresses"
+TOO_MANY_EMAILS = f"at most {MAX_EMAILS} addresses"
+EMAIL_INVALID = "{address!r} is not an email address (one address per entry, nothing else)"
+EVENTS_NOT_A_LIST = "give a list of event names"
+EVENT_UNKNOWN = "{event!r} is not an event; choose from " + ", ".join(NotifyEvent.values)
+EVENT_REPEATED = "{event!r} is listed twice"
+WEBHOOK_INVALID = "give an absolute https:// URL with a host, e.g. https://hooks.slack.com/..."
+WEBHOOK_CREDENTIALS = "leave user names and passwords out of the URL"
+WEBHOOK_TOO_LONG = f"at most {MAX_WEBHOOK_URL} characters"
+WEBHOOK_HTTP = (
+    "use https:// (plain http only for a host the operator lists in AMTP_NOTIFY_ALLOW_HOSTS)"
+)
+WEBHOOK_PRIVATE = (
+    "{host} is a {kind} address; notifications are never sent there (an operator can admit "
+    "a loopback or private host with AMTP_NOTIFY_ALLOW_HOSTS; link-local, where cloud "
+    "metadata services answer, never)"
+)
+
+_email = EmailValidator()
+
+
+def _control(text: str) -> bool:
+    return any(ord(c) <= 32 or ord(c) == 127 for c in text)
+
+
+def email_problems(addresses: Any) -> list[str]:
+    if not isinstance(addresses, list) or not all(isinstance(a, str) for a in addresses):
+        return [EMAILS_NOT_A_LIST]
+    if len(addresses) > MAX_EMAILS:
+        return [TOO_MANY_EMAILS]
+    problems = []
+    for address in addresses:
+        try:
+            if _control(address):  # a header injection ("a@b.c\nBcc: ...") is refused here
+                raise ValidationError("control character")
+            _email(address)
+        except ValidationError:
+            problems.append(EMAIL_INVALID.format(address=address[:100]))
+    return problems
+
+
+def event_problems(events: Any) -> list[str]:
+    if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
+        return [EVENTS_NOT_A_LIST]
+    problems, seen = [], set()
+    for event in events:
+        if event not in NotifyEvent.values:
+            problems.append(EVENT_UNKNOWN.format(event=event[:50]))
+        elif event in seen:
+            problems.append(EVENT_REPEATED.format(event=event))
+        seen.add(event)
+    return problems
+
+
+def webhook_url_problem(url: Any) -> str | None:
+    """Why ``url`` cannot be a notification webhook ("" means none), its form only."""
+    if url == "":
+        return None
+    if not isinstance(url, str) or _control(url):
+        return WEBHOOK_INVALID
+    if len(url) > MAX_WEBHOOK_URL:
+        return WEBHOOK_TOO_LONG
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises on a port that is not a number)
+    except ValueError:
+        return WEBHOOK_INVALID
+    if parts.username is not None or parts.password is not None:
+        return WEBHOOK_CREDENTIALS
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment:
+        return WEBHOOK_INVALID
+    _scheme, host, port = origin(url)
+    if parts.scheme == "http" and not allows(settings.AMTP_NOTIFY_ALLOW_HOSTS, host, port):
+        return WEBHOOK_HTTP
+    return None
+
+
+def webhook_address_problem(host: str, port: int, addresses: list[str]) -> str | None:
+    """Why the worker may not connect to ``host`` at ``addresses``, or None."""
+    admitted = allows(settings.AMTP_NOTIFY_ALLOW_HOSTS, host, port)
+    for address in addresses:
+        kind = address_kind(address)
+        if kind and (kind == "link-local" or not admitted):
+            return WEBHOOK_PRIVATE.format(host=host, kind=kind)
+    return None
+
+
+def webhook_problem(url: str) -> str | None:
+    """The whole rule at save time: the form, then the addresses the name resolves to now. A
+    name that does not resolve here is checked again when a notification is sent."""
+    if problem := webhook_url_problem(url):
+        return problem
+    if not url:
+        return None
+    _scheme, host, port = origin(url)
+    try:
+        addresses = resolve(host, port)
+    except (OSError, UnicodeError):
+        return None
+    return webhook_address_problem(host, port, addresses)
