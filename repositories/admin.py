@@ -58,6 +58,12 @@ REPOSITORY_NOTIFICATIONS = (
     "notify_webhook_url",
     "notify_webhook_events",
 )
+REPOSITORY_MAINTENANCE = (
+    "maintain_on_push",
+    "maintain_all_specs",
+    "pr_checks",
+    "pr_preview_url_template",
+)
 REPOSITORY_LIMITS = ("max_concurrent_runs", "rate_limit_runs", "rate_limit_window_seconds")
 
 
@@ -95,6 +101,7 @@ class RepositoryAdmin(admin.ModelAdmin):
         ("Approval", {"fields": ("require_approval", "allow_self_approval")}),
         ("Pull requests", {"fields": ("draft_pull_requests", "pull_request_labels")}),
         ("Verification", {"fields": REPOSITORY_VERIFICATION}),
+        ("Maintenance and pull request checks", {"fields": REPOSITORY_MAINTENANCE}),
         ("Test data", {"fields": REPOSITORY_TEST_DATA}),
         ("Logging in", {"fields": REPOSITORY_LOGIN, "description": LOGIN_HELP}),
         ("Notifications", {"fields": REPOSITORY_NOTIFICATIONS}),

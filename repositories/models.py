@@ -114,11 +114,6 @@ class Repository(models.Model):
         help_text="Maintenance runs keep every Playwright spec in the test directory, not only "
         "the files AMTP wrote.",
     )
-    maintenance_every_hours = models.PositiveIntegerField(
-        default=0,
-        db_default=0,
-        help_text="Start a maintenance run every this many hours (a Temporal schedule; 0: none).",
-    )
     pr_checks = models.BooleanField(
         default=False,
         db_default=False,

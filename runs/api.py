@@ -129,6 +129,7 @@ def create_run(
             request_key=idempotency_key,
             request_scope=f"api:{principal.key}",
             admit_at_submit=True,
+            kind=payload.kind,
         )
     except SchemaValidationError as exc:
         raise _schema_problem(exc) from exc

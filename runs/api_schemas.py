@@ -3,7 +3,7 @@
 import re
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
@@ -67,6 +67,12 @@ class RunIn(Schema):
         description="A running instance of the app: the generated tests run against it before "
         "the PR (default: the repository's preview URL; none: verification is skipped).",
         examples=["https://preview.acme.test"],
+    )
+    kind: Literal["generation", "maintenance"] = Field(
+        "generation",
+        description="generation: write new tests and open a PR of them; maintenance: re-verify "
+        "the tests the repository holds under its test directory, heal or quarantine what broke "
+        "and open a PR only when something changed.",
     )
 
     @field_validator("repo_full_name")
@@ -214,6 +220,7 @@ class RunOut(Schema):
     target_framework: str
     status: str
     trigger: str
+    kind: str = Field(description="generation, maintenance or check (a pull request's).")
     requested_by: str
     pull_request: PullRequestOut | None
     error_type: str

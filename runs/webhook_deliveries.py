@@ -31,7 +31,9 @@ from runs.webhook_checks import pull_request_check
 
 ZERO_SHA = re.compile(r"^0+$")
 
-IGNORED_EVENT = "event '{event}' is not handled; only push events start runs"
+IGNORED_EVENT = (
+    "event '{event}' is not handled; push, pull_request and check_run (rerequested) start runs"
+)
 NOT_REGISTERED = "repository {repo} is not registered in AMTP"
 WEBHOOKS_DISABLED = "webhook runs are disabled for {repo}"
 BRANCH_DELETED = "the push deleted {ref}"

@@ -191,6 +191,16 @@ def test_create_run_with_every_field(client, repo, api_env):
     assert {k: created[k] for k in body} == body
 
 
+def test_a_maintenance_run_is_asked_for_by_its_kind(client, repo, api_env):
+    created = post(client, "/api/runs", {"repo_full_name": "acme/shop", "kind": "maintenance"})
+    assert created.status_code == 201, created.content
+    body = created.json()
+    assert body["kind"] == Run.objects.get().kind == "maintenance"
+    assert [s["name"] for s in body["stages"]] == ["verify_tests", "create_pull_request"]
+    listed = client.get("/api/runs").json()["items"]
+    assert [item["kind"] for item in listed] == ["maintenance"]
+
+
 def test_idempotency_key_replays_the_same_run(client, repo, api_env):
     body = {"repo_full_name": "acme/shop", "ref": "main"}
     first = post(client, "/api/runs", body, Idempotency_Key="deploy-42")
@@ -272,6 +282,7 @@ HOSTILE = [
     ("extra field", {"repo_full_name": "acme/shop", "priority": "high"}, 422, "priority"),
     ("huge string", {"repo_full_name": "acme/shop", "ref": "a" * 100_000}, 422, "ref"),
     ("bad enum", {"repo_full_name": "acme/shop", "depth_level": "galactic"}, 422, "depth_level"),
+    ("check kind", {"repo_full_name": "acme/shop", "kind": "check"}, 422, "kind"),  # webhooks'
     ("missing field", {"ref": "main"}, 422, "repo_full_name"),
     ("null byte", {"repo_full_name": "acme/shop", "ref": "ma\x00in"}, 422, "ref"),
     ("bad ref", {"repo_full_name": "acme/shop", "base_branch": "a..b"}, 422, "base_branch"),

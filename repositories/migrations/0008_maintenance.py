@@ -29,15 +29,6 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name="repository",
-            name="maintenance_every_hours",
-            field=models.PositiveIntegerField(
-                db_default=0,
-                default=0,
-                help_text="Start a maintenance run every this many hours (a Temporal schedule; 0: none).",
-            ),
-        ),
-        migrations.AddField(
-            model_name="repository",
             name="pr_checks",
             field=models.BooleanField(
                 db_default=False,

@@ -87,6 +87,7 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
         "depth_level",
         "target_framework",
         "trigger",
+        "kind",
         "age",
         "duration",
         "pull_request",
