@@ -117,7 +117,11 @@ class AgentActivities:
             step = await _in_thread(pipeline.agent_step)(name, run_id)
             if isinstance(step, str):  # stored by an earlier attempt
                 return step
-            result = await asyncio.wrap_future(self.pool.submit(step.call))
+            # Submitting may start the agent template (a forkserver that sets Django up and
+            # imports the agent stack: seconds), so it happens off the event loop, which
+            # keeps heartbeating meanwhile.
+            submitted = await asyncio.to_thread(self.pool.submit, step.call)
+            result = await asyncio.wrap_future(submitted)
             return await _in_thread(pipeline.agent_store)(step, result)
         except Exception as raised:
             raise await _in_thread(stage_failure)(raised, run_id, t.STAGE_OF[name]) from None
