@@ -131,9 +131,13 @@ def main() -> None:
     out = io.StringIO()
     started = time.perf_counter()
     call_command(
-        "prune", "--older-than", str(args.older_than), "--batch-size", str(args.batch_size),
+        "prune",
+        "--older-than",
+        str(args.older_than),
+        "--batch-size",
+        str(args.batch_size),
         stdout=out,
-    )  # fmt: skip
+    )
     seconds = time.perf_counter() - started
     stop.set()
     reader.join()

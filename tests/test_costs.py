@@ -120,8 +120,13 @@ def test_a_bad_price_override_names_the_model_and_the_rule(raw, words):
 
 def session(agent, model, provider="anthropic", **usage) -> dict:
     counts = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
-    return {"agent": agent, "provider": provider, "model": model, "llm_calls": 2,
-            "usage": counts | usage}  # fmt: skip
+    return {
+        "agent": agent,
+        "provider": provider,
+        "model": model,
+        "llm_calls": 2,
+        "usage": counts | usage,
+    }
 
 
 @pytest.mark.django_db

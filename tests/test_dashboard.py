@@ -36,17 +36,25 @@ def ended_run(repo, status, *, days_ago=0, crawl_s=40, tests=(), cost="0.01", co
     start = end - timedelta(seconds=crawl_s + 5)
     run = RunFactory(repository=repo, status="running", started_at=start)
     StageFactory(
-        run=run, name="crawl_repo", status="passed", started_at=start,
+        run=run,
+        name="crawl_repo",
+        status="passed",
+        started_at=start,
         finished_at=start + timedelta(seconds=crawl_s),
-    )  # fmt: skip
+    )
     StageFactory(run=run, name="create_pull_request", status="skipped")
     if tests:
         report = [{"status": s, "attempts": n} for s, n in tests]
         ArtifactFactory(run=run, kind="verification_report", content={"tests": report})
     RunCost.objects.create(
-        run=run, agent="test_engineer", provider="anthropic", model="claude-sonnet-5-5",
-        input_tokens=1000, output_tokens=50, cost_usd=Decimal(cost) if cost_known else None,
-    )  # fmt: skip
+        run=run,
+        agent="test_engineer",
+        provider="anthropic",
+        model="claude-sonnet-5-5",
+        input_tokens=1000,
+        output_tokens=50,
+        cost_usd=Decimal(cost) if cost_known else None,
+    )
     Run.objects.filter(pk=run.pk).update(status=status, finished_at=end)
     return run
 
@@ -137,9 +145,14 @@ def test_the_run_page_and_the_api_show_the_runs_tokens_and_cost(make_token):  # 
     repo = RepositoryFactory(full_name="acme/shop")
     run = ended_run(repo, "passed", cost="0.0125")
     RunCost.objects.create(
-        run=run, agent="repo_crawler", provider="openai", model="my-local-llama",
-        input_tokens=7, output_tokens=3, cache_read_tokens=2,
-    )  # fmt: skip
+        run=run,
+        agent="repo_crawler",
+        provider="openai",
+        model="my-local-llama",
+        input_tokens=7,
+        output_tokens=3,
+        cache_read_tokens=2,
+    )
     cost = bearer(make_token("runs:read")).get(f"/api/runs/{run.pk}").json()["cost"]
     assert (cost["input_tokens"], cost["output_tokens"], cost["cost_usd"]) == (1007, 53, None)
     by_agent = {a["agent"]: a for a in cost["agents"]}

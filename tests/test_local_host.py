@@ -418,10 +418,31 @@ def test_linked_worktree(repo: str, tmp_path: Path) -> None:
 
 
 BAD_BRANCHES = [
-    "bad..name", "-x", "a b", "@{-1}", "x.lock", "a~1", "HEAD", "@", "a/.b", "a//b", "/a",
-    "a/", "a.", "a:b", "a?b", "a*b", "a[b", "a\\b", "a^b", "tab\tx", "nul\x00x", "del\x7fx",
-    "", "a/b.lock/c",
-]  # fmt: skip
+    "bad..name",
+    "-x",
+    "a b",
+    "@{-1}",
+    "x.lock",
+    "a~1",
+    "HEAD",
+    "@",
+    "a/.b",
+    "a//b",
+    "/a",
+    "a/",
+    "a.",
+    "a:b",
+    "a?b",
+    "a*b",
+    "a[b",
+    "a\\b",
+    "a^b",
+    "tab\tx",
+    "nul\x00x",
+    "del\x7fx",
+    "",
+    "a/b.lock/c",
+]
 GOOD_BRANCHES = ["main", "amtp/run-1", "feature/x.y", "release-1.2", "ünïcode", "a@b", "a.b/c"]
 
 

@@ -61,9 +61,14 @@ def old_run(repository, evidence, *, days=40, status="passed", pr=None, stage="p
         idem_key=run.pk.hex * 2, run=run, activity_name="CrawlRepo", result={}
     )
     Notification.objects.create(
-        run=run, event="run_failed", dedupe_key="run_failed", channel="email",
-        recipient="ops@example.com", subject="s", text="t",
-    )  # fmt: skip
+        run=run,
+        event="run_failed",
+        dedupe_key="run_failed",
+        channel="email",
+        recipient="ops@example.com",
+        subject="s",
+        text="t",
+    )
     WebhookDelivery.objects.create(
         delivery_id=f"d-{run.pk}", event="push", outcome="run_created", run=run
     )
@@ -86,8 +91,12 @@ def test_prune_keeps_open_held_and_open_pr_runs_and_removes_the_rest(tmp_path, e
         old_run(repo, evidence, status="cancelled"),
         old_run(repo, evidence, pr=pull_request(repo, 1, open_=False)),  # PR closed
     ]
-    ApprovalFactory(run=gone[0], stage=gone[0].stages.get(name="create_pull_request"),
-                    decision="rejected", decided_at=timezone.now())  # fmt: skip
+    ApprovalFactory(
+        run=gone[0],
+        stage=gone[0].stages.get(name="create_pull_request"),
+        decision="rejected",
+        decided_at=timezone.now(),
+    )
     held = old_run(repo, evidence, status="running", stage="awaiting_approval")
     ApprovalFactory(run=held, stage=held.stages.get(name="create_pull_request"))
     kept = [

@@ -103,6 +103,11 @@ def test_a_repository_without_specs_says_so(tmp_path, notes_app):
         CommandError, match=r"holds no Playwright spec \(\*\.spec\.ts\) under e2e/amtp/"
     ):
         call_command(
-            "verify_tests", "acme/notes", "--target-url", notes_app,
-            "--allow-host", f"127.0.0.1:{port}", stdout=StringIO(),
-        )  # fmt: skip
+            "verify_tests",
+            "acme/notes",
+            "--target-url",
+            notes_app,
+            "--allow-host",
+            f"127.0.0.1:{port}",
+            stdout=StringIO(),
+        )

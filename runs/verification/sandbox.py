@@ -24,7 +24,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from django.conf import settings
@@ -87,10 +87,10 @@ class Limits:
 
     @classmethod
     def from_settings(cls) -> Limits:
-        return cls(**{field: getattr(settings, f"AMTP_SANDBOX_{field.upper()}") for field in (
-            "memory_bytes", "processes", "file_bytes", "open_files", "cpu_s",
-            "output_bytes", "disk_bytes",
-        )})  # fmt: skip
+        # Each field is the setting of its name: AMTP_SANDBOX_MEMORY_BYTES, …
+        return cls(
+            **{f.name: getattr(settings, f"AMTP_SANDBOX_{f.name.upper()}") for f in fields(cls)}
+        )
 
 
 def sandboxed() -> bool:
