@@ -11,14 +11,13 @@ addresses are refused even then.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import EmailValidator
 
 from repositories.models import NotifyEvent
-from repositories.targets import address_kind, allows, origin, resolve
+from repositories.targets import address_kind, allows, origin, resolve, url_form_problem
 
 MAX_EMAILS = 20
 MAX_WEBHOOK_URL = 500
@@ -80,21 +79,12 @@ def webhook_url_problem(url: Any) -> str | None:
     """Why ``url`` cannot be a notification webhook ("" means none), its form only."""
     if url == "":
         return None
-    if not isinstance(url, str) or _control(url):
-        return WEBHOOK_INVALID
-    if len(url) > MAX_WEBHOOK_URL:
-        return WEBHOOK_TOO_LONG
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018  (raises on a port that is not a number)
-    except ValueError:
-        return WEBHOOK_INVALID
-    if parts.username is not None or parts.password is not None:
-        return WEBHOOK_CREDENTIALS
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment:
-        return WEBHOOK_INVALID
-    _scheme, host, port = origin(url)
-    if parts.scheme == "http" and not allows(settings.AMTP_NOTIFY_ALLOW_HOSTS, host, port):
+    if problem := url_form_problem(url, MAX_WEBHOOK_URL):
+        return {"too long": WEBHOOK_TOO_LONG, "credentials": WEBHOOK_CREDENTIALS}.get(
+            problem, WEBHOOK_INVALID
+        )
+    scheme, host, port = origin(url)
+    if scheme == "http" and not allows(settings.AMTP_NOTIFY_ALLOW_HOSTS, host, port):
         return WEBHOOK_HTTP
     return None
 

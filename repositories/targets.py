@@ -27,21 +27,33 @@ def target_url_problem(value: Any) -> str | None:
     """Why ``value`` cannot be a target URL, or None when it can ("" means none: allowed)."""
     if value == "":
         return None
+    problem = url_form_problem(value, MAX_TARGET_URL_LENGTH)
+    return {
+        "too long": TARGET_URL_TOO_LONG,
+        "credentials": TARGET_URL_CREDENTIALS,
+        "invalid": TARGET_URL_INVALID,
+    }.get(problem)
+
+
+def url_form_problem(value: Any, max_length: int) -> str | None:
+    """What keeps ``value`` from being an absolute http(s) URL with a host and no credentials
+    or fragment, by its form alone: "too long", "credentials" or "invalid" (None: nothing).
+    The one form rule of target URLs and notification webhooks."""
     if not isinstance(value, str):
-        return TARGET_URL_INVALID
-    if len(value) > MAX_TARGET_URL_LENGTH:
-        return TARGET_URL_TOO_LONG
+        return "invalid"
+    if len(value) > max_length:
+        return "too long"
     if any(ord(c) <= 32 or ord(c) == 127 for c in value):
-        return TARGET_URL_INVALID
+        return "invalid"
     try:
         parts = urlsplit(value)
         parts.port  # noqa: B018  (raises on a port that is not a number)
     except ValueError:
-        return TARGET_URL_INVALID
+        return "invalid"
     if parts.username is not None or parts.password is not None:
-        return TARGET_URL_CREDENTIALS
+        return "credentials"
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment:
-        return TARGET_URL_INVALID
+        return "invalid"
     return None
 
 
