@@ -3,10 +3,26 @@ it answers each agent by its request, with the one test case and the spec files 
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
-from tests.fakes.llm_api import ToolCall, ToolUse
+from tests.fakes.llm_api import FakeAnthropic, ToolCall, ToolUse
+
+
+@contextlib.contextmanager
+def fake_anthropic(monkeypatch, answers: list) -> Iterator[FakeAnthropic]:
+    """A fake Anthropic answering ``answers`` in turn, set as the provider of the agent
+    processes a worker spawns (they read it from the environment)."""
+    with FakeAnthropic() as fake:
+        fake.script(answers)
+        for name, value in {
+            "AMTP_LLM_PROVIDER": "anthropic",
+            "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
+            "ANTHROPIC_BASE_URL": fake.url,
+        }.items():
+            monkeypatch.setenv(name, value)
+        yield fake
 
 
 def scripted_model(case: dict, files: list[dict], pr_body: str) -> Callable[[dict], object]:

@@ -17,8 +17,9 @@ from runs.pull_requests import head_branch_for
 from runs.services import run_create
 from tests import samples_hostile as hostile
 from tests.factories import RepositoryFactory
-from tests.fakes.llm_api import FakeAnthropic, ToolCall, ToolUse
+from tests.fakes.llm_api import ToolCall, ToolUse
 from tests.gitrepo import git, make_git_repo
+from tests.scripted_model import fake_anthropic
 from tests.temporal_worker import wait_terminal
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -139,14 +140,7 @@ def assert_cost_is_what_the_vendor_billed(run, billed: list[dict]) -> None:
 
 
 def test_an_obedient_model_never_sees_a_planted_secret(tmp_path, worker, monkeypatch, valkey):
-    with FakeAnthropic() as fake:
-        fake.script([obedient_model] * 12)
-        for name, value in {
-            "AMTP_LLM_PROVIDER": "anthropic",
-            "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
-            "ANTHROPIC_BASE_URL": fake.url,
-        }.items():
-            monkeypatch.setenv(name, value)  # read by the spawned agent processes
+    with fake_anthropic(monkeypatch, [obedient_model] * 12) as fake:
         repo = hostile_repo(tmp_path)
         run = wait_terminal(run_create(repository=repo, depth_level="deep"))
         assert run.status == "passed", (run.error_type, run.error_message)

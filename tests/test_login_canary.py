@@ -15,11 +15,10 @@ from repositories.hosts.local import LocalGitHost
 from runs.demo_app import serve
 from runs.services import run_create
 from tests.factories import RepositoryFactory
-from tests.fakes.llm_api import FakeAnthropic
 from tests.gitrepo import git, make_git_repo
 from tests.histories import run_history
 from tests.login_app import USERNAME, LoginApp
-from tests.scripted_model import scripted_model
+from tests.scripted_model import fake_anthropic, scripted_model
 from tests.temporal_worker import wait_terminal
 from tests.test_browser import chromium_path
 from tests.test_login_browser import REPORT_SPEC
@@ -87,14 +86,7 @@ def test_the_login_canary_appears_nowhere(tmp_path, worker, monkeypatch, setting
         login_username_token=encrypt(USERNAME),
         login_password_token=encrypt(CANARY),
     )
-    with FakeAnthropic() as fake:
-        fake.script([CANARY_MODEL] * 8)
-        for name, value in {
-            "AMTP_LLM_PROVIDER": "anthropic",
-            "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
-            "ANTHROPIC_BASE_URL": fake.url,
-        }.items():
-            monkeypatch.setenv(name, value)
+    with fake_anthropic(monkeypatch, [CANARY_MODEL] * 8) as fake:
         run = wait_terminal(run_create(repository=repo, depth_level="smoke"), 240)
         bodies = [r.body.decode() for r in fake.requests]
     assert run.status == "passed", (run.error_type, run.error_message)

@@ -13,10 +13,9 @@ from repositories.hosts.local import LocalGitHost
 from runs.demo_app import serve
 from runs.services import run_create
 from tests.factories import RepositoryFactory
-from tests.fakes.llm_api import FakeAnthropic
 from tests.gitrepo import make_git_repo
 from tests.histories import run_history
-from tests.scripted_model import scripted_model
+from tests.scripted_model import fake_anthropic, scripted_model
 from tests.temporal_worker import wait_terminal
 from tests.test_browser import chromium_path
 from tests.verify_apps import NOTES_REPO, NotesApp
@@ -78,14 +77,7 @@ def test_a_hostile_spec_is_contained_and_leaks_nothing(
         preview_url=notes_app,
         allowed_hosts=[f"127.0.0.1:{port}"],
     )
-    with FakeAnthropic() as fake:
-        fake.script([HOSTILE_MODEL] * 8)
-        for name, value in {
-            "AMTP_LLM_PROVIDER": "anthropic",
-            "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
-            "ANTHROPIC_BASE_URL": fake.url,
-        }.items():
-            monkeypatch.setenv(name, value)
+    with fake_anthropic(monkeypatch, [HOSTILE_MODEL] * 8) as fake:
         run = wait_terminal(run_create(repository=repo, depth_level="smoke"), 240)
         bodies = [r.body.decode() for r in fake.requests]
     assert run.status == "passed", (run.error_type, run.error_message)
