@@ -127,7 +127,8 @@ class Repository(models.Model):
         default="",
         db_default="",
         help_text="Where a pull request's preview runs: an http(s) URL with {pr}, {sha} and "
-        "{branch} filled in, e.g. https://pr-{pr}.preview.example.com.",
+        "{branch} filled in, e.g. https://pr-{pr}.preview.example.com; or {deployment} alone: "
+        "each successful GitHub deployment of a commit gives its URL (deployment_status).",
     )
     require_approval = models.BooleanField(
         default=False, help_text="Hold every run for a human approval before the PR is opened."

@@ -28,6 +28,7 @@ from repositories.refnames import ref_problem
 from repositories.targets import (
     MAX_ALLOW_HOSTS,
     parse_allow_host,
+    preview_template_problem,
     target_address_problem,
     target_url_problem,
 )
@@ -57,6 +58,10 @@ LABEL_INVALID = (
     "either end"
 )
 LABEL_REPEATED = "label {label!r} is listed twice (GitHub's label names ignore case)"
+PR_CHECKS_NEED_PREVIEW = (
+    "pull request checks need the PR preview URL template (a URL with {pr}, {sha} or {branch}, "
+    "or {deployment})"
+)
 MAX_RETENTION_DAYS = 36_500
 RETENTION_RANGE = f"between 1 and {MAX_RETENTION_DAYS} days, or empty to keep runs forever"
 
@@ -109,6 +114,16 @@ def repository_validate(*, repository: Repository | None = None, **fields: Any) 
     if not {"preview_url", "allowed_hosts"} & errors.keys():
         problem = target_address_problem(values["preview_url"], values["allowed_hosts"])
         errors.update({"preview_url": [problem]} if problem else {})
+    if (
+        values["pr_checks"]
+        and not values["pr_preview_url_template"]
+        and not errors.keys()
+        & {
+            "pr_checks",
+            "pr_preview_url_template",
+        }
+    ):
+        errors["pr_checks"] = [PR_CHECKS_NEED_PREVIEW]
     errors.update(test_data.hook_problems(values, set(errors)))
     if not {"host", "local_path"} & errors.keys():
         errors.update(
@@ -230,6 +245,7 @@ _RULES: dict[str, Callable[[Any], list[str]]] = {
     "test_dir": lambda test_dir: checked_test_dir(test_dir)[1],
     "webhook_branches": _branch_problems,
     "preview_url": lambda url: _listed(target_url_problem(url)),
+    "pr_preview_url_template": lambda template: _listed(preview_template_problem(template)),
     "allowed_hosts": _allow_host_problems,
     "webhook_secret": _secret_problems,
     "pull_request_labels": _label_problems,

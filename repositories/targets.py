@@ -1,5 +1,6 @@
-"""Target URLs (a repository's ``preview_url``, a run's ``target_url``): the one rule, for the
-admin form, the launch form, ``launch_run`` and the API.
+"""Target URLs (a repository's ``preview_url``, a run's ``target_url``, a pull request's preview
+from ``pr_preview_url_template`` or its deployment): the one rule, for the admin form, the
+launch form, ``launch_run``, the API and the webhooks.
 
 The generated tests run against this URL with ``BASE_URL`` set to it, so it must be an absolute
 http(s) URL with a host. Credentials in it are refused: the URL is shown in the admin, the API,
@@ -12,7 +13,7 @@ import ipaddress
 import re
 import socket
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 MAX_TARGET_URL_LENGTH = 500
 TARGET_URL_INVALID = (
@@ -33,6 +34,44 @@ def target_url_problem(value: Any) -> str | None:
         "credentials": TARGET_URL_CREDENTIALS,
         "invalid": TARGET_URL_INVALID,
     }.get(problem)
+
+
+# A pull request's preview (``pr_preview_url_template``): a URL template, or this word alone,
+# which says each preview's URL comes from its GitHub deployment (``deployment_status``).
+FROM_DEPLOYMENT = "{deployment}"
+PREVIEW_PLACEHOLDERS = ("{pr}", "{sha}", "{branch}")
+PREVIEW_TEMPLATE_PLACEHOLDER = (
+    "{found} is not a placeholder: use {pr}, {sha} and {branch}, or {deployment} alone for the "
+    "URL of each deployment"
+)
+PREVIEW_TEMPLATE_DEPLOYMENT = (
+    "{deployment} stands alone (the deployment's URL is used as it is): no other text with it"
+)
+PREVIEW_TEMPLATE_URL = "with {{pr}}, {{sha}} and {{branch}} filled in: {problem}"
+_BRACED = re.compile(r"\{[^{}]*\}")
+
+
+def preview_url(template: str, *, pr: int, sha: str, branch: str) -> str:
+    """``template`` with ``{pr}``, ``{sha}`` and ``{branch}`` filled in (the branch quoted;
+    plain replacement, never ``str.format``, which would read attributes)."""
+    filled = template.replace("{pr}", str(pr)).replace("{sha}", sha)
+    return filled.replace("{branch}", quote(branch, safe=""))
+
+
+def preview_template_problem(template: Any) -> str | None:
+    """Why ``template`` cannot be a PR preview URL template ("" means none: allowed)."""
+    if template in ("", FROM_DEPLOYMENT):
+        return None
+    if not isinstance(template, str):
+        return TARGET_URL_INVALID
+    if FROM_DEPLOYMENT in template:
+        return PREVIEW_TEMPLATE_DEPLOYMENT
+    for found in _BRACED.findall(template):
+        if found not in PREVIEW_PLACEHOLDERS:
+            return PREVIEW_TEMPLATE_PLACEHOLDER.replace("{found}", found, 1)
+    sample = preview_url(template, pr=1, sha="0" * 40, branch="main")
+    problem = target_url_problem(sample)
+    return PREVIEW_TEMPLATE_URL.format(problem=problem) if problem else None
 
 
 def url_form_problem(value: Any, max_length: int) -> str | None:
