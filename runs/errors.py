@@ -47,8 +47,8 @@ class RunNotActive(NonRetryableError):
 
 
 class PushNotChecked(RetryableError):
-    """The repository host could not say whether a pushed SHA is its branch's head, so the
-    push was neither started nor recorded (GitHub's redelivery retries it)."""
+    """The repository host could not say whether a pushed (or deployed) SHA is its branch's
+    head, so the delivery was neither started nor recorded (GitHub's redelivery retries it)."""
 
 
 class NotificationRefused(NonRetryableError):

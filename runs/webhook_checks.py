@@ -4,20 +4,23 @@ A ``pull_request`` delivery (opened, synchronize, reopened) of a registered repo
 ``pr_checks`` on and a PR preview URL template starts a check run: the repository's tests
 against that pull request's preview, reported as a GitHub check run. One per head SHA: the
 run's request key is the repository and the SHA, so any number of deliveries for one head
-start one run. ``check_run`` with action ``rerequested`` ("Re-run" on GitHub) of AMTP's check
-starts a new one. A delivery without a sender starts nothing. A pull request from a fork, or
-by an author without write access, is held for an approval before its code runs (in the
-sandbox, as every test run).
+start one run (``deployment_status`` deliveries share the key: runs.webhook_deployments).
+A repository whose previews come from deployments (the template ``{deployment}``) starts its
+checks from those, so its ``pull_request`` deliveries start none. ``check_run`` with action
+``rerequested`` ("Re-run" on GitHub) of AMTP's check starts a new one. A delivery without a
+sender starts nothing. A pull request from a fork, or by an author without write access, is
+held for an approval before its code runs (in the sandbox, as every test run). A preview URL
+the verifier would refuse (repositories.targets: a private or metadata address the
+repository's allowed hosts do not name) starts nothing; the delivery's note says why.
 """
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
 from pydantic import BaseModel, Field
 
 from repositories.models import Repository
-from repositories.targets import target_url_problem
+from repositories.targets import FROM_DEPLOYMENT, display, preview_url
+from runs.errors import IdempotencyKeyReused, RunInputInvalid
 from runs.models import Run
 from runs.services import run_create
 
@@ -29,17 +32,20 @@ NO_SENDER = "the delivery names no sender: nothing runs for an unknown sender"
 NOT_CHECKED = "pull request checks are off for {repo} (or it has no PR preview URL template)"
 ACTION_IGNORED = "pull_request action '{action}' starts no check"
 NOT_OURS = "check run {name!r} is not AMTP's"
-BAD_PREVIEW = "the PR preview URL template gives no usable URL: {problem}"
+BAD_PREVIEW = "the preview URL {url} is refused: {problem}"
+FROM_DEPLOYMENTS = (
+    "{repo} takes its previews from deployments: the deployment_status of {sha} starts its check"
+)
 
 
-class _Repo(BaseModel):
+class RepoRef(BaseModel):
     full_name: str = Field(max_length=200)
 
 
 class _Head(BaseModel):
     sha: str = Field(pattern=SHA)
     ref: str = Field(max_length=255)
-    repo: _Repo | None = None
+    repo: RepoRef | None = None
 
 
 class _Pull(BaseModel):
@@ -51,7 +57,7 @@ class _Pull(BaseModel):
 class PullRequestEvent(BaseModel):
     action: str = Field(max_length=40)
     pull_request: _Pull
-    repository: _Repo
+    repository: RepoRef
     sender: dict | None = None
 
 
@@ -64,18 +70,11 @@ class _CheckRun(BaseModel):
 class CheckRunEvent(BaseModel):
     action: str = Field(max_length=40)
     check_run: _CheckRun
-    repository: _Repo
+    repository: RepoRef
     sender: dict | None = None
 
 
-def preview_url(template: str, *, pr: int, sha: str, branch: str) -> str:
-    """The template with ``{pr}``, ``{sha}`` and ``{branch}`` filled in (the branch quoted;
-    plain replacement, never ``str.format``, which would read attributes)."""
-    filled = template.replace("{pr}", str(pr)).replace("{sha}", sha)
-    return filled.replace("{branch}", quote(branch, safe=""))
-
-
-def _sender(payload: BaseModel) -> str:
+def sender_login(payload: BaseModel) -> str:
     login = (payload.sender or {}).get("login")
     return login if isinstance(login, str) and 0 < len(login) <= 100 else ""
 
@@ -86,7 +85,7 @@ def pull_request_check(event: str, payload: dict, delivery_id: str) -> tuple[str
 
     model = PullRequestEvent if event == "pull_request" else CheckRunEvent
     parsed = model.model_validate(payload)
-    sender = _sender(parsed)
+    sender = sender_login(parsed)
     if not sender:
         return NO_SENDER, None
     name = parsed.repository.full_name
@@ -105,25 +104,44 @@ def pull_request_check(event: str, payload: dict, delivery_id: str) -> tuple[str
     if parsed.action not in PR_ACTIONS:
         return ACTION_IGNORED.format(action=parsed.action), None
     pull = parsed.pull_request
+    if repository.pr_preview_url_template == FROM_DEPLOYMENT:
+        return FROM_DEPLOYMENTS.format(repo=name, sha=pull.head.sha), None
     url = preview_url(
         repository.pr_preview_url_template, pr=pull.number, sha=pull.head.sha, branch=pull.head.ref
     )
-    if problem := target_url_problem(url):
-        return BAD_PREVIEW.format(problem=problem), None
     fork = pull.head.repo is None or pull.head.repo.full_name != name
-    run = run_create(
-        repository=repository,
-        ref=pull.head.sha,
-        target_url=url,
-        trigger=Run.Trigger.WEBHOOK,
-        requested_by=f"github:{sender}",
-        request_key=f"{name}:{pull.head.sha}",
-        request_scope=CHECK_SCOPE,
-        kind=Run.Kind.CHECK,
-        pull_number=pull.number,
-        held=fork or pull.author_association not in TRUSTED,
+    held = fork or pull.author_association not in TRUSTED
+    note, run = check_start(
+        repository, sha=pull.head.sha, url=url, sender=sender, pull_number=pull.number, held=held
     )
-    return f"check of pull request #{pull.number} at {pull.head.sha}", run
+    return note or f"check of pull request #{pull.number} at {pull.head.sha}", run
+
+
+def check_start(
+    repository: Repository, *, sha: str, url: str, sender: str, pull_number: int | None, held: bool
+) -> tuple[str, Run | None]:
+    """The check run of ``sha`` against ``url``: ("", the run started), or the run an earlier
+    delivery started for that SHA (whatever its URL: the first to start one wins), or (why
+    not, None) when the verifier would refuse ``url``."""
+    try:
+        run = run_create(
+            repository=repository,
+            ref=sha,
+            target_url=url,
+            trigger=Run.Trigger.WEBHOOK,
+            requested_by=f"github:{sender}",
+            request_key=f"{repository.full_name}:{sha}",
+            request_scope=CHECK_SCOPE,
+            kind=Run.Kind.CHECK,
+            pull_number=pull_number,
+            held=held,
+        )
+    except RunInputInvalid as exc:
+        return BAD_PREVIEW.format(url=display(url), problem=exc.rule), None
+    except IdempotencyKeyReused as exc:  # the same head, another URL (another environment)
+        run = Run.objects.get(pk=exc.details["run_id"])
+        run.created = False
+    return "", run
 
 
 def _again(earlier: Run, sender: str, delivery_id: str) -> Run:

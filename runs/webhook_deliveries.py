@@ -28,11 +28,13 @@ from runs.models import Run
 from runs.models_api import STARTED_A_RUN, DeliveryOutcome, WebhookDelivery
 from runs.services import run_create, run_enqueue, target_address_check
 from runs.webhook_checks import pull_request_check
+from runs.webhook_deployments import deployment_check
 
 ZERO_SHA = re.compile(r"^0+$")
 
 IGNORED_EVENT = (
-    "event '{event}' is not handled; push, pull_request and check_run (rerequested) start runs"
+    "event '{event}' is not handled; push, pull_request, deployment_status and check_run "
+    "(rerequested) start runs"
 )
 NOT_REGISTERED = "repository {repo} is not registered in AMTP"
 WEBHOOKS_DISABLED = "webhook runs are disabled for {repo}"
@@ -159,7 +161,7 @@ def webhook_delivery_receive(*, delivery_id: str, event: str, payload: dict) -> 
     earlier = WebhookDelivery.objects.filter(delivery_id=delivery_id).first()
     if earlier is not None:
         return 200, _redelivered(earlier)
-    if event in ("pull_request", "check_run"):
+    if event in ("pull_request", "check_run", "deployment_status"):
         return _check_delivery(event, payload, delivery_id)
     plan = _plan(event, payload)
     if plan.repository is not None:
@@ -172,9 +174,13 @@ def webhook_delivery_receive(*, delivery_id: str, event: str, payload: dict) -> 
 
 
 def _check_delivery(event: str, payload: dict, delivery_id: str) -> tuple[int, dict]:
-    """A pull request's check (runs.webhook_checks), the delivery recorded with it."""
+    """A pull request's check (runs.webhook_checks, runs.webhook_deployments), the delivery
+    recorded with it."""
     with transaction.atomic():
-        note, run = pull_request_check(event, payload, delivery_id)
+        if event == "deployment_status":
+            note, run = deployment_check(payload)
+        else:
+            note, run = pull_request_check(event, payload, delivery_id)
         created = run is not None and run.created
         WebhookDelivery.objects.create(
             delivery_id=delivery_id,

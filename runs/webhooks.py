@@ -44,7 +44,7 @@ SIGNATURE_MISSING = "X-Hub-Signature-256 is missing: deliveries must be signed w
 SIGNATURE_MISMATCH = "X-Hub-Signature-256 does not match the body: wrong secret or altered body"
 BAD_HEADER = "header {name} is missing or malformed"
 BAD_PAYLOAD = "the payload is not a JSON object"
-BAD_PUSH = "the push payload is malformed ({count} problem(s))"
+BAD_EVENT = "the {event} payload is malformed ({count} problem(s))"
 
 
 class WebhookOut(Schema):
@@ -121,7 +121,8 @@ def _named_repository(request: HttpRequest, body: bytes) -> str:
 @sensitive_variables("secret")  # an error report shows a frame's locals: not this one
 def github_webhook(request: HttpRequest, response: HttpResponse):
     """Signed GitHub deliveries: ``ping`` is answered, a ``push`` to a watched branch of a
-    registered repository starts a run (201), everything else is acknowledged and ignored."""
+    registered repository starts a run (201), ``pull_request``, ``deployment_status`` and
+    ``check_run`` may start a check run (201), everything else is acknowledged and ignored."""
     body = _read_body(request)
     secret = webhook_secret_for(_named_repository(request, body))
     if not secret:
@@ -146,7 +147,7 @@ def github_webhook(request: HttpRequest, response: HttpResponse):
             for e in exc.errors()
         ]
         raise Problem(
-            400, "bad-webhook", BAD_PUSH.format(count=len(errors)), errors=errors
+            400, "bad-webhook", BAD_EVENT.format(event=event, count=len(errors)), errors=errors
         ) from exc
     if answer.get("run_id") and status == 201:
         response["Location"] = reverse("api:run_detail", kwargs={"run_id": answer["run_id"]})

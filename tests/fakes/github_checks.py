@@ -24,6 +24,12 @@
 
 ``rerequest_payload(full_name, id)`` is the ``check_run`` delivery GitHub sends with action
 ``rerequested`` when someone clicks "Re-run" (webhook-events-and-payloads#check_run).
+``deployment_status_payload(full_name, ...)`` is the ``deployment_status`` delivery (action
+``created``) GitHub sends when a deployment's status is created
+(webhook-events-and-payloads#deployment_status): ``deployment`` with ``sha``, ``ref``,
+``environment``; ``deployment_status`` with ``state`` (error, failure, inactive, in_progress,
+queued, pending, success: rest/deployments/statuses#create-a-deployment-status),
+``environment_url`` (only when the status was given one) and ``target_url`` ("" unless given).
 """
 
 from __future__ import annotations
@@ -67,6 +73,34 @@ class CheckRuns:
                     "pull_requests": [],
                 },
                 "repository": {"full_name": self.repo(full_name).full_name},
+                "sender": {"login": sender},
+            }
+
+    def deployment_status_payload(
+        self,
+        full_name: str,
+        ref: str,
+        *,
+        sha: str | None = None,
+        state: str = "success",
+        environment_url: str | None = None,
+        target_url: str = "",
+        environment: str = "preview",
+        sender="vercel[bot]",
+    ) -> dict:
+        with self._lock:
+            repo = self.repo(full_name)
+            sha = sha or repo.resolve(ref)
+            status = {"id": 1, "state": state, "environment": environment}
+            status["target_url"] = target_url
+            if environment_url is not None:
+                status["environment_url"] = environment_url
+            deployment = {"id": 1, "sha": sha, "ref": ref, "environment": environment}
+            return {
+                "action": "created",
+                "deployment": {**deployment, "url": f"{repo.url}/deployments/1"},
+                "deployment_status": status,
+                "repository": {"full_name": repo.full_name},
                 "sender": {"login": sender},
             }
 
