@@ -1,7 +1,12 @@
 """A check run's result on GitHub: conclusion, a summary table, one annotation per failing
 test at its file and line, links to the evidence (when ``AMTP_PUBLIC_URL`` says where AMTP
 is). The report is the check run's ``verification_report``; a run whose tests could not run
-reports the reason as a failure."""
+reports the reason as a failure.
+
+A generation run's own pull request gets one too (:func:`pull_request_check_report`, from
+CreatePullRequest): VerifyTests' report, on the PR's head commit, when the repository is on
+GitHub with ``pr_checks`` on.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,9 @@ import re
 
 from django.conf import settings
 
+from amtp_site.errors import AmtpError
 from repositories.hosts import host_for
+from repositories.models import Host
 from runs import lifecycle, selectors
 from runs.errors import RunNotActive
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
@@ -22,7 +29,9 @@ NO_TESTS_TITLE = "No tests to run"
 NOT_RUN_TITLE = "The tests could not run"
 TITLE = "{passed} passed, {failed} failed"
 REPORTED = "check run {check_run_id}: {conclusion}"
+PR_NOT_CHECKED = "the pull request is open; its check run could not be reported: {error}"
 FAILING = ("failed", "quarantined")
+PASSING = ("passed", "flaky", "healed")  # healed: passes as the pull request carries it
 _LINE = re.compile(r":(\d+) › ")
 
 
@@ -56,7 +65,7 @@ def check_contents(run: Run, report: dict | None) -> tuple[str, str, str, list[d
         reason = f"{stage.error_type}: {stage.error_message}" if stage else "unknown"
         return "failure", NOT_RUN_TITLE, clean(reason, 2000), []
     failing = [t for t in report["tests"] if t["status"] in FAILING]
-    passed = sum(t["status"] in ("passed", "flaky") for t in report["tests"])
+    passed = sum(t["status"] in PASSING for t in report["tests"])
     annotations = [
         {
             "path": test["file"],
@@ -83,10 +92,36 @@ def check_run_report(run_id: str) -> str:
     if not lifecycle.stage_begin(run_id, stage):
         raise RunNotActive(f"run {run_id} is no longer active; {stage} was not started")
     found = Artifact.objects.filter(run=run, kind=ArtifactKind.VERIFICATION_REPORT).first()
-    conclusion, title, summary, annotations = check_contents(run, found and found.content)
+    check_run_id, conclusion = _report(run, run.commit_sha or run.ref, found and found.content)
+    note = REPORTED.format(check_run_id=check_run_id, conclusion=conclusion)
+    lifecycle.stage_close(run_id, stage, StageStatus.PASSED, note=note)
+    return str(check_run_id)
+
+
+def pull_request_check_report(run: Run, head_sha: str, report: dict | None) -> str:
+    """The check run of a generation run's pull request at ``head_sha``: what it reported, as
+    a note for the stage ("" when the repository takes none: not on GitHub, ``pr_checks``
+    off, or no verification report). Idempotent as :func:`check_run_report`. A retryable
+    failure (a GitHub 5xx) is raised, for Temporal to retry CreatePullRequest, which adopts
+    the PR it opened; a final one (no Checks permission) is the note: the PR stands."""
+    repository = run.repository
+    if report is None or repository.host != Host.GITHUB or not repository.pr_checks:
+        return ""
+    try:
+        check_run_id, conclusion = _report(run, head_sha, report)
+    except AmtpError as exc:
+        if exc.retryable:
+            raise
+        return PR_NOT_CHECKED.format(error=exc.message)
+    return REPORTED.format(check_run_id=check_run_id, conclusion=conclusion)
+
+
+def _report(run: Run, head_sha: str, report: dict | None) -> tuple[int, str]:
+    """(check run id, conclusion) of ``run``'s check run on ``head_sha``, reported."""
+    conclusion, title, summary, annotations = check_contents(run, report)
     base = settings.AMTP_PUBLIC_URL.rstrip("/")
     result = host_for(run.repository).report_check_run(
-        head_sha=run.commit_sha or run.ref,
+        head_sha=head_sha,
         name=CHECK_NAME,
         external_id=str(run.run_id),
         conclusion=conclusion,
@@ -95,6 +130,4 @@ def check_run_report(run_id: str) -> str:
         annotations=annotations,
         details_url=f"{base}/admin/runs/run/{run.run_id}/change/" if base else "",
     )
-    note = REPORTED.format(check_run_id=result.check_run_id, conclusion=conclusion)
-    lifecycle.stage_close(run_id, stage, StageStatus.PASSED, note=note)
-    return str(result.check_run_id)
+    return result.check_run_id, conclusion

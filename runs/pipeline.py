@@ -26,6 +26,7 @@ from amtp_site.canonical import idempotency_key
 from repositories.hosts import host_for
 from repositories.login import recipe_of
 from runs import artifacts, lifecycle, selectors
+from runs.checks import pull_request_check_report
 from runs.errors import RunNotActive
 from runs.exploration.service import (
     APP_MAP_SCHEMA,
@@ -331,7 +332,8 @@ def skip_verification(run_id: str, run: Run | None = None) -> bool:
 
 def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> str:
     """Open the PR; ``stop()`` says the run's cancellation was requested (see pull_requests).
-    The stage passes; the run's end is its workflow's to write."""
+    Then its check run, when the repository takes them (runs.checks). The stage passes; the
+    run's end is its workflow's to write."""
     run = _begin(run_id, CREATE_PULL_REQUEST)
     kinds = (ArtifactKind.TEST_ENGINEER_OUTPUT, ArtifactKind.VERIFICATION_REPORT)
     found = Artifact.objects.filter(run=run, kind__in=kinds).order_by()  # no join on runs
@@ -345,4 +347,6 @@ def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False
         code, report, run.repository.test_dir, coverage, login
     )
     artifact = pull_request_create(run=run, files=files, title=title, body=body, stop=stop)
+    if note := pull_request_check_report(run, artifact.content["head_sha"], report):
+        lifecycle.stage_close(run_id, STAGE_OF[CREATE_PULL_REQUEST], StageStatus.PASSED, note=note)
     return _finish(run, CREATE_PULL_REQUEST, str(artifact.artifact_id))
