@@ -6,6 +6,7 @@ once per head SHA; a generation run's pull request gets a check run from its Ver
 report, on the PR's head commit, surviving a GitHub 5xx."""
 
 import pytest
+from django.urls import reverse
 
 from repositories.errors import RepositoryInvalid
 from repositories.models import Repository
@@ -26,6 +27,7 @@ from tests import webhook_support
 from tests.contract_examples import ENGINEER_OUTPUT, VERIFICATION_REPORT
 from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
 from tests.temporal_worker import wait_terminal, worker_setting
+from tests.test_admin import _repository_form
 from tests.test_browser import chromium_path
 from tests.test_check_runs import SPEC
 from tests.test_check_runs import shop as shop_app
@@ -69,6 +71,16 @@ def test_the_preview_setting_takes_a_url_template_or_deployment_alone():
         field = "pr_checks" if not template else "pr_preview_url_template"
         assert list(raised.value.errors) == [field], template
         assert rule in raised.value.errors[field][0], template
+
+
+def test_the_admin_shows_the_template_rule_on_its_field(admin_client):
+    add = reverse("admin:repositories_repository_add")
+    form = _repository_form(host="github", pr_checks="on")
+    answer = admin_client.post(add, {**form, "pr_preview_url_template": "https://{deployment}"})
+    errors = answer.context["adminform"].form.errors
+    assert errors["pr_preview_url_template"] == [PREVIEW_TEMPLATE_DEPLOYMENT]
+    admin_client.post(add, {**form, "pr_preview_url_template": "{deployment}"})
+    assert Repository.objects.get(full_name="acme/local").pr_preview_url_template == "{deployment}"
 
 
 def test_a_successful_deployment_starts_one_check_run_for_its_sha(client, shop, hub):
@@ -201,14 +213,7 @@ def test_a_generation_pull_request_gets_its_check_run_despite_a_5xx(hub, valkey)
     repository = RepositoryFactory(
         full_name="acme/shop", pr_checks=True, pr_preview_url_template="{deployment}"
     )
-    head = hub.head("acme/shop", "main")
-    run = RunFactory(repository=repository, commit_sha=head, base_sha=head, status="running")
-    lifecycle.create_stages(run)
-    for kind, content in [
-        ("test_engineer_output", ENGINEER_OUTPUT),
-        ("verification_report", VERIFICATION_REPORT),
-    ]:
-        ArtifactFactory(run=run, kind=kind, content={**content, "run_id": str(run.run_id)})
+    run = _generated(repository, hub)
     hub.server_error(status=502, method="POST", path=r"/check-runs$")
     with pytest.raises(Exception) as raised:  # Temporal retries CreatePullRequest
         pipeline.create_pull_request(str(run.run_id))
@@ -229,14 +234,7 @@ def test_a_generation_pull_request_gets_its_check_run_despite_a_5xx(hub, valkey)
 
 def test_a_pull_request_stands_when_the_check_run_is_refused(hub, valkey):
     repository = RepositoryFactory(full_name="acme/shop", pr_checks=True)
-    head = hub.head("acme/shop", "main")
-    run = RunFactory(repository=repository, commit_sha=head, base_sha=head, status="running")
-    lifecycle.create_stages(run)
-    for kind, content in [
-        ("test_engineer_output", ENGINEER_OUTPUT),
-        ("verification_report", VERIFICATION_REPORT),
-    ]:
-        ArtifactFactory(run=run, kind=kind, content={**content, "run_id": str(run.run_id)})
+    run = _generated(repository, hub)
     hub.fail(403, "Resource not accessible by integration", path=r"/check-runs")
     pipeline.create_pull_request(str(run.run_id))
     stage = run.stages.get(name="create_pull_request")
@@ -245,7 +243,27 @@ def test_a_pull_request_stands_when_the_check_run_is_refused(hub, valkey):
     assert hub.check_runs("acme/shop") == []
 
 
+def test_no_check_run_without_pr_checks(hub, valkey):
+    run = _generated(RepositoryFactory(full_name="acme/shop"), hub)
+    pipeline.create_pull_request(str(run.run_id))
+    assert len(hub.pulls("acme/shop")) == 1 and hub.count(path="/check-runs") == 0
+    assert run.stages.get(name="create_pull_request").note == ""
+
+
 EVENT = "deployment_status"
+
+
+def _generated(repository, hub) -> Run:
+    """A generation run of acme/shop's main up to CreatePullRequest, verified."""
+    head = hub.head("acme/shop", "main")
+    run = RunFactory(repository=repository, commit_sha=head, base_sha=head, status="running")
+    lifecycle.create_stages(run)
+    for kind, content in [
+        ("test_engineer_output", ENGINEER_OUTPUT),
+        ("verification_report", VERIFICATION_REPORT),
+    ]:
+        ArtifactFactory(run=run, kind=kind, content={**content, "run_id": str(run.run_id)})
+    return run
 
 
 def _pull(sha: str) -> dict:
