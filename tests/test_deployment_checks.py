@@ -214,12 +214,13 @@ def test_a_generation_pull_request_gets_its_check_run_despite_a_5xx(hub, valkey)
         full_name="acme/shop", pr_checks=True, pr_preview_url_template="{deployment}"
     )
     run = _generated(repository, hub)
-    hub.server_error(status=502, method="POST", path=r"/check-runs$")
+    hub.server_error(status=502, method="PATCH", path=r"/check-runs/\d+$")  # made, not done
     with pytest.raises(Exception) as raised:  # Temporal retries CreatePullRequest
         pipeline.create_pull_request(str(run.run_id))
     assert type(raised.value).__name__ == "GitHubUnavailable"
     run.refresh_from_db()
     assert run.pr_number == 1  # the PR is open and recorded before the check
+    assert [check["status"] for check in hub.check_runs("acme/shop")] == ["in_progress"]
     pipeline.create_pull_request(str(run.run_id))  # the retry adopts the PR, reports the check
     pipeline.create_pull_request(str(run.run_id))  # and finds that check run again
     (pull,) = hub.pulls("acme/shop")
