@@ -5,6 +5,7 @@ from django.views.generic import RedirectView
 from amtp_site.api import api
 from amtp_site.metrics_view import metrics_view
 from runs.admin.dashboard import dashboard_view
+from runs.admin.health import health_view
 from runs.admin.launch import launch_run_view
 
 admin.site.site_header = "AMTP operations"
@@ -15,6 +16,12 @@ urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     # Staff only, and runs.view_run on some repository: see runs/admin/dashboard.py.
     path("admin/dashboard/", admin.site.admin_view(dashboard_view), name="dashboard"),
+    # Staff only, and runs.view_run on that repository: see runs/admin/health.py.
+    path(
+        "admin/repositories/repository/<int:pk>/health/",
+        admin.site.admin_view(health_view),
+        name="repository_health",
+    ),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("metrics", metrics_view, name="metrics"),  # AMTP_METRICS_*: docs/operations.md

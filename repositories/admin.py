@@ -91,6 +91,7 @@ class RepositoryAdmin(admin.ModelAdmin):
         "require_approval",
         "max_concurrent_runs",
         "launch",
+        "health",
     )
     list_filter = ("host", "webhook_enabled", "require_approval", "default_framework")
     search_fields = ("full_name", "local_path")
@@ -140,3 +141,8 @@ class RepositoryAdmin(admin.ModelAdmin):
     def launch(self, repository):
         url = reverse("launch_run") + f"?repository={repository.pk}"
         return format_html('<a href="{}">Launch run</a>', url)
+
+    @admin.display(description="")
+    def health(self, repository):
+        url = reverse("repository_health", args=[repository.pk])
+        return format_html('<a href="{}">Health</a>', url)

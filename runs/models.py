@@ -301,4 +301,4 @@ class RunStart(models.Model):
 
 from runs.models_api import ApiToken, WebhookDelivery  # noqa: E402,F401  (operator-surface tables)
 from runs.models_notify import Notification  # noqa: E402,F401  (what events told whom)
-from runs.models_stats import RunCost, RunDay, StageDay  # noqa: E402,F401  (costs, rollups)
+from runs.models_stats import RunCost, RunDay, RunHealth, StageDay  # noqa: E402,F401

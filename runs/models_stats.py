@@ -6,7 +6,8 @@ Imported at the end of ``runs/models.py`` so Django sees them.
 statement (``runs.artifacts``), so a retried stage never counts twice. The rollups are kept
 by PostgreSQL itself: a deferred trigger adds a run to them when its status becomes terminal,
 whichever code ends it (migration 0013, ``amtp_rollup_runs``); a rollup row is one
-repository's runs of one status that ended on one day (UTC).
+repository's runs of one status that ended on one day (UTC). ``run_health`` is kept the same
+way, one row per ended run with a verified report (migration 0018).
 """
 
 from __future__ import annotations
@@ -107,4 +108,38 @@ class StageDay(models.Model):
                 nulls_distinct=False,
                 include=["stages"],
             ),
+        ]
+
+
+class RunHealth(models.Model):
+    """The test counts of one ended run's verification report, and each test's outcome in a
+    few words: what the repository health page and ``/api/repositories/.../health`` read
+    instead of the report blobs. PostgreSQL fills it when a run with a ``verified`` report
+    ends (migration 0018, ``amtp_health_runs``); counts come from the report's tests."""
+
+    run = models.OneToOneField(
+        "runs.Run", on_delete=models.CASCADE, primary_key=True, related_name="health"
+    )
+    repository = models.ForeignKey(
+        Repository, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    kind = models.CharField(max_length=16)
+    finished_at = models.DateTimeField()
+    tests = models.IntegerField(default=0, help_text="Tests in the report, skipped ones too.")
+    passed = models.IntegerField(default=0)
+    flaky = models.IntegerField(default=0, help_text="Passed on a retry.")
+    healed = models.IntegerField(default=0)
+    quarantined = models.IntegerField(default=0)
+    failed = models.IntegerField(default=0)
+    skipped = models.IntegerField(default=0)
+    outcomes = models.JSONField(
+        default=list,
+        help_text="[file, title, status, reason] per test; the reason of quarantined ones only.",
+    )
+
+    class Meta:
+        db_table = "run_health"
+        indexes = [
+            # A repository's newest points: an index scan, however many runs it has.
+            models.Index(fields=["repository", "-finished_at"], name="run_health_newest"),
         ]

@@ -29,7 +29,15 @@ from django.utils import timezone
 from amtp_site import rows
 from repositories.hosts import host_for
 from repositories.models import Repository
-from runs.models import ActivityIdempotency, Artifact, Run, RunStart, Stage, WebhookDelivery
+from runs.models import (
+    ActivityIdempotency,
+    Artifact,
+    Run,
+    RunHealth,
+    RunStart,
+    Stage,
+    WebhookDelivery,
+)
 from runs.models_notify import Notification
 from runs.signals import runs_pruning
 
@@ -125,7 +133,7 @@ def _delete(ids: list) -> None:
     """The batch's rows, children first (foreign keys have no ON DELETE in the database)."""
     runs_pruning.send(sender=Run, run_ids=ids)
     with connection.cursor() as cursor:
-        for model in (ActivityIdempotency, Artifact, Notification, RunStart, Stage):
+        for model in (ActivityIdempotency, Artifact, Notification, RunHealth, RunStart, Stage):
             cursor.execute(f"DELETE FROM {rows.table(model)} WHERE run_id = ANY(%s)", [ids])  # noqa: S608
         cursor.execute(
             f"UPDATE {rows.table(WebhookDelivery)} SET run_id = NULL WHERE run_id = ANY(%s)",  # noqa: S608

@@ -9,7 +9,7 @@ three modes of credentials:
 - a read-only token: every write answers 403, every read gets past authorization;
 - a viewer, an operator and an approver of one repository (a token of theirs with every
   scope): reads pass, no write the role lacks succeeds, and a run of another repository is
-  404 on every operation that names it.
+  404 on every operation that names it, and so is another repository.
 
 Bounded and deterministic: a fixed number of examples per operation, derandomized.
 """
@@ -59,13 +59,18 @@ def seeded(api_env):
     run = run_create(repository=RepositoryFactory(full_name="acme/shop"))
     ArtifactFactory(run=run)
     approval = ApprovalFactory(run=run, stage=run.stages.get(name="create_pull_request"))
-    return {"run_id": str(run.run_id), "approval_id": str(approval.approval_id)}
+    return {
+        "run_id": str(run.run_id),
+        "approval_id": str(approval.approval_id),
+        "owner": "acme",
+        "name": "shop",
+    }
 
 
 def operations():
     schema = schemathesis.openapi.from_wsgi("/api/openapi.json", application)
     found = [result.ok() for result in schema.get_all_operations()]
-    assert len(found) == 10
+    assert len(found) == 11
     return found
 
 
@@ -177,8 +182,8 @@ def test_a_role_on_one_repository_gets_its_rights_there_and_nothing_elsewhere(
                 assert response.status_code != 403, (case, response.text)
 
         fuzz(operation, seeded, GenerationMode.POSITIVE, EXAMPLES_PER_AUTH_CHECK, headers, check)
-        if "run_id" in {p.name for p in operation.path_parameters}:
-            hidden = {**seeded, "run_id": str(elsewhere.run_id)}
+        if {"run_id", "name"} & {p.name for p in operation.path_parameters}:
+            hidden = {**seeded, "run_id": str(elsewhere.run_id), "name": "other"}
 
             # A write the role lacks meets its gate (403) first; anything else is 404.
             expected = (403, 404) if write and not allowed else (404,)

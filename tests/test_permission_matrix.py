@@ -253,6 +253,8 @@ ACTIONS = {
     "API: read a run of B": lambda w: w.api_get(run_path(w, w.b)),
     "API: start a run on B": lambda w: start(w, w.b),
     "API: cancel a run of B": lambda w: w.api_post(run_path(w, w.b, "/cancel")),
+    "API: a repository's health": lambda w: w.api_get("/api/repositories/acme/shop/health"),
+    "API: repository B's health": lambda w: w.api_get("/api/repositories/acme/other/health"),
     "admin: list runs": lambda w: w.admin_get(reverse("admin:runs_run_changelist")),
     "admin: a run's history": lambda w: w.admin_get(
         reverse("admin:runs_run_history", args=[w.finished.pk])
@@ -276,6 +278,12 @@ ACTIONS = {
     ),
     "admin: launch a run on B": lambda w: launch(w, w.b),
     "admin: change repository B": lambda w: change_repository(w, w.b),
+    "admin: a repository's health": lambda w: w.admin_get(
+        reverse("repository_health", args=[w.a.repository.pk])
+    ),
+    "admin: repository B's health": lambda w: w.admin_get(
+        reverse("repository_health", args=[w.b.repository.pk])
+    ),
     "admin: grant a role": grant,
     "admin: mint a runs:read token for oneself": lambda w: w.mint(["runs:read"]),
     "admin: mint an approvals:decide token": lambda w: w.mint(["approvals:decide"]),
