@@ -39,6 +39,7 @@ from runs.models import (
     WebhookDelivery,
 )
 from runs.models_notify import Notification
+from runs.models_stats import RunCost
 from runs.signals import runs_pruning
 
 logger = logging.getLogger(__name__)
@@ -133,7 +134,8 @@ def _delete(ids: list) -> None:
     """The batch's rows, children first (foreign keys have no ON DELETE in the database)."""
     runs_pruning.send(sender=Run, run_ids=ids)
     with connection.cursor() as cursor:
-        for model in (ActivityIdempotency, Artifact, Notification, RunHealth, RunStart, Stage):
+        tables = (ActivityIdempotency, Artifact, Notification, RunCost, RunHealth, RunStart, Stage)
+        for model in tables:
             cursor.execute(f"DELETE FROM {rows.table(model)} WHERE run_id = ANY(%s)", [ids])  # noqa: S608
         cursor.execute(
             f"UPDATE {rows.table(WebhookDelivery)} SET run_id = NULL WHERE run_id = ANY(%s)",  # noqa: S608

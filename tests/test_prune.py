@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 from django.utils import timezone
 
 from approvals.models import Approval
@@ -16,6 +17,7 @@ from repositories.hosts import host_for
 from runs import lifecycle
 from runs.models import ActivityIdempotency, Artifact, Run, Stage, WebhookDelivery
 from runs.models_notify import Notification
+from runs.models_stats import RunCost
 from tests.factories import ApprovalFactory, ArtifactFactory, RepositoryFactory, RunFactory
 from tests.gitrepo import make_git_repo
 
@@ -72,6 +74,7 @@ def old_run(repository, evidence, *, days=40, status="passed", pr=None, stage="p
     WebhookDelivery.objects.create(
         delivery_id=f"d-{run.pk}", event="push", outcome="run_created", run=run
     )
+    RunCost.objects.create(run=run, agent="crawler", provider="offline", model="rules")
     (evidence / str(run.pk)).mkdir(parents=True)
     (evidence / str(run.pk) / "trace.zip").write_bytes(b"PK")
     return run
@@ -111,8 +114,9 @@ def test_prune_keeps_open_held_and_open_pr_runs_and_removes_the_rest(tmp_path, e
     assert "kept 4 older one(s)" in said
     ids = [run.pk for run in gone]
     assert set(Run.objects.values_list("pk", flat=True)) == {run.pk for run in kept}
-    for model in (Stage, Artifact, ActivityIdempotency, Notification, Approval):
+    for model in (Stage, Artifact, ActivityIdempotency, Notification, Approval, RunCost):
         assert not model.objects.filter(run_id__in=ids).exists(), model
+    connection.check_constraints()  # what the commit checks: no row points at a removed run
     assert WebhookDelivery.objects.filter(run=None).count() == 3  # the pushes stay recorded
     assert Approval.objects.filter(run=held, decision="pending").exists()
     assert sorted(p.name for p in evidence.iterdir()) == sorted(str(r.pk) for r in kept)
