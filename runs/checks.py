@@ -30,6 +30,10 @@ NOT_RUN_TITLE = "The tests could not run"
 TITLE = "{passed} passed, {failed} failed"
 REPORTED = "check run {check_run_id}: {conclusion}"
 PR_NOT_CHECKED = "the pull request is open; its check run could not be reported: {error}"
+CANCELLED_TITLE = "Cancelled"
+CANCELLED_SUMMARY = (
+    'This run was cancelled in AMTP before its result was reported. "Re-run" runs the tests again.'
+)
 FAILING = ("failed", "quarantined")
 PASSING = ("passed", "flaky", "healed")  # healed: passes as the pull request carries it
 _LINE = re.compile(r":(\d+) › ")
@@ -58,6 +62,8 @@ def _summary(run: Run, report: dict) -> str:
 
 def check_contents(run: Run, report: dict | None) -> tuple[str, str, str, list[dict]]:
     """(conclusion, title, summary, annotations) of the run's check."""
+    if run.status == Run.Status.CANCELLED:
+        return "cancelled", CANCELLED_TITLE, CANCELLED_SUMMARY, []
     if report is None:
         stage = run.stages.filter(name="verify_tests").first()
         if stage is not None and stage.status == StageStatus.SKIPPED:
@@ -86,8 +92,12 @@ def check_contents(run: Run, report: dict | None) -> tuple[str, str, str, list[d
 
 def check_run_report(run_id: str) -> str:
     """Report the check run's result on GitHub (idempotent: the host finds an earlier
-    attempt's check run); the stage passes with the check run's id and conclusion."""
+    attempt's check run); the stage passes with the check run's id and conclusion. A
+    cancelled run's check run concludes ``cancelled`` (the stage stays as the cancel left
+    it), unless its result was reported before the cancel arrived."""
     run = selectors.run_with_repository(run_id)
+    if run.status == Run.Status.CANCELLED:
+        return str(_report(run, run.commit_sha or run.ref, None)[0])
     stage = STAGE_OF[REPORT_CHECK_RUN]
     if not lifecycle.stage_begin(run_id, stage):
         raise RunNotActive(f"run {run_id} is no longer active; {stage} was not started")

@@ -7,7 +7,7 @@
   fresh process. (Through the agent pool, which the worker lets an interceptor wrap.)
 - ``hang``: the worker hangs right after it has committed the stage's artifact, before the
   stage is marked passed and the result reported, until it is killed; a retry must reuse that
-  artifact, not call the LLM again.
+  artifact, not call the LLM again (ReverifyTests: its report, not run the tests again).
 - ``exit``: the worker dies (``os._exit``) once the stage has passed, before Temporal hears
   the result; the retry must find the stage done.
 
@@ -39,6 +39,8 @@ from temporalio.worker import (
     ExecuteActivityInput,
     Interceptor,
 )
+
+from runs.stages import REVERIFY_TESTS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,8 +147,16 @@ def _pipeline():
     return pipeline
 
 
-# "hang": once the artifact is committed, so that a retry must reuse it, not call the LLM.
+def _maintenance():
+    from runs import maintenance
+
+    return maintenance
+
+
+# "hang": once the artifact is committed, so that a retry must reuse it, not call the LLM
+# (ReverifyTests: not run the tests again).
 _hang_after_storing = after_step(_pipeline, "_persist", Fault.fire)
+_hang_after_reverifying = after_step(_maintenance, "_persist", Fault.fire)
 
 
 class FaultOnce(Interceptor):
@@ -179,5 +189,6 @@ class _Inbound(ActivityInboundInterceptor):
             result = await super().execute_activity(input)
             self.fault.fire()
             return result
-        with _hang_after_storing(self.fault):
+        reverify = self.fault.activity == REVERIFY_TESTS
+        with (_hang_after_reverifying if reverify else _hang_after_storing)(self.fault):
             return await super().execute_activity(input)

@@ -12,6 +12,9 @@
   one that wrote ``marker``) is slowed.
 - ``where="at_start"`` (an agent stage): its agent process takes its time before the agent
   starts (a long LLM call).
+- ``where="before"`` (any activity): the activity writes ``marker`` (if given), then takes
+  its time, heartbeating, before it starts (ReverifyTests' long Playwright run); a cancel
+  sent once the marker exists stops it there.
 
 ``Slow.parse("<activity>:<seconds>:<marker>[:<release>]")`` is the after-writing-once form
 that ``python -m tests.worker_process`` takes on its command line.
@@ -19,6 +22,7 @@ that ``python -m tests.worker_process`` takes on its command line.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import dataclasses
 import os
@@ -93,8 +97,17 @@ class _Inbound(ActivityInboundInterceptor):
         self.slow = slow
 
     async def execute_activity(self, input: ExecuteActivityInput):
-        after_writing = self.slow.where == "after_writing"
-        if not after_writing or activity.info().activity_type != self.slow.activity:
+        if activity.info().activity_type != self.slow.activity:
+            return await super().execute_activity(input)
+        if self.slow.where == "before":
+            if self.slow.marker:
+                Path(self.slow.marker).write_text(str(os.getpid()))
+            deadline = time.monotonic() + self.slow.seconds
+            while time.monotonic() < deadline:  # the heartbeat's answer carries a cancel
+                activity.heartbeat()
+                await asyncio.sleep(0.1)
+            return await super().execute_activity(input)
+        if self.slow.where != "after_writing":
             return await super().execute_activity(input)
         with _slow_after_writing(self.slow):  # CreatePullRequest: in a worker thread
             return await super().execute_activity(input)

@@ -11,6 +11,7 @@ from tests import webhook_support
 from tests.factories import RepositoryFactory
 from tests.temporal_worker import wait_terminal, worker_setting
 from tests.test_browser import chromium_path
+from tests.test_workflow import record_histories  # noqa: F401  (AMTP_RECORD_HISTORIES=1)
 from tests.webhook_support import SECRET, deliver
 
 pytestmark = pytest.mark.django_db(transaction=True)

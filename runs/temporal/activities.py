@@ -188,6 +188,7 @@ def _open_pull_request(run_id: str, name: str = t.CREATE_PULL_REQUEST) -> str:
     opener = {
         t.CREATE_PULL_REQUEST: pipeline.create_pull_request,
         t.OPEN_MAINTENANCE_PR: maintenance.maintenance_pull_request,
+        t.REPORT_CHECK_RUN: _report_check,
     }[name]
     try:
         return opener(run_id, stop=activity.is_cancelled)
@@ -212,8 +213,10 @@ async def open_maintenance_pull_request(run_id: str) -> str:
 
 @activity.defn(name=t.REPORT_CHECK_RUN)
 async def report_check_run(run_id: str) -> str:
-    """A check run's result reported on GitHub, from a worker thread."""
-    return await _stage_in_thread(t.REPORT_CHECK_RUN, _report_check, run_id)
+    """A check run's result reported on GitHub, from a worker thread. Like a pull request, a
+    report under way when a cancel arrives is finished, not cut between its writes: the
+    cancel's own report (``cancelled``) then finds it complete and leaves it."""
+    return await _pull_request_activity(run_id, t.REPORT_CHECK_RUN)
 
 
 def _report_check(run_id: str, *, stop) -> str:

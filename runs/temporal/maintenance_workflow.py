@@ -6,8 +6,10 @@ request's preview (no heal, no file changed), then ReportCheckRun, which reports
 on GitHub; a check run whose tests could not run at all still reports why before it fails.
 
 Start, end, cancellation and failures are TestGenerationWorkflow's (inherited), so both kinds
-end through EndRun and give their slot back the same way. A separate workflow type, so the
-generation workflow's recorded histories keep replaying unchanged.
+end through EndRun and give their slot back the same way. A cancelled check run is then
+reported to GitHub as concluded ``cancelled``, so the pull request shows why it has no result
+and offers "Re-run". A separate workflow type, so the generation workflow's recorded
+histories keep replaying unchanged.
 """
 
 from __future__ import annotations
@@ -50,3 +52,12 @@ class MaintenanceWorkflow(TestGenerationWorkflow):
             await self._activity(t.REPORT_CHECK_RUN, run_id)  # GitHub is told why
             raise
         await self._activity(t.REPORT_CHECK_RUN, run_id)
+
+    async def _cancelled(self, run_id: str) -> None:
+        await super()._cancelled(run_id)
+        if self.params.kind != t.CHECK:
+            return
+        try:  # a report cut short by the cancel finished first: this one then leaves it
+            await self._activity(t.REPORT_CHECK_RUN, run_id)
+        except FailureError as err:  # the run is cancelled; GitHub keeps what it has
+            workflow.logger.warning("could not report run %s's cancel on GitHub: %s", run_id, err)

@@ -177,7 +177,8 @@ class TestGenerationWorkflow:
 
     async def _activity(self, name: str, run_id: str, result_type: type = str):
         """A stage's activity. CreatePullRequest, cancelled, is waited for: it stops before
-        its next write, and what it wrote is taken back only then (``_cancelled``)."""
+        its next write, and what it wrote is taken back only then (``_cancelled``). So is a
+        check run's report, which a cancel does not cut short."""
         self._stage = t.STAGE_OF[name]
         return await workflow.execute_activity(
             name,
@@ -187,7 +188,7 @@ class TestGenerationWorkflow:
             heartbeat_timeout=timedelta(seconds=self.params.heartbeat_timeout_s),
             retry_policy=self.retry,
             cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
-            if name in (t.CREATE_PULL_REQUEST, t.OPEN_MAINTENANCE_PR)
+            if name in (t.CREATE_PULL_REQUEST, t.OPEN_MAINTENANCE_PR, t.REPORT_CHECK_RUN)
             else ActivityCancellationType.TRY_CANCEL,
         )
 

@@ -17,9 +17,10 @@ labels_of, files, read, commit_info; the ledger (method, path, status), calls (w
 Switches: protect (a ruleset or classic branch protection, answering in each wording GitHub
 uses), forbid, rate_limit (primary or secondary, with or without retry-after),
 flaky_ref_creation and flaky_base_tree (GitHub's transient 422s), no_drafts (a plan without
-draft pull requests), server_error, fail (any answer), move_base / after_calls (something
-happens mid-operation), max_recursive_entries and max_recursive_bytes (when recursive tree
-listings report ``truncated``), token_ttl, token_scopes. Drafts and labels: github_labels; check runs: github_checks.
+draft pull requests), server_error, fail (any answer, before or after the request is
+carried out), move_base / after_calls (something happens mid-operation),
+max_recursive_entries and max_recursive_bytes (when recursive tree listings report
+``truncated``), token_ttl, token_scopes. Drafts and labels: github_labels; check runs: github_checks.
 
 Every behaviour that is not plain REST documentation names its public source where it is set.
 """
@@ -420,6 +421,7 @@ class _Fault:
     calls: int
     method: str | None
     path: str | None
+    applied: bool = False  # the request is carried out, then answered with ``reply``
 
 
 class FakeGitHub(LabelsAndDrafts, CheckRuns):
@@ -609,11 +611,16 @@ class FakeGitHub(LabelsAndDrafts, CheckRuns):
         doc=DOCS,
         method: str | None = None,
         path: str | None = None,
+        applied: bool = False,
     ) -> None:
-        """Answer the next ``calls`` matching requests (method, regex on path) with an error."""
+        """Answer the next ``calls`` matching requests (method, regex on path) with an error.
+        ``applied``: the request is carried out first, and only its answer is the error (a
+        502 or 504 from GitHub's front end does not say whether the write behind it was made:
+        "If GitHub takes more than 10 seconds to process an API request, GitHub will terminate
+        the request and you will receive a timeout response", troubleshooting-the-rest-api)."""
         reply = Reply(status, message, doc=doc, errors=errors, headers=headers)
         with self._lock:
-            self._faults.append(_Fault(reply, calls, method, path))
+            self._faults.append(_Fault(reply, calls, method, path, applied))
 
     def rate_limit(
         self, calls=1, *, secondary=False, status=403, reset_in=60, retry_after=True, **match
@@ -764,7 +771,12 @@ class FakeGitHub(LabelsAndDrafts, CheckRuns):
                 and (fault.path is None or re.search(fault.path, raw_path))
             ):
                 fault.calls -= 1
+                if fault.applied:
+                    self._route(method, raw_path, query, raw, headers)
                 raise fault.reply
+        return self._route(method, raw_path, query, raw, headers)
+
+    def _route(self, method: str, raw_path: str, query: dict, raw: bytes, headers) -> tuple:
         for verb, pattern, route in _ROUTES:
             match = pattern.fullmatch(raw_path.rstrip("/"))
             if match and verb == method:
