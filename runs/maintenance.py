@@ -11,7 +11,6 @@ request only when a file changed; a check run heals nothing and changes no file.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from concurrent.futures import Executor
 
@@ -19,6 +18,7 @@ from agents.runner import AgentResult
 from amtp_site.canonical import idempotency_key
 from repositories.hosts import host_for
 from runs import lifecycle, selectors
+from runs.amtp_header import is_amtp_file
 from runs.errors import RunNotActive
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
 from runs.pipeline import REPORT_NOT_STORED, _finish, _persist, _reuse
@@ -27,8 +27,6 @@ from runs.stages import CHECK, OPEN_MAINTENANCE_PR, REVERIFY_TESTS, STAGE_OF
 from runs.verification.service import REPORT_SCHEMA, target_url_of, verification_report
 from runs.verification.summary import pr_section, totals_note
 
-AMTP_MARK = re.compile(r"^\s*(//|/\*|\*).*\bAMTP\b")
-HEAD_LINES = 10
 MAX_FILES = 200
 NO_TESTS = "no tests to re-verify: {test_dir}/ holds no Playwright spec {whose}"
 NOTHING_CHANGED = "nothing changed: every test passed as it is, so no pull request"
@@ -39,10 +37,6 @@ INTRO = (
     "tests say why above their `test.fixme`. A quarantined test whose page is gone says "
     '"page removed: confirm the deletion": delete it if the page went on purpose.\n'
 )
-
-
-def is_amtp_file(text: str) -> bool:
-    return any(AMTP_MARK.match(line) for line in text.splitlines()[:HEAD_LINES])
 
 
 def held_tests(repository, commit_sha: str, *, every: bool = False) -> list[dict]:
