@@ -16,6 +16,7 @@ sharing a Temporal namespace never touch each other's schedules.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from datetime import timedelta
 
@@ -31,6 +32,7 @@ from temporalio.client import (
     ScheduleSpec,
     ScheduleState,
     ScheduleUpdate,
+    ScheduleUpdateInput,
 )
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -98,8 +100,14 @@ async def _sync(client: Client, repository: Repository) -> str:
         await client.create_schedule(sid, schedule)
         return SCHEDULED.format(every=every, schedule_id=sid, done="created")
     except ScheduleAlreadyRunningError:
-        await client.get_schedule_handle(sid).update(lambda _: ScheduleUpdate(schedule=schedule))
+        await client.get_schedule_handle(sid).update(lambda now: _keeping_state(schedule, now))
         return SCHEDULED.format(every=every, schedule_id=sid, done="updated")
+
+
+def _keeping_state(schedule: Schedule, now: ScheduleUpdateInput) -> ScheduleUpdate:
+    """The new spec and action, the schedule's state (a pause made in Temporal) as it is."""
+    kept = dataclasses.replace(schedule, state=now.description.schedule.state)
+    return ScheduleUpdate(schedule=kept)
 
 
 def maintenance_schedule_sync(repository: Repository) -> tuple[bool, str]:

@@ -82,9 +82,13 @@ def test_a_daily_schedule_fires_a_maintenance_run_through_the_service_and_is_del
         assert (run.kind, run.trigger, run.requested_by) == ("maintenance", "schedule", "schedule")
         assert run.status == "passed", (run.error_type, run.error_message)
         assert run.request_key.startswith(f"schedule:{schedule_id(repository.pk)}-")
+        sid = schedule_id(repository.pk)
+        temporal.call(lambda c: c.get_schedule_handle(sid).pause(note="held by ops"))
         weekly = repository_update(repository=repository, maintenance_every="weekly")
         assert maintenance_schedule_sync(weekly)[1].endswith("updated")
-        assert describe(repository).schedule.spec.intervals[0].every.days == 7
+        now = describe(repository).schedule
+        assert now.spec.intervals[0].every.days == 7
+        assert now.state.paused and now.state.note == "held by ops"  # a pause made in Temporal
     finally:
         off = repository_update(repository=repository, maintenance_every="")
         synced, said = maintenance_schedule_sync(off)
