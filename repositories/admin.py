@@ -8,6 +8,7 @@ permission); grants have their own admin page, for those who hold the grant perm
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.db import transaction
 from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html
@@ -138,8 +139,12 @@ class RepositoryAdmin(admin.ModelAdmin):
             obj.pk = repository_create(**fields).pk
             obj.refresh_from_db()
         if "maintenance_every" in form.changed_data:  # Temporal holds the schedule itself
-            synced, said = maintenance_schedule_sync(obj)
-            self.message_user(request, said, messages.SUCCESS if synced else messages.WARNING)
+            transaction.on_commit(lambda: self._sync_schedule(request, obj))
+
+    def _sync_schedule(self, request, repository):
+        """Once the setting is committed, so no firing reads a setting that was rolled back."""
+        synced, said = maintenance_schedule_sync(repository)
+        self.message_user(request, said, messages.SUCCESS if synced else messages.WARNING)
 
     @admin.display(description="")
     def launch(self, repository):

@@ -123,3 +123,14 @@ def test_a_maintenance_run_never_updates_a_generation_pull_request(repository):
     pull_request_create(run=generation, files=files, title="Add tests", body="b")
     opened = create(maintenance_run(repository), HEALED, "report 1")
     assert (opened["number"], opened["updated"]) == (2, False)
+
+
+def test_the_fake_lists_every_pull_request_for_a_head_without_its_owner_as_github_does(
+    gh,  # noqa: F811
+    host,  # noqa: F811
+):
+    open_pr(host, gh)
+    open_pr(host, gh, head_branch="amtp/run-2")
+    pulls = host._repo().get_pulls(state="open", head="amtp/run-2")  # no "acme:": ignored
+    assert [p.number for p in pulls] == [1, 2]
+    assert update(host, HEALED, head_branch="amtp/run-2").number == 2  # the host names it
