@@ -4,6 +4,7 @@ shell; what they add is the question whether a maintenance run can do anything h
 
 from __future__ import annotations
 
+import hashlib
 import logging
 
 from amtp_site import audit
@@ -24,7 +25,9 @@ STILL_GOING = "maintenance run {run_id} of {repo} is still {status}: nothing sta
 SCHEDULE_OFF = "repository {repository_id} has no maintenance schedule (any more): nothing started"
 NOT_STARTED = "not started: {problem}"
 STARTED_NOW = "Started by “Check tests now”"
+STARTED_BY_SCHEDULE = "Started by the repository's maintenance schedule ({key})"
 OPEN = (Run.Status.PENDING, Run.Status.RUNNING)
+MAX_KEY = 190  # with "schedule:", within runs.request_key
 
 
 def maintenance_problem(repository: Repository) -> str | None:
@@ -67,6 +70,8 @@ def scheduled_maintenance_start(*, repository_id: int, key: str) -> str:
     """The schedule's firing ``key`` (its workflow id) as a maintenance run: its id, or why
     none was started (the repository gone or off, nothing to verify against, its previous
     maintenance run still going, the run refused). A repeat of ``key`` returns the same run."""
+    if len(key) > MAX_KEY:  # a long task queue name: the run's request key has 200 characters
+        key = hashlib.sha256(key.encode()).hexdigest()
     repository = Repository.objects.filter(pk=repository_id).first()
     if repository is None or repository.maintenance_every == MaintenanceEvery.OFF:
         return SCHEDULE_OFF.format(repository_id=repository_id)
@@ -91,4 +96,6 @@ def scheduled_maintenance_start(*, repository_id: int, key: str) -> str:
             raise
         log.warning("scheduled maintenance of %s refused: %s", repository.full_name, exc)
         return NOT_STARTED.format(problem=str(exc))
+    if run.created:
+        audit.record(None, run, STARTED_BY_SCHEDULE.format(key=key))  # logged: nobody acted
     return str(run.pk)

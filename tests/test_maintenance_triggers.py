@@ -110,6 +110,11 @@ def test_a_firing_makes_one_run_and_none_while_the_last_still_goes(tmp_path, db)
     )
     assert Run.objects.count() == 1
     assert start(repository_id=10**9, key="x").startswith("repository 1000000000 has no")
+    Run.objects.update(status="passed")
+    long_key = "amtp-maintenance:" + "q" * 1000 + ":1-2026-12-03T00:00:00Z"  # a long task queue
+    long_run = Run.objects.get(pk=start(repository_id=repository.pk, key=long_key))
+    assert len(long_run.request_key) <= 200
+    assert start(repository_id=repository.pk, key=long_key) == str(long_run.pk)
     repository_update(repository=repository, preview_url="", allowed_hosts=[])
     Run.objects.update(status="passed")
     said = start(repository_id=repository.pk, key="amtp-maintenance:q:1-2026-12-10T00:00:00Z")
