@@ -7,6 +7,7 @@ from amtp_site.metrics_view import metrics_view
 from runs.admin.dashboard import dashboard_view
 from runs.admin.health import health_view
 from runs.admin.launch import launch_run_view
+from runs.admin.maintenance import check_tests_now_view
 
 admin.site.site_header = "AMTP operations"
 admin.site.site_title = "AMTP"
@@ -27,4 +28,10 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),  # AMTP_METRICS_*: docs/operations.md
     # Staff only (admin login and is_staff), and runs.add_run: see runs/launch.py.
     path("launch/", admin.site.admin_view(launch_run_view), name="launch_run"),
+    # Staff only, POST, and the operator role on the repository: see runs/admin/maintenance.py.
+    path(
+        "repositories/<int:repository_id>/check-tests/",
+        admin.site.admin_view(check_tests_now_view),
+        name="check_tests_now",
+    ),
 ]

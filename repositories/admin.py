@@ -7,7 +7,8 @@ permission); grants have their own admin page, for those who hold the grant perm
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db import transaction
 from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html
@@ -17,6 +18,7 @@ from repositories import access
 from repositories.forms import RepositoryForm
 from repositories.login import CREDENTIALS
 from repositories.models import Repository, RepositoryGrant
+from repositories.schedules import maintenance_schedule_sync
 from repositories.services import FIELDS, repository_create, repository_update
 
 LOGIN_HELP = (
@@ -60,6 +62,7 @@ REPOSITORY_NOTIFICATIONS = (
 )
 REPOSITORY_MAINTENANCE = (
     "maintain_on_push",
+    "maintenance_every",
     "maintain_all_specs",
     "pr_checks",
     "pr_preview_url_template",
@@ -136,6 +139,13 @@ class RepositoryAdmin(admin.ModelAdmin):
         else:
             obj.pk = repository_create(**fields).pk
             obj.refresh_from_db()
+        if "maintenance_every" in form.changed_data:  # Temporal holds the schedule itself
+            transaction.on_commit(lambda: self._sync_schedule(request, obj))
+
+    def _sync_schedule(self, request, repository):
+        """Once the setting is committed, so no firing reads a setting that was rolled back."""
+        synced, said = maintenance_schedule_sync(repository)
+        self.message_user(request, said, messages.SUCCESS if synced else messages.WARNING)
 
     @admin.display(description="")
     def launch(self, repository):

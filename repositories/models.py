@@ -10,63 +10,19 @@ from django.db import models
 from django.db.models import Q
 
 from amtp_site.constraints import one_of
-
-
-class DepthLevel(models.TextChoices):
-    SMOKE = "smoke"
-    CORE = "core"
-    STANDARD = "standard"
-    DEEP = "deep"
-
-
-class Framework(models.TextChoices):
-    PLAYWRIGHT = "playwright"
-    MAESTRO = "maestro"
-
-
-class Host(models.TextChoices):
-    GITHUB = "github"
-    LOCAL = "local"
-
-
-class FailingTests(models.TextChoices):
-    """What a generated test that still fails after healing becomes in the pull request."""
-
-    FIXME = "fixme", "kept as test.fixme with its failure reason"
-    DROP = "drop", "dropped (listed in the pull request body)"
-
-
-DEFAULT_PULL_REQUEST_LABELS = ("amtp", "model-written")
-
-
-class NotifyEvent(models.TextChoices):
-    """What a repository's notifications may be about (``runs.notifications`` sends them).
-    A new kind of event is one line here and one call where it is written."""
-
-    RUN_HELD = "run_held", "a run waits for approval"
-    RUN_FAILED = "run_failed", "a run failed"
-    PR_OPENED = "pr_opened", "a pull request was opened"
-
-
-DEFAULT_NOTIFY_EVENTS = (NotifyEvent.RUN_HELD.value, NotifyEvent.RUN_FAILED.value)
-
-
-def default_notify_events() -> list[str]:
-    return list(DEFAULT_NOTIFY_EVENTS)
-
-
-def default_pull_request_labels() -> list[str]:
-    return list(DEFAULT_PULL_REQUEST_LABELS)
-
-
-class Role(models.TextChoices):
-    """What a grant lets its holder do on one repository (``repositories.access.ROLE_PERMS``
-    spells each out as Django permissions)."""
-
-    VIEWER = "viewer", "viewer: read runs, artifacts, evidence, context"
-    OPERATOR = "operator", "operator: viewer + launch, cancel, run again"
-    APPROVER = "approver", "approver: viewer + approve or reject holds"
-    ADMIN = "admin", "admin: all of the above + the repository's settings"
+from repositories.choices import (  # noqa: F401  (imported from here by the rest of AMTP)
+    DEFAULT_NOTIFY_EVENTS,
+    DEFAULT_PULL_REQUEST_LABELS,
+    DepthLevel,
+    FailingTests,
+    Framework,
+    Host,
+    MaintenanceEvery,
+    NotifyEvent,
+    Role,
+    default_notify_events,
+    default_pull_request_labels,
+)
 
 
 class Repository(models.Model):
@@ -113,6 +69,15 @@ class Repository(models.Model):
         db_default=False,
         help_text="Maintenance runs keep every Playwright spec in the test directory, not only "
         "the files AMTP wrote.",
+    )
+    maintenance_every = models.CharField(
+        max_length=16,
+        choices=MaintenanceEvery.choices,
+        blank=True,
+        default=MaintenanceEvery.OFF,
+        db_default=MaintenanceEvery.OFF,
+        help_text="Also start a maintenance run on a schedule (a Temporal Schedule; skipped "
+        "while the previous maintenance run is still going).",
     )
     pr_checks = models.BooleanField(
         default=False,
@@ -331,6 +296,7 @@ class Repository(models.Model):
             one_of("default_depth_level", DepthLevel, "repositories_depth_valid"),
             one_of("default_framework", Framework, "repositories_framework_valid"),
             one_of("failing_tests", FailingTests, "repositories_failing_tests_valid"),
+            one_of("maintenance_every", MaintenanceEvery, "repositories_maintenance_every_valid"),
             models.CheckConstraint(
                 condition=Q(full_name__regex=r"^[^/]+/[^/]+$"), name="repositories_full_name_valid"
             ),

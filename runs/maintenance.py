@@ -11,7 +11,6 @@ request only when a file changed; a check run heals nothing and changes no file.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from concurrent.futures import Executor
 
@@ -19,30 +18,33 @@ from agents.runner import AgentResult
 from amtp_site.canonical import idempotency_key
 from repositories.hosts import host_for
 from runs import lifecycle, selectors
+from runs.amtp_header import is_amtp_file
 from runs.errors import RunNotActive
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
-from runs.pipeline import REPORT_NOT_STORED, _finish, _persist, _reuse
-from runs.pull_requests import pull_request_create
+from runs.pipeline import REPORT_NOT_STORED, _persist, _reuse
+from runs.pull_requests import EarlierPull, pull_request_create
 from runs.stages import CHECK, OPEN_MAINTENANCE_PR, REVERIFY_TESTS, STAGE_OF
 from runs.verification.service import REPORT_SCHEMA, target_url_of, verification_report
 from runs.verification.summary import pr_section, totals_note
 
-AMTP_MARK = re.compile(r"^\s*(//|/\*|\*).*\bAMTP\b")
-HEAD_LINES = 10
 MAX_FILES = 200
 NO_TESTS = "no tests to re-verify: {test_dir}/ holds no Playwright spec {whose}"
 NOTHING_CHANGED = "nothing changed: every test passed as it is, so no pull request"
 TITLE = "Keep the end-to-end tests green: {healed} healed, {quarantined} quarantined"
+PR_OPENED = "opened pull request #{number} ({files} file(s))"
+PR_UPDATED = (
+    "updated pull request #{number}, the open maintenance pull request, with {files} file(s)"
+)
+UPDATED = (
+    "\n---\nUpdated by maintenance run {run_id}: the report above is that run's; files it "
+    "did not change are as the earlier run left them.\n"
+)
 INTRO = (
     "AMTP re-verified the end-to-end tests of `{test_dir}/` at {sha} against {url}. Healed "
     "tests changed only locators, waits or navigation, never what they expect; quarantined "
     "tests say why above their `test.fixme`. A quarantined test whose page is gone says "
     '"page removed: confirm the deletion": delete it if the page went on purpose.\n'
 )
-
-
-def is_amtp_file(text: str) -> bool:
-    return any(AMTP_MARK.match(line) for line in text.splitlines()[:HEAD_LINES])
 
 
 def held_tests(repository, commit_sha: str, *, every: bool = False) -> list[dict]:
@@ -131,8 +133,27 @@ def reverify_tests(
     return artifact_id, changed
 
 
+def earlier_maintenance_pull(run: Run, body: str) -> EarlierPull | None:
+    """The pull request the repository's latest earlier maintenance run opened or updated:
+    the one to update while it is open (the host says whether it is)."""
+    earlier = (
+        Run.objects.filter(repository_id=run.repository_id, kind=Run.Kind.MAINTENANCE)
+        .exclude(pk=run.pk)
+        .exclude(pr_number=None)
+        .exclude(head_branch="")
+        .order_by("-created_at")
+        .values_list("head_branch", "pr_number")
+        .first()
+    )
+    if earlier is None:
+        return None
+    return EarlierPull(earlier[0], body + UPDATED.format(run_id=run.run_id))
+
+
 def maintenance_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> str:
-    """Open the maintenance pull request with the files the run healed or quarantined."""
+    """Open the maintenance pull request with the files the run healed or quarantined, or
+    commit them onto the one an earlier maintenance run opened while that is still open: one
+    maintenance pull request per repository at a time. The stage says which."""
     run = selectors.run_with_repository(run_id)
     stage = STAGE_OF[OPEN_MAINTENANCE_PR]
     if not lifecycle.stage_begin(run_id, stage):
@@ -143,6 +164,15 @@ def maintenance_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: 
     intro = INTRO.format(test_dir=test_dir, sha=run.commit_sha[:12], url=report["target_url"])
     body = intro + pr_section(report, test_dir)
     artifact = pull_request_create(
-        run=run, files=changed_files(report), title=title, body=body, stop=stop
+        run=run,
+        files=changed_files(report),
+        title=title,
+        body=body,
+        stop=stop,
+        earlier=lambda: earlier_maintenance_pull(run, body),
     )
-    return _finish(run, OPEN_MAINTENANCE_PR, str(artifact.artifact_id))
+    pr = artifact.content
+    said = PR_UPDATED if pr.get("updated") else PR_OPENED
+    note = said.format(number=pr["number"], files=len(pr["files"]))
+    lifecycle.stage_close(run_id, stage, StageStatus.PASSED, note=note)
+    return str(artifact.artifact_id)

@@ -29,6 +29,7 @@ class Trigger(models.TextChoices):
     FORM = "form"
     WEBHOOK = "webhook"
     CLI = "cli"
+    SCHEDULE = "schedule"  # the repository's maintenance schedule (a Temporal Schedule)
 
 
 class RunKind(models.TextChoices):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import redis
 from django.db import transaction
@@ -54,11 +55,28 @@ def _go_on(run: Run, stop: Callable[[], bool], *, lock: bool = False) -> None:
         raise RunNotActive(NOT_WRITTEN.format(run_id=run.run_id, status=status))
 
 
+@dataclass(frozen=True)
+class EarlierPull:
+    """An earlier run's pull request that a run updates rather than opening a second one (a
+    maintenance run's): its head branch, and the body it is given then."""
+
+    head_branch: str
+    body: str
+
+
 def pull_request_create(
-    *, run: Run, files: list[dict], title: str, body: str, stop: Callable[[], bool] = _never
+    *,
+    run: Run,
+    files: list[dict],
+    title: str,
+    body: str,
+    stop: Callable[[], bool] = _never,
+    earlier: Callable[[], EarlierPull | None] | None = None,
 ) -> Artifact:
     """Open (or adopt) the run's pull request and record the ``pull_request`` artifact (with
-    the attempt's idempotency key: the files it writes).
+    the attempt's idempotency key: the files it writes). With ``earlier`` (asked under the
+    repository's PR lock, so two runs never both open one), the files go onto that pull
+    request while it is open (``updated`` in the artifact) and a new one is opened otherwise.
 
     Raises RepoPrLockContended (retryable), StaleBaseBranch, BranchProtectionViolation,
     GitHubForbidden and the host's other typed errors; RunNotActive when the run stopped.
@@ -78,7 +96,8 @@ def pull_request_create(
     head_branch = head_branch_for(run)
     with valkey.pr_lock(run.repo_full_name, str(run.run_id)):
         _go_on(run, stop)
-        result = host.open_pull_request(
+        result = _update_earlier(run, host, files, title, earlier() if earlier else None)
+        result = result or host.open_pull_request(
             base_branch=run.base_branch,
             expected_base_sha=run.base_sha or run.commit_sha,
             head_branch=head_branch,
@@ -91,8 +110,21 @@ def pull_request_create(
         try:
             return _record(run, result, paths, key, stop)
         except RunNotActive:
-            host.discard_pull_request(head_branch=head_branch, base_branch=run.base_branch)
+            if not result.updated:  # an earlier run's pull request is not this run's to close
+                host.discard_pull_request(head_branch=head_branch, base_branch=run.base_branch)
             raise
+
+
+def _update_earlier(run, host, files, title, earlier: EarlierPull | None):
+    if earlier is None:
+        return None
+    return host.update_pull_request(
+        head_branch=earlier.head_branch,
+        base_branch=run.base_branch,
+        files={f["path"]: f["contents"] for f in files},
+        title=title,
+        body=earlier.body,
+    )
 
 
 def _record(
@@ -112,6 +144,7 @@ def _record(
             "base_sha": result.base_sha,
             "files": paths,
             "adopted": result.adopted,
+            "updated": result.updated,
         },
     )
     with transaction.atomic():
@@ -121,7 +154,8 @@ def _record(
         Run.objects.filter(pk=run.pk).update(
             pr_number=result.number, pr_url=result.url, head_branch=result.head_branch
         )
-        notifications.notify(str(run.pk), NotifyEvent.PR_OPENED)
+        if not result.updated:  # the pull request's watchers hear of it from the host
+            notifications.notify(str(run.pk), NotifyEvent.PR_OPENED)
     return artifact
 
 

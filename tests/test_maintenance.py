@@ -7,8 +7,8 @@ nothing."""
 import pytest
 
 from repositories.hosts.local import LocalGitHost
+from runs.amtp_header import is_amtp_file
 from runs.demo_app import serve
-from runs.maintenance import is_amtp_file
 from runs.models import Run
 from tests.factories import RepositoryFactory
 from tests.gitrepo import git, make_git_repo

@@ -28,6 +28,7 @@ class PullRequestResult:
     base_branch: str
     base_sha: str  # the parent commit used for the tree
     adopted: bool  # True when an existing ref/PR was found and reused (idempotent replay)
+    updated: bool = False  # True when an open PR of an earlier run got the files instead
 
 
 class RepositoryHost(ABC):
@@ -70,6 +71,15 @@ class RepositoryHost(ABC):
         adopts (``adopted=True``) an existing head branch / PR created by an earlier attempt,
         adding only the labels it lacks.
         """
+
+    def update_pull_request(
+        self, *, head_branch: str, base_branch: str, files: dict[str, str], title: str, body: str
+    ) -> PullRequestResult | None:
+        """Commit ``files`` onto the head branch of the open pull request from ``head_branch``
+        into ``base_branch`` and give it ``title`` and ``body`` (``updated=True``); None when
+        there is no such open pull request (merged, closed, its branch gone), so the caller
+        opens a new one. Files already there as given make no commit, so a retry adds none."""
+        return None
 
     def report_check_run(self, **check) -> object:
         """Report a check run on the head commit (GitHub's Checks API); a host without

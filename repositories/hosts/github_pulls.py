@@ -87,6 +87,45 @@ class PullRequestWrites:
             head = (pr.number, pr.html_url, head_branch, head_sha)
             return PullRequestResult(*head, base_branch, expected_base_sha, adopted)
 
+    def update_pull_request(
+        self, *, head_branch: str, base_branch: str, files: dict[str, str], title: str, body: str
+    ) -> PullRequestResult | None:
+        check_files(files)
+        with self._errors(f"update the pull request from {head_branch}"):
+            owner = self.full_name.split("/")[0]
+            pulls = self._repo().get_pulls(
+                state="open", head=f"{owner}:{head_branch}", base=base_branch
+            )
+            pr = next(iter(pulls), None)
+            parent_sha = self._branch_sha(head_branch) if pr is not None else None
+            if parent_sha is None:
+                return None
+            head_sha = self._commit_onto(head_branch, parent_sha, files, title)
+            pr.edit(title=title, body=body)
+            head = (pr.number, pr.html_url, head_branch, head_sha, base_branch, parent_sha)
+            return PullRequestResult(*head, adopted=False, updated=True)
+
+    def _commit_onto(self, branch: str, parent_sha: str, files: dict, title: str) -> str:
+        """A commit of ``files`` on ``parent_sha``, ``branch`` fast-forwarded to it (PATCH
+        git/refs with force false: docs.github.com/rest/git/refs#update-a-reference, so a
+        push made meanwhile is never overwritten); ``parent_sha`` when nothing would change."""
+        repo = self._repo()
+        parent = repo.get_git_commit(parent_sha)
+        elements = [
+            InputGitTreeElement(path, "100644", "blob", content=text)
+            for path, text in sorted(files.items())
+        ]
+        tree = repo.create_git_tree(elements, base_tree=parent.tree)
+        if tree.sha == parent.tree.sha:
+            return parent_sha
+        message = f"{title}\n\n{_DIGEST_TRAILER}: {_files_digest(files)}\n"
+        commit = repo.create_git_commit(message, tree, [parent])
+        url = f"{repo.url}/git/refs/heads/{quote(branch, safe='/')}"
+        self._github().requester.requestJsonAndCheck(
+            "PATCH", url, input={"sha": commit.sha, "force": False}
+        )
+        return commit.sha
+
     def _base_head(self, base_branch: str, expected: str) -> str:
         """The base branch's head now: a real SHA, or a typed error when the branch is gone."""
         observed = self._branch_sha(base_branch)

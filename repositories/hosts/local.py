@@ -34,6 +34,7 @@ from pygit2.enums import FileMode, RepositoryOpenFlag
 from repositories.errors import RepositoryAccessError, StaleBaseBranch
 from repositories.hosts.base import PullRequestResult, RepositoryHost, TreeEntry, check_files
 from repositories.hosts.local_pulls import PullRecords, missing_labels
+from repositories.hosts.local_updates import PullRequestUpdates
 from repositories.paths import read_path_problem
 from repositories.refnames import ref_problem
 from schemas.errors import ContractViolation
@@ -48,7 +49,7 @@ _OBJECT_ID = re.compile(r"^[0-9a-f]{40}$")
 _GIT_ERRORS = (pygit2.GitError, KeyError, ValueError, OSError)
 
 
-class LocalGitHost(RepositoryHost):
+class LocalGitHost(PullRequestUpdates, RepositoryHost):
     """``full_name`` ("owner/name") backed by the git repository at ``path``.
 
     ``path`` must be the top of a working tree or a bare repository; a folder inside some

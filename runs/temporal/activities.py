@@ -27,7 +27,17 @@ from django.db import connections
 from temporalio import activity
 from temporalio.exceptions import CancelledError
 
-from runs import checks, lifecycle, maintenance, outcome, pipeline, pull_requests, slots
+from repositories.schedules import START_SCHEDULED_MAINTENANCE
+from runs import (
+    checks,
+    lifecycle,
+    maintenance,
+    maintenance_starts,
+    outcome,
+    pipeline,
+    pull_requests,
+    slots,
+)
 from runs.temporal import types as t
 from runs.temporal.agent_gate import beat_interval
 from runs.temporal.failures import activity_failure, bounded, stage_failure
@@ -269,6 +279,18 @@ async def discard_pull_request(run_id: str) -> bool:
     return await bookkeeping(pull_requests.pull_request_discard, run_id)
 
 
+def _scheduled(start: t.ScheduledStart) -> str:
+    return maintenance_starts.scheduled_maintenance_start(
+        repository_id=start.repository_id, key=start.key
+    )
+
+
+@activity.defn(name=START_SCHEDULED_MAINTENANCE)
+async def start_scheduled_maintenance(start: t.ScheduledStart) -> str:
+    """A maintenance schedule's firing made a run (its id), or why not."""
+    return await bookkeeping(_scheduled, start)
+
+
 ACTIVITIES = [
     explore_app,
     create_pull_request,
@@ -277,4 +299,5 @@ ACTIVITIES = [
     start_run,
     end_run,
     discard_pull_request,
+    start_scheduled_maintenance,
 ]

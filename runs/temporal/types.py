@@ -118,3 +118,11 @@ class RunEnd:
     run_id: str
     status: str
     failure: Failure | None = None
+
+
+@dataclass
+class ScheduledStart:
+    """StartScheduledMaintenance's input: the repository and the firing's key."""
+
+    repository_id: int
+    key: str

@@ -37,6 +37,7 @@ from temporalio.worker import Interceptor, Worker
 
 from amtp_site import metrics
 from amtp_site.temporal import connect, metrics_runtime
+from repositories.schedules import maintenance_schedules_reconcile, scheduled_repositories
 from runs.errors import AgentProcessDied
 from runs.temporal.activities import CANCEL_NOTICE_S, AgentActivities
 from runs.temporal.agent_gate import AgentPoolGate
@@ -44,6 +45,7 @@ from runs.temporal.agent_process import WorkerStdio, agent_process_setup, in_age
 from runs.temporal.dispatcher import StartDispatcher
 from runs.temporal.log_context import StageLogContext
 from runs.temporal.maintenance_workflow import MaintenanceWorkflow
+from runs.temporal.scheduled_workflow import ScheduledMaintenanceWorkflow
 from runs.temporal.workflow import TestGenerationWorkflow
 
 log = logging.getLogger(__name__)
@@ -205,7 +207,11 @@ def build_worker(
     *,
     task_queue: str,
     pool: concurrent.futures.Executor,
-    workflows: Sequence[type] = (TestGenerationWorkflow, MaintenanceWorkflow),
+    workflows: Sequence[type] = (
+        TestGenerationWorkflow,
+        MaintenanceWorkflow,
+        ScheduledMaintenanceWorkflow,
+    ),
     activities: Sequence | None = None,
     interceptors: Sequence[Interceptor] = (),
 ) -> Worker:
@@ -302,9 +308,22 @@ async def _close_connections(executor: concurrent.futures.Executor, threads: int
 
 
 async def run_worker(*, task_queue: str, processes: int, **build) -> None:
-    """The worker process (``manage.py run_worker``): serves until SIGTERM or SIGINT."""
+    """The worker process (``manage.py run_worker``): brings the maintenance schedules in
+    step with the repositories' settings, then serves until SIGTERM or SIGINT."""
+    await _reconcile_schedules()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await serve(task_queue=task_queue, pool=RespawningProcessPool(processes), stop=stop, **build)
+
+
+async def _reconcile_schedules() -> None:
+    """Best effort: a schedule a person's save could not set while Temporal was away is set
+    now; failing that, the worker still starts (serving needs Temporal anyway)."""
+    try:
+        wanted = await asyncio.to_thread(scheduled_repositories)
+        for line in await maintenance_schedules_reconcile(await connect(), wanted):
+            log.info("%s", line)
+    except Exception:
+        log.exception("could not bring the maintenance schedules in step; run sync_schedules")

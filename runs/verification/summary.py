@@ -7,6 +7,7 @@ import html
 import re
 
 from repositories.login import Recipe
+from runs.amtp_header import with_amtp_header
 from runs.verification.heals import REFUSED_LEAD
 from runs.verification.login import SETUP_FILE, login_section, setup_source
 from schemas.errors import ContractViolation
@@ -273,8 +274,10 @@ def pull_request_contents(
     files (healed, quarantined, dropped) and its section in the body when there is a report,
     and the coverage map's section when there is one; the body opens with the provenance
     line. With a ``login`` recipe, the AMTP-written ``auth.setup.ts`` goes with the tests and
-    the body says how to wire and feed it."""
+    the body says how to wire and feed it. Every Playwright spec opens with AMTP's header
+    comment (``runs.amtp_header``)."""
     files, title, body = _contents(code, report, test_dir, coverage)
+    files = with_amtp_header(files)  # maintenance tells AMTP's own specs by it
     if login is None or code["framework"] != "playwright":
         return files, title, body
     setup = {"path": f"{test_dir.strip('/')}/{SETUP_FILE}", "contents": setup_source(login)}

@@ -1155,7 +1155,13 @@ class FakeGitHub(LabelsAndDrafts, CheckRuns):
 
     # -- pull requests --------------------------------------------------------------------
     def _list_pulls(self, repo: FakeRepo, query: dict, **_) -> tuple:
+        """GET pulls (docs.github.com/rest/pulls/pulls#list-pull-requests): ``state`` open (the
+        default), closed or all; ``base`` a branch name; ``head`` in the form
+        ``user:ref-name``. GitHub ignores a ``head`` without the owner and lists every pull
+        request (github/docs#16647, PyGithub/PyGithub#1566), so a client that forgets it
+        finds the wrong one here too."""
         state, head, base = query.get("state", "open"), query.get("head"), query.get("base")
+        head = head if head and ":" in head else None
         return 200, [
             repo.pull_json(pr, self.url)
             for pr in repo.pulls
