@@ -1,5 +1,5 @@
 """Real apps: AMTP's offline engine against small open-source apps, each started live
-(docs/benchmarks.md, "Real apps").
+(docs/benchmarks.md, "`realworld.py`: real apps").
 
 The apps are vendored under ``tests/fixtures/realworld/`` with their licences (each folder's
 README.md names the repository, path and commit). Each has a hand-written ``routes.json``:
@@ -43,15 +43,15 @@ FIXTURES = ROOT / "tests" / "fixtures" / "realworld"
 CACHE = ROOT / ".devstack" / "realworld"
 NOT_CRAWLED = ("routes.json", "README.md")  # the measure and our provenance note
 FLASK = "flask==3.1.3"
-# examples/mvc ran on the Express repository's own devDependencies; these are the versions
-# its package.json names.
+# examples/mvc ran on the Express repository's own devDependencies: its package.json's
+# versions at the vendored commit (express-session's "^1.18.1" as 1.18.2).
 EXPRESS_MVC_DEPS = {
     "express": "5.2.1",
     "ejs": "3.1.10",
     "hbs": "4.2.1",
     "express-session": "1.18.2",
     "method-override": "3.0.0",
-    "morgan": "1.10.1",
+    "morgan": "1.11.0",
 }
 # Fixed test accounts the script creates in the apps' own databases: test values, not secrets.
 TEST_USER, TEST_PASSWORD = "amtp-bench", "realworld-bench-password"
@@ -62,6 +62,7 @@ class RealApp:
     key: str
     name: str
     routes: list[dict] = field(default_factory=list)
+    forms: list[dict] = field(default_factory=list)  # the forms a user fills (routes.json)
     repo: dict[str, str] = field(default_factory=dict)
     login: object = None  # a runs.verification.login.Login, or None
 
@@ -81,7 +82,7 @@ def load(key: str) -> RealApp:
         for p in sorted(folder.rglob("*"))
         if p.is_file() and p.relative_to(folder).as_posix() not in NOT_CRAWLED
     }
-    return RealApp(key, meta["app"], meta["routes"], repo)
+    return RealApp(key, meta["app"], meta["routes"], meta["forms"], repo)
 
 
 # --- starting the apps ----------------------------------------------------------------------
@@ -392,6 +393,11 @@ def print_results(results: list[tuple[RealApp, dict]]) -> None:
             f"RATIO realworld_{app.key}_routes_named: {len(m['named']) / routes:.0%} (goal >= 90%)"
         )
         print(f"RATIO realworld_{app.key}_first_attempt: {first:.0%} of {tests} (goal >= 80%)")
+        if app.forms:  # at least one flow through a form passes, wherever the app has one
+            print(
+                f"RATIO realworld_{app.key}_passing_flows: {m['flows_passing']} "
+                f"(goal >= 1; forms listed: {len(app.forms)})"
+            )
         for title in m["unexplained"]:
             print(f"  failed or quarantined without a reason: {title}")
         for bad in m["not_passing"]:

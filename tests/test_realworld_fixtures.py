@@ -38,6 +38,9 @@ def test_each_app_has_its_licence_source_and_route_list(name):
         assert re.fullmatch(r"/[\w{}/.-]*", route["path"]), f"{name}: path {route['path']!r}"
         assert isinstance(route["login"], bool) and isinstance(route["in_source"], bool)
     assert len({r["path"] for r in routes}) == len(routes), f"{name}: a route listed twice"
+    listed = {_shape(r["path"]) for r in routes}
+    for form in json.loads((folder / "routes.json").read_text())["forms"]:
+        assert _shape(form["page"]) in listed and form["submit"].strip(), f"{name}: {form}"
 
 
 def _found(name: str) -> set[str]:
