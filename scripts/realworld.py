@@ -39,9 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures" / "realworld"
+sys.path.insert(0, str(ROOT))
+from tests.realworld_apps import REALWORLD, app_repository  # noqa: E402
+
 CACHE = ROOT / ".devstack" / "realworld"
-NOT_CRAWLED = ("routes.json", "README.md")  # the measure and our provenance note
 FLASK = "flask==3.1.3"
 # examples/mvc ran on the Express repository's own devDependencies: its package.json's
 # versions at the vendored commit (express-session's "^1.18.1" as 1.18.2).
@@ -68,21 +69,15 @@ class RealApp:
 
     @property
     def folder(self) -> Path:
-        return FIXTURES / self.key
+        return REALWORLD / self.key
 
 
 KEYS = ("flaskr", "django-polls", "express-mvc", "nextjs-dynamic-routing", "react-router-auth")
 
 
 def load(key: str) -> RealApp:
-    folder = FIXTURES / key
-    meta = json.loads((folder / "routes.json").read_text())
-    repo = {
-        p.relative_to(folder).as_posix(): p.read_text()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.relative_to(folder).as_posix() not in NOT_CRAWLED
-    }
-    return RealApp(key, meta["app"], meta["routes"], meta["forms"], repo)
+    meta = json.loads((REALWORLD / key / "routes.json").read_text())
+    return RealApp(key, meta["app"], meta["routes"], meta["forms"], app_repository(key))
 
 
 # --- starting the apps ----------------------------------------------------------------------
@@ -147,7 +142,7 @@ def app_copy(app: RealApp) -> Path:
     """A fresh copy of the app beside its installed dependencies (builds write into it)."""
     work = CACHE / app.key / "app"
     shutil.rmtree(work, ignore_errors=True)
-    shutil.copytree(app.folder, work)
+    shutil.copytree(app.folder, work, ignore=shutil.ignore_patterns("__pycache__", ".ruff_cache"))
     return work
 
 

@@ -4,13 +4,12 @@ route list that parses, and reading its files finds every route of that list."""
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from agents.offline import detect, plan_reads
+from tests.realworld_apps import REALWORLD, app_repository
 
-REALWORLD = Path(__file__).resolve().parent / "fixtures" / "realworld"
 APPS = sorted(p.name for p in REALWORLD.iterdir() if p.is_dir())
 LICENCE_TEXT = re.compile(r"Permission is hereby granted|Redistribution and use in source")
 
@@ -46,12 +45,7 @@ def test_each_app_has_its_licence_source_and_route_list(name):
 def _found(name: str) -> set[str]:
     """The paths the offline crawl finds in the app's files (what scripts/realworld.py
     crawls), trailing slashes dropped."""
-    folder = REALWORLD / name
-    files = {
-        p.relative_to(folder).as_posix(): p.read_text()
-        for p in folder.rglob("*")
-        if p.is_file() and p.name not in ("routes.json", "README.md")
-    }
+    files = app_repository(name)
     paths = sorted(files)
     _entry_points, stack = detect(paths, {p: files[p] for p in plan_reads(paths)})
     found = [r["path"] for r in stack["routes"]] + [p["route"] for p in stack["pages"]]
