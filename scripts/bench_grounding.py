@@ -49,6 +49,8 @@ _OPENS = re.compile(
     r"(?P<q>['\"`])(?P<path>/[^'\"`]*)(?P=q)"
 )
 
+_FLOW_ID = re.compile(r"^(?:tc_)?flow_\w*:")
+
 
 def _route(path: str, login: bool = False, in_source: bool = True) -> dict:
     return {"path": path, "in_source": in_source, "login": login}
@@ -107,10 +109,12 @@ def opened(files: list[dict]) -> dict[tuple[str, str], set[str]]:
 
 
 def covered(routes: list[dict], paths: set[str]) -> list[dict]:
-    """The routes one of ``paths`` opens; a ``{param}`` matches one path segment."""
+    """The routes one of ``paths`` opens; a ``{param}`` matches one path segment, and a
+    trailing slash is dropped on both sides (``/polls/{id}/`` is ``/polls/1``)."""
     out = []
     for route in routes:
-        pattern = re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(route["path"]))
+        path = route["path"].rstrip("/") or "/"
+        pattern = re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(path))
         if any(re.fullmatch(pattern, p) for p in paths):
             out.append(route)
     return out
@@ -134,28 +138,54 @@ def explored(app: App, url: str) -> tuple[dict, float]:
 def measure(app: App, depth: str) -> dict:
     server, url = serve(app.server())
     try:
-        app_map, explore_s = explored(app, url)
-        files = offline_files(app.repo, depth, app_map)
-        began = time.monotonic()
-        report = verified(url, files, **session_options(app))
-        verify_s = time.monotonic() - began
+        return measure_at(app, url, depth)
     finally:
         server.shutdown()
         server.server_close()
+
+
+def measure_at(app, url: str, depth: str) -> dict:
+    """The figures of ``app`` (an App, or anything with its ``repo``, ``routes`` and
+    ``login``) already listening at ``url``."""
+    app_map, explore_s = explored(app, url)
+    files = offline_files(app.repo, depth, app_map)
+    began = time.monotonic()
+    report = verified(url, files, **session_options(app))
+    verify_s = time.monotonic() - began
     tests = report["tests"]
     after = {"passed", "flaky", "healed"}
     by_test = opened(files)
     passing = {(t["file"], t["title"]) for t in tests if t["status"] in after}
+    flows = [t for t in tests if is_flow(t["title"])]
     return {
         "tests": len(tests),
         "first": sum(t["status"] == "passed" and t["attempts"] == 1 for t in tests),
         "after": sum(t["status"] in after for t in tests),
         "pages": len(app_map["pages"]),
+        "trials": len(app_map.get("trials") or []),
         "explore_s": explore_s,
         "verify_s": verify_s,
         "named": covered(app.routes, set().union(*by_test.values())),
         "passing": covered(app.routes, set().union(*(by_test.get(k, set()) for k in passing))),
+        "flows": len(flows),
+        "flows_passing": sum(t["status"] in after for t in flows),
+        "not_passing": [
+            {"title": t["title"], "status": t["status"], "reason": (t.get("reason") or "")[:300]}
+            for t in tests
+            if t["status"] not in after
+        ],
+        # A test that ends failed or quarantined must say why (the report's reason).
+        "unexplained": [
+            t["title"]
+            for t in tests
+            if t["status"] in ("failed", "quarantined") and not (t.get("reason") or "").strip()
+        ],
     }
+
+
+def is_flow(title: str) -> bool:
+    """A flow test: its case id (the title's first word) is a ``flow_…`` one."""
+    return bool(_FLOW_ID.match(title))
 
 
 def _share(count: int, total: int) -> str:

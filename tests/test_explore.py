@@ -35,7 +35,8 @@ PAGES = {
         "<script>console.error('chart failed'); fetch('http://169.254.169.254/latest/meta-data/')"
         ".catch(() => {});</script>",
     ),
-    "/products/1": ("Lamp", '<h1>Lamp</h1><a href="/products/1/reviews">Reviews</a>'),
+    # A relative link: it resolves against the page's URL, /products/1 → /products/1/reviews.
+    "/products/1": ("Lamp", '<h1>Lamp</h1><a href="1/reviews">Reviews</a>'),
     "/products/1/reviews": ("Reviews", '<h1>Reviews</h1><a href="/deeper">Deeper</a>'),
     "/login": (
         "Sign in",

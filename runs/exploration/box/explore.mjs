@@ -55,7 +55,9 @@ async function visit(page, path, index, errors) {
   const left = deadline - Date.now();
   const response = await page.goto(path, { timeout: Math.min(config.page_timeout_ms, left) });
   await page.waitForLoadState("networkidle", { timeout: Math.min(2000, left) }).catch(() => {});
-  const hrefs = await page.$$eval("a[href]", (as) => as.map((a) => a.getAttribute("href")));
+  // a.href is the link as the browser resolves it: against the page's URL (and any <base>),
+  // so "?o=1" or "edit" on /admin/users/ lead under /admin/users/, not under the origin's root.
+  const hrefs = await page.$$eval("a[href]", (as) => as.map((a) => a.href));
   const shot = `shots/${index}.jpeg`;
   await page.screenshot({ path: shot, type: "jpeg", quality: 40, timeout: 5000 });
   return {
