@@ -65,6 +65,7 @@ REPOSITORY_MAINTENANCE = (
     "maintenance_every",
     "maintain_all_specs",
     "pr_checks",
+    "pr_checks_drafts",
     "pr_preview_url_template",
 )
 REPOSITORY_LIMITS = ("max_concurrent_runs", "rate_limit_runs", "rate_limit_window_seconds")

@@ -85,6 +85,13 @@ class Repository(models.Model):
         help_text="Run the repository's tests against each pull request's preview and report a "
         "GitHub check run (needs the PR preview URL template).",
     )
+    pr_checks_drafts = models.BooleanField(
+        "Check draft pull requests too",
+        default=False,
+        db_default=False,
+        help_text="Off: a draft pull request gets its check when it is marked ready for review. "
+        "On: drafts are checked like any pull request.",
+    )
     pr_preview_url_template = models.CharField(
         "PR preview URL template",
         max_length=500,

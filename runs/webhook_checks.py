@@ -1,17 +1,19 @@
 """What ``pull_request`` and ``check_run`` deliveries do: check runs of a pull request.
 
-A ``pull_request`` delivery (opened, synchronize, reopened) of a registered repository with
-``pr_checks`` on and a PR preview URL template starts a check run: the repository's tests
-against that pull request's preview, reported as a GitHub check run. One per head SHA: the
-run's request key is the repository and the SHA, so any number of deliveries for one head
-start one run (``deployment_status`` deliveries share the key: runs.webhook_deployments).
-A repository whose previews come from deployments (the template ``{deployment}``) starts its
-checks from those, so its ``pull_request`` deliveries start none. ``check_run`` with action
-``rerequested`` ("Re-run" on GitHub) of AMTP's check starts a new one. A delivery without a
-sender starts nothing. A pull request from a fork, or by an author without write access, is
-held for an approval before its code runs (in the sandbox, as every test run). A preview URL
-the verifier would refuse (repositories.targets: a private or metadata address the
-repository's allowed hosts do not name) starts nothing; the delivery's note says why.
+A ``pull_request`` delivery (opened, synchronize, reopened, ready_for_review) of a registered
+repository with ``pr_checks`` on and a PR preview URL template starts a check run: the
+repository's tests against that pull request's preview, reported as a GitHub check run. One
+per head SHA: the run's request key is the repository and the SHA, so any number of
+deliveries for one head start one run (``deployment_status`` deliveries share the key:
+runs.webhook_deployments). A repository whose previews come from deployments (the template
+``{deployment}``) starts its checks from those, so its ``pull_request`` deliveries start
+none. ``check_run`` with action ``rerequested`` ("Re-run" on GitHub) of AMTP's check starts a
+new one. A delivery without a sender starts nothing. A draft pull request starts nothing
+unless ``pr_checks_drafts`` is on: marking it ready sends ``ready_for_review``, which starts
+its check. A pull request from a fork, or by an author without write access, is held for an
+approval before its code runs (in the sandbox, as every test run). A preview URL the verifier
+would refuse (repositories.targets: a private or metadata address the repository's allowed
+hosts do not name) starts nothing; the delivery's note says why.
 """
 
 from __future__ import annotations
@@ -25,12 +27,17 @@ from runs.models import Run
 from runs.services import run_create
 
 SHA = r"^([0-9a-f]{40}|[0-9a-f]{64})$"
-PR_ACTIONS = ("opened", "synchronize", "reopened")
+# ready_for_review: GitHub's delivery when a draft is marked ready (its ``draft`` is false then)
+PR_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review")
 TRUSTED = ("OWNER", "MEMBER", "COLLABORATOR")
 CHECK_SCOPE = "github-check"
 NO_SENDER = "the delivery names no sender: nothing runs for an unknown sender"
 NOT_CHECKED = "pull request checks are off for {repo} (or it has no PR preview URL template)"
 ACTION_IGNORED = "pull_request action '{action}' starts no check"
+DRAFT_IGNORED = (
+    "pull request #{number} is a draft and {repo} does not check drafts (pr_checks_drafts, "
+    '"Check draft pull requests too", is off): its check starts when it is marked ready for review'
+)
 NOT_OURS = "check run {name!r} is not AMTP's"
 BAD_PREVIEW = "the preview URL {url} is refused: {problem}"
 FROM_DEPLOYMENTS = (
@@ -52,6 +59,8 @@ class _Pull(BaseModel):
     number: int = Field(ge=1)
     head: _Head
     author_association: str = Field(default="NONE", max_length=40)
+    # strict: "false" or 0 is not GitHub's boolean, and lax parsing would read "yes" as a draft
+    draft: bool = Field(default=False, strict=True)
 
 
 class PullRequestEvent(BaseModel):
@@ -104,6 +113,8 @@ def pull_request_check(event: str, payload: dict, delivery_id: str) -> tuple[str
     if parsed.action not in PR_ACTIONS:
         return ACTION_IGNORED.format(action=parsed.action), None
     pull = parsed.pull_request
+    if pull.draft and not repository.pr_checks_drafts:
+        return DRAFT_IGNORED.format(number=pull.number, repo=name), None
     if repository.pr_preview_url_template == FROM_DEPLOYMENT:
         return FROM_DEPLOYMENTS.format(repo=name, sha=pull.head.sha), None
     url = preview_url(

@@ -1,18 +1,23 @@
 """Pull request checks: the fake GitHub's Checks API is as strict as GitHub's, and a
 ``pull_request`` delivery runs the repository's tests against that PR's preview and reports
-one check run with an annotation at each failing test's line; "Re-run" runs it again."""
+one check run with an annotation at each failing test's line; "Re-run" runs it again. A draft
+waits until it is marked ready, unless the repository checks drafts too."""
 
 import pytest
 import requests
+from django.urls import reverse
 
+from repositories.models import Repository
 from runs.demo_app import serve
-from runs.models import Run
+from runs.models import Run, WebhookDelivery
+from runs.webhook_checks import ACTION_IGNORED, DRAFT_IGNORED
 from tests import webhook_support
 from tests.factories import RepositoryFactory
 from tests.temporal_worker import wait_terminal, worker_setting
+from tests.test_admin import _repository_form
 from tests.test_browser import chromium_path
 from tests.test_workflow import record_histories  # noqa: F401  (AMTP_RECORD_HISTORIES=1)
-from tests.webhook_support import SECRET, deliver
+from tests.webhook_support import SECRET, deliver, pull_request
 
 pytestmark = pytest.mark.django_db(transaction=True)
 hub = webhook_support.hub  # shared fixture: acme/shop on the fake GitHub
@@ -103,16 +108,7 @@ def test_a_pull_request_gets_one_check_run_with_its_failures_annotated(
         pr_preview_url_template=url + "/?pr={pr}",
         allowed_hosts=["127.0.0.1"],
     )
-    pull = {
-        "action": "opened",
-        "pull_request": {
-            "number": 7,
-            "head": {"sha": head, "ref": "feature", "repo": {"full_name": "acme/shop"}},
-            "author_association": "MEMBER",
-        },
-        "repository": {"full_name": "acme/shop"},
-        "sender": {"login": "octocat"},
-    }
+    pull = pull_request(head)
     from runs.temporal.worker_thread import WorkerThread
 
     try:
@@ -142,3 +138,74 @@ def test_a_pull_request_gets_one_check_run_with_its_failures_annotated(
         in (first["output"]["summary"])
     )
     assert last["external_id"] == str(second.run_id) and last["conclusion"] == "failure"
+
+
+PREVIEW = "http://127.0.0.1:9/pr-{pr}"  # allow-listed below; nothing connects at submit
+
+
+def _checked(**settings) -> None:
+    RepositoryFactory(
+        full_name="acme/shop",
+        webhook_secret=SECRET,
+        pr_checks=True,
+        pr_preview_url_template=PREVIEW,
+        allowed_hosts=["127.0.0.1"],
+        **settings,
+    )
+
+
+@pytest.mark.django_db
+def test_a_draft_is_checked_once_it_is_marked_ready(client):
+    _checked()
+    for action in ("opened", "synchronize", "reopened"):
+        answer = deliver(client, pull_request(action=action, draft=True), event="pull_request")
+        assert (answer.status_code, answer.json()["status"]) == (200, "ignored"), action
+        assert answer.json()["note"] == DRAFT_IGNORED.format(number=7, repo="acme/shop")
+    assert "pr_checks_drafts" in answer.json()["note"]
+    back = deliver(client, pull_request(action="converted_to_draft", draft=True), "pull_request")
+    assert back.json()["note"] == ACTION_IGNORED.format(action="converted_to_draft")
+    assert Run.objects.count() == 0
+    notes = set(WebhookDelivery.objects.values_list("note", flat=True))
+    assert DRAFT_IGNORED.format(number=7, repo="acme/shop") in notes
+    # GitHub's delivery when the draft is marked ready carries the PR with draft false
+    ready = pull_request(action="ready_for_review", draft=False)
+    answer = deliver(client, ready, event="pull_request")
+    assert answer.status_code == 201, answer.json()
+    run = Run.objects.get()
+    assert (run.kind, run.pull_number, run.target_url) == ("check", 7, "http://127.0.0.1:9/pr-7")
+    assert run.held is False
+    again = deliver(client, pull_request(action="synchronize", draft=False), "pull_request")
+    assert again.json()["status"] == "duplicate" and Run.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_repository_that_checks_drafts_checks_them_like_any_pull_request(client):
+    _checked(pr_checks_drafts=True)
+    fork = {"head": {"sha": webhook_support.SHA, "ref": "f", "repo": {"full_name": "eve/shop"}}}
+    answer = deliver(client, pull_request(draft=True, **fork), event="pull_request")
+    assert answer.status_code == 201, answer.json()
+    run = Run.objects.get()
+    assert (run.kind, run.pull_number, run.held) == ("check", 7, True)  # a fork waits, draft or not
+    ready = deliver(client, pull_request(action="ready_for_review", **fork), "pull_request")
+    assert ready.json()["status"] == "duplicate" and Run.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_draft_flag_that_is_not_a_boolean_is_refused_by_name(client):
+    _checked(pr_checks_drafts=True)
+    for hostile in ("true", "false", 1, 0, None, [], {"draft": True}):
+        answer = deliver(client, pull_request(draft=hostile), event="pull_request")
+        assert answer.status_code == 400, hostile
+        assert "pull_request payload" in answer.json()["detail"], hostile
+        (error,) = answer.json()["errors"]
+        assert (error["field"], error["type"]) == ("pull_request.draft", "bool_type"), hostile
+    assert WebhookDelivery.objects.count() == 0 and Run.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_the_admin_saves_the_draft_setting(admin_client):
+    form = _repository_form(
+        host="github", pr_checks="on", pr_preview_url_template=PREVIEW, pr_checks_drafts="on"
+    )
+    admin_client.post(reverse("admin:repositories_repository_add"), form)
+    assert Repository.objects.get(full_name="acme/local").pr_checks_drafts is True

@@ -31,7 +31,7 @@ from tests.test_admin import _repository_form
 from tests.test_browser import chromium_path
 from tests.test_check_runs import SPEC
 from tests.test_check_runs import shop as shop_app
-from tests.webhook_support import SECRET, deliver
+from tests.webhook_support import SECRET, deliver, pull_request
 
 pytestmark = pytest.mark.django_db
 hub = webhook_support.hub  # shared fixture: acme/shop on the fake GitHub
@@ -107,7 +107,8 @@ def test_a_successful_deployment_starts_one_check_run_for_its_sha(client, shop, 
     for answer in again:
         assert (answer.status_code, answer.json()["status"]) == (200, "duplicate")
         assert answer.json()["run_id"] == str(run.run_id)
-    pull = _pull(shop)  # previews come from deployments: the deployment's check wins
+    # previews come from deployments: the deployment's check wins
+    pull = pull_request(shop, action="synchronize")
     answer = deliver(client, pull, event="pull_request").json()
     assert answer["note"] == FROM_DEPLOYMENTS.format(repo="acme/shop", sha=shop)
     assert Run.objects.count() == 1
@@ -265,16 +266,3 @@ def _generated(repository, hub) -> Run:
     ]:
         ArtifactFactory(run=run, kind=kind, content={**content, "run_id": str(run.run_id)})
     return run
-
-
-def _pull(sha: str) -> dict:
-    return {
-        "action": "synchronize",
-        "pull_request": {
-            "number": 7,
-            "head": {"sha": sha, "ref": "feature", "repo": {"full_name": "acme/shop"}},
-            "author_association": "MEMBER",
-        },
-        "repository": {"full_name": "acme/shop"},
-        "sender": {"login": "octocat"},
-    }

@@ -191,6 +191,8 @@ HOSTILE = [
     ("webhook_branches", ["main", "bad..name"]),
     ("webhook_branches", [f"b{i}" for i in range(services.MAX_WEBHOOK_BRANCHES + 1)]),
     ("webhook_enabled", "maybe"),
+    ("pr_checks_drafts", "maybe"),
+    ("pr_checks_drafts", None),
     ("max_concurrent_runs", 0),
     ("max_concurrent_runs", -1),
     ("rate_limit_runs", "many"),

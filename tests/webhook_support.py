@@ -1,5 +1,6 @@
-"""GitHub deliveries for the webhook tests: a signed ``deliver``, a ``push`` payload, and the
-fake GitHub that the receiver asks whether the pushed SHA is the branch's head."""
+"""GitHub deliveries for the webhook tests: a signed ``deliver``, ``push`` and
+``pull_request`` payloads, and the fake GitHub that the receiver asks whether the pushed SHA
+is the branch's head."""
 
 import json
 import uuid
@@ -24,6 +25,22 @@ def push(branch="main", repo="acme/shop", **extra) -> dict:
         "repository": {"full_name": repo},
         "sender": {"login": "octocat"},
         **extra,
+    }
+
+
+def pull_request(sha=SHA, action="opened", **pull) -> dict:
+    """A ``pull_request`` delivery of acme/shop's PR #7 from its own branch ``feature`` by a
+    member; ``pull`` overrides fields of ``pull_request`` (``draft``, ``author_association``)."""
+    return {
+        "action": action,
+        "pull_request": {
+            "number": 7,
+            "head": {"sha": sha, "ref": "feature", "repo": {"full_name": "acme/shop"}},
+            "author_association": "MEMBER",
+            **pull,
+        },
+        "repository": {"full_name": "acme/shop"},
+        "sender": {"login": "octocat"},
     }
 
 
