@@ -14,8 +14,9 @@ RUNNER_STAMP := $(RUNNER)/node_modules/.installed-lock
 # touches the data of `make run`.
 TEST_STACK := $(CURDIR)/.devstack/test
 # pytest-xdist workers for the parallel part of `make test` (tests marked `serial` run after it,
-# alone). 2 suits a 2-core machine; TEST_WORKERS=0 runs everything in one process.
-TEST_WORKERS ?= 2
+# alone). Most tests wait (on browsers, servers, timeouts) rather than compute, so 4 workers
+# finish sooner than 2 even on 2 cores; TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 4
 # `make bench` too (docs/benchmarks.md): each benchmark makes its own database and Valkey DB.
 BENCH_STACK := $(CURDIR)/.devstack/bench
 
