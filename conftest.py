@@ -14,6 +14,11 @@ import pytest
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "amtp_site.settings")
 os.environ.setdefault("DJANGO_DEBUG", "true")
+# A test that fails in Playwright on purpose waits out every assertion's timeout once per
+# attempt: one retry (still telling flaky from failed) and 3 s per assertion keep those cheap;
+# the apps under test answer on loopback in milliseconds.
+os.environ.setdefault("AMTP_VERIFY_RETRIES", "1")
+os.environ.setdefault("AMTP_VERIFY_EXPECT_TIMEOUT_S", "3")
 django.setup()  # tests/conftest.py imports models; pytest-django takes over from here
 
 

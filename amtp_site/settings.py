@@ -273,6 +273,8 @@ AMTP_REPAIR_TURNS = env_int("AMTP_REPAIR_TURNS", 1)
 # VerifyTests: the generated Playwright tests run against the run's target URL before the PR.
 AMTP_VERIFY_TIMEOUT_S = float(os.environ.get("AMTP_VERIFY_TIMEOUT_S", "600"))  # whole stage
 AMTP_VERIFY_TEST_TIMEOUT_S = float(os.environ.get("AMTP_VERIFY_TEST_TIMEOUT_S", "30"))
+# How long an assertion waits for what it expects before failing (Playwright's expect.timeout).
+AMTP_VERIFY_EXPECT_TIMEOUT_S = float(os.environ.get("AMTP_VERIFY_EXPECT_TIMEOUT_S", "5"))
 AMTP_VERIFY_RETRIES = env_int("AMTP_VERIFY_RETRIES", 2)  # re-runs of a failing test: flaky?
 AMTP_VERIFY_HEAL_ROUNDS = env_int("AMTP_VERIFY_HEAL_ROUNDS", 1)
 AMTP_VERIFY_EVIDENCE_DIR = Path(

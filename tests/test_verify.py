@@ -2,7 +2,7 @@
 on Debian's Chromium, for real; no Temporal here (tests/test_workflow_verify.py runs the stage
 through the worker).
 
-Each test runs at most one small suite; a failing test costs three attempts (two retries).
+Each test runs at most one small suite; a failing test costs an attempt per retry and one more.
 """
 
 from __future__ import annotations
@@ -221,7 +221,8 @@ def test_a_heal_that_deletes_an_assertion_is_refused_and_the_test_dropped(tmp_pa
     tests = by_title(report)
     assert tests["sign-in page answers"]["status"] == "passed"
     missing = tests["note 999 answers JSON"]
-    assert missing["status"] == "quarantined" and missing["attempts"] == 3
+    assert missing["status"] == "quarantined"
+    assert missing["attempts"] == plan.runner.retries + 1
     assert missing["reason"].startswith(
         "possible app bug: the expectation still fails; the heal was refused: it tried to "
         "remove `expect(response.ok()).toBeTruthy()`; failed against"
@@ -335,3 +336,29 @@ def test_maestro_flows_are_validated_and_never_reported_passed(tmp_path):
     bad = [{"path": "e2e/amtp/today.yaml", "contents": "appId: x\n---\n- flyAway\n"}]
     with pytest.raises(Exception, match="unknown Maestro command"):
         v.verify(make_plan(tmp_path, "", bad, framework="maestro"), heal=no_heal)
+
+
+LATE_TEXT = (
+    HEADER
+    + """for (const [title, ms] of [['soon', 300], ['late', 2500]]) {
+  test(`text shown after ${ms} ms: ${title}`, async ({ page }) => {
+    await page.setContent('<p id="p"></p>');
+    await page.evaluate((ms) => {
+      setTimeout(() => { document.getElementById('p').textContent = 'here'; }, ms);
+    }, ms);
+    await expect(page.getByText('here')).toBeVisible();
+  });
+}
+"""
+)
+
+
+def test_an_assertion_waits_as_long_as_the_expect_timeout_says(tmp_path, notes):
+    runner = pw.Runner(**{**runner_from_settings().__dict__, "expect_timeout_s": 1, "retries": 0})
+    plan = make_plan(tmp_path, notes[1], [spec("late", LATE_TEXT)], runner=runner, heal_rounds=0)
+    report = v.verify(plan, heal=no_heal)
+    tests = by_title(report)
+    assert tests["text shown after 300 ms: soon"]["status"] == "passed"
+    late = tests["text shown after 2500 ms: late"]
+    assert late["status"] == "failed", late  # Playwright's default 5 s would have waited
+    assert "1000ms" in late["error"], late["error"]

@@ -84,6 +84,7 @@ class Runner:
     chromium: str
     retries: int
     test_timeout_s: float
+    expect_timeout_s: float = 5.0  # Playwright's own default
 
 
 @dataclass
@@ -195,6 +196,7 @@ def _config(
         "retries": runner.retries,
         "workers": 1,
         "timeout": int(runner.test_timeout_s * 1000),
+        "expect": {"timeout": int(runner.expect_timeout_s * 1000)},
         "globalTimeout": max(1000, int(budget_s * 1000)),
         "reporter": [["json", {"outputFile": "report.json"}], ["line"]],
         "use": {

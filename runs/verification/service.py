@@ -35,6 +35,7 @@ def runner_from_settings() -> Runner:
         chromium=settings.AMTP_VERIFY_CHROMIUM,
         retries=settings.AMTP_VERIFY_RETRIES,
         test_timeout_s=settings.AMTP_VERIFY_TEST_TIMEOUT_S,
+        expect_timeout_s=settings.AMTP_VERIFY_EXPECT_TIMEOUT_S,
     )
 
 
