@@ -45,9 +45,10 @@ from __future__ import annotations
 
 from agents.case_generator import DEPTH_RULES
 
-from .candidates import Candidate, mobile_candidates, running_note, web_candidates
+from .candidates import SMOKE, Candidate, mobile_candidates, running_note, web_candidates
 from .common import HEADER, one_line, slug
 from .flows import flow_candidates
+from .journeys import journey_candidates, journey_trial
 
 # The rule is the Test Case Generator's contract; the offline rules follow it, not a copy.
 DEPTHS = DEPTH_RULES
@@ -78,9 +79,10 @@ def _area_order(cands: list[tuple[str, Candidate]]) -> dict[str, tuple[int, int]
         if cand.area not in family:
             family.append(cand.area)
     order = {}
-    for f_index, areas in enumerate(families.values()):
+    for f_index, (family, areas) in enumerate(families.items()):
         for a_index, area in enumerate(areas):
-            order[area] = (a_index, f_index)
+            # Journeys create and verify data: they lead, whatever the cap.
+            order[area] = (-1, 0) if family == "journey" else (a_index, f_index)
     return order
 
 
@@ -112,9 +114,15 @@ def generate_cases(crawler_output: dict, depth_level: str) -> dict:
     app_map = crawler_output.get("app_map")
     cands = mobile_candidates(stack) if mobile else web_candidates(stack, app_map)
     if not mobile:  # after the pages and routes, so their ids stay what they were
-        cands += flow_candidates(app_map, running_note(stack))
+        running = running_note(stack)
+        cands += journey_candidates(app_map, running)
+        cands += flow_candidates(app_map, running, skip=journey_trial(app_map))
     pairs = list(zip(_assign_ids(cands), cands, strict=True))
     chosen = _select(pairs, depth_level)
+    # Within a priority, a test that checks nothing but the render ranks last.
+    chosen.sort(
+        key=lambda item: (PRIORITIES.index(item[1].priority), item[1].title.endswith(SMOKE))
+    )
     test_cases = [
         {
             "id": cid,

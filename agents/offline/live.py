@@ -37,7 +37,7 @@ class LivePage:
     shows: list[tuple[str, str]] = field(default_factory=list)  # (role, name): fields, button
 
 
-def _named(snapshot: str) -> list[tuple[str, str, int]]:
+def named_elements(snapshot: str) -> list[tuple[str, str, int]]:
     """(role, accessible name, heading level or 0) of each named element, in order."""
     out = []
     for line in snapshot.splitlines()[:2000]:
@@ -56,7 +56,7 @@ def _named(snapshot: str) -> list[tuple[str, str, int]]:
 
 def _page(raw: dict, path: str) -> LivePage:
     snapshot = raw.get("snapshot") if isinstance(raw.get("snapshot"), str) else ""
-    named = _named(snapshot)
+    named = named_elements(snapshot)
     headings = [(level or 9, name) for role, name, level in named if role == "heading"]
     fields = [(role, name) for role, name, _ in named if role in FIELD_ROLES]
     buttons = [("button", name) for role, name, _ in named if role == "button"]
