@@ -6,6 +6,7 @@ in ``test_journeys_live.py``."""
 import json
 import re
 import time
+from pathlib import Path
 
 from agents.offline import generate_cases, generate_files
 from agents.offline.journeys import journey_candidates
@@ -228,3 +229,15 @@ def test_malformed_maps_plan_nothing_and_never_raise():
         assert journey_candidates(app_map, RUNNING) == []
     broken = flaskr(trials=[{**CREATE_TRIAL, "path": "//evil.test/create"}])
     assert journey_candidates(broken, RUNNING)[0].key == "journey_account"
+
+
+def test_the_llm_prompts_ask_for_the_same_journeys_data_and_clean_up():
+    prompts = Path(__file__).resolve().parent.parent / "agents" / "prompts"
+    planner = " ".join((prompts / "test_case_generator.md").read_text().split())
+    engineer = " ".join((prompts / "test_engineer.md").read_text().split())
+    assert "sign up → log in → create → see it listed → edit → delete" in planner
+    assert "Rank journeys that create and verify data first" in planner
+    for text in (planner, engineer):
+        assert "renders (smoke)" in text and "never a fixed name" in text.lower()
+    assert "test.info().parallelIndex" in engineer and "test.info().retry" in engineer
+    assert "`finally` block, best effort" in engineer
