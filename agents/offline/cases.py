@@ -17,8 +17,11 @@ Priorities:
           medium    dynamic pages/endpoints with sample parameters; mutating requests on a
                     record that does not exist
           low       404 for a missing record / an unknown page; non-empty document titles
+  journeys critical the app's journey (`journeys.py`): sign up and log in when the app has
+                    both forms, then its main create form, the item listed, edited and
+                    deleted as far as the app map shows the controls; always taken first
   flows   critical  the app's main create form (its submitted text then shown), from the app
-                    map's trials (`flows.py`)
+                    map's trials (`flows.py`), when no journey starts from it
           high      every other form whose trial showed an outcome and no error
   mobile  critical  app launch (first screen, no crash dialog), and each tab screen
           high      other screens reachable by deep link or with a known title
@@ -26,7 +29,8 @@ Priorities:
           low       each screen scrolls without a crash
 
 Within a priority, cases are taken round-robin across areas so a cap spreads coverage, and
-the cap cuts the lowest priority first. Ids are derived from route/page/screen names over the
+the cap cuts the lowest priority first; a page test that can only check the render (its title
+ends "renders (smoke)") is listed last of its priority. Ids are derived from route/page/screen names over the
 full candidate list before selection (deduplicated with `_2`, `_3` …), so a case keeps its id
 at every depth and each depth's cases are a subset of the next one's.
 
@@ -35,10 +39,16 @@ Steps use a small grammar that `code.py` turns into Playwright/Maestro commands:
 state`, `Wait for animations to end`, `Open deep link <url>`, `Tap "<label>"`, `Scroll down`,
 `Take a screenshot named <name>`, and for flows `Fill "<label>" with a unique text|a unique
 email|a unique URL|the number 1|the phone number 5550100`, `Select "<option>" in "<label>"`,
-`Check "<label>"`, `Click the button "<name>"`; expectations name statuses ("2xx", "status below 500",
-"status 404"), "JSON body", `heading "<text>"`, "document title", `"<text>" is visible` and
-"crash dialog", and for flows `the text "<text>" is visible` (`{tag}` in it: the test's
-unique value) and `the submitted "<label>" is visible`. Quoted texts are JSON strings, so any character survives the round trip.
+`Check "<label>"`, `Click the button "<name>"`; for journeys also `Fill "<label>" with a
+unique username|a unique password|an edited unique text`, `Click the button "<name>",
+accepting its confirmation`, `Click the link|button "<name>" of the created item[, accepting
+its confirmation]`, `Expect the user to be signed in`, `Expect the created|edited text to be
+visible`, `Expect the created text to be gone`, and `Clean up: <step>` (run in `finally`).
+Expectations name statuses ("2xx", "status below 500", "status 404"), "JSON body",
+`heading "<text>"`, "document title", `"<text>" is visible` and "crash dialog", and for flows
+`the text "<text>" is visible` (`{tag}` in it: the test's unique value) and `the submitted
+"<label>" is visible`. Quoted texts are JSON strings, so any character survives the round
+trip.
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ does not understand become comments, and a Playwright test without any usable st
 as `test.fixme` so a reviewer sees it. Every string from a case reaches TypeScript only as a
 JSON-escaped string literal (ASCII-only, so U+2028 and friends cannot end a line) and YAML
 only through `yaml.safe_dump`; comments are reduced to one printable line. File names come
-from sanitised case ids and areas, always under the validated `test_dir`.
+from sanitised case ids and areas, always under the validated `test_dir`. What a flow or
+journey does on a page (forms, the created item's controls, its checks and clean-up) is
+written by `journey_code.py`; journeys go to `journeys.spec.ts`.
 """
 
 from __future__ import annotations
