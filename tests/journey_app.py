@@ -1,7 +1,8 @@
 """A small notes app with accounts, as Flask's tutorial app (flaskr) has them, for journey
 tests on loopback: ``/register`` and ``/login`` forms (Username, Password), ``/`` lists every
 note (its title, and for its author an "Edit" link), ``/notes/new`` (signed in) creates one
-(Title, Body; button "Create") and lands on ``/``, ``/notes/<id>/edit`` (its author) has a
+(Title, Body; button "Create") and lands on ``/``, whose "Search" form (a GET) filters the
+list by title; a note's title links to its page ``/notes/<id>``; ``/notes/<id>/edit`` (its author) has a
 "Save" form and a "Delete" form whose button asks for confirmation. A username already taken
 is refused ("User … is already registered."), as flaskr does, so two runs that chose the
 same name would collide."""
@@ -66,11 +67,12 @@ class JourneyApp:
             size = int(environ.get("CONTENT_LENGTH") or 0)
             form = {k: v[0] for k, v in parse_qs(environ["wsgi.input"].read(size).decode()).items()}
         with self.lock:
-            return self.route(method, path, user, sid, form, start_response)
+            query = parse_qs(environ.get("QUERY_STRING", "")).get("q", [""])[0]
+            return self.route(method, path, user, sid, form, query, start_response)
 
-    def route(self, method, path, user, sid, form, start_response):
+    def route(self, method, path, user, sid, form, query, start_response):
         if path == "/":
-            return self._ok(start_response, "Notes", self._list(user), user)
+            return self._ok(start_response, "Notes", self._list(user, query), user)
         if path in ("/register", "/login"):
             return self.account(method, path, form, start_response)
         if path == "/logout":
@@ -83,7 +85,11 @@ class JourneyApp:
             return self._go(start_response, "/login")
         if path == "/notes/new":
             return self.create(method, user, form, start_response)
-        parts = path.split("/")  # /notes/<id>/<edit|delete>
+        parts = path.split("/")  # /notes/<id>[/<edit|delete>]
+        if len(parts) == 3 and parts[2].isdigit() and int(parts[2]) in self.notes:
+            shown = self.notes[int(parts[2])]
+            body = f"<h1>{html.escape(shown['title'])}</h1><p>{html.escape(shown['body'])}</p>"
+            return self._ok(start_response, shown["title"], body, user)
         note = self.notes.get(int(parts[2])) if len(parts) == 4 and parts[2].isdigit() else None
         if note is None or note["by"] != user:
             start_response("404 Not Found", [("Content-Type", "text/html")])
@@ -131,15 +137,23 @@ class JourneyApp:
         body = "<h1>New note</h1>" + NOTE_FORM.format(title="", body="", button="Create")
         return self._ok(start_response, "New note", body, user)
 
-    def _list(self, user: str | None) -> str:
+    def _list(self, user: str | None, query: str = "") -> str:
         items = []
         for note in self.notes.values():
+            if query.lower() not in note["title"].lower():
+                continue
             edit = f' <a href="/notes/{note["id"]}/edit">Edit</a>' if note["by"] == user else ""
+            title = f'<a href="/notes/{note["id"]}">{html.escape(note["title"])}</a>'
             items.append(
-                f"<li><article><h2>{html.escape(note['title'])}</h2>"
+                f"<li><article><h2>{title}</h2>"
                 f"<p>{html.escape(note['body'])}</p>{edit}</article></li>"
             )
-        return "<h1>Notes</h1><ul>" + "".join(items) + "</ul>"
+        search = (
+            '<form method="get" action="/"><label for="q">Search</label>'
+            '<input id="q" name="q" type="search"><button type="submit">Search</button></form>'
+        )
+        found = "<ul>" + "".join(items) + "</ul>" if items else "<p>No notes match.</p>"
+        return "<h1>Notes</h1>" + search + found
 
     @staticmethod
     def _ok(start_response, title, body, user):
@@ -179,6 +193,11 @@ def login():
 @app.route("/notes/new", methods=["GET", "POST"])
 def create():
     return render_template("create.html")
+
+
+@app.route("/notes/<int:id>")
+def show(id):
+    return render_template("show.html")
 
 
 @app.route("/notes/<int:id>/edit", methods=["GET", "POST"])

@@ -139,6 +139,37 @@ def test_generated_journey_uses_data_unique_to_run_worker_and_retry_and_cleans_u
     assert "page.once('dialog', (dialog) => dialog.accept()" in body
 
 
+def test_a_search_form_finds_the_created_item_and_opens_it_when_it_is_a_link():
+    search = form("Search", ("Search", "search"), method="get")
+    pages = [{**p, "forms": [search]} if p["path"] == "/" else p for p in flaskr()["pages"]]
+    linked = {**CREATE_TRIAL, "appeared": [{"role": "link", "text": "AMTP {tag}"}]}
+    (journey,) = journey_candidates(flaskr(pages=pages, trials=[linked]), RUNNING)
+    assert "search it, open it, edit" in journey.title
+    at = journey.steps.index('Fill "Search" with a unique text')
+    assert journey.steps[at - 2 : at + 5] == [
+        "Open /",
+        "Expect the created text to be visible",  # listed; the search form is on that page
+        'Fill "Search" with a unique text',
+        'Click the button "Search"',
+        "Expect the created text to be visible",
+        "Click the link of the created item",
+        "Expect the created text to be visible",
+    ]
+    assert journey.steps[at + 5] == "Open /"  # back to the listing to edit it
+    (plain,) = journey_candidates(flaskr(pages=pages), RUNNING)  # shown, but not as a link
+    assert (
+        "search it, edit" in plain.title and "Click the link of the created item" not in plain.steps
+    )
+    code = code_of(
+        [
+            c
+            for c in cases_for(flaskr(pages=pages, trials=[linked]))
+            if c["id"].startswith("tc_journey")
+        ]
+    )
+    assert "await page.getByRole('link', { name: 'AMTP ' + tag }).first().click();" in code
+
+
 def test_only_an_account_journey_when_no_form_creates_anything():
     app_map = flaskr(trials=[])
     (journey,) = journey_candidates(app_map, RUNNING)

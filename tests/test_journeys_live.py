@@ -42,7 +42,7 @@ def test_the_planned_journey_passes_first_time_twice_without_collisions(tmp_path
         output = generate_cases(request, "smoke")
         journey = output["test_cases"][0]
         assert journey["title"] == (
-            "Journey /: sign up, log in, create, see it listed, edit, delete"
+            "Journey /: sign up, log in, create, see it listed, search it, open it, edit, delete"
         )
         output["test_cases"] = [journey]
         files = generate_files(engineer_input(output, "playwright"), test_dir=TEST_DIR, app_id=None)

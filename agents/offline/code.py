@@ -228,7 +228,10 @@ def _step_lines(actions: list, on_page: bool) -> tuple[list[str], dict[str, str]
         if kind not in counts and kind != "note" and on_page:
             lines += action_lines(kind, url, method)
             after = actions[n + 1][0] if n + 1 < len(actions) else ""
-            if kind in ("click", "confirm", "item", "item_confirm") and after == "page":
+            if (
+                kind in ("click", "confirm", "item", "item_confirm", "open_item")
+                and after == "page"
+            ):
                 # A form sent by fetch may still be on its way: let it land before leaving.
                 lines.append("await page.waitForLoadState('networkidle');")
         if kind not in counts:

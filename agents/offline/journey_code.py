@@ -47,6 +47,7 @@ EXPECTS = {
     "Expect the created text to be gone": "gone",
     "Expect the user to be signed in": "signed_in",
 }
+OPEN_ITEM = "Click the link of the created item"
 _SIGNED_OUT = "/log ?out|sign ?out/i"
 CLEAN_PREFIX = "Clean up: "
 CLEAN_TIMEOUT_MS = 5000
@@ -80,6 +81,8 @@ def form_action(step: str) -> tuple[str, str, str | None, str] | None:
         return ("confirm" if m.group(2) else "click", label, None, step)
     if (m := _ITEM.match(step)) and (name := _quoted(m.group(2))):
         return ("item_confirm" if m.group(3) else "item", m.group(1), name, step)
+    if step.strip() == OPEN_ITEM:
+        return ("open_item", "link", None, step)
     if (expect := EXPECTS.get(step.strip())) is not None:
         return ("expect", expect, None, step)
     return None
@@ -110,6 +113,8 @@ def action_lines(kind: str, label: str, value: str | None, options: str = "") ->
     if kind in ("click", "confirm"):
         button = f"page.getByRole('button', {{ name: {_ts(label)}, exact: true }})"
         return [accept] * (kind == "confirm") + [f"await {button}{click};"]
+    if kind == "open_item":
+        return [f"await page.getByRole('link', {{ name: {CREATED} }}).first(){click};"]
     if kind in ("item", "item_confirm"):
         return [accept] * (kind == "item_confirm") + [f"await {_item(label, value or '')}{click};"]
     return expect_lines(label)

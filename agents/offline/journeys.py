@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from .candidates import NO_ERRORS, Candidate
 from .common import clean_route, one_line, params, slug
-from .flows import CREATES, trial_outcome, trial_steps
+from .flows import CREATES, PLACEHOLDER, trial_outcome, trial_steps
 from .live import named_elements
 
 SIGN_UP = re.compile(r"\b(register|sign[ -]?up|create (an )?account|join)\b", re.I)
@@ -43,6 +43,7 @@ LOG_IN = re.compile(r"\b(log[ -]?in|sign[ -]?in)\b", re.I)
 NEW = re.compile(r"^\s*(add|create|new|post|publish|submit)\b", re.I)
 NEW_PAGE = re.compile(r"/(new|create|add)(/|$)", re.I)
 EDIT = re.compile(r"^\s*(save|update|edit)\b", re.I)
+SEARCH = re.compile(r"\b(search|find|filter)\b", re.I)
 DELETE = re.compile(r"^\s*(delete|remove)\b", re.I)
 # A control that belongs to one item of a list is named by its action alone ("Edit").
 ITEM_CONTROL = re.compile(r"^\s*(edit|update|change|delete|remove)\s*$", re.I)
@@ -208,6 +209,39 @@ def _delete_steps(
     return []
 
 
+def _search_steps(forms: list[Form], trial: dict) -> list[str]:
+    """Finding the created item with the app's search form, then opening it when the
+    trial showed it as a link ([] without a search form)."""
+    for form in forms:
+        texts = [label for label, kind in form.fields if kind in ("text", "search")]
+        searches = SEARCH.search(form.submit) or any(kind == "search" for _, kind in form.fields)
+        if len(form.fields) == len(texts) == 1 and searches:
+            steps = [f"Open {form.path}", f"Fill {_q(texts[0])} with a unique text"]
+            steps += [
+                f"Click the button {_q(form.submit)}",
+                "Expect the created text to be visible",
+            ]
+            appeared = trial.get("appeared") if isinstance(trial.get("appeared"), list) else []
+            link = {"role": "link", "text": f"AMTP {PLACEHOLDER}"}
+            if link in appeared:  # the item is shown as a link to its own page
+                steps += [
+                    "Click the link of the created item",
+                    "Expect the created text to be visible",
+                ]
+            return steps
+    return []
+
+
+def _chain(steps: list[str]) -> list[str]:
+    """``steps`` without an ``Open`` of the page already open (only checks since)."""
+    out: list[str] = []
+    for step in steps:
+        opened = next((s for s in reversed(out) if not s.startswith("Expect ")), None)
+        if not (step.startswith("Open ") and step == opened):
+            out.append(step)
+    return out
+
+
 def journey_candidates(app_map: object, running: str) -> list[Candidate]:
     """The app's journeys: the data journey (account steps first when the app has them),
     else the account journey alone. Ranked first: ``critical``, area ``journey``."""
@@ -226,31 +260,36 @@ def journey_candidates(app_map: object, running: str) -> list[Candidate]:
         return [Candidate("journey_account", title, account, expected, "critical", "journey", pre)]
     trial, create, listing = main
     page = next((p for p in pages if p["path"] == listing), None)
-    controls = _controls(page)
-    edit = next(((r, n) for r, n in controls if not DELETE.match(n)), None)
-    edit_steps = _edit_steps(forms, trial, listing, edit) if edit else []
+    edit = next(((r, n) for r, n in _controls(page) if not DELETE.match(n)), None)
     removal = _delete_steps(forms, listing, page, edit)
-    steps = [*account, *create, f"Open {listing}", "Expect the created text to be visible"]
-    steps += edit_steps[1:]  # the listing is open already
-    done = ["create", "see it listed"] + (["edit"] if edit_steps else [])
+    parts = [  # (what the title says, its steps, what the user then sees)
+        ("sign up, log in", account, "the new user is signed in"),
+        ("create", create, ""),
+        (
+            "see it listed",
+            [f"Open {listing}", "Expect the created text to be visible"],
+            f"the created text is listed at {listing}",
+        ),
+        ("search it", _search_steps(forms, trial), "a search finds it"),
+        ("edit", _edit_steps(forms, trial, listing, edit) if edit else [], "the edit is listed"),
+    ]
     if removal:
-        steps += [*removal, f"Open {listing}"]
-        steps += ["Expect the created text to be gone"]
-        steps += [f"Clean up: Open {listing}", *(f"Clean up: {s}" for s in removal)]
-        done.append("delete")
-        pre.append(CLEAN_NOTE)
-    words = (["sign up", "log in"] if account else []) + done
-    title = f"Journey {listing}: " + ", ".join(words)
-    key = f"journey_{slug(trial['path']) or 'home'}_{slug(trial['submit'], 24) or 'submit'}"
-    expected = "; ".join(
-        [
-            *(["the new user is signed in"] if account else []),
-            "the created text is listed at " + listing,
-            *(["the edited text is listed"] if edit_steps else []),
-            *(["the deleted item is gone from the list"] if removal else []),
-            NO_ERRORS,
+        gone = [
+            f"Open {listing}",
+            *removal,
+            f"Open {listing}",
+            "Expect the created text to be gone",
         ]
-    )
+        parts.append(("delete", gone, "the deleted item is gone from the list"))
+        parts.append(("", [f"Clean up: Open {listing}", *(f"Clean up: {s}" for s in removal)], ""))
+        pre.append(CLEAN_NOTE)
+    parts = [part for part in parts if part[1]]
+    steps = _chain([step for _, part, _ in parts for step in part])
+    title = f"Journey {listing}: " + ", ".join(word for word, _, _ in parts if word)
+    if any(s == "Click the link of the created item" for s in steps):
+        title = title.replace("search it", "search it, open it")
+    key = f"journey_{slug(trial['path']) or 'home'}_{slug(trial['submit'], 24) or 'submit'}"
+    expected = "; ".join([*(e for _, _, e in parts if e), NO_ERRORS])
     return [Candidate(key, title, steps, expected, "critical", "journey", pre)]
 
 
