@@ -5,7 +5,8 @@ note (its title, and for its author an "Edit" link), ``/notes/new`` (signed in) 
 list by title; a note's title links to its page ``/notes/<id>``; ``/notes/<id>/edit`` (its author) has a
 "Save" form and a "Delete" form whose button asks for confirmation. A username already taken
 is refused ("User … is already registered."), as flaskr does, so two runs that chose the
-same name would collide."""
+same name would collide. ``refuse_deletes`` makes that many deletes answer as if done and
+keep the note (a broken delete, for clean-up tests)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ class JourneyApp:
         self.sessions: dict[str, str] = {}
         self.notes = {1: {"id": 1, "title": "Welcome", "body": "First note.", "by": USERNAME}}
         self.ids = itertools.count(2)
+        self.refuse_deletes = 0
         self.lock = threading.Lock()
 
     def __call__(self, environ, start_response):
@@ -95,7 +97,10 @@ class JourneyApp:
             start_response("404 Not Found", [("Content-Type", "text/html")])
             return [_page("Not found", "<h1>Not found</h1>", user)]
         if parts[3] == "delete" and method == "POST":
-            del self.notes[note["id"]]
+            if self.refuse_deletes:
+                self.refuse_deletes -= 1
+            else:
+                del self.notes[note["id"]]
             return self._go(start_response, "/")
         if parts[3] == "edit" and method == "POST" and form.get("title"):
             note.update(title=form["title"], body=form.get("body", ""))

@@ -1,8 +1,10 @@
 """A journey planned from a live app's map runs in the sandbox and passes on its first
 attempt, twice in a row: each run signs up its own user and creates, edits and deletes its
-own note, so the second run collides with nothing the first left behind."""
+own note, so the second run collides with nothing the first left behind. When the app's
+delete breaks, the journey fails on its own check and its clean-up still removes the note."""
 
 import dataclasses
+from pathlib import Path
 
 from agents.offline import generate_cases, generate_files
 from repositories.credentials import Credentials
@@ -23,7 +25,7 @@ EXPLORER = Login(
 )
 
 
-def test_the_planned_journey_passes_first_time_twice_without_collisions(tmp_path):
+def test_a_journey_passes_first_time_twice_and_cleans_up_after_a_failure(tmp_path):
     chromium_path()
     app = JourneyApp()
     server, url = serve(app)
@@ -49,24 +51,34 @@ def test_the_planned_journey_passes_first_time_twice_without_collisions(tmp_path
         check_playwright(files)
         users = set(app.users)
         for run in (1, 2):
-            plan = Plan(
-                run_id=f"journey-{run}",
-                framework="playwright",
-                files=files,
-                target_url=url,
-                test_dir=TEST_DIR,
-                failing_tests="fixme",
-                heal_rounds=0,
-                budget_s=120,
-                runner=dataclasses.replace(runner_from_settings(), retries=0),
-                evidence_dir=tmp_path / f"evidence-{run}",
-                allow_hosts=["127.0.0.1"],
-            )
-            (test,) = verify(plan, heal=lambda payload, seconds: {})["tests"]
+            (test,) = verified(files, url, tmp_path / f"evidence-{run}")
             assert (test["status"], test["attempts"]) == ("passed", 1), test
+        made = set(app.users) - users
+        assert len(made) == 2 and all(name.startswith("amtp_") for name in made)  # one per run
+        assert not [n for n in app.notes.values() if n["by"] in made]  # each cleaned up its note
+
+        app.refuse_deletes = 1  # the journey's delete now leaves the note in place
+        (test,) = verified(files, url, tmp_path / "evidence-broken")
     finally:
         server.shutdown()
         server.server_close()
-    made = set(app.users) - users
-    assert len(made) == 2 and all(name.startswith("amtp_") for name in made)  # one per run
-    assert not [n for n in app.notes.values() if n["by"] in made]  # each cleaned up its note
+    assert test["status"] != "passed" and "toHaveCount" in test["error"], test  # its own check
+    assert not [n for n in app.notes.values() if n["by"] not in users]  # cleaned up all the same
+
+
+def verified(files: list[dict], url: str, evidence: Path) -> list[dict]:
+    """The tests of one verification of ``files``: no retry, no heal."""
+    plan = Plan(
+        run_id="journey",
+        framework="playwright",
+        files=files,
+        target_url=url,
+        test_dir=TEST_DIR,
+        failing_tests="fixme",
+        heal_rounds=0,
+        budget_s=120,
+        runner=dataclasses.replace(runner_from_settings(), retries=0),
+        evidence_dir=evidence,
+        allow_hosts=["127.0.0.1"],
+    )
+    return verify(plan, heal=lambda payload, seconds: {})["tests"]
