@@ -170,6 +170,30 @@ def test_a_search_form_finds_the_created_item_and_opens_it_when_it_is_a_link():
     assert "await page.getByRole('link', { name: 'AMTP ' + tag }).first().click();" in code
 
 
+def test_sign_up_by_email_and_an_optional_remember_me_box_still_give_the_account_steps():
+    remember = {"label": "Remember me", "type": "checkbox", "required": False}
+    by_email = (("Email", "text"), ("Password", "password"), ("Confirm password", "password"))
+    log_in = form("Sign in", ("Email", "email"), ("Password", "password"))
+    log_in["fields"].append(remember)
+    pages = [page("/signup", forms=[form("Create account", *by_email)])]
+    pages.append(page("/signin", forms=[log_in]))
+    (journey,) = journey_candidates({"pages": pages, "trials": []}, RUNNING)
+    assert journey.steps == [
+        "Open /signup",
+        'Fill "Email" with a unique email',
+        'Fill "Password" with a unique password',
+        'Fill "Confirm password" with a unique password',
+        'Click the button "Create account"',
+        "Open /signin",
+        'Fill "Email" with a unique email',
+        'Fill "Password" with a unique password',
+        'Click the button "Sign in"',
+        "Expect the user to be signed in",
+    ]
+    log_in["fields"][-1] = {**remember, "required": True}  # a box that must be ticked: unknown
+    assert journey_candidates({"pages": pages, "trials": []}, RUNNING) == []
+
+
 def test_only_an_account_journey_when_no_form_creates_anything():
     app_map = flaskr(trials=[])
     (journey,) = journey_candidates(app_map, RUNNING)

@@ -15,8 +15,10 @@ A journey is planned only from what the explored app showed:
   item* (the innermost element holding both its text and the control), saves, and expects
   the edited text listed. When a delete form or button sits in the listing or on the edit
   page, it deletes the item the same way, accepting a confirmation, and expects it gone.
-  The account steps come first when the app has both account forms, so each journey acts
-  as its own user.
+  With a search form (one text or search field; its button searches, finds or filters) the
+  journey finds the item and, when the trial showed it as a link, opens it. The account
+  steps come first when the app has both account forms, so each journey acts as its own
+  user. Optional fields other than text (a "Remember me" box) are left as they are.
 
 A journey that creates something also cleans it up: its ``Clean up:`` steps run in a
 ``finally`` block, best effort, only while the created item is still listed, so a failure
@@ -48,6 +50,9 @@ DELETE = re.compile(r"^\s*(delete|remove)\b", re.I)
 # A control that belongs to one item of a list is named by its action alone ("Edit").
 ITEM_CONTROL = re.compile(r"^\s*(edit|update|change|delete|remove)\s*$", re.I)
 ACCOUNT_VALUES = {"text": "a unique username", "email": "a unique email"}
+EMAIL = re.compile(r"\be-?mail\b", re.I)
+# Fields a journey may type into; any other (a "Remember me" box) counts only when required.
+TYPED = ("text", "email", "password", "search", "textarea")
 MAX_PAGES, MAX_FORMS = 500, 10
 RUN_NOTE = (
     "Each run and retry uses its own data (a user and item names built from a run token,"
@@ -97,11 +102,19 @@ def _forms(page: dict) -> list[Form]:
         submit = _name(raw.get("submit"))
         fields = raw.get("fields") if isinstance(raw.get("fields"), list) else []
         named = [
-            (_name(f.get("label")), str(f.get("type"))) for f in fields[:40] if isinstance(f, dict)
+            (_name(f.get("label")), _kind(f))
+            for f in fields[:40]
+            if isinstance(f, dict) and (f.get("required") is True or _kind(f) in TYPED)
         ]
         if submit and all(label for label, _ in named):
             out.append(Form(page["path"], submit, tuple(named)))  # type: ignore[arg-type]
     return out
+
+
+def _kind(field: dict) -> str:
+    """A field's type; a text field labelled as an email is an email ("Email", type text)."""
+    kind = str(field.get("type"))
+    return "email" if kind == "text" and EMAIL.search(str(field.get("label"))) else kind
 
 
 def _account_form(forms: list[Form], pattern: re.Pattern, other: re.Pattern) -> Form | None:
