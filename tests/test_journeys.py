@@ -118,6 +118,13 @@ def test_the_journey_leads_even_at_smoke_depth_and_its_trial_is_no_second_flow()
         ids = [c["id"] for c in cases_for(app_map, depth)]
         assert ids[0] == "tc_journey_create_save", (depth, ids)
         assert not [i for i in ids if i.startswith("tc_flow")]  # the journey starts from it
+    stack = {"runtime": "python", "routes": [], "pages": []}
+    notes = generate_cases({"run_id": "r", "detected_stack": stack, "app_map": app_map}, "smoke")
+    assert (
+        "Sign up, log in, create, see it listed, edit, delete: one journey"
+        in (notes["coverage_notes"])
+    )
+    assert "Not covered: business rules" in notes["coverage_notes"]  # it signs up and in
 
 
 def test_generated_journey_uses_data_unique_to_run_worker_and_retry_and_cleans_up_safely():

@@ -187,12 +187,23 @@ def _notes(stack: dict, mobile: bool, depth: str, chosen: list[Candidate], total
             "No routes, pages or screens were recognised, so only an app-start smoke case was"
             " generated."
         )
+    journeys = [c for c in chosen if c.key.startswith("journey_")]
+    for journey in journeys:
+        parts.append(
+            f"{journey.title.split(': ', 1)[-1].capitalize()}: one journey with data unique to"
+            " each run, worker and retry"
+            + (", deleted again" if "delete" in journey.title else "")
+            + "."
+        )
     if flows := sum(c.key.startswith("flow_") for c in chosen):
         parts.append(
             f"{flows} flow(s) submit a form the app map's trials showed working, with data"
             " unique to each run and retry."
         )
-    elif not mobile:
+    elif not mobile and not journeys:
         parts.append("No flow: the app map holds no form trial that showed an outcome.")
-    parts.append("Not covered: authentication, business rules and visual checks.")
+    signs_up = any("sign up" in j.title for j in journeys)
+    parts.append(
+        f"Not covered: {'' if signs_up else 'authentication, '}business rules and visual checks."
+    )
     return " ".join(parts)
