@@ -53,7 +53,7 @@ _OPENS = re.compile(
     r"(?P<q>['\"`])(?P<path>/[^'\"`]*)(?P=q)"
 )
 
-_FLOW_ID = re.compile(r"^(?:tc_)?flow_\w*:")
+_FLOW_ID = re.compile(r"^(?:tc_)?(?:flow|journey)_\w*:")
 
 
 def _route(path: str, login: bool = False, in_source: bool = True) -> dict:
@@ -221,7 +221,7 @@ def measure_at(app, url: str, depth: str) -> dict:
 
 
 def is_flow(title: str) -> bool:
-    """A flow test: its case id (the title's first word) is a ``flow_…`` one."""
+    """A flow test: its case id (the title's first word) is a ``flow_…`` or ``journey_…`` one."""
     return bool(_FLOW_ID.match(title))
 
 
