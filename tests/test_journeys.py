@@ -303,3 +303,19 @@ def test_the_llm_prompts_ask_for_the_same_journeys_data_and_clean_up():
         assert "renders (smoke)" in text and "never a fixed name" in text.lower()
     assert "test.info().parallelIndex" in engineer and "test.info().retry" in engineer
     assert "`finally` block, best effort" in engineer
+
+
+def test_a_record_page_whose_form_a_trial_sent_expects_no_heading_the_trial_changed():
+    edit = page("/notes/1/edit", '- heading "Edit Welcome" [level=1]\n- textbox "Title"\n')
+    new = page("/notes/new", '- heading "New note" [level=1]\n- textbox "Title"\n')
+    saved = {**CREATE_TRIAL, "path": "/notes/1/edit", "submit": "Save"}
+    created = {**CREATE_TRIAL, "path": "/notes/new", "submit": "Create"}
+    app_map = {"target_url": "http://app.test", "pages": [edit, new], "trials": [saved, created]}
+    by_title = {c["title"]: c for c in cases_for(app_map)}
+    assert 'Page /notes/new shows its heading "New note"' in by_title
+    assert "Page /notes/1/edit shows its textbox" in by_title  # "Edit Welcome" is gone
+    assert not [c for c in by_title.values() if "Edit Welcome" in c["expected"]]
+    app_map["trials"] = [created]  # not sent: its heading stands
+    assert 'Page /notes/1/edit shows its heading "Edit Welcome"' in {
+        c["title"] for c in cases_for(app_map)
+    }
