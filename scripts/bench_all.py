@@ -34,7 +34,7 @@ BENCHMARKS = [  # name, script and its arguments
     ("workers", "bench_workers.py"),
     ("sandbox", "bench_sandbox.py"),  # 5 demo verifications in the box, 5 without
     ("explore", "bench_explore.py"),  # a 50-page app explored 3 times in the box
-    ("grounding", "bench_grounding.py"),  # 3 apps: crawl, explore, write, verify and heal
+    ("grounding", "bench_grounding.py"),  # 4 apps: crawl, explore, write, verify and heal
     # 5 vendored open-source apps started live (npm/pip installs cached under .devstack/),
     # each killed and reported as timed out after 15 min.
     ("realworld", "realworld.py --timeout 900"),

@@ -1,7 +1,8 @@
 """Benchmark tests grounded in the live app: first-attempt and after-healing pass rates and
 route coverage, with the offline provider (docs/benchmarks.md).
 
-For each app (demo/web, the Flask notes service, the single-page app of tests/fixtures/spa),
+For each app (demo/web, the Flask notes service, the single-page app of tests/fixtures/spa,
+the notes app with accounts of tests/journey_app.py),
 served on loopback: the offline crawl of its repository, ExploreApp against the live app
 (the sandboxed browser, the settings' default bounds), the offline test cases from both (the
 crawl and the app map), the offline spec files, then VerifyTests (one healing round).
@@ -39,6 +40,9 @@ from runs.exploration.explore import Bounds, explore
 from runs.exploration.service import start_paths
 from runs.verification.login import Login
 from runs.verification.service import runner_from_settings
+from tests.journey_app import JOURNEY_REPO, JourneyApp
+from tests.journey_app import PASSWORD as JOURNEY_PASSWORD
+from tests.journey_app import USERNAME as JOURNEY_USER
 from tests.spa_app import FIXTURE, TEST_EMAIL, TEST_PASSWORD, SpaApp, spa_repository
 from tests.verify_apps import NOTES_REPO, NotesApp
 
@@ -49,7 +53,7 @@ _OPENS = re.compile(
     r"(?P<q>['\"`])(?P<path>/[^'\"`]*)(?P=q)"
 )
 
-_FLOW_ID = re.compile(r"^(?:tc_)?flow_\w*:")
+_FLOW_ID = re.compile(r"^(?:tc_)?(?:flow|journey)_\w*:")
 
 
 def _route(path: str, login: bool = False, in_source: bool = True) -> dict:
@@ -68,6 +72,18 @@ SPA_LOGIN = Login(
     Credentials(TEST_EMAIL, TEST_PASSWORD),
 )
 
+# The notes app with accounts signs its test account in as flaskr does (tests/journey_app.py).
+JOURNEY_LOGIN = Login(
+    Recipe(
+        path="/login",
+        username_label="Username",
+        password_label="Password",
+        submit="Log in",
+        success="Log out",
+    ),
+    Credentials(JOURNEY_USER, JOURNEY_PASSWORD),
+)
+
 
 @dataclass(frozen=True)
 class App:
@@ -82,10 +98,21 @@ class App:
 def apps() -> list[App]:
     spa_routes = json.loads((FIXTURE / "routes.json").read_text())["routes"]
     demo_routes = [_route(p) for p in ("/", "/tasks", "/tasks/{taskId}", "/about")]
+    account_routes = [_route(p) for p in ("/", "/register", "/login")] + [
+        _route(p, login=True) for p in ("/notes/new", "/notes/{id}", "/notes/{id}/edit")
+    ]
     return [
         App("demo", "demo/web", DEMO_WEB, DemoTasks, demo_routes),
         App("notes", "notes (Flask)", NOTES_REPO, NotesApp, [_route("/"), _route("/login")]),
         App("spa", "spa", spa_repository(), SpaApp, spa_routes, login=SPA_LOGIN),
+        App(
+            "accounts",
+            "notes with accounts",
+            JOURNEY_REPO,
+            JourneyApp,
+            account_routes,
+            login=JOURNEY_LOGIN,
+        ),
     ]
 
 
@@ -160,6 +187,16 @@ def measure_at(app, url: str, depth: str) -> dict:
     return {
         "tests": len(tests),
         "first": sum(t["status"] == "passed" and t["attempts"] == 1 for t in tests),
+        "not_first": [
+            f"{t['title'][:90]}: {t['status']}, {t.get('reason') or t.get('error') or ''}"[:300]
+            for t in tests
+            if not (t["status"] == "passed" and t["attempts"] == 1)
+        ],
+        "journeys": sum(": Journey " in t["title"] for t in tests),
+        "journeys_first": sum(
+            ": Journey " in t["title"] and t["status"] == "passed" and t["attempts"] == 1
+            for t in tests
+        ),
         "after": sum(t["status"] in after for t in tests),
         "pages": len(app_map["pages"]),
         "trials": len(app_map.get("trials") or []),
@@ -184,7 +221,7 @@ def measure_at(app, url: str, depth: str) -> dict:
 
 
 def is_flow(title: str) -> bool:
-    """A flow test: its case id (the title's first word) is a ``flow_…`` one."""
+    """A flow test: its case id (the title's first word) is a ``flow_…`` or ``journey_…`` one."""
     return bool(_FLOW_ID.match(title))
 
 
@@ -206,6 +243,7 @@ def report(app: App, depth: str, m: dict) -> None:
     print(
         f"| {app.name} | {depth} | {m['pages']} | {m['explore_s']:.1f} | {m['tests']} "
         f"| {_share(m['first'], m['tests'])} | {_share(m['after'], m['tests'])} "
+        f"| {_share(m['journeys_first'], m['journeys'])} "
         f"| {_share(len(m['named']), len(app.routes))}: {_split(app.routes, m['named'])} "
         f"| {_share(len(m['passing']), len(app.routes))} "
         f"| {', '.join(missed) or '-'} | {m['verify_s']:.1f} |",
@@ -216,16 +254,17 @@ def report(app: App, depth: str, m: dict) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--depths", default="standard")
-    parser.add_argument("--apps", default="", help="comma-separated: demo, notes, spa")
+    parser.add_argument("--apps", default="", help="comma-separated: demo, notes, spa, accounts")
     args = parser.parse_args()
     keys = {k.strip() for k in args.apps.split(",") if k.strip()}
     chosen = [a for a in apps() if not keys or a.key in keys]
     print(
         "| app | depth | pages explored | explore s | tests | first attempt | after healing "
+        "| journeys passed first "
         "| routes covered: source, live-only, login | routes in a passing test | not covered "
         "| verify s |"
     )
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- | ---: |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- | ---: |")
     ratios = []
     for app in chosen:
         for depth in args.depths.split(","):
@@ -233,6 +272,8 @@ def main() -> int:
             report(app, depth, m)
             ratios.append((app, depth, m))
     for app, depth, m in ratios:
+        for line in m["not_first"]:  # every test not passed first time, with its reason
+            print(f"NOT FIRST {app.key}/{depth}: {' '.join(line.split())}")
         goal = app.name == "spa" and depth == "standard"
         name = f"grounding_{app.key}_{depth}"
         first = m["first"] / m["tests"] if m["tests"] else 0.0
@@ -241,6 +282,7 @@ def main() -> int:
             f"RATIO {name}_first_attempt: {first:.0%} of {m['tests']} tests"
             + (" (goal >= 90%)" if goal else "")
         )
+        print(f"RATIO {name}_journeys_first_attempt: {m['journeys_first']} of {m['journeys']}")
         print(
             f"RATIO {name}_routes_covered: {cover:.0%} of {len(app.routes)} routes"
             + (" (goal >= 80%)" if goal else "")

@@ -34,7 +34,9 @@ def app():
     server.server_close()
 
 
-def explore_logged_in(app, tmp_path, password: str, page_timeout_s: float = 10) -> dict:
+def explore_logged_in(
+    app, tmp_path, password: str, page_timeout_s: float = 10, start_paths=("/",)
+) -> dict:
     credentials = Credentials(USERNAME, password)
     with in_use(credentials):
         return explore(
@@ -45,13 +47,14 @@ def explore_logged_in(app, tmp_path, password: str, page_timeout_s: float = 10) 
                 max_pages=10, max_depth=3, time_s=60, page_timeout_s=10, max_bytes=1 << 20
             ),
             shots_dir=tmp_path,
-            start_paths=["/"],
+            start_paths=list(start_paths),
             login=Login(BY_PATH, credentials),
         )
 
 
 def test_exploration_logs_in_and_maps_what_only_a_session_sees(app, tmp_path):
-    app_map = explore_logged_in(app, tmp_path, PASSWORD)
+    # The source's routes are start paths: its logout route must not end the session.
+    app_map = explore_logged_in(app, tmp_path, PASSWORD, start_paths=("/", "/logout"))
     pages = {page["path"]: page for page in app_map["pages"]}
     assert app.logins == 1
     assert '- heading "Quarterly report" [level=1]' in pages["/account/report"]["snapshot"]

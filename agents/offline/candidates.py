@@ -20,7 +20,7 @@ RUNNING = "The web app is running and reachable at the base URL (default {})"
 NO_ERRORS = "throws no uncaught page errors"
 PAGE_OK = f"the page responds with a 2xx status, renders a visible body and {NO_ERRORS}"
 PAGE_DYNAMIC = f"the page responds without a server error (status below 500) and {NO_ERRORS}"
-RENDERS_ONLY = " (no other check known)"
+SMOKE = " renders (smoke)"  # a test that checks nothing but the render says so
 NO_5XX = "responds without a server error (status below 500)"
 # Mutations target records that must not exist, so a test run never damages real data.
 EXPECT = {
@@ -157,7 +157,12 @@ def _page_cases(
         expected += f"; the {role} {_q(label)} is visible"
     name = "Home page" if route == "/" else f"Page {route}"
     # "Renders" alone is the last resort, and the title says so.
-    title = f"{name} renders" + ("" if heading or (live and live.shows) else RENDERS_ONLY)
+    if heading:
+        title = f"{name} shows its heading {_q(heading)}"
+    elif live and live.shows:
+        title = f"{name} shows its {' and '.join(dict.fromkeys(r for r, _ in live.shows))}"
+    else:
+        title = name + SMOKE
     cases = [Candidate(key, title, [f"Open {url}"], expected, prio, area, pre)]
     if not params(route) and route.count("/") <= 1:
         cases.append(

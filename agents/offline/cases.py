@@ -17,8 +17,11 @@ Priorities:
           medium    dynamic pages/endpoints with sample parameters; mutating requests on a
                     record that does not exist
           low       404 for a missing record / an unknown page; non-empty document titles
+  journeys critical the app's journey (`journeys.py`): sign up and log in when the app has
+                    both forms, then its main create form, the item listed, edited and
+                    deleted as far as the app map shows the controls; always taken first
   flows   critical  the app's main create form (its submitted text then shown), from the app
-                    map's trials (`flows.py`)
+                    map's trials (`flows.py`), when no journey starts from it
           high      every other form whose trial showed an outcome and no error
   mobile  critical  app launch (first screen, no crash dialog), and each tab screen
           high      other screens reachable by deep link or with a known title
@@ -26,7 +29,8 @@ Priorities:
           low       each screen scrolls without a crash
 
 Within a priority, cases are taken round-robin across areas so a cap spreads coverage, and
-the cap cuts the lowest priority first. Ids are derived from route/page/screen names over the
+the cap cuts the lowest priority first; a page test that can only check the render (its title
+ends "renders (smoke)") is listed last of its priority. Ids are derived from route/page/screen names over the
 full candidate list before selection (deduplicated with `_2`, `_3` …), so a case keeps its id
 at every depth and each depth's cases are a subset of the next one's.
 
@@ -35,19 +39,26 @@ Steps use a small grammar that `code.py` turns into Playwright/Maestro commands:
 state`, `Wait for animations to end`, `Open deep link <url>`, `Tap "<label>"`, `Scroll down`,
 `Take a screenshot named <name>`, and for flows `Fill "<label>" with a unique text|a unique
 email|a unique URL|the number 1|the phone number 5550100`, `Select "<option>" in "<label>"`,
-`Check "<label>"`, `Click the button "<name>"`; expectations name statuses ("2xx", "status below 500",
-"status 404"), "JSON body", `heading "<text>"`, "document title", `"<text>" is visible` and
-"crash dialog", and for flows `the text "<text>" is visible` (`{tag}` in it: the test's
-unique value) and `the submitted "<label>" is visible`. Quoted texts are JSON strings, so any character survives the round trip.
+`Check "<label>"`, `Click the button "<name>"`; for journeys also `Fill "<label>" with a
+unique username|a unique password|an edited unique text`, `Click the button "<name>",
+accepting its confirmation`, `Click the link|button "<name>" of the created item[, accepting
+its confirmation]`, `Expect the user to be signed in`, `Expect the created|edited text to be
+visible`, `Expect the created text to be gone`, and `Clean up: <step>` (run in `finally`).
+Expectations name statuses ("2xx", "status below 500", "status 404"), "JSON body",
+`heading "<text>"`, "document title", `"<text>" is visible` and "crash dialog", and for flows
+`the text "<text>" is visible` (`{tag}` in it: the test's unique value) and `the submitted
+"<label>" is visible`. Quoted texts are JSON strings, so any character survives the round
+trip.
 """
 
 from __future__ import annotations
 
 from agents.case_generator import DEPTH_RULES
 
-from .candidates import Candidate, mobile_candidates, running_note, web_candidates
+from .candidates import SMOKE, Candidate, mobile_candidates, running_note, web_candidates
 from .common import HEADER, one_line, slug
 from .flows import flow_candidates
+from .journeys import journey_candidates, journey_trial
 
 # The rule is the Test Case Generator's contract; the offline rules follow it, not a copy.
 DEPTHS = DEPTH_RULES
@@ -78,9 +89,10 @@ def _area_order(cands: list[tuple[str, Candidate]]) -> dict[str, tuple[int, int]
         if cand.area not in family:
             family.append(cand.area)
     order = {}
-    for f_index, areas in enumerate(families.values()):
+    for f_index, (family, areas) in enumerate(families.items()):
         for a_index, area in enumerate(areas):
-            order[area] = (a_index, f_index)
+            # Journeys create and verify data: they lead, whatever the cap.
+            order[area] = (-1, 0) if family == "journey" else (a_index, f_index)
     return order
 
 
@@ -112,9 +124,15 @@ def generate_cases(crawler_output: dict, depth_level: str) -> dict:
     app_map = crawler_output.get("app_map")
     cands = mobile_candidates(stack) if mobile else web_candidates(stack, app_map)
     if not mobile:  # after the pages and routes, so their ids stay what they were
-        cands += flow_candidates(app_map, running_note(stack))
+        running = running_note(stack)
+        cands += journey_candidates(app_map, running)
+        cands += flow_candidates(app_map, running, skip=journey_trial(app_map))
     pairs = list(zip(_assign_ids(cands), cands, strict=True))
     chosen = _select(pairs, depth_level)
+    # Within a priority, a test that checks nothing but the render ranks last.
+    chosen.sort(
+        key=lambda item: (PRIORITIES.index(item[1].priority), item[1].title.endswith(SMOKE))
+    )
     test_cases = [
         {
             "id": cid,
@@ -169,12 +187,23 @@ def _notes(stack: dict, mobile: bool, depth: str, chosen: list[Candidate], total
             "No routes, pages or screens were recognised, so only an app-start smoke case was"
             " generated."
         )
+    journeys = [c for c in chosen if c.key.startswith("journey_")]
+    for journey in journeys:
+        parts.append(
+            f"{journey.title.split(': ', 1)[-1].capitalize()}: one journey with data unique to"
+            " each run, worker and retry"
+            + (", deleted again" if "delete" in journey.title else "")
+            + "."
+        )
     if flows := sum(c.key.startswith("flow_") for c in chosen):
         parts.append(
             f"{flows} flow(s) submit a form the app map's trials showed working, with data"
             " unique to each run and retry."
         )
-    elif not mobile:
+    elif not mobile and not journeys:
         parts.append("No flow: the app map holds no form trial that showed an outcome.")
-    parts.append("Not covered: authentication, business rules and visual checks.")
+    signs_up = any("sign up" in j.title for j in journeys)
+    parts.append(
+        f"Not covered: {'' if signs_up else 'authentication, '}business rules and visual checks."
+    )
     return " ".join(parts)

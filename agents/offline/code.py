@@ -5,7 +5,9 @@ does not understand become comments, and a Playwright test without any usable st
 as `test.fixme` so a reviewer sees it. Every string from a case reaches TypeScript only as a
 JSON-escaped string literal (ASCII-only, so U+2028 and friends cannot end a line) and YAML
 only through `yaml.safe_dump`; comments are reduced to one printable line. File names come
-from sanitised case ids and areas, always under the validated `test_dir`.
+from sanitised case ids and areas, always under the validated `test_dir`. What a flow or
+journey does on a page (forms, the created item's controls, its checks and clean-up) is
+written by `journey_code.py`; journeys go to `journeys.spec.ts`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,16 @@ import re
 from agents.file_policy import normalise_test_dir
 
 from .common import HEADER, area_of, one_line, slug
+from .journey_code import (
+    CLEAN_PREFIX,
+    RUN_TOKEN,
+    TAG,
+    VALUES,
+    action_lines,
+    clean_up_block,
+    form_action,
+    uses_tag,
+)
 from .maestro import maestro_flow
 
 NOT_FOUND_PAGE = "/amtp-page-that-does-not-exist"
@@ -27,28 +39,8 @@ _HEADING = re.compile(r'heading ("(?:[^"\\]|\\.)*")')
 _SHOWN = re.compile(
     r'\bthe (textbox|searchbox|combobox|spinbutton|button) ("(?:[^"\\]|\\.)*") is visible'
 )
-_Q = r'("(?:[^"\\]|\\.)*")'
-_FILL = re.compile(
-    rf"^\s*Fill {_Q} with (a unique text|a unique email|a unique URL|the number 1"
-    r"|the phone number 5550100)\s*$"
-)
-_SELECT = re.compile(rf"^\s*Select {_Q} in {_Q}\s*$")
-_CHECK = re.compile(rf"^\s*Check {_Q}\s*$")
-_CLICK = re.compile(rf"^\s*Click the button {_Q}\s*$")
-_TEXT = re.compile(rf"\bthe text {_Q} is visible")
-_SUBMITTED = re.compile(rf"\bthe submitted {_Q} is visible")
-# The values a flow fills in, as TypeScript: `tag` is unique per run and per retry.
-VALUES = {
-    "a unique text": "'AMTP ' + tag",
-    "a unique email": "'amtp+' + tag + '@example.test'",
-    "a unique URL": "'https://example.test/' + tag",
-    "the number 1": "'1'",
-    "the phone number 5550100": "'5550100'",
-}
-TAG = (
-    "    const tag = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}"
-    "r${test.info().retry}`;"
-)
+_TEXT = re.compile(r'\bthe text ("(?:[^"\\]|\\.)*") is visible')
+_SUBMITTED = re.compile(r'\bthe submitted ("(?:[^"\\]|\\.)*") is visible')
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 _DEFAULT_URL = re.compile(r"\(default (https?://[\w.\-:/]+)\)")
 
@@ -120,27 +112,15 @@ def _maestro(cases: list[dict], directory: str, app_id: str | None) -> list[dict
 # --- Playwright ---------------------------------------------------------------------------
 
 
-def _form_action(step: str) -> tuple[str, str, str | None, str] | None:
-    """A flow's step on the page: ("fill"|"select"|"check"|"click", label, TS value, step)."""
-    if m := _FILL.match(step):
-        label = _quoted(m.group(1))
-        return ("fill", label, VALUES[m.group(2)], step) if label else None
-    if m := _SELECT.match(step):
-        option, label = _quoted(m.group(1)), _quoted(m.group(2))
-        return ("select", label, _ts(option), step) if option and label else None
-    for kind, pattern in (("check", _CHECK), ("click", _CLICK)):
-        if (m := pattern.match(step)) and (label := _quoted(m.group(1))):
-            return (kind, label, None, step)
-    return None
-
-
 def _actions(steps: list[str]) -> list[tuple[str, str, str | None, str]]:
     """(kind, url or label, method or value, step) per understood step; kind "note" keeps
     others as comments."""
     out = []
     for step in steps:
         step = str(step)
-        if form := _form_action(step):
+        if step.startswith(CLEAN_PREFIX):
+            out.append(("cleanup", "", None, step[len(CLEAN_PREFIX) :]))
+        elif form := form_action(step):
             out.append(form)
         elif (m := _SEND.search(step)) and _URL.match(m.group(2)):
             method = m.group(1).lower()
@@ -223,14 +203,37 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
             "    const errors: string[] = [];",
             "    page.on('pageerror', (error) => errors.push(error.message));",
         ]
-    if "page" in kinds and ("+ tag" in "".join(str(a[2]) for a in actions) or "{tag}" in expected):
-        body.append(TAG)
+        if uses_tag(actions, expected):
+            body.append(TAG)
+    lines, last = _step_lines([a for a in actions if a[0] != "cleanup"], "page" in kinds)
+    if last["request"]:
+        lines += _status_lines(last["request"], expected, True)
+    if last["page"]:
+        if not last["request"]:
+            lines += _status_lines(last["page"], expected, False)
+        lines += _page_lines(expected)
+    if cleanup := [a[3] for a in actions if a[0] == "cleanup"]:
+        lines = ["try {", *("  " + line for line in lines), *clean_up_block(cleanup)]
+    area = "journeys" if "expect" in kinds else _area(actions)
+    return area, [*body, *("    " + line for line in lines), "  });"]
+
+
+def _step_lines(actions: list, on_page: bool) -> tuple[list[str], dict[str, str]]:
+    """The statements of each step, in order, and the last navigation and request."""
+    lines: list[str] = []
     counts = {"request": 0, "page": 0}
     last = {"request": "", "page": ""}
-    for kind, url, method, step in actions:
-        body.append(f"    // Step: {one_line(step)}")
-        if kind in FORM_LINES and "page" in kinds:
-            body.append("    " + FORM_LINES[kind].format(name=_ts(url), value=method))
+    for n, (kind, url, method, step) in enumerate(actions):
+        lines.append(f"// Step: {one_line(step)}")
+        if kind not in counts and kind != "note" and on_page:
+            lines += action_lines(kind, url, method)
+            after = actions[n + 1][0] if n + 1 < len(actions) else ""
+            if (
+                kind in ("click", "confirm", "item", "item_confirm", "open_item")
+                and after == "page"
+            ):
+                # A form sent by fetch may still be on its way: let it land before leaving.
+                lines.append("await page.waitForLoadState('networkidle');")
         if kind not in counts:
             continue
         counts[kind] += 1
@@ -238,19 +241,12 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
         var = base if counts[kind] == 1 else f"{base}{counts[kind]}"
         last[kind] = var
         if kind == "page":
-            body.append(f"    const {var} = await page.goto({_ts(url)});")
+            lines.append(f"const {var} = await page.goto({_ts(url)});")
         else:
             verb = method.rstrip("+")
             extra = ", { data: {} }" if method.endswith("+") else ""
-            body.append(f"    const {var} = await request.{verb}({_ts(url)}{extra});")
-    if last["request"]:
-        body += ["    " + line for line in _status_lines(last["request"], expected, True)]
-    if last["page"]:
-        if not last["request"]:
-            body += ["    " + line for line in _status_lines(last["page"], expected, False)]
-        body += ["    " + line for line in _page_lines(expected)]
-    body.append("  });")
-    return _area(actions), body
+            lines.append(f"const {var} = await request.{verb}({_ts(url)}{extra});")
+    return lines, last
 
 
 def _page_lines(expected: str) -> list[str]:
@@ -270,14 +266,6 @@ def _page_lines(expected: str) -> list[str]:
     if "document title" in expected.lower():
         lines.append("await expect(page).toHaveTitle(/\\S/);")
     return [*lines, "expect(errors, 'uncaught page errors').toEqual([]);"]
-
-
-FORM_LINES = {
-    "fill": "await page.getByLabel({name}, {{ exact: true }}).fill({value});",
-    "select": "await page.getByLabel({name}, {{ exact: true }}).selectOption({{ label: {value} }});",
-    "check": "await page.getByLabel({name}, {{ exact: true }}).check();",
-    "click": "await page.getByRole('button', {{ name: {name}, exact: true }}).click();",
-}
 
 
 def _with_tag(text: str) -> str:
@@ -335,6 +323,12 @@ def _spec_file(area: str, tests: list[tuple[str, list[str]]], env: str, default_
         f"test.use({{ baseURL: process.env.{env} ?? {_ts(default_url)} }});",
         "",
     ]
+    if any(TAG in block for _, block in tests):
+        lines += [
+            "// Unique per run: with the test id, worker and retry in each test's tag.",
+            RUN_TOKEN,
+            "",
+        ]
     label = area
     for prefix, name in (("api-", "API: "), ("pages-", "Pages: ")):
         if area.startswith(prefix):

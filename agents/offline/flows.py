@@ -34,7 +34,7 @@ _ERROR = re.compile(
     r"missing|unable|cannot|can't|denied|forbidden|problem|please (enter|fill))\b",
     re.I,
 )
-_CREATES = re.compile(r"^\s*(add|create|new|save|post|publish|submit|send)\b", re.I)
+CREATES = re.compile(r"^\s*(add|create|new|save|post|publish|submit|send)\b", re.I)
 # Outcome roles, most telling first; a text with digits (a count, a date, an id) changes
 # from run to run unless it is the run's own data.
 _RANK = ("status", "alert", "heading", "paragraph", "text", "listitem", "cell", "link")
@@ -71,7 +71,7 @@ def _outcome(text: object) -> str | None:
     return value
 
 
-def _steps(trial: dict, path: str, submit: str) -> list[str] | None:
+def trial_steps(trial: dict, path: str, submit: str) -> list[str] | None:
     steps = [f"Open {path}"]
     filled = trial.get("filled") if isinstance(trial.get("filled"), list) else []
     for item in filled[:40]:
@@ -90,7 +90,7 @@ def _steps(trial: dict, path: str, submit: str) -> list[str] | None:
     return [*steps, f"Click the button {_q(submit)}"]
 
 
-def _expected(trial: dict) -> tuple[list[str], str | None] | None:
+def trial_outcome(trial: dict) -> tuple[list[str], str | None] | None:
     """The outcome checks of a trial and the label whose text it showed (None: no outcome)."""
     appeared = trial.get("appeared") if isinstance(trial.get("appeared"), list) else []
     items = [a for a in appeared[:10] if isinstance(a, dict) and a.get("role") in _RANK]
@@ -115,8 +115,9 @@ def _expected(trial: dict) -> tuple[list[str], str | None] | None:
     return (checks, shown) if checks else None
 
 
-def flow_candidates(app_map: object, running: str) -> list[Candidate]:
-    """Flow cases from the app map's trials (at most MAX_FLOWS), the main create form first."""
+def flow_candidates(app_map: object, running: str, skip: str | None = None) -> list[Candidate]:
+    """Flow cases from the app map's trials (at most MAX_FLOWS), the main create form first;
+    ``skip`` ("path\nbutton") is a trial a journey already starts from."""
     trials = app_map.get("trials") if isinstance(app_map, dict) else None
     out: list[Candidate] = []
     for trial in trials if isinstance(trials, list) else []:
@@ -132,11 +133,11 @@ def flow_candidates(app_map: object, running: str) -> list[Candidate]:
         submit = _label(trial.get("submit"))
         if not path or params(path) or not submit or (isinstance(status, int) and status >= 400):
             continue
-        steps, outcome = _steps(trial, path, submit), _expected(trial)
-        if steps is None or outcome is None:
+        steps, outcome = trial_steps(trial, path, submit), trial_outcome(trial)
+        if steps is None or outcome is None or f"{path}\n{submit}" == skip:
             continue
         checks, shown = outcome
-        creates = bool(shown and _CREATES.match(submit))
+        creates = bool(shown and CREATES.match(submit))
         key = f"flow_{slug(path) or 'home'}_{slug(submit, 24) or 'submit'}"
         title = f"Flow {path}: fill the form and click {_q(submit)}; the user sees the outcome"
         pre = [running, DATA_NOTE, TRIED_NOTE.format(f"clicking {_q(submit)}")]

@@ -8,7 +8,9 @@ only read, line by line, for roles and accessible names (``- heading "Notes" [le
 A page is *live* when it answered 2xx. What a live page contributes:
 
 - its main heading (the first level-1 heading, else the first heading), which replaces the
-  heading the source suggested: the app's own text wins over a guess from a template;
+  heading the source suggested: the app's own text wins over a guess from a template; none
+  for a record's page (``/notes/1/edit``) whose form a trial sent and whose text the app then
+  showed, since the heading may have shown the record the trial changed;
 - the first text fields and the first button it shows, by role and accessible name, so a
   page test checks what the user sees, with locators that exist;
 - its path, when the source did not reveal it (a client-side router built at run time) or
@@ -37,7 +39,7 @@ class LivePage:
     shows: list[tuple[str, str]] = field(default_factory=list)  # (role, name): fields, button
 
 
-def _named(snapshot: str) -> list[tuple[str, str, int]]:
+def named_elements(snapshot: str) -> list[tuple[str, str, int]]:
     """(role, accessible name, heading level or 0) of each named element, in order."""
     out = []
     for line in snapshot.splitlines()[:2000]:
@@ -56,7 +58,7 @@ def _named(snapshot: str) -> list[tuple[str, str, int]]:
 
 def _page(raw: dict, path: str) -> LivePage:
     snapshot = raw.get("snapshot") if isinstance(raw.get("snapshot"), str) else ""
-    named = _named(snapshot)
+    named = named_elements(snapshot)
     headings = [(level or 9, name) for role, name, level in named if role == "heading"]
     fields = [(role, name) for role, name, _ in named if role in FIELD_ROLES]
     buttons = [("button", name) for role, name, _ in named if role == "button"]
@@ -88,7 +90,24 @@ def live_pages(app_map: object) -> dict[str, LivePage]:
         path = clean_route(raw) if isinstance(raw, str) and "?" not in raw else None
         if path and not params(path):
             out.setdefault(path, LivePage(path))
+    for path in _changed_records(app_map):
+        if path in out:  # its heading showed the record, which the trial then changed
+            out[path].heading = None
     return dict(list(out.items())[:MAX_LIVE_PAGES])
+
+
+def _changed_records(app_map: dict) -> set[str]:
+    """Record pages (a numeric segment: ``/notes/1/edit``) whose form a trial sent and whose
+    submitted text the app then showed: what they showed before may be gone."""
+    trials = app_map.get("trials") if isinstance(app_map.get("trials"), list) else []
+    return {
+        t["path"]
+        for t in trials[:20]
+        if isinstance(t, dict)
+        and isinstance(t.get("path"), str)
+        and t.get("shows_value") is True
+        and re.search(r"/\d+(/|$)", t["path"])
+    }
 
 
 def unknown_path_status(app_map: object) -> int:

@@ -228,7 +228,9 @@ if (config.login) {
 }
 
 fs.mkdirSync("shots", { recursive: true });
-const queue = config.start_paths.map((path) => ({ path, depth: 0 }));
+// A logged-in exploration starts from no path that logs out either (a source's logout route).
+const starts = config.start_paths.filter((path) => !(config.login && LOGOUT.test(path)));
+const queue = starts.map((path) => ({ path, depth: 0 }));
 const visited = new Set(config.start_paths);
 const pages = [];
 let stopped = "";

@@ -1,0 +1,162 @@
+"""Playwright lines for the steps a flow or journey takes on a page (the grammar of
+``cases.py``): filling and sending forms, clicking a control of the created item, checking
+what the user sees, and the clean-up a journey runs in ``finally``.
+
+Values a test types are built from its ``tag``: a run token (the ``AMTP_RUN_TOKEN`` variable,
+else the time and a random part, fixed when the spec file loads), the test's id, the parallel
+worker's index and the retry, so two runs, two workers or two retries never type the same
+name. Every label reaches TypeScript only as an ASCII-only JSON string literal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+_Q = r'("(?:[^"\\]|\\.)*")'
+# The values a step types, as TypeScript expressions over the test's `tag`.
+VALUES = {
+    "a unique text": "'AMTP ' + tag",
+    "a unique email": "'amtp+' + tag + '@example.test'",
+    "a unique URL": "'https://example.test/' + tag",
+    "a unique username": "'amtp_' + tag",
+    "a unique password": "'Pw-' + tag + '-9x!'",
+    "an edited unique text": "'AMTP ' + tag + ' edited'",
+    "the number 1": "'1'",
+    "the phone number 5550100": "'5550100'",
+}
+CREATED, EDITED = VALUES["a unique text"], VALUES["an edited unique text"]
+RUN_TOKEN = (
+    "const RUN = process.env.AMTP_RUN_TOKEN"
+    " ?? Date.now().toString(36) + Math.random().toString(36).slice(2, 6);"
+)
+TAG = (
+    "    const tag = `${RUN}${test.info().testId.slice(-4)}"
+    "p${test.info().parallelIndex}r${test.info().retry}`;"
+)
+_FILL = re.compile(rf"^\s*Fill {_Q} with ({'|'.join(map(re.escape, VALUES))})\s*$")
+_SELECT = re.compile(rf"^\s*Select {_Q} in {_Q}\s*$")
+_CHECK = re.compile(rf"^\s*Check {_Q}\s*$")
+_CLICK = re.compile(rf"^\s*Click the button {_Q}(, accepting its confirmation)?\s*$")
+_ITEM = re.compile(
+    rf"^\s*Click the (link|button) {_Q} of the created item(, accepting its confirmation)?\s*$"
+)
+EXPECTS = {
+    "Expect the created text to be visible": "created",
+    "Expect the edited text to be visible": "edited",
+    "Expect the created text to be gone": "gone",
+    "Expect the user to be signed in": "signed_in",
+}
+OPEN_ITEM = "Click the link of the created item"
+_SIGNED_OUT = "/log ?out|sign ?out/i"
+CLEAN_PREFIX = "Clean up: "
+CLEAN_TIMEOUT_MS = 5000
+
+
+def _ts(text: object) -> str:
+    return json.dumps(str(text), ensure_ascii=True)
+
+
+def _quoted(text: str) -> str | None:
+    try:
+        value = json.loads(text, strict=False)
+    except ValueError:  # a malformed quote is no label, not a crash
+        return None
+    if not isinstance(value, str) or len(value) > 120 or not value.strip():
+        return None
+    return " ".join("".join(c if c.isprintable() else " " for c in value).split()) or None
+
+
+def form_action(step: str) -> tuple[str, str, str | None, str] | None:
+    """A step on the page: (kind, label or role, TS value or name, step); None otherwise."""
+    if m := _FILL.match(step):
+        label = _quoted(m.group(1))
+        return ("fill", label, VALUES[m.group(2)], step) if label else None
+    if m := _SELECT.match(step):
+        option, label = _quoted(m.group(1)), _quoted(m.group(2))
+        return ("select", label, _ts(option), step) if option and label else None
+    if (m := _CHECK.match(step)) and (label := _quoted(m.group(1))):
+        return ("check", label, None, step)
+    if (m := _CLICK.match(step)) and (label := _quoted(m.group(1))):
+        return ("confirm" if m.group(2) else "click", label, None, step)
+    if (m := _ITEM.match(step)) and (name := _quoted(m.group(2))):
+        return ("item_confirm" if m.group(3) else "item", m.group(1), name, step)
+    if step.strip() == OPEN_ITEM:
+        return ("open_item", "link", None, step)
+    if (expect := EXPECTS.get(step.strip())) is not None:
+        return ("expect", expect, None, step)
+    return None
+
+
+def _item(role: str, name: str) -> str:
+    """The created item's own control: the innermost element holding both its text and a
+    control of that role and name (an outer one holds other items' controls too)."""
+    control = f"page.getByRole({_ts(role)}, {{ name: {_ts(name)}, exact: true }})"
+    return (
+        f"page.locator('body *').filter({{ hasText: {CREATED} }}).filter({{ has: {control} }})"
+        f".last().getByRole({_ts(role)}, {{ name: {_ts(name)}, exact: true }}).first()"
+    )
+
+
+def action_lines(kind: str, label: str, value: str | None, options: str = "") -> list[str]:
+    """The TypeScript statements of one form action; ``options`` is an extra argument
+    (``{ timeout: 5000 }``) for clean-up steps."""
+    field = f"page.getByLabel({_ts(label)}, {{ exact: true }})"
+    accept = "page.once('dialog', (dialog) => dialog.accept().catch(() => {}));"
+    click = f".click({options})"
+    if kind == "fill":
+        return [f"await {field}.fill({value}{', ' + options if options else ''});"]
+    if kind == "select":
+        return [f"await {field}.selectOption({{ label: {value} }});"]
+    if kind == "check":
+        return [f"await {field}.check();"]
+    if kind in ("click", "confirm"):
+        button = f"page.getByRole('button', {{ name: {_ts(label)}, exact: true }})"
+        return [accept] * (kind == "confirm") + [f"await {button}{click};"]
+    if kind == "open_item":
+        return [f"await page.getByRole('link', {{ name: {CREATED} }}).first(){click};"]
+    if kind in ("item", "item_confirm"):
+        return [accept] * (kind == "item_confirm") + [f"await {_item(label, value or '')}{click};"]
+    return expect_lines(label)
+
+
+def expect_lines(what: str) -> list[str]:
+    if what == "created":
+        return [f"await expect(page.getByText({CREATED}).first()).toBeVisible();"]
+    if what == "edited":
+        return [f"await expect(page.getByText({EDITED}).first()).toBeVisible();"]
+    if what == "gone":
+        return [f"await expect(page.getByText({CREATED})).toHaveCount(0);"]
+    signed_in = (
+        f"page.getByRole('link', {{ name: {_SIGNED_OUT} }})"
+        f".or(page.getByRole('button', {{ name: {_SIGNED_OUT} }}))"
+        f".or(page.getByText({VALUES['a unique username']}))"
+    )
+    return [f"await expect({signed_in}.first()).toBeVisible();"]
+
+
+def clean_up_block(steps: list[str]) -> list[str]:
+    """The ``finally`` of a journey: while the created item is still listed, take its
+    clean-up steps with short timeouts; any error there is dropped, so the journey's own
+    result (pass, or its first failure) is what the report shows."""
+    timeout = f"{{ timeout: {CLEAN_TIMEOUT_MS} }}"
+    body: list[str] = []
+    for step in steps:
+        if m := re.match(r"^\s*Open (/\S*)\s*$", step):
+            body.append(f"await page.goto({_ts(m.group(1))}, {timeout});")
+            if len(body) == 1:  # nothing left to delete: done
+                body.append(f"if ((await page.getByText({CREATED}).count()) === 0) return;")
+        elif (action := form_action(step)) and action[0] != "expect":
+            body += action_lines(*action[:3], options=timeout)
+    lines = ["} finally {", "  // Clean up (best effort): the journey's own result stands."]
+    lines += [
+        "  await (async () => {",
+        *("    " + line for line in body),
+        "  })().catch(() => {});",
+    ]
+    return [*lines, "}"]
+
+
+def uses_tag(actions: list[tuple], expected: str) -> bool:
+    values = "".join(str(a[2]) for a in actions)
+    return "tag" in values or "{tag}" in expected or any(a[0] == "expect" for a in actions)

@@ -1,0 +1,84 @@
+"""A journey planned from a live app's map runs in the sandbox and passes on its first
+attempt, twice in a row: each run signs up its own user and creates, edits and deletes its
+own note, so the second run collides with nothing the first left behind. When the app's
+delete breaks, the journey fails on its own check and its clean-up still removes the note."""
+
+import dataclasses
+from pathlib import Path
+
+from agents.offline import generate_cases, generate_files
+from repositories.credentials import Credentials
+from repositories.login import Recipe
+from runs.demo_app import serve
+from runs.exploration.explore import Bounds, explore
+from runs.exploration.service import app_view
+from runs.verification.login import Login
+from runs.verification.service import runner_from_settings
+from runs.verification.verify import Plan, verify
+from tests.journey_app import JOURNEY_REPO, PASSWORD, USERNAME, JourneyApp
+from tests.offline_checks import TEST_DIR, check_playwright, crawl, engineer_input
+from tests.test_browser import chromium_path
+
+# The explorer signs in as the app's test account, so it sees the create and edit forms.
+EXPLORER = Login(
+    Recipe("/login", "Username", "Password", "Log in", "Log out"), Credentials(USERNAME, PASSWORD)
+)
+
+
+def test_a_journey_passes_first_time_twice_and_cleans_up_after_a_failure(tmp_path):
+    chromium_path()
+    app = JourneyApp()
+    server, url = serve(app)
+    try:
+        app_map = explore(
+            url,
+            allow_hosts=["127.0.0.1"],
+            runner=runner_from_settings(),
+            bounds=Bounds(20, 1, 60, 15, 1 << 20, form_trials=1),  # the create form: tried first
+            shots_dir=tmp_path / "shots",
+            start_paths=["/notes/new", "/", "/register", "/login"],
+            login=EXPLORER,
+            tag="journeytrial1",
+        )
+        request = crawl(JOURNEY_REPO) | {"app_map": app_view(app_map)}
+        output = generate_cases(request, "smoke")
+        journey = output["test_cases"][0]
+        assert journey["title"] == (
+            "Journey /: sign up, log in, create, see it listed, search it, open it, edit, delete"
+        )
+        output["test_cases"] = [journey]
+        files = generate_files(engineer_input(output, "playwright"), test_dir=TEST_DIR, app_id=None)
+        check_playwright(files)
+        users = set(app.users)
+        for run in (1, 2):
+            (test,) = verified(files, url, tmp_path / f"evidence-{run}")
+            assert (test["status"], test["attempts"]) == ("passed", 1), test
+        made = set(app.users) - users
+        assert len(made) == 2 and all(name.startswith("amtp_") for name in made)  # one per run
+        assert not [n for n in app.notes.values() if n["by"] in made]  # each cleaned up its note
+
+        app.refuse_deletes = 1  # the journey's delete now leaves the note in place
+        (test,) = verified(files, url, tmp_path / "evidence-broken")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert test["status"] != "passed" and "toHaveCount" in test["error"], test  # its own check
+    assert not [n for n in app.notes.values() if n["by"] not in users]  # cleaned up all the same
+
+
+def verified(files: list[dict], url: str, evidence: Path) -> list[dict]:
+    """The tests of one verification of ``files``: no retry, no heal."""
+    plan = Plan(
+        run_id="journey",
+        framework="playwright",
+        files=files,
+        target_url=url,
+        test_dir=TEST_DIR,
+        failing_tests="fixme",
+        heal_rounds=0,
+        budget_s=120,
+        runner=dataclasses.replace(runner_from_settings(), retries=0),
+        evidence_dir=evidence,
+        allow_hosts=["127.0.0.1"],
+    )
+    return verify(plan, heal=lambda payload, seconds: {})["tests"]
