@@ -21,6 +21,7 @@ from urllib.parse import unquote_plus
 
 from django.conf import settings
 
+from agents.offline.common import LOGOUT_PATH
 from repositories.secrets import held_secrets
 from runs.exploration.trials import box_config, new_tag, trial
 from runs.verification import proxy, sandbox
@@ -138,6 +139,7 @@ def _config(target_url: str, runner: Runner, bounds: Bounds, start_paths: list[s
     return {
         "base_url": target_url,
         "start_paths": start_paths,
+        "logout": LOGOUT_PATH,
         "unknown_path": UNKNOWN_PATH,
         "max_pages": bounds.max_pages,
         "max_depth": bounds.max_depth,

@@ -72,8 +72,9 @@ async function visit(page, path, index, errors) {
   };
 }
 
-// A logged-in exploration does not follow links that would log it out.
-const LOGOUT = /(log|sign)[-_]?(out|off)/i;
+// A logged-in exploration neither starts from nor follows a path that would log it out.
+const LOGOUT = new RegExp(config.logout, "i");
+const leaves = (path) => Boolean(config.login) && LOGOUT.test(path);
 
 async function logIn(page, login) {
   // As a person logs in (whatever the app does underneath: a form POST, or fetch and a
@@ -228,9 +229,7 @@ if (config.login) {
 }
 
 fs.mkdirSync("shots", { recursive: true });
-// A logged-in exploration starts from no path that logs out either (a source's logout route).
-const starts = config.start_paths.filter((path) => !(config.login && LOGOUT.test(path)));
-const queue = starts.map((path) => ({ path, depth: 0 }));
+const queue = config.start_paths.filter((p) => !leaves(p)).map((path) => ({ path, depth: 0 }));
 const visited = new Set(config.start_paths);
 const pages = [];
 let stopped = "";
@@ -252,8 +251,7 @@ while (queue.length) {
   }
   pages.push(found);
   for (const link of found.links || []) {
-    const leaves = config.login && LOGOUT.test(link);
-    if (depth + 1 <= config.max_depth && !visited.has(link) && !leaves) {
+    if (depth + 1 <= config.max_depth && !visited.has(link) && !leaves(link)) {
       visited.add(link);
       queue.push({ path: link, depth: depth + 1 });
     }
