@@ -102,6 +102,51 @@ def test_a_client_side_fallback_drops_the_404_case_and_a_real_404_keeps_it():
     assert "tc_page_not_found" in cases_with(NOTES_REPO, app(*pages, unknown=0))  # not probed
 
 
+def test_a_root_that_answered_404_gets_no_page_test():
+    # A Django project whose URLconf has only polls/ and admin/: "/" is not a page.
+    login = page("/login", '- heading "Sign in"')
+    missing = cases_with(NOTES_REPO, app(page("/", status=404), login))
+    assert not any(cid.startswith(("tc_page_home", "tc_api_get_root")) for cid in missing)
+    assert "tc_page_login" in missing
+    assert "tc_page_home" in cases_with(NOTES_REPO, app(page("/", HOME), login))
+    # A server error there is a bug to report: the test stays.
+    assert "tc_api_get_root" in cases_with(NOTES_REPO, app(page("/", status=500), login))
+
+
+# The source names a logout page and a logout API route besides the notes app's own.
+LOGOUT_REPO = {
+    **NOTES_REPO,
+    "auth.py": """from flask import redirect
+
+from app import app
+
+
+@app.route("/auth/logout")
+def logout():
+    return redirect("/")
+""",
+    "app.py": NOTES_REPO["app.py"]
+    + """
+
+@app.route("/api/session/logout", methods=["POST"])
+def api_logout():
+    return jsonify({})
+""",
+}
+
+
+def test_a_route_that_logs_out_is_opened_signed_out_in_the_tests_own_context():
+    cases = cases_with(LOGOUT_REPO, app(page("/", HOME)))
+    logout = cases["tc_page_auth_logout"]
+    assert logout["steps"] == ["Clear the browser's cookies", "Open /auth/logout"]
+    assert "status below 500" in logout["expected"]
+    assert not any("logout" in cid for cid in cases if cid != "tc_page_auth_logout")
+    text = spec_text(cases)
+    cleared = text.index("await page.context().clearCookies();")
+    assert cleared < text.index('page.goto("/auth/logout")')
+    assert text.count("clearCookies") == 1  # no other test leaves the shared session
+
+
 @pytest.mark.parametrize(
     "name",
     [

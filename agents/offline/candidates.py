@@ -10,8 +10,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from .common import area_of, clean_route, one_line, params, sample_path, slug, ui_text
-from .live import LivePage, live_pages, matches, unknown_path_status
+from .common import (
+    area_of,
+    clean_route,
+    logs_out,
+    one_line,
+    params,
+    sample_path,
+    slug,
+    ui_text,
+)
+from .journey_code import SIGN_OUT
+from .live import LivePage, absent_paths, live_pages, matches, unknown_path_status
 
 NOT_FOUND_PAGE = "/amtp-page-that-does-not-exist"
 SAMPLE_NOTE = "Sample values fill the path parameters of {}; adjust them to existing data"
@@ -83,8 +93,9 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
     live = _live(pages, api, app_map)
     # A GET the source took for JSON that the browser saw render a heading is a page.
     api = [a for a in api if not (a[0] == "GET" and a[1] in live and live[a[1]].heading)]
+    api, absent = _untestable(pages, api, app_map)
     out: list[Candidate] = []
-    if "/" in pages or not api:
+    if ("/" in pages or not api) and "/" not in absent:
         out += _page_cases("/", pages.pop("/", None), "critical", running, live.get("/"))
     entry = _entries([r for r in pages if not params(r)])
     for route in sorted(pages, key=lambda r: (area_of(r), r.count("/"), r)):
@@ -112,6 +123,17 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
     for method, route, is_json in sorted(api, key=lambda a: (area_of(a[1]), a[1], a[0])):
         out += _api_cases(method, route, is_json, entry.get(area_of(route)) == route, running)
     return out
+
+
+def _untestable(pages: dict[str, str | None], api: list, app_map: object) -> tuple[list, set]:
+    """Drops what no test may open from ``pages`` and ``api``: a path that answered 404 when
+    explored, and an API route that logs out (the suite shares one signed-in session, and a
+    server-side logout ends it for every later test); returns the API left and those paths."""
+    absent = absent_paths(app_map)
+    for route in [r for r in pages if r in absent]:
+        del pages[route]
+    gone = [a for a in api if logs_out(a[1]) or (a[0] == "GET" and a[1] in absent)]
+    return [a for a in api if a not in gone], absent
 
 
 def _entries(routes: list[str]) -> dict[str, str]:
@@ -156,6 +178,10 @@ def _page_cases(
     for role, label in live.shows if live else []:
         expected += f"; the {role} {_q(label)} is visible"
     name = "Home page" if route == "/" else f"Page {route}"
+    if logs_out(route):
+        title = f"{name}, opened signed out, answers without a server error"
+        steps = [SIGN_OUT, f"Open {url}"]
+        return [Candidate(key, title, steps, PAGE_DYNAMIC, prio, area, [running])]
     # "Renders" alone is the last resort, and the title says so.
     if heading:
         title = f"{name} shows its heading {_q(heading)}"

@@ -43,7 +43,8 @@ email|a unique URL|the number 1|the phone number 5550100`, `Select "<option>" in
 unique username|a unique password|an edited unique text`, `Click the button "<name>",
 accepting its confirmation`, `Click the link|button "<name>" of the created item[, accepting
 its confirmation]`, `Expect the user to be signed in`, `Expect the created|edited text to be
-visible`, `Expect the created text to be gone`, and `Clean up: <step>` (run in `finally`).
+visible`, `Expect the created text to be gone`, and `Clean up: <step>` (run in `finally`); and
+`Clear the browser's cookies` (the test's own context) before opening a page that logs out.
 Expectations name statuses ("2xx", "status below 500", "status 404"), "JSON body",
 `heading "<text>"`, "document title", `"<text>" is visible` and "crash dialog", and for flows
 `the text "<text>" is visible` (`{tag}` in it: the test's unique value) and `the submitted

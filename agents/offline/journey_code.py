@@ -48,6 +48,9 @@ EXPECTS = {
     "Expect the user to be signed in": "signed_in",
 }
 OPEN_ITEM = "Click the link of the created item"
+# Before opening a page that logs out: the test's own context only, so the session the
+# rest of the suite shares (its stored state, a server-side session) stays valid.
+SIGN_OUT = "Clear the browser's cookies"
 _SIGNED_OUT = "/log ?out|sign ?out/i"
 CLEAN_PREFIX = "Clean up: "
 CLEAN_TIMEOUT_MS = 5000
@@ -83,6 +86,8 @@ def form_action(step: str) -> tuple[str, str, str | None, str] | None:
         return ("item_confirm" if m.group(3) else "item", m.group(1), name, step)
     if step.strip() == OPEN_ITEM:
         return ("open_item", "link", None, step)
+    if step.strip() == SIGN_OUT:
+        return ("sign_out", "", None, step)
     if (expect := EXPECTS.get(step.strip())) is not None:
         return ("expect", expect, None, step)
     return None
@@ -110,6 +115,8 @@ def action_lines(kind: str, label: str, value: str | None, options: str = "") ->
         return [f"await {field}.selectOption({{ label: {value} }});"]
     if kind == "check":
         return [f"await {field}.check();"]
+    if kind == "sign_out":
+        return ["await page.context().clearCookies();"]
     if kind in ("click", "confirm"):
         button = f"page.getByRole('button', {{ name: {_ts(label)}, exact: true }})"
         return [accept] * (kind == "confirm") + [f"await {button}{click};"]

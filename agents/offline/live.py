@@ -110,6 +110,18 @@ def _changed_records(app_map: dict) -> set[str]:
     }
 
 
+def absent_paths(app_map: object) -> set[str]:
+    """The paths whose page answered 404 when the app was explored (a project whose URLconf
+    has no ``/``): a test that expects them to render would fail for sure."""
+    pages = app_map.get("pages") if isinstance(app_map, dict) else None
+    out = set()
+    for raw in pages[:MAX_LIVE_PAGES] if isinstance(pages, list) else []:
+        if isinstance(raw, dict) and raw.get("status") == 404 and isinstance(raw.get("path"), str):
+            if path := clean_route(raw["path"]):
+                out.add(path)
+    return out
+
+
 def unknown_path_status(app_map: object) -> int:
     """What a path that cannot exist answered when the app was explored (0: not probed)."""
     value = app_map.get("unknown_path_status") if isinstance(app_map, dict) else None
