@@ -6,6 +6,7 @@ import json
 import pytest
 
 import schemas
+from agents.offline.flows import flow_candidates
 from runs.demo_app import serve
 from runs.exploration.explore import Bounds, _page, capped, explore
 from runs.exploration.service import exploration_note
@@ -177,6 +178,16 @@ GUESTBOOK = (
     '<form method="post" action="https://example.com/collect"><label for="e">Email</label>'
     '<input id="e" type="email" name="email"><button>Subscribe</button></form>'
     '<form method="post" action="/entries/1"><button>Delete entry</button></form>'
+    # Radio buttons only, as Django's polls: a trial picks the group's first choice.
+    '<form method="post" action="/vote"><fieldset><legend>Favourite colour?</legend>'
+    '<input type="radio" name="choice" id="v1" value="1"><label for="v1">Blue</label>'
+    '<input type="radio" name="choice" id="v2" value="2"><label for="v2">Green</label>'
+    '</fieldset><input type="submit" value="Vote"></form>'
+    # A bulk action as Django admin's: only the chosen option reads as destructive.
+    '<form method="post" action="/entries"><label for="a">Action:</label>'
+    '<select id="a" name="action" required><option value="">---------</option>'
+    '<option value="delete_selected">Delete selected entries</option></select>'
+    "<button>Go</button></form>"
 )
 
 
@@ -193,12 +204,15 @@ class Guestbook:
             self.posts.append((path, environ["wsgi.input"].read(size).decode()))
             start_response("303 See Other", [("Location", "/")])
             return [b""]
-        names = [p.split("name=")[1].split("&")[0].replace("+", " ") for _, p in self.posts]
+        signed = [p for path, p in self.posts if path == "/sign"]
+        names = [p.split("name=")[1].split("&")[0].replace("+", " ") for p in signed]
         entries = "".join(f"<li>{n}</li>" for n in names)
         said = ""
         if names:
             said = f'<p role="status">Signed ${{x}} "by" {names[-1]}</p>'
             said += f'<p role="alert">{LONG}</p><h2>Thanks for signing</h2>'
+        if any(path == "/vote" for path, _ in self.posts):
+            said += "<p>Your vote was counted</p>"
         body = GUESTBOOK.format(entries=entries, said=said)
         start_response("200 OK", [("Content-Type", "text/html")])
         return [_html("Guestbook", body)]
@@ -222,11 +236,13 @@ def test_forms_are_tried_once_by_label_never_elsewhere_or_destructively(tmp_path
         server.shutdown()
         server.server_close()
     app_map = schemas.validate("exploration/app_map", app_map)
-    # Only the guestbook's own form: the other origin's and the destructive one never.
-    assert [path for path, _ in book.posts] == ["/sign"]
+    # The guestbook's own forms: the other origin's and the destructive ones never, not even
+    # the bulk action whose only choice deletes.
+    assert [path for path, _ in book.posts] == ["/sign", "/vote"]
     assert "name=AMTP+hostile01" in book.posts[0][1] and "colour=r" in book.posts[0][1]
+    assert book.posts[1][1] == "choice=1"  # the radio group's first choice
     assert all("example.com" not in host for host in app_map["sandbox"]["blocked"])
-    (trial,) = app_map["trials"]
+    trial, vote = app_map["trials"]
     assert [(f["label"], f["type"], f["option"]) for f in trial["filled"]] == [
         ("Your name", "text", ""),
         ("Colour", "select", "Red"),
@@ -237,7 +253,11 @@ def test_forms_are_tried_once_by_label_never_elsewhere_or_destructively(tmp_path
     assert ("listitem", "AMTP {tag}") in appeared and ("heading", "Thanks for signing") in appeared
     assert ("status", 'Signed ${x} "by" AMTP {tag}') in appeared  # data, kept as it was
     assert not any(LONG in text for _, text in appeared)  # an overlong text is dropped whole
-    assert exploration_note(app_map) == "1 page(s), 3 form(s), 1 tried"
+    assert vote["filled"] == [{"label": "Blue", "type": "check", "option": ""}]
+    (flow,) = [f for f in flow_candidates(app_map, "running") if f.key == "flow_home_vote"]
+    assert flow.steps == ["Open /", 'Check "Blue"', 'Click the button "Vote"']
+    assert 'the text "Your vote was counted" is visible' in flow.expected
+    assert exploration_note(app_map) == "1 page(s), 5 form(s), 2 tried"
 
 
 def test_hostile_trial_records_are_checked_against_the_map(tmp_path):
@@ -276,6 +296,9 @@ def test_hostile_trial_records_are_checked_against_the_map(tmp_path):
     )
     assert trial({**raw, "form": 1}, "tag123456", pages) is None  # "Delete all": never tried
     assert trial({**raw, "form": 2}, "tag123456", pages) is None
+    # A select's chosen option that deletes ("Delete selected users") is never a trial.
+    bulk = [{"label": "Title", "type": "select", "option": "Delete selected users"}]
+    assert trial({**raw, "filled": bulk}, "tag123456", pages) is None
     assert trial({**raw, "path": "/elsewhere"}, "tag123456", pages) is None
     failed = trial({**raw, "error": "no single button"}, "tag123456", pages)
     assert (failed["filled"], failed["appeared"], failed["shows_value"]) == ([], [], False)

@@ -16,8 +16,9 @@ import secrets
 
 from runs.verification.playwright import clean
 
-# Forms whose button or action reads like this are never submitted: they destroy, spend, leave
-# or end something. The box gets this list in its config (one place for both).
+# Forms whose button, action or chosen select option ("Delete selected users") reads like this
+# are never submitted: they destroy, spend, leave or end something. The box gets this list in
+# its config (one place for both).
 SKIP_WORDS = (
     r"\bdelete",
     r"\bremove",
@@ -47,7 +48,7 @@ def new_tag() -> str:
 
 
 def risky(text: str) -> bool:
-    """Whether a form's button or action reads as destructive or external (SKIP_WORDS)."""
+    """Whether a form's button, action or option reads as destructive or external (SKIP_WORDS)."""
     return bool(_SKIP.search(text or ""))
 
 
@@ -68,6 +69,8 @@ def trial(raw, tag: str, pages: dict[str, dict]) -> dict | None:
     form = page["forms"][index]
     if risky(form["submit"]) or risky(form["action"]) or _has_secret_field(form):
         return None
+    if _chose_risky(raw.get("filled")):
+        return None
     error = clean(_str(raw.get("error")), 500)
     before, after = _lines(raw.get("before")), _lines(raw.get("after"))
     path_after = raw.get("path_after")
@@ -87,6 +90,12 @@ def trial(raw, tag: str, pages: dict[str, dict]) -> dict | None:
 
 def _has_secret_field(form: dict) -> bool:
     return any(field["type"] in ("password", "file") for field in form["fields"])
+
+
+def _chose_risky(items) -> bool:
+    """Whether the box says it chose a destructive option in a select."""
+    items = items[:40] if isinstance(items, list) else []
+    return any(isinstance(i, dict) and risky(_str(i.get("option"))) for i in items)
 
 
 def _filled(items, form: dict) -> list[dict]:

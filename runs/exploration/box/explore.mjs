@@ -40,6 +40,11 @@ async function forms(page) {
           name: (el.getAttribute("name") || "").slice(0, 200),
           type: (el.type || el.tagName.toLowerCase()).slice(0, 40),
           required: el.required,
+          // A select's choices (not stored): a trial never picks a destructive one.
+          options: [...(el.options || [])]
+            .filter((o) => o.value !== "")
+            .slice(0, 50)
+            .map((o) => o.label.slice(0, 200)),
         }));
       const submit = form.querySelector("button, input[type=submit]");
       return {
@@ -109,6 +114,7 @@ async function seen(page, error) {
 // test will. The worker works out from the snapshots before and after what appeared.
 const trialCfg = config.trials || { max: 0, tag: "", skip_words: [] };
 const SKIP_FORM = new RegExp(trialCfg.skip_words.join("|") || "$^", "i");
+const safe = (text) => !SKIP_FORM.test(text);
 const TEXT = {
   text: (tag) => `AMTP ${tag}`,
   search: (tag) => `AMTP ${tag}`,
@@ -135,7 +141,9 @@ function trialForms(pages) {
       }
       const key = JSON.stringify([target.pathname, form.submit, form.fields.map((f) => f.label)]);
       const secret = form.fields.some((f) => f.type === "password" || f.type === "file");
-      const risky = SKIP_FORM.test(form.submit) || SKIP_FORM.test(form.action);
+      // A select whose every choice is destructive ("Delete selected users") leaves no safe one.
+      const onlyRisky = form.fields.some((f) => f.options?.length && !f.options.some(safe));
+      const risky = SKIP_FORM.test(form.submit) || SKIP_FORM.test(form.action) || onlyRisky;
       if (target.origin !== origin || !form.submit || secret || risky || seen.has(key)) return;
       seen.add(key);
       out.push({ path: found.path, index, form });
@@ -144,15 +152,20 @@ function trialForms(pages) {
   return out.slice(0, trialCfg.max);
 }
 
-async function fill(page, field, left) {
-  // What was filled ({label, type}), or null for a field left as it was.
+async function fill(page, field, left, groups) {
+  // What was filled ({label, type}), or null for a field left as it was. A radio group gets
+  // its first choice (a vote form has nothing else to fill); a checkbox only when required.
   const input = page.getByLabel(field.label, { exact: true });
+  const radio = field.type === "radio";
+  if ((radio && groups.has(field.name)) || (field.type === "checkbox" && !field.required)) {
+    return null;
+  }
   if (!field.label || (await input.count()) !== 1) {
     if (field.required) throw new Error(`no single field labelled "${field.label}"`);
     return null;
   }
-  if (field.type === "checkbox" || field.type === "radio") {
-    if (!field.required) return null;
+  if (field.type === "checkbox" || radio) {
+    if (radio) groups.add(field.name);
     await input.check({ timeout: left() });
     return { label: field.label, type: "check", option: "" };
   }
@@ -160,9 +173,13 @@ async function fill(page, field, left) {
     const options = await input.locator("option").evaluateAll((os) =>
       os.filter((o) => o.value !== "").map((o) => o.label),
     );
-    if (!options.length) return null;
-    await input.selectOption({ label: options[0] }, { timeout: left() });
-    return { label: field.label, type: "select", option: options[0].slice(0, 200) };
+    const choice = options.find(safe);
+    if (choice === undefined) {
+      if (field.required) throw new Error(`no safe choice in "${field.label}"`);
+      return null;
+    }
+    await input.selectOption({ label: choice }, { timeout: left() });
+    return { label: field.label, type: "select", option: choice.slice(0, 200) };
   }
   const value = TEXT[field.type];
   if (!value) {
@@ -180,8 +197,9 @@ async function trial(page, chosen) {
   await page.waitForLoadState("networkidle", { timeout: 2000 }).catch(() => {});
   const before = await snap();
   const filled = [];
+  const groups = new Set(); // radio groups given a choice
   for (const field of chosen.form.fields) {
-    const done = await fill(page, field, left);
+    const done = await fill(page, field, left, groups);
     if (done) filled.push(done);
   }
   const button = page.getByRole("button", { name: chosen.form.submit, exact: true });
