@@ -16,6 +16,8 @@ from pathlib import Path
 import schemas
 from agents.offline import generate_cases, generate_files
 from agents.offline.api_shape import MAX_KEYS, clean_apis, describe, parse, summary
+from agents.rendering import render_envelope, text_tokens
+from amtp_site.canonical import canonical_text
 from runs.demo_app import serve
 from runs.exploration.explore import Bounds, explore
 from runs.exploration.service import app_view, start_paths
@@ -97,6 +99,19 @@ def test_hostile_shape_records_are_checked_bounded_and_valid():
     envelope = copy.deepcopy(ENVELOPE)
     envelope["app_map"]["apis"] = found
     schemas.validate("handoff/envelope", envelope)
+
+
+def test_a_rendering_cut_to_the_budget_keeps_the_first_shapes_and_counts_the_rest():
+    keys = [{"name": f"{'k' * 36}{i:04d}", "type": "string"} for i in range(MAX_KEYS)]
+    apis = [{"path": f"/api/r{i}", "status": 200, "body": _object(keys)} for i in range(30)]
+    envelope = copy.deepcopy(ENVELOPE)
+    envelope["app_map"]["apis"] = apis
+    rendered = json.loads(render_envelope(envelope, budget_tokens=6000))
+    shown = rendered["app_map"]["apis"]
+    assert 0 < len(shown) < 30 and shown == apis[: len(shown)]
+    assert rendered["rendering"]["omitted"]["app_map.apis"] == 30 - len(shown)
+    assert text_tokens(canonical_text(rendered)) <= 6000
+    assert rendered["app_map"]["pages"]  # the pages keep the larger share
 
 
 def test_the_shape_reads_back_from_its_own_words():
