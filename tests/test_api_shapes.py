@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import schemas
+from agents import expectations
 from agents.offline import generate_cases, generate_files
 from agents.offline.api_shape import MAX_KEYS, clean_apis, describe, parse, summary
 from agents.rendering import render_envelope, text_tokens
@@ -148,6 +149,20 @@ def test_a_hostile_case_cannot_break_the_generated_typescript():
     assert '"${process.exit(1)}": expect.any(String)' in code  # a plain string, not a template
     assert '"\\u2028": expect.any(String)' in code and "\u2028" not in code
     assert '"__proto__": expect' not in code  # it would set the prototype, checking nothing
+
+
+def test_a_heal_may_not_drop_or_loosen_a_shape_assertion():
+    view = {**APP_VIEW, "apis": [{"path": "/api/notes", "status": 200, "body": NOTES_SHAPE}]}
+    request = crawl(NOTES_REPO) | {"depth_level": "core", "app_map": view}
+    cases = generate_cases(request, "core")
+    cases["test_cases"] = [c for c in cases["test_cases"] if c["id"] == "tc_api_get_notes"]
+    (spec,) = generate_files(engineer_input(cases, "playwright"), test_dir=TEST_DIR, app_id=None)
+    test = spec["contents"][spec["contents"].index("  test(") : spec["contents"].rindex("});")]
+    item = next(line for line in test.splitlines() if "objectContaining" in line)
+    assert expectations.weakening(test, test) == []
+    assert expectations.weakening(test, test.replace(item, "")) != []
+    looser = item.replace('"id": expect.any(Number)', '"id": expect.anything()')
+    assert expectations.weakening(test, test.replace(item, looser)) != []
 
 
 def test_without_a_shape_the_title_says_only_the_status_is_checked():
