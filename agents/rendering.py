@@ -176,6 +176,7 @@ def _stack(stack: dict[str, Any], chars: int, omitted: dict[str, int]) -> dict[s
 def _app_map(app: dict[str, Any], chars: int, omitted: dict[str, int]) -> dict[str, Any]:
     if _size(app) <= chars:
         return app
+    app = _apis_within(app, chars // 4, omitted)
     pages = [p for p in app.get("pages") or [] if isinstance(p, dict)]
     base = {k: v for k, v in app.items() if k != "pages"}
     room = max(chars - _size(base) - 40, 0)
@@ -208,6 +209,22 @@ def _app_map(app: dict[str, Any], chars: int, omitted: dict[str, int]) -> dict[s
         omitted["app_map.pages"] = len(rest)
         base = {**base, "pages_not_shown": listed, "pages_not_listed": left}
     return {**base, "pages": kept}
+
+
+def _apis_within(app: dict[str, Any], chars: int, omitted: dict[str, int]) -> dict[str, Any]:
+    """``app`` with its JSON shapes (``apis``) cut, in order, to ``chars``: the pages keep
+    the larger share."""
+    apis = app.get("apis") if isinstance(app.get("apis"), list) else []
+    if _size(apis) <= chars:
+        return app
+    used, kept = 0, []
+    for record in apis:
+        used += _size(record) + 1
+        if used > chars:
+            break
+        kept.append(record)
+    omitted["app_map.apis"] = len(apis) - len(kept)
+    return {**app, "apis": kept}
 
 
 def _clip_lines(text: str, limit: int) -> str:

@@ -47,6 +47,23 @@ APP_VIEW = {
     ],
     "unvisited": 0,
     "unknown_path_status": 404,
+    "apis": [
+        {
+            "path": "/api/notes",
+            "status": 200,
+            "body": {
+                "type": "array",
+                "keys": [],
+                "other_keys": 0,
+                "empty": False,
+                "item": {
+                    "type": "object",
+                    "keys": [{"name": "id", "type": "number"}, {"name": "title", "type": "string"}],
+                    "other_keys": 1,
+                },
+            },
+        }
+    ],
 }
 
 CASES_INPUT = {**CRAWLER_OUTPUT, "depth_level": "core"}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from .api_shape import describe, summary
 from .common import (
     area_of,
     clean_route,
@@ -21,7 +22,7 @@ from .common import (
     ui_text,
 )
 from .journey_code import SIGN_OUT
-from .live import LivePage, absent_paths, live_pages, matches, unknown_path_status
+from .live import LivePage, absent_paths, api_shapes, live_pages, matches, unknown_path_status
 
 NOT_FOUND_PAGE = "/amtp-page-that-does-not-exist"
 SAMPLE_NOTE = "Sample values fill the path parameters of {}; adjust them to existing data"
@@ -32,6 +33,7 @@ PAGE_OK = f"the page responds with a 2xx status, renders a visible body and {NO_
 PAGE_DYNAMIC = f"the page responds without a server error (status below 500) and {NO_ERRORS}"
 SMOKE = " renders (smoke)"  # a test that checks nothing but the render says so
 NO_5XX = "responds without a server error (status below 500)"
+STATUS_ONLY = "status only, shape not checked"
 # Mutations target records that must not exist, so a test run never damages real data.
 EXPECT = {
     "sample": f"{NO_5XX}: 2xx when the sample record exists, otherwise 404",
@@ -82,14 +84,16 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
         if route := clean_route(page["route"]):
             pages.setdefault(route, ui_text(page.get("heading")))
     api: list[tuple[str, str, bool]] = []
+    shapes = api_shapes(app_map)
     for item in _str_items(stack.get("routes"), "method", "path"):
         route, method = clean_route(item["path"]), item["method"].upper()
         if route is None or method not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
             continue
-        if method == "GET" and item.get("json") is not True and "api" not in route.split("/"):
+        json_ = item.get("json") is True or "api" in route.split("/") or route in shapes
+        if method == "GET" and not json_:
             pages.setdefault(route, None)  # a server-rendered view: test it as a page
         elif (method, route, True) not in api:
-            api.append((method, route, item.get("json") is True or "api" in route.split("/")))
+            api.append((method, route, json_))
     live = _live(pages, api, app_map)
     # A GET the source took for JSON that the browser saw render a heading is a page.
     api = [a for a in api if not (a[0] == "GET" and a[1] in live and live[a[1]].heading)]
@@ -121,7 +125,10 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
         )
     entry = _entries([r for m, r, _ in api if m == "GET" and not params(r)])
     for method, route, is_json in sorted(api, key=lambda a: (area_of(a[1]), a[1], a[0])):
-        out += _api_cases(method, route, is_json, entry.get(area_of(route)) == route, running)
+        shape = shapes.get(route) if method == "GET" else None
+        out += _api_cases(
+            method, route, is_json, entry.get(area_of(route)) == route, running, shape
+        )
     return out
 
 
@@ -206,7 +213,7 @@ def _page_cases(
 
 
 def _api_cases(
-    method: str, route: str, is_json: bool, entry: bool, running: str
+    method: str, route: str, is_json: bool, entry: bool, running: str, shape: dict | None = None
 ) -> list[Candidate]:
     area = "api_" + area_of(route)
     bare = route[4:] if route.startswith("/api/") else route  # keep ids short: no tc_api_get_api_
@@ -218,12 +225,16 @@ def _api_cases(
     if method == "GET":
         if not dynamic:
             prio = "critical" if entry else "high"
+            steps = [f"Send GET {route}"]
+            if shape:  # what the explored app answered: its status and the body's shape
+                pre.append(LIVE_NOTE.format(route))
+                expected = describe(shape["status"], shape["body"])
+                title = f"GET {route} answers {summary(route, shape['body'])}"
+                return [Candidate(key, title, steps, expected, prio, area, pre)]
+            # Without a shape the test checks only the status: the title says so.
             expected = "responds with a 2xx status" + (" and a JSON body" if is_json else "")
-            return [
-                Candidate(
-                    key, f"GET {route} responds", [f"Send GET {route}"], expected, prio, area, pre
-                )
-            ]
+            title = f"GET {route} answers 2xx{' JSON' if is_json else ''} ({STATUS_ONLY})"
+            return [Candidate(key, title, steps, expected, prio, area, pre)]
         found = Candidate(
             key,
             f"GET {route} answers for a sample record",

@@ -12,7 +12,9 @@ Priorities:
   web     critical  the home page ("/"), and per top-level area (first static path segment,
                     `api`/`vN` skipped) its entry: the shortest static page, and for APIs the
                     shortest static GET endpoint — so critical cases are one per area
-          high      other static pages and GET endpoints; every POST/PUT/PATCH on a
+          high      other static pages and GET endpoints (a GET whose JSON answer the app
+                    map recorded expects its status and shape, else only its status, and its
+                    title says which); every POST/PUT/PATCH on a
                     collection, sent an empty JSON body, must not cause a 5xx
           medium    dynamic pages/endpoints with sample parameters; mutating requests on a
                     record that does not exist
@@ -45,7 +47,9 @@ accepting its confirmation`, `Click the link|button "<name>" of the created item
 its confirmation]`, `Expect the user to be signed in`, `Expect the created|edited text to be
 visible`, `Expect the created text to be gone`, and `Clean up: <step>` (run in `finally`); and
 `Clear the browser's cookies` (the test's own context) before opening a page that logs out.
-Expectations name statuses ("2xx", "status below 500", "status 404"), "JSON body",
+Expectations name statuses ("2xx", "status below 500", "status 404", "status 200"), "JSON body",
+the body's shape where the app map recorded one (``api_shape.describe``: `a JSON list; its
+first item, when there is one, is a JSON object with the keys "id" (number)`),
 `heading "<text>"`, "document title", `"<text>" is visible` and "crash dialog", and for flows
 `the text "<text>" is visible` (`{tag}` in it: the test's unique value) and `the submitted
 "<label>" is visible`. Quoted texts are JSON strings, so any character survives the round

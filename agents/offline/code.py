@@ -17,6 +17,7 @@ import re
 
 from agents.file_policy import normalise_test_dir
 
+from .api_shape import shape_lines
 from .common import HEADER, area_of, one_line, slug
 from .journey_code import (
     CLEAN_PREFIX,
@@ -169,8 +170,8 @@ def _status_lines(var: str, expected: str, api: bool) -> list[str]:
     value = f"{var}.status()" if api else f"{var}?.status()"
     if "below 500" in exp or "5xx" in exp:
         return [f"expect({value}).toBeLessThan(500);"]
-    if "status 404" in exp:
-        return [f"expect({value}).toBe(404);"]
+    if exact := re.search(r"\bstatus ([1-5]\d\d)\b", exp):
+        return [f"expect({value}).toBe({exact.group(1)});"]
     if "2xx" in exp or not api:
         lines = [f"expect({var}{'' if api else '?'}.ok()).toBeTruthy();"]
         if api and "json body" in exp:
@@ -208,6 +209,7 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
     lines, last = _step_lines([a for a in actions if a[0] != "cleanup"], "page" in kinds)
     if last["request"]:
         lines += _status_lines(last["request"], expected, True)
+        lines += shape_lines(last["request"], expected)
     if last["page"]:
         if not last["request"]:
             lines += _status_lines(last["page"], expected, False)

@@ -4,6 +4,8 @@ The app map (``app_map`` of the Test Case Generator's input, verbatim or as its 
 rendering) is model-facing data from a hostile app: every path goes through the same route
 rule as the source's (``clean_route``), every name through ``ui_text``, and the snapshot is
 only read, line by line, for roles and accessible names (``- heading "Notes" [level=1]``).
+The shapes of the JSON answers it saw (``apis``) are checked again (``api_shape.py``) before an
+API test asserts them.
 
 A page is *live* when it answered 2xx. What a live page contributes:
 
@@ -23,6 +25,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from .api_shape import clean_apis
 from .common import clean_route, params, ui_text
 
 _LINE = re.compile(r'^\s*- (\w+)(?: ("(?:[^"\\]|\\.)*"))?(.*)$')
@@ -120,6 +123,15 @@ def absent_paths(app_map: object) -> set[str]:
             if path := clean_route(raw["path"]):
                 out.add(path)
     return out
+
+
+def api_shapes(app_map: object) -> dict[str, dict]:
+    """Static path → what a GET of it answered as JSON (``status`` and ``body`` shape), for the
+    app map's ``apis`` records that pass the same checks as the worker's."""
+    if not isinstance(app_map, dict):
+        return {}
+    found = clean_apis(app_map.get("apis"), lambda p: clean_route(p) == p and not params(p))
+    return {record["path"]: record for record in found}
 
 
 def unknown_path_status(app_map: object) -> int:

@@ -4,7 +4,8 @@ A headless Chromium in the sandbox (the same box and allow-listing proxy as Veri
 the app breadth-first from its start paths, following same-origin links, within the page, depth
 and time bounds of :class:`Bounds`. Per page: the HTTP status, title, accessibility snapshot
 (Playwright's ``ariaSnapshot()``), the same-origin links, the forms with their labelled fields,
-console errors and a small screenshot (``box/explore.mjs``). Everything the box wrote is
+console errors and a small screenshot (``box/explore.mjs``); per GET that answered JSON, the
+shape of its body (``agents/offline/api_shape.py``). Everything the box wrote is
 untrusted: it is read bounded, checked field by field, scrubbed of secrets and capped to
 ``max_bytes`` before it becomes the ``app_map`` artifact; screenshots are kept only as real
 JPEGs under the run's evidence folder.
@@ -21,6 +22,7 @@ from urllib.parse import unquote_plus
 
 from django.conf import settings
 
+from agents.offline.api_shape import clean_apis
 from agents.offline.common import LOGOUT_PATH
 from repositories.secrets import held_secrets
 from runs.exploration.trials import box_config, new_tag, trial
@@ -118,6 +120,7 @@ def explore(
         unvisited = raw.get("unvisited") if isinstance(raw.get("unvisited"), int) else 0
         unknown_path_status = _int(raw.get("unknown_path_status"), 0, 599)
         tried = _trials(raw.get("trials"), tag, pages, bounds.form_trials)
+        apis = _apis(raw.get("apis"))
     finally:
         box.remove()
     content = {
@@ -129,6 +132,7 @@ def explore(
         "unvisited": max(0, unvisited),
         "unknown_path_status": unknown_path_status,
         "trials": tried,
+        "apis": apis,
         "truncated": False,
         "sandbox": {"isolated": sandbox.sandboxed(), "blocked": policy.blocked[:100]},
     }
@@ -194,6 +198,12 @@ def _trials(items, tag: str, pages: list[dict], limit: int) -> list[dict]:
             found["path_after"] = found["path_after"] if _local(found["path_after"], held) else ""
             out.append(found)
     return out
+
+
+def _apis(items) -> list[dict]:
+    """The box's JSON shapes, each checked (``clean_apis``), on local paths only."""
+    held = held_secrets()
+    return clean_apis(items, lambda path: _local(path, held))
 
 
 def _local(path, held: list[str]) -> bool:

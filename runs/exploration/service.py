@@ -73,7 +73,7 @@ def _dicts(items) -> list[dict]:
 
 def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
     """What the agents get of an ``app_map`` (``app_map`` of their input schemas): the pages
-    as they rendered and the forms' trials, without what only operators need (screenshots, settings, sandbox). The
+    as they rendered, the forms' trials and the JSON answers' shapes, without what only operators need (screenshots, settings, sandbox). The
     pages no route of the ``crawl``'s source covers come first (in the order visited), so a
     rendering cut to the context budget keeps what only the running app can tell."""
     if not content:
@@ -110,6 +110,7 @@ def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
         "unvisited": content["unvisited"],
         "unknown_path_status": content.get("unknown_path_status", 0),
         "trials": content.get("trials", []),
+        "apis": content.get("apis", []),
     }
 
 

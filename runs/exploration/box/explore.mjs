@@ -224,6 +224,61 @@ async function trial(page, chosen) {
   return { path: chosen.path, form: chosen.index, submit, filled, path_after, status, before, after };
 }
 
+// JSON answers: for each GET on the origin that answered 2xx JSON while the app was explored
+// (a page visited, or a request the page made), the shape of its body, never a value: an
+// object's keys and their JSON types, a list's emptiness and its first item's shape. Bounded
+// here and checked again by the worker (agents/offline/api_shape.py).
+const SHAPE_KEY = /^[A-Za-z0-9_$.-]{1,40}$/;
+const jsonShapes = { found: new Map(), reading: [] };
+
+function jsonType(value) {
+  return value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
+}
+
+function shapeLevel(value) {
+  if (jsonType(value) !== "object") return { type: jsonType(value), keys: [], other_keys: 0 };
+  const names = Object.keys(value);
+  const keys = names.filter((name) => SHAPE_KEY.test(name)).slice(0, 30);
+  const typed = keys.map((name) => ({ name, type: jsonType(value[name]) }));
+  return { type: "object", keys: typed, other_keys: names.length - keys.length };
+}
+
+function bodyShape(body) {
+  const empty = Array.isArray(body) && body.length === 0;
+  const item = Array.isArray(body) && !empty ? shapeLevel(body[0]) : null;
+  return { ...shapeLevel(body), empty, item };
+}
+
+function recordJson(response) {
+  let url;
+  try {
+    url = new URL(response.url());
+  } catch {
+    return;
+  }
+  const path = url.pathname;
+  const json = /[/+]json\b/i.test(response.headers()["content-type"] || "");
+  const ok = response.status() >= 200 && response.status() < 300;
+  const { found } = jsonShapes;
+  if (url.origin !== origin || response.request().method() !== "GET" || !json || !ok) return;
+  if (found.has(path) || found.size >= 30) return;
+  found.set(path, null);
+  jsonShapes.reading.push(
+    response
+      .body()
+      .then((raw) => {
+        if (raw.length > 2 << 20) throw new Error("too large");
+        found.set(path, { path, status: response.status(), body: bodyShape(JSON.parse(raw)) });
+      })
+      .catch(() => found.delete(path)),
+  );
+}
+
+async function jsonAnswers() {
+  await Promise.allSettled(jsonShapes.reading);
+  return [...jsonShapes.found.values()].filter(Boolean);
+}
+
 const browser = await chromium.launch(config.launch);
 const context = await browser.newContext({
   baseURL: config.base_url,
@@ -234,6 +289,7 @@ const page = await context.newPage();
 const errors = [];
 page.on("console", (message) => message.type() === "error" && errors.push(message.text()));
 page.on("pageerror", (error) => errors.push(String(error)));
+page.on("response", recordJson);
 
 if (config.login) {
   try {
@@ -293,6 +349,7 @@ for (const chosen of trialForms(pages)) {
     trials.push({ path: chosen.path, form: chosen.index, submit: chosen.form.submit, error: said });
   }
 }
+const apis = await jsonAnswers();
 await browser.close();
 fs.writeFileSync(
   "app_map.json",
@@ -302,5 +359,6 @@ fs.writeFileSync(
     unvisited: queue.length,
     unknown_path_status: unknownPathStatus,
     trials,
+    apis,
   }),
 );

@@ -1,0 +1,233 @@
+"""The shape of a JSON answer: what an API test asserts beyond its status.
+
+ExploreApp records, for each GET on the app's origin that answered JSON while the pages were
+visited, a bounded shape of the body (``box/explore.mjs``): for an object its top-level keys
+and each value's JSON type; for a list whether it was empty and the shape of its first item.
+Never a value: values may carry secrets or hostile text. The box is not trusted, and neither is
+an app map that reached a model, so :func:`clean_apis` checks every record again here, one
+definition for the worker (``runs.exploration``) and the offline rules.
+
+A key is kept only when its name is 1-40 characters of ``[A-Za-z0-9_$.-]``: a clipped or
+rewritten name would be a false claim about the app, and a narrow set keeps quotes, backticks,
+``${`` and line breaks out of every generated file. Keys left out are counted.
+
+The shape travels into a test case's ``expected`` text in a small grammar (:func:`describe`),
+which ``code.py`` reads back (:func:`parse`): ``a JSON object with the keys "id" (number),
+"title" (string)``, ``a JSON list; its first item, when there is one, is a JSON object with the
+keys …``. Key names are JSON strings there, so a case written by a model is read safely too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+TYPES = ("string", "number", "boolean", "null", "object", "array")
+MAX_APIS, MAX_KEYS = 30, 30
+KEY = re.compile(r"[A-Za-z0-9_$.-]{1,40}")
+# In an object literal "__proto__" sets the prototype instead of naming a key to check.
+NOT_A_KEY = "__proto__"
+_KEYS = re.compile(r'("(?:[^"\\]|\\.){1,80}") \((string|number|boolean|null|object|array)\)')
+_BODY = re.compile(r"\ba JSON (object|list|string|number|boolean|null)\b")
+_ITEM = re.compile(
+    r"\bits first item, when there is one, is a JSON (object|list|string|number|boolean|null)"
+)
+_NOUN = {"array": "list"}
+
+
+def _count(value: object) -> int:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return min(value, 10**9) if ok else 0
+
+
+def _clean_keys(items: object) -> list[dict]:
+    keys: list[dict] = []
+    for item in items[: MAX_KEYS * 4] if isinstance(items, list) else []:
+        if len(keys) >= MAX_KEYS:
+            break
+        name, kind = (item.get("name"), item.get("type")) if isinstance(item, dict) else ("", "")
+        fine = isinstance(name, str) and KEY.fullmatch(name) and kind in TYPES
+        fine = fine and name != NOT_A_KEY
+        if fine and all(k["name"] != name for k in keys):
+            keys.append({"name": name, "type": kind})
+    return keys
+
+
+def _level(raw: object, nested: bool) -> dict | None:
+    """One level of a shape, checked; a ``nested`` level (a list's first item) has no item."""
+    if not isinstance(raw, dict) or raw.get("type") not in TYPES:
+        return None
+    kind = raw["type"]
+    is_object = kind == "object"
+    shape = {
+        "type": kind,
+        "keys": _clean_keys(raw.get("keys")) if is_object else [],
+        "other_keys": _count(raw.get("other_keys")) if is_object else 0,
+    }
+    if not nested:
+        empty = kind == "array" and raw.get("empty") is True
+        item = _level(raw.get("item"), True) if kind == "array" and not empty else None
+        shape |= {"empty": empty, "item": item}
+    return shape
+
+
+def clean_apis(items: object, path_ok) -> list[dict]:
+    """The ``apis`` records of an app map, each checked: a path ``path_ok`` accepts (one
+    record per path), a 2xx status and a well-formed shape; at most MAX_APIS."""
+    out: list[dict] = []
+    for raw in items[: MAX_APIS * 2] if isinstance(items, list) else []:
+        if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
+            continue
+        status, body = raw.get("status"), _level(raw.get("body"), False)
+        ok_status = isinstance(status, int) and not isinstance(status, bool)
+        if not (ok_status and 200 <= status < 300 and body and path_ok(raw["path"])):
+            continue
+        if any(r["path"] == raw["path"] for r in out):
+            continue
+        out.append({"path": raw["path"], "status": status, "body": body})
+        if len(out) >= MAX_APIS:
+            break
+    return out
+
+
+# --- the expectation grammar ---------------------------------------------------------------
+
+
+def _keys_text(level: dict) -> str:
+    keys = ", ".join(f"{json.dumps(k['name'])} ({k['type']})" for k in level["keys"])
+    return f" with the keys {keys}" if keys else ""
+
+
+def _level_text(level: dict) -> str:
+    return f"a JSON {_NOUN.get(level['type'], level['type'])}" + _keys_text(level)
+
+
+def describe(status: int, body: dict) -> str:
+    """The expectation of a GET whose answer had this status and shape."""
+    text = f"responds with status {status} and a JSON content type; the body is "
+    text += _level_text(body)
+    if body["type"] == "array":
+        if body["item"]:
+            text += "; its first item, when there is one, is " + _level_text(body["item"])
+        else:
+            text += " (it was empty when the app was explored)"
+    return text
+
+
+def _noun(route: str) -> str:
+    """What a list at ``route`` holds, from its last plain segment ("" when none says)."""
+    for segment in reversed(route.strip("/").split("/")):
+        if segment.startswith("{") or segment == "api" or re.fullmatch(r"v\d+", segment):
+            continue
+        return segment if re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,39}", segment) else ""
+    return ""
+
+
+def summary(route: str, body: dict) -> str:
+    """What a test title says is checked: "a list of notes with id and title"."""
+    if body["type"] not in ("object", "array"):
+        return f"a JSON {body['type']}"
+    level, noun = body, "JSON object"
+    if body["type"] == "array":
+        noun = f"list of {_noun(route)}" if _noun(route) else "JSON list"
+        level = body["item"] or {"keys": []}
+    names = [k["name"] for k in level["keys"][:3]]
+    if not names:
+        return f"a {noun}"
+    more = len(level["keys"]) - len(names)
+    listed = ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+    return f"a {noun} with {listed}" + (f" and {more} more keys" if more else "")
+
+
+def parse(expected: str) -> dict | None:
+    """The body's shape an expectation names (:func:`describe`'s grammar), or None."""
+    body = _BODY.search(expected)
+    if not body:
+        return None
+    head, _, rest = expected[body.start() :].partition("; its first item")
+    shape = {"type": "array" if body.group(1) == "list" else body.group(1), "keys": _keys(head)}
+    item = _ITEM.search(expected)
+    if shape["type"] == "array" and item:
+        kind = "array" if item.group(1) == "list" else item.group(1)
+        shape["item"] = {"type": kind, "keys": _keys(rest)}
+    return shape
+
+
+def _keys(text: str) -> list[tuple[str, str]]:
+    out = []
+    for match in _KEYS.finditer(text):
+        try:
+            name = json.loads(match.group(1))
+        except ValueError:
+            continue
+        fresh = name not in (n for n, _ in out)
+        if isinstance(name, str) and name and name != NOT_A_KEY and fresh:
+            out.append((name, match.group(2)))
+    return out[:MAX_KEYS]
+
+
+# --- the assertions ------------------------------------------------------------------------
+
+_MATCHER = {
+    "string": "expect.any(String)",
+    "number": "expect.any(Number)",
+    "boolean": "expect.any(Boolean)",
+    "array": "expect.any(Array)",
+    "object": "expect.any(Object)",
+}
+_IS = {
+    "object": "{v} !== null && typeof {v} === 'object' && !Array.isArray({v})",
+    "array": "Array.isArray({v})",
+    "null": "{v} === null",
+}
+
+
+def _ts(text: str) -> str:
+    return json.dumps(text, ensure_ascii=True)  # ASCII only: no U+2028 can end a line
+
+
+def _level_lines(var: str, kind: str, keys: list[tuple[str, str]]) -> list[str]:
+    check = _IS.get(kind, f"typeof {{v}} === {_ts(kind)}").format(v=var)
+    lines = [f"expect({check}, {_ts(f'the body is a JSON {_NOUN.get(kind, kind)}')}).toBe(true);"]
+    if kind == "object" and (typed := _typed(keys)):
+        lines.append(f"expect({var}).toEqual({typed});")
+    for name, t in keys if kind == "object" else []:
+        if t == "null":  # null when explored: the key must be there, its value may vary
+            lines.append(f"expect({var}).toHaveProperty([{_ts(name)}]);")
+    return lines
+
+
+def _typed(keys: list[tuple[str, str]]) -> str:
+    """``expect.objectContaining`` of the keys whose type a matcher checks ("" when none)."""
+    typed = [f"{_ts(name)}: {_MATCHER[t]}" for name, t in keys if t in _MATCHER]
+    return f"expect.objectContaining({{ {', '.join(typed)} }})" if typed else ""
+
+
+def _item_matcher(item: dict) -> str:
+    """What a list's first item must equal: its keys' types (a key that was null is not
+    checked: no matcher takes null and any other value alike), else its own type."""
+    if item["type"] == "null":
+        return "null"
+    if item["type"] == "object":
+        return _typed(item["keys"]) or "expect.any(Object)"
+    return _MATCHER[item["type"]]
+
+
+def shape_lines(var: str, expected: str) -> list[str]:
+    """Playwright statements asserting the body shape ``expected`` names, on the response
+    ``var`` (none when it names no shape). None is conditional: a heal may not loosen one."""
+    shape = parse(expected)
+    if shape is None:
+        return []
+    body = f"{var}Body"
+    lines = [
+        f"expect({var}.headers()['content-type'] ?? '').toContain('json');",
+        f"const {body}: any = await {var}.json();",
+        *_level_lines(body, shape["type"], shape["keys"]),
+    ]
+    if item := shape.get("item"):
+        lines += [
+            "// An empty list passes: the first item's shape is checked when there is one.",
+            f"expect({body}.slice(0, 1)).toEqual({body}.length ? [{_item_matcher(item)}] : []);",
+        ]
+    return lines
