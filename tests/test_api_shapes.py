@@ -170,6 +170,10 @@ def test_without_a_shape_the_title_says_only_the_status_is_checked():
     cases = {c["id"]: c for c in generate_cases(request, "core")["test_cases"]}
     notes = cases["tc_api_get_notes"]
     assert notes["title"] == "GET /api/notes answers 2xx JSON (status only, shape not checked)"
+    # A write test checks only that no server error answers, and its title claims no more.
+    assert cases["tc_api_post_notes"]["title"] == (
+        "POST /api/notes answers an empty payload without a server error"
+    )
     view = {**APP_VIEW, "apis": [{"path": "/api/notes", "status": 200, "body": NOTES_SHAPE}]}
     shaped = {c["id"]: c for c in generate_cases(request | {"app_map": view}, "core")["test_cases"]}
     assert (

@@ -257,10 +257,10 @@ def _api_cases(
     body = "" if method == "DELETE" else " with an empty JSON body"
     url = sample_path(route, missing=True)
     if dynamic:
-        title = f"{method} {route} on a missing record does not crash"
+        title = f"{method} {route} on a missing record answers without a server error"
         expected = EXPECT["mutate_missing"]
     else:
-        title = f"{method} {route} rejects an empty payload without crashing"
+        title = f"{method} {route} answers an empty payload without a server error"
         expected = EXPECT["mutate_empty"]
     prio = "medium" if dynamic else "high"
     return [Candidate(key, title, [f"Send {method} {url}{body}"], expected, prio, area, pre)]
