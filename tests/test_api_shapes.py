@@ -180,6 +180,14 @@ def test_without_a_shape_the_title_says_only_the_status_is_checked():
         shaped["tc_api_get_notes"]["title"]
         == "GET /api/notes answers a list of notes with id and text"
     )
+    # The tests that check only the status rank after the stronger ones of their priority:
+    # "/" is found after /api/notes, and only "/" has a known shape.
+    view = {**APP_VIEW, "apis": [{"path": "/", "status": 200, "body": NOTES_SHAPE}]}
+    ranked = generate_cases(request | {"app_map": view}, "core")["test_cases"]
+    priority = next(c["priority"] for c in ranked if c["title"].startswith("GET / answers"))
+    same = [c["title"] for c in ranked if c["priority"] == priority]
+    weak = [t.endswith("(status only, shape not checked)") for t in same]
+    assert weak == sorted(weak) and weak[-1] and not weak[0], same
 
 
 def test_the_llm_prompts_ask_for_the_status_and_the_shape():

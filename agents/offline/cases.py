@@ -32,7 +32,8 @@ Priorities:
 
 Within a priority, cases are taken round-robin across areas so a cap spreads coverage, and
 the cap cuts the lowest priority first; a page test that can only check the render (its title
-ends "renders (smoke)") is listed last of its priority. Ids are derived from route/page/screen names over the
+ends "renders (smoke)") and an API test that can only check the status ("(status only, shape
+not checked)") are listed last of their priority. Ids are derived from route/page/screen names over the
 full candidate list before selection (deduplicated with `_2`, `_3` …), so a case keeps its id
 at every depth and each depth's cases are a subset of the next one's.
 
@@ -60,7 +61,14 @@ from __future__ import annotations
 
 from agents.case_generator import DEPTH_RULES
 
-from .candidates import SMOKE, Candidate, mobile_candidates, running_note, web_candidates
+from .candidates import (
+    SMOKE,
+    STATUS_ONLY,
+    Candidate,
+    mobile_candidates,
+    running_note,
+    web_candidates,
+)
 from .common import HEADER, one_line, slug
 from .flows import flow_candidates
 from .journeys import journey_candidates, journey_trial
@@ -134,10 +142,8 @@ def generate_cases(crawler_output: dict, depth_level: str) -> dict:
         cands += flow_candidates(app_map, running, skip=journey_trial(app_map))
     pairs = list(zip(_assign_ids(cands), cands, strict=True))
     chosen = _select(pairs, depth_level)
-    # Within a priority, a test that checks nothing but the render ranks last.
-    chosen.sort(
-        key=lambda item: (PRIORITIES.index(item[1].priority), item[1].title.endswith(SMOKE))
-    )
+    # Within a priority, a test that checks nothing but the render or the status ranks last.
+    chosen.sort(key=lambda item: (PRIORITIES.index(item[1].priority), _weak(item[1].title)))
     test_cases = [
         {
             "id": cid,
@@ -212,3 +218,8 @@ def _notes(stack: dict, mobile: bool, depth: str, chosen: list[Candidate], total
         f"Not covered: {'' if signs_up else 'authentication, '}business rules and visual checks."
     )
     return " ".join(parts)
+
+
+def _weak(title: str) -> bool:
+    """A test that checks nothing but the render or the status, and says so in its title."""
+    return title.endswith(SMOKE) or title.endswith(f"({STATUS_ONLY})")
