@@ -74,9 +74,6 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-# --- what each operation needs -------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Access:
     """What an API operation needs: a token's ``scope``, or for a session user any one of
@@ -118,9 +115,6 @@ def scopes_allowed(user) -> set[str]:
         for scope in Scope.values
         if all(access.allows(user) for access in ACCESSES if access.scope == scope)
     }
-
-
-# --- services ----------------------------------------------------------------------------
 
 
 def token_repository_ids(
@@ -273,9 +267,6 @@ def api_token_authenticate(secret: str) -> ApiToken | None:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
     return token
-
-
-# --- principals and the ninja auth classes -------------------------------------------------
 
 
 def _user(pk: int):

@@ -1,4 +1,6 @@
-"""``POST /api/webhooks/github``: GitHub push events start runs.
+"""``POST /api/webhooks/github``: GitHub events start runs: a push starts a generation or a
+maintenance run; a ``pull_request``, ``check_run`` ("Re-run") or ``deployment_status`` starts a
+check run.
 
 Order of checks: size (before reading); the secret (the repository's own, named by the
 payload's ``repository.full_name``, else the global ``GITHUB_WEBHOOK_SECRET``); then

@@ -23,8 +23,9 @@ with workflow.unsafe.imports_passed_through():
 
 
 FORK_APPROVAL = (
-    "A pull request from a fork (or by an author without write access): its tests run only "
-    "once someone approves."
+    "Code that is not the repository's own (a pull request from a fork or by an author without "
+    "write access, or a deployment of anything but a branch head): its tests run only once "
+    "someone approves."
 )
 
 
