@@ -13,7 +13,7 @@ from repositories import targets
 from runs.verification.playwright import clean, probe
 
 if TYPE_CHECKING:
-    from runs.verification.verify import Row, Session
+    from runs.verification.session import Row, Session
 
 QUARANTINED = "failed against {url} after {rounds} healing round(s): {error}"
 PAGE_REMOVED = "page removed: confirm the deletion (GET {path} answers 404 at {url})"

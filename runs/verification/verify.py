@@ -22,28 +22,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
 
 from agents import spec_blocks
 from agents.file_policy import check_generated_files
 from amtp_site.errors import AmtpError
 from repositories import targets
-from runs.verification import evidence, heals, proxy, sandbox, test_data
-from runs.verification.errors import TargetAnswersErrors, VerificationTimedOut
-from runs.verification.login import Login
+from runs.verification import evidence, heals, sandbox, test_data
+from runs.verification.errors import TargetAnswersErrors
 from runs.verification.playwright import (
-    TIMED_OUT,
-    Runner,
-    TestResult,
     clean,
-    execute,
     preflight,
     probe,
     tool_versions,
 )
 from runs.verification.quarantine import quarantine
+from runs.verification.session import Plan, Row, Session, elapsed_ms, now_iso
 
 NO_TARGET = (
     "no target URL: set the repository's preview URL (or the run's target_url) to run the "
@@ -60,135 +53,6 @@ ERRORS_ONLY = (
 
 # (heal input, seconds left) → heal output (both validated by the agent runner)
 Heal = Callable[[dict, float], dict]
-
-
-@dataclass(frozen=True)
-class Plan:
-    run_id: str
-    framework: str
-    files: list[dict]
-    target_url: str
-    test_dir: str
-    failing_tests: str  # "fixme" | "drop"
-    heal_rounds: int
-    budget_s: float
-    runner: Runner
-    evidence_dir: Path  # this run's folder
-    allow_hosts: list[str] = field(default_factory=list)  # the repository's allowed hosts
-    quarantine: bool = True  # False: a check reports failing tests and changes no file
-    test_data: test_data.Hooks | None = None  # the repository's set-up and tear-down
-    login: Login | None = None  # the tests run logged in (its credentials already scrubbed)
-
-
-@dataclass
-class Row:
-    """One test of the report, as it evolves through the rounds."""
-
-    file: str
-    title: str
-    line: int
-    status: str
-    duration_ms: int = 0
-    attempts: int = 0
-    error: str = ""
-    reason: str = ""
-    heal: str = ""
-    diff: str = ""  # the heal of this test, taken or refused
-    refused: str = ""  # why the heal was refused (heals.REFUSED)
-    evidence: list[dict] = field(default_factory=list)
-    snapshot: dict = field(default_factory=dict)
-    statuses: set[int] = field(default_factory=set)  # every response its failures saw
-
-    def entry(self) -> dict:
-        return {
-            "id": clean(f"{self.file}:{self.line} › {self.title}", 300),
-            "title": clean(self.title, 1000),
-            "file": self.file,
-            "status": self.status,
-            "duration_ms": self.duration_ms,
-            "attempts": self.attempts,
-            "error": self.error,
-            "reason": clean(self.reason, 2000),
-            "heal": clean(self.heal, 2000),
-            "diff": clean(self.diff, heals.MAX_DIFF_CHARS),
-            "evidence": self.evidence,
-        }
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
-
-
-class Session:
-    """One stage's executions: the current files, the rows, the rounds and the budget."""
-
-    def __init__(self, plan: Plan) -> None:
-        self.plan = plan
-        self.files = {f["path"]: f["contents"] for f in plan.files}
-        self.rows: dict[tuple[str, str], Row] = {}
-        self.rounds: list[dict] = []
-        self.started = _now()
-        self.clock = time.monotonic()
-        self.deadline = self.clock + plan.budget_s
-        self.policy = proxy.Policy(plan.target_url, plan.allow_hosts) if plan.target_url else None
-
-    def left(self) -> float:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise VerificationTimedOut(TIMED_OUT.format(budget=self.plan.budget_s))
-        return left
-
-    def execute(self, phase: str, paths: list[str]) -> list[TestResult]:
-        began = time.monotonic()
-        box = sandbox.Box()
-        try:
-            with proxy.serving(box.socket, self.policy):
-                results = execute(
-                    [{"path": p, "contents": self.files[p]} for p in paths],
-                    box=box,
-                    base_url=self.plan.target_url,
-                    runner=self.plan.runner,
-                    budget_s=self.left(),
-                    record_all=phase == "rerun",  # the healed attempts' evidence too
-                    login=self.plan.login,
-                )
-            for result in results:
-                self._record(result, box.work, f"{phase}-{len(self.rounds) + 1}")
-        except VerificationTimedOut:  # named by the stage's budget, not what was left of it
-            raise VerificationTimedOut(TIMED_OUT.format(budget=self.plan.budget_s)) from None
-        finally:
-            box.remove()
-        self.rounds.append({"phase": phase, "duration_ms": _ms(began)})
-        return results
-
-    def _record(self, result: TestResult, scratch: Path, prefix: str) -> None:
-        key = (result.file, result.title)
-        row = self.rows.get(key)
-        if row is None:
-            row = self.rows[key] = Row(result.file, result.title, result.line, result.status)
-        elif row.status != "failed":
-            return  # a rerun re-runs the file's passing tests too; their first result stands
-        elif result.status in ("passed", "flaky"):  # a failing test passing on the rerun
-            row.status, row.error = ("healed" if row.heal else "flaky"), ""
-        failure = result.failure
-        row.line = result.line
-        row.duration_ms += result.duration_ms
-        row.attempts += len(result.attempts)
-        if failure is not None:
-            row.error = failure.error if row.status in ("failed", "flaky") else row.error
-            row.snapshot = evidence.snapshot(failure)
-            row.statuses |= evidence.statuses(failure)
-        # a healed test's evidence after its heal is its last attempt's, passed or failed
-        shown = result.attempts[-1] if row.diff and result.attempts else failure
-        kept = evidence.keep(shown, scratch=scratch, folder=self.plan.evidence_dir, prefix=prefix)
-        row.evidence += [{**item, "heal": "after"} for item in kept] if row.diff else kept
-
-    def failing(self) -> list[Row]:
-        return [row for row in self.rows.values() if row.status == "failed"]
-
-
-def _ms(since: float) -> int:
-    return max(0, int((time.monotonic() - since) * 1000))
 
 
 def verify(plan: Plan, *, heal: Heal) -> dict:
@@ -293,9 +157,9 @@ def _heal_round(session: Session, heal: Heal) -> None:
         said = f"{exc.message}: {'; '.join(problems)}" if problems else exc.message
         for row in failing:
             row.reason = HEAL_FAILED.format(error=clean(said, 1000))
-        session.rounds.append({"phase": "heal", "duration_ms": _ms(began)})
+        session.rounds.append({"phase": "heal", "duration_ms": elapsed_ms(began)})
         return
-    session.rounds.append({"phase": "heal", "duration_ms": _ms(began)})
+    session.rounds.append({"phase": "heal", "duration_ms": elapsed_ms(began)})
     said = {(c["file"], c["title"]): c["change"] for c in output["changes"]}
     changed = []
     for entry in output["files"]:
@@ -347,8 +211,8 @@ def _report(
         },
         "timings": {
             "started_at": session.started,
-            "finished_at": _now(),
-            "duration_ms": _ms(session.clock),
+            "finished_at": now_iso(),
+            "duration_ms": elapsed_ms(session.clock),
             "rounds": session.rounds,
         },
         "totals": {"tests": len(rows), **totals},
