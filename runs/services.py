@@ -22,6 +22,10 @@ RAN_AGAIN = "Run again as run {run_id}"
 AGAIN_OF = "Started as a run again of run {run_id}"
 PREVIEW_URL_REFUSED = "the repository's preview URL, used when none is given: {problem}"
 KIND_INVALID = "must be one of: {kinds}"
+MAINTENANCE_NO_TARGET = (
+    "{repo} has no preview URL: a maintenance run re-verifies the tests against the running "
+    "app, so give target_url or set the repository's preview URL"
+)
 IDEMPOTENCY_KEY_REUSED = (
     "Idempotency-Key {key!r} was used for a different request (run {run_id}); use a new key"
 )
@@ -66,6 +70,8 @@ def run_create(
         raise RunInputInvalid("target_url", problem)
     if kind not in Run.Kind.values:
         raise RunInputInvalid("kind", KIND_INVALID.format(kinds=", ".join(Run.Kind.values)))
+    if kind == Run.Kind.MAINTENANCE and not (target_url or repository.preview_url):
+        raise RunInputInvalid("target_url", MAINTENANCE_NO_TARGET.format(repo=repository.full_name))
     asked = {
         "kind": kind,
         "ref": ref,

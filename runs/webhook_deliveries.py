@@ -26,7 +26,7 @@ from repositories.models import Repository
 from runs.errors import PushNotChecked, RunInputInvalid
 from runs.models import Run
 from runs.models_api import STARTED_A_RUN, DeliveryOutcome, WebhookDelivery
-from runs.services import run_create, run_enqueue, target_address_check
+from runs.services import MAINTENANCE_NO_TARGET, run_create, run_enqueue, target_address_check
 from runs.webhook_checks import pull_request_check
 from runs.webhook_deployments import deployment_check
 
@@ -130,6 +130,8 @@ def _plan(event: str, payload: dict) -> Plan:
     if not maintain and branch not in watched:
         note = BRANCH_NOT_WATCHED.format(branch=branch, repo=name, watched=watched)
         return _ignored(note, name, push)
+    if maintain and not repository.preview_url:  # nothing to re-verify the tests against
+        return _ignored(MAINTENANCE_NO_TARGET.format(repo=name), name, push)
     try:  # the preview URL is judged as a launched run's target_url is
         target_address_check(repository, "")
     except RunInputInvalid as exc:

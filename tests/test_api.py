@@ -192,7 +192,13 @@ def test_create_run_with_every_field(client, repo, api_env):
 
 
 def test_a_maintenance_run_is_asked_for_by_its_kind(client, repo, api_env):
-    created = post(client, "/api/runs", {"repo_full_name": "acme/shop", "kind": "maintenance"})
+    # Without a preview URL nor a target_url, it would have nothing to re-verify against.
+    asked = {"repo_full_name": "acme/shop", "kind": "maintenance"}
+    body = assert_problem(post(client, "/api/runs", asked), 422)
+    assert body["errors"][0]["field"] == "target_url"
+    assert body["detail"].startswith("target_url: acme/shop has no preview URL: a maintenance")
+    assert Run.objects.count() == 0
+    created = post(client, "/api/runs", asked | {"target_url": "https://preview.example.com"})
     assert created.status_code == 201, created.content
     body = created.json()
     assert body["kind"] == Run.objects.get().kind == "maintenance"

@@ -124,3 +124,17 @@ def test_ensure_admin_creates_once_and_keeps_the_password(monkeypatch):
     user = get_user_model().objects.get(username="admin")
     assert user.is_superuser and user.check_password("s3cret-pass")
     assert "password from AMTP_ADMIN_PASSWORD" in out.getvalue()
+
+
+def test_maintain_tests_needs_a_target_then_starts_a_maintenance_run(tmp_path, settings):
+    settings.TEMPORAL_TASK_QUEUE = f"test-{uuid.uuid4()}"  # no worker: the run stays pending
+    path = make_git_repo(tmp_path / "repo", {"README.md": "hi\n"})
+    with pytest.raises(CommandError, match="^--target-url: acme/kept has no preview URL: "):
+        call_command("maintain_tests", "acme/kept", "--local", str(path), stdout=StringIO())
+    assert not Run.objects.exists()
+    url = "https://preview.example.com"
+    call_command(
+        "maintain_tests", "acme/kept", "--local", str(path), "--target-url", url, stdout=StringIO()
+    )
+    run = Run.objects.get()
+    assert (run.kind, run.target_url, run.repository.full_name) == ("maintenance", url, "acme/kept")

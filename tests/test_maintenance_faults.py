@@ -46,6 +46,10 @@ REPO = "acme/shop"
 HEALED = "e2e/amtp/users.spec.ts"  # the file the stored report healed
 
 
+# Never reached: the runs below find their verification report already stored.
+PREVIEW = "https://preview.example.com"
+
+
 def with_stored_report(run: Run) -> Run:
     """``run`` as a ReverifyTests attempt leaves it that pinned the commit, stored a report
     with one healed file (so a pull request follows) and died before reporting."""
@@ -109,7 +113,7 @@ def wait_until(predicate, what: str, timeout: float = 30) -> None:
 def test_a_maintenance_run_cancelled_in_reverify_tests_opens_no_pr(hub, temporal_env, tmp_path):
     """Were it not cancelled, this run would open a pull request (the 5xx test below opens
     it from the same state)."""
-    repo = RepositoryFactory(full_name=REPO)
+    repo = RepositoryFactory(full_name=REPO, preview_url=PREVIEW)
     run = with_stored_report(run_create(repository=repo, kind="maintenance"))
     marker = tmp_path / "reverifying"
     with cancel_in_reverify_tests(temporal_env, marker):
@@ -181,7 +185,7 @@ def test_a_maintenance_pull_request_is_opened_once_through_5xx_answers(hub, temp
     answered 502: the retries adopt the branch, then the pull request; GitHub has one."""
     hub.server_error(status=503, method="POST", path=r"/git/refs$")
     hub.fail(502, "Bad Gateway", method="POST", path=r"/pulls$", applied=True)
-    repo = RepositoryFactory(full_name=REPO)
+    repo = RepositoryFactory(full_name=REPO, preview_url=PREVIEW)
     run = with_stored_report(run_create(repository=repo, kind="maintenance"))
     with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=1):
         run = wait_terminal(run, timeout=60)

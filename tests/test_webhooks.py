@@ -189,6 +189,15 @@ def test_events_that_start_nothing_are_acknowledged(client, repo, payload, event
     assert Run.objects.count() == 0 and WebhookDelivery.objects.get().outcome == "ignored"
 
 
+def test_a_push_asking_for_maintenance_without_a_preview_url_starts_nothing(client, repo):
+    repo.maintain_on_push, repo.preview_url = True, ""
+    repo.save()
+    response = deliver(client, push("main"))
+    assert response.status_code == 200 and response.json()["status"] == "ignored"
+    assert response.json()["note"].startswith("acme/shop has no preview URL: a maintenance run")
+    assert Run.objects.count() == 0 and WebhookDelivery.objects.get().outcome == "ignored"
+
+
 def test_repositories_with_webhooks_disabled_are_ignored(client):
     RepositoryFactory(full_name="acme/shop", webhook_enabled=False)
     response = deliver(client, push())
