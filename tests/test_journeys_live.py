@@ -14,10 +14,11 @@ from runs.exploration.explore import Bounds, explore
 from runs.exploration.service import app_view
 from runs.verification.login import Login
 from runs.verification.service import runner_from_settings
-from runs.verification.verify import Plan, verify
+from runs.verification.verify import verify
 from tests.journey_app import JOURNEY_REPO, PASSWORD, USERNAME, JourneyApp
 from tests.offline_checks import TEST_DIR, check_playwright, crawl, engineer_input
 from tests.test_browser import chromium_path
+from tests.test_verify import make_plan
 
 # The explorer signs in as the app's test account, so it sees the create and edit forms.
 EXPLORER = Login(
@@ -68,17 +69,8 @@ def test_a_journey_passes_first_time_twice_and_cleans_up_after_a_failure(tmp_pat
 
 def verified(files: list[dict], url: str, evidence: Path) -> list[dict]:
     """The tests of one verification of ``files``: no retry, no heal."""
-    plan = Plan(
-        run_id="journey",
-        framework="playwright",
-        files=files,
-        target_url=url,
-        test_dir=TEST_DIR,
-        failing_tests="fixme",
-        heal_rounds=0,
-        budget_s=120,
-        runner=dataclasses.replace(runner_from_settings(), retries=0),
-        evidence_dir=evidence,
-        allow_hosts=["127.0.0.1"],
+    runner = dataclasses.replace(runner_from_settings(), retries=0)
+    plan = make_plan(
+        evidence.parent, url, files, heal_rounds=0, runner=runner, evidence_dir=evidence
     )
     return verify(plan, heal=lambda payload, seconds: {})["tests"]
