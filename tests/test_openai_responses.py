@@ -3,6 +3,7 @@ fake: chosen by the model table, reasoning items sent back verbatim between turn
 
 from __future__ import annotations
 
+import openai
 import pytest
 
 from agents.errors import LlmOutputTruncated, LlmProviderRejected
@@ -111,5 +112,15 @@ def test_structured_output_effort_and_truncation(gpt):
 
 
 def test_an_effort_openai_does_not_take_names_the_setting(gpt):
-    with pytest.raises(ConfigurationError, match="AMTP_EFFORT_REPO_CRAWLER='max'"):
-        provider(gpt, effort="max", effort_setting="AMTP_EFFORT_REPO_CRAWLER")
+    with pytest.raises(ConfigurationError, match="AMTP_EFFORT_REPO_CRAWLER='extreme'"):
+        provider(gpt, effort="extreme", effort_setting="AMTP_EFFORT_REPO_CRAWLER")
+    # `minimal` was gpt-5's alone; the 5.x family refuses it (and so does the fake).
+    with pytest.raises(ConfigurationError, match="AMTP_EFFORT_X='minimal': gpt-5.4-mini"):
+        provider(gpt, model="gpt-5.4-mini", effort="minimal", effort_setting="AMTP_EFFORT_X")
+    assert gpt.requests == []
+    gpt.script([ANSWER])
+    assert ask(provider(gpt, effort="max"), tools=[]).text == ANSWER  # in the SDK's list
+    assert gpt.requests[0].json["reasoning"] == {"effort": "max"}
+    client = openai.OpenAI(base_url=gpt.url + "/v1", api_key="sk-test", max_retries=0)
+    with pytest.raises(openai.BadRequestError, match="'minimal' is not supported"):
+        client.responses.create(model="gpt-5.4-mini", input="hi", reasoning={"effort": "minimal"})

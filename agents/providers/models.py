@@ -60,10 +60,16 @@ class ClaudeSpec:
     efforts: tuple[str, ...] = ()  # () = no effort parameter
     default_effort: str | None = None  # the API's own default, when there is one
     prefill: bool = False
+    off_efforts: tuple[str, ...] | None = None  # efforts taken with thinking off; None: all
 
 
-def _adaptive(on: bool, off: str | None, default: str, efforts=EFFORTS) -> ClaudeSpec:
-    return ClaudeSpec(128_000, "adaptive", on, off, efforts, default)
+UP_TO_HIGH = ("low", "medium", "high")
+
+
+def _adaptive(
+    on: bool, off: str | None, default: str, efforts=EFFORTS, off_efforts=None
+) -> ClaudeSpec:
+    return ClaudeSpec(128_000, "adaptive", on, off, efforts, default, off_efforts=off_efforts)
 
 
 def _extended(max_output: int, efforts: tuple[str, ...] = ()) -> ClaudeSpec:
@@ -71,22 +77,29 @@ def _extended(max_output: int, efforts: tuple[str, ...] = ()) -> ClaudeSpec:
     return ClaudeSpec(max_output, "extended", False, "disabled", efforts, default, prefill=True)
 
 
-# First match wins (str.startswith). Sources: each model page's "How it compares" table (max
-# output, thinking, default effort); Sonnet 5.5's "What's new" (between_tools replaces
-# disabled, which it refuses; between_tools only up to effort high); the Sonnet 5 migration
-# guide (adaptive on by default, `enabled` refused); Opus 5.5 and Fable: "always on"; the 4.6
-# models: adaptive, off unless asked for, no prefill; 4.5 and earlier: extended only, prefill.
+# First match wins (str.startswith). Each row's source, under platform.claude.com/docs/en/:
 CLAUDE_SPECS: tuple[tuple[str, ClaudeSpec], ...] = (
-    ("claude-sonnet-5-5", _adaptive(True, "between_tools", "high")),
+    # about-claude/models/whats-new-sonnet-5-5: between_tools replaces disabled (refused), and
+    # works only up to effort high.
+    ("claude-sonnet-5-5", _adaptive(True, "between_tools", "high", off_efforts=UP_TO_HIGH)),
+    # models/opus-5-5/overview, "How it compares": adaptive, always on, default effort medium.
     ("claude-opus-5-5", _adaptive(True, None, "medium")),
-    ("claude-fable-", _adaptive(True, None, "high")),
+    ("claude-fable-", _adaptive(True, None, "high")),  # the same table: always on
     ("claude-mythos-5", _adaptive(True, None, "high")),  # Fable's sibling
-    ("claude-haiku-5-5", _adaptive(True, "disabled", "medium")),  # taken to follow Sonnet 5
-    ("claude-sonnet-5", _adaptive(True, "disabled", "high")),
-    ("claude-opus-5", _adaptive(True, "disabled", "high")),
-    ("claude-opus-4-8", _adaptive(True, "disabled", "high")),
-    ("claude-opus-4-7", _adaptive(True, "disabled", "high")),
+    # models/haiku-5-5/overview and whats-new-haiku-5-5: adaptive on by default, effort
+    # medium by default, `disabled` only at effort high or below.
+    ("claude-haiku-5-5", _adaptive(True, "disabled", "medium", off_efforts=UP_TO_HIGH)),
+    ("claude-sonnet-5", _adaptive(True, "disabled", "high")),  # models/sonnet-5/migration-guide
+    # models/opus-5/migration-guide, "Breaking changes": thinking on by default; `disabled`
+    # with effort xhigh or max is a 400.
+    ("claude-opus-5", _adaptive(True, "disabled", "high", off_efforts=UP_TO_HIGH)),
+    # The same guide: "On Claude Opus 4.8, requests without a thinking field run without
+    # thinking"; 4.8 keeps 4.7's API surface (about-claude/models/whats-new-claude-4-8).
+    ("claude-opus-4-8", _adaptive(False, "disabled", "high")),
+    ("claude-opus-4-7", _adaptive(False, "disabled", "high")),
     ("claude-mythos-preview", _adaptive(True, "disabled", "high")),
+    # whats-new-claude-4-6: adaptive, off unless asked for, no prefill, no xhigh; 4.5 and
+    # earlier: extended thinking only, prefill taken (build-with-claude/extended-thinking).
     ("claude-opus-4-6", _adaptive(False, "disabled", "high", ("low", "medium", "high", "max"))),
     ("claude-sonnet-4-6", _adaptive(False, "disabled", "high", ("low", "medium", "high", "max"))),
     ("claude-opus-4-5", _extended(64_000, ("low", "medium", "high"))),

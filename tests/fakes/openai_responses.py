@@ -54,6 +54,14 @@ class Ledger:
                 "Unsupported parameter: 'temperature' is not supported with this model.",
                 "temperature",
             )
+        effort = (body.get("reasoning") or {}).get("effort")
+        model = str(body["model"])
+        if effort == "minimal" and re.match(r"gpt-5\.\d", model):  # anomalyco/opencode#4451
+            return (
+                f"Unsupported value: 'minimal' is not supported with the '{model}' model. "
+                "Supported values are: 'none', 'low', 'medium', and 'high'.",
+                "reasoning.effort",
+            )
         for j, tool in enumerate(body.get("tools") or []):
             if tool.get("type") == "function" and not isinstance(tool.get("parameters"), dict):
                 return (
