@@ -78,6 +78,29 @@ def test_a_tool_loop_sends_the_reasoning_items_back_verbatim(gpt):
     assert gpt.requests[1].path == "/v1/responses"
 
 
+def test_a_turn_with_text_goes_back_without_its_message_id(gpt):
+    """Under store: false a prior message's msg_* id names nothing on the server: sent back, it
+    is a 404 (vercel/ai#7543); the reasoning item (with its encrypted content) and the
+    function call keep theirs, which pair them."""
+    gpt.script([tool_use("repo_tree", {}, id="call_1", text="Listing files."), ANSWER])
+    p = provider(gpt)
+    first = ask(p)
+    assert [i["type"] for i in first.vendor_turn] == ["reasoning", "message", "function_call"]
+    assert first.vendor_turn[1]["id"].startswith("msg_")
+    results = {"role": "tool", "results": [ToolResult("call_1", "src/main.py")]}
+    assert ask(p, [*HELLO, assistant_turn(first), results]).text == ANSWER
+    sent = gpt.requests[1].json["input"][1:4]
+    assert "id" not in sent[1] and sent[1]["content"] == first.vendor_turn[1]["content"]
+    assert sent[0] == first.vendor_turn[0] and sent[2] == first.vendor_turn[2]
+    client = openai.OpenAI(base_url=gpt.url + "/v1", api_key="sk-test", max_retries=0)
+    with pytest.raises(openai.NotFoundError, match="Items are not persisted when `store`"):
+        client.responses.create(
+            model=MODEL,
+            input=[*gpt.requests[1].json["input"][:1], first.vendor_turn[1]],
+            store=False,
+        )
+
+
 def test_a_turn_without_its_reasoning_item_is_refused(gpt):
     gpt.script([tool_use("repo_tree", {}, id="call_1"), ANSWER])
     p = provider(gpt)
