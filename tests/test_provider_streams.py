@@ -3,13 +3,21 @@ HTTP: an error event inside the stream is classified by its type (not the 200 it
 under), a cut or silent stream is a retryable ``LlmStreamInterrupted``, pings keep a slow
 stream alive, and on the real worker each fault costs one attempt of its stage, no more."""
 
+import asyncio
+import json
+
 import pytest
 
+from agents.crawler import crawl
 from agents.errors import LlmProviderError, LlmProviderRejected, LlmStreamInterrupted
+from agents.runner import Budgets
 from runs.services import run_create
 from runs.temporal import types as t
 from runs.temporal.worker_thread import WorkerThread
-from tests.fakes.llm_api import FakeAnthropic, StreamFault
+from tests.contract_examples import RUN_ID
+from tests.factories import RepositoryFactory
+from tests.fakes.llm_api import FakeAnthropic, StreamFault, tool_use
+from tests.gitrepo import git, make_git_repo
 from tests.scripted_model import fake_anthropic, scripted_model
 from tests.temporal_worker import wait_terminal, worker_setting
 from tests.test_providers import CLAUDE, KEY, ask, assert_no_key, make_claude
@@ -145,3 +153,50 @@ def test_a_run_survives_one_fault_per_agent(tmp_path, temporal_env, monkeypatch,
         t.GENERATE_TEST_CASES: [(2, "LlmStreamInterrupted", "completed")],
         t.GENERATE_TEST_CODE: [(2, "LlmStreamInterrupted", "completed")],
     }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retried_crawl_resumes_after_its_last_completed_turn(tmp_path, valkey, claude):
+    """The crawler's stream is cut on its third call, after two completed tool turns. The
+    retry sends one request, the same conversation as the failed call, instead of starting
+    over: the input tokens paid for the two earlier turns are not paid again."""
+    files = {"package.json": '{"name": "web"}', "src/main.ts": "export {};\n"}
+    path = make_git_repo(tmp_path / "web", files)
+    RepositoryFactory(full_name="acme/web", host="local", local_path=str(path))
+    answer = json.dumps({"entry_points": [], "detected_stack": {"runtime": "node"}})
+    claude.script(
+        [
+            tool_use("repo_tree", {}, id="toolu_01"),
+            tool_use("repo_read_file", {"path": "package.json"}, id="toolu_02"),
+            StreamFault(answer, fault="drop", after=2),
+            answer,
+        ]
+    )
+    payload = {"run_id": RUN_ID, "repo_full_name": "acme/web", "ref": "main", "depth_level": "deep"}
+
+    def attempt():
+        return asyncio.run(
+            crawl(
+                payload=payload,
+                commit_sha=git(path, "rev-parse", "main"),
+                budgets=Budgets(),
+                repairs=0,
+                provider=streaming_claude(claude),
+            )
+        )
+
+    with pytest.raises(LlmStreamInterrupted):
+        attempt()
+    first_attempt = list(claude.requests)
+    result = attempt()
+    second_attempt = claude.requests[len(first_attempt) :]
+    assert result.output["detected_stack"] == {"runtime": "node"}
+    assert len(first_attempt) == 3 and len(second_attempt) == 1
+    assert second_attempt[0].messages == first_attempt[2].messages  # resumed, not restarted
+    assert result.meta["resumed_turns"] == 2 and result.meta["tool_calls"] == 2
+    fields = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    paid = [sum(r.usage.get(f) or 0 for f in fields) for r in claude.requests if r.usage]
+    restarted = sum(paid[:2]) + paid[-1]  # what starting over would have paid again
+    print(f"input tokens paid by the retry: {paid[-1]} (starting over: {restarted})")
+    assert paid[-1] < restarted
+    assert valkey.keys("amtp:agent:turns:*") == []  # the finished crawl leaves no log behind
