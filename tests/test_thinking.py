@@ -344,3 +344,12 @@ def test_the_model_table_and_the_fake_agree_on_every_row(claude):
     assert {"claude-opus-4-8", "claude-opus-5", "claude-haiku-5-5", "claude-sonnet-4-6"} <= set(
         checked
     )
+
+
+def test_the_docs_show_the_model_table_the_code_uses():
+    from pathlib import Path
+
+    from agents.providers.models import claude_table
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "providers.md").read_text()
+    assert claude_table() in page, "docs/providers.md: paste models.claude_table() over the table"
