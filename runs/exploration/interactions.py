@@ -57,10 +57,12 @@ def interaction(raw, tag: str, live: set[str], local: Callable[[str], bool]) -> 
     """One record, checked and bounded; None when it names no live page of the map, an
     action or role outside the closed lists, or a found-by-name target without a name."""
     raw = raw if isinstance(raw, dict) else {}
-    path, action = raw.get("path"), raw.get("action")
+    path, action = raw.get("path"), _str(raw.get("action"))
     target = raw.get("target") if isinstance(raw.get("target"), dict) else {}
     role, name = target.get("role"), _str(target.get("name"))
-    if path not in live or action not in ROLES or role not in ROLES[action]:
+    if not isinstance(path, str) or path not in live or action not in ROLES:
+        return None
+    if role not in ROLES[action]:
         return None
     name = clean(name, 200)
     if len(name) > 120 or (action in NAMED and not name) or tag in name:

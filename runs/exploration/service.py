@@ -110,6 +110,7 @@ def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
         "unvisited": content["unvisited"],
         "unknown_path_status": content.get("unknown_path_status", 0),
         "trials": content.get("trials", []),
+        "interactions": content.get("interactions", []),
         "apis": content.get("apis", []),
     }
 
