@@ -100,14 +100,14 @@ def form_action(step: str) -> tuple[str, str, str | None, str] | None:
         return ("check", label, None, step)
     if (m := _CLICK.match(step)) and (label := _quoted(m.group(1))):
         return ("confirm" if m.group(2) else "click", label, None, step)
+    if step.strip() == OPEN_ITEM:  # its link, by its text (before an unnamed item control)
+        return ("open_item", "link", None, step)
     if (m := _ITEM.match(step)) and (name := _quoted(m.group(2)) if m.group(2) else ""):
         return ("item_confirm" if m.group(3) else "item", m.group(1), name, step)
     if (m := _ITEM.match(step)) and m.group(2) is None:  # an unnamed control of the item
         return ("item_confirm" if m.group(3) else "item", m.group(1), "", step)
     if acted := _interaction(step):
         return acted
-    if step.strip() == OPEN_ITEM:
-        return ("open_item", "link", None, step)
     if step.strip() == SIGN_OUT:
         return ("sign_out", "", None, step)
     if (expect := EXPECTS.get(step.strip())) is not None:
