@@ -13,7 +13,7 @@ from agents.offline.interaction_journeys import interaction_candidates
 from runs.demo_app import serve
 from runs.exploration.explore import Bounds, explore
 from runs.exploration.interactions import interaction
-from runs.exploration.service import app_view
+from runs.exploration.service import app_view, exploration_note
 from runs.verification.service import runner_from_settings
 from runs.verification.verify import Plan, verify
 from tests.offline_checks import TEST_DIR, check_playwright, crawl, engineer_input
@@ -86,6 +86,7 @@ def test_exploration_acts_as_a_user_and_hash_routes_are_routes(explored):
     assert {"role": "text", "text": "AMTP {tag}"} in enter["appeared"]
     assert {"role": "link", "text": "Active"} in enter["appeared"]
     assert TAG not in str(app_map["interactions"])
+    assert exploration_note(app_map) == "4 page(s), 0 form(s), 8 action(s) outside forms"
 
 
 def hostile(**overrides) -> dict:

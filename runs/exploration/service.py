@@ -123,6 +123,8 @@ def exploration_note(content: dict) -> str:
     note = f"{len(pages)} page(s), {forms} form(s)"
     if tried := content.get("trials"):
         note += f", {len(tried)} tried"
+    if acted := content.get("interactions"):
+        note += f", {len(acted)} action(s) outside forms"
     if failing:
         note += f", {failing} answered an error"
     if content["stopped"]:
