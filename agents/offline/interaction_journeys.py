@@ -98,14 +98,15 @@ def _step(record: dict, path: str) -> tuple[str, list[str]] | None:
             steps.append(f"Expect the address to end with {_q(end)}")
         seen = "visible" if item == "shown" else "hidden"
         return "filter", [*steps, f"Expect the created text to be {seen}"]
+    into = f" into the textbox {_q(name)}" if name else ""
     if action == "edit" and item == "edited":
         return "edit", [
-            "Double-click the created item, type an edited unique text and press Enter",
+            f"Double-click the created item, type an edited unique text{into} and press Enter",
             "Expect the edited text to be visible",
         ]
     if action == "cancel_edit" and item == "edited":
         return "cancel an edit", [
-            "Double-click the created item, type a discarded text and press Escape",
+            f"Double-click the created item, type a discarded text{into} and press Escape",
             "Expect the edited text to be visible",
             "Expect the discarded text to be gone",
         ]

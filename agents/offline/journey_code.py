@@ -53,9 +53,10 @@ _ADDRESS = re.compile(rf"^\s*Expect the address to end with {_Q}\s*$")
 _SUFFIX = re.compile(r"^[#?][\w\-/#!?=&.%~]{0,120}$")
 _EDIT = re.compile(
     r"^\s*Double-click the created item, type (an edited unique text|a discarded text)"
-    r" and press (Enter|Escape)\s*$"
+    rf"(?: into the textbox {_Q})? and press (Enter|Escape)\s*$"
 )
 POINT = "Point at the created item"
+FOCUSED = "input:focus, textarea:focus, [contenteditable]:focus"
 EXPECTS = {
     "Expect the created text to be visible": "created",
     "Expect the edited text to be visible": "edited",
@@ -126,9 +127,12 @@ def _interaction(step: str) -> tuple[str, str, str | None, str] | None:
         return ("link", "link", name, step)
     if (m := _ADDRESS.match(step)) and (end := _quoted(m.group(1))) and _SUFFIX.match(end):
         return ("address", end, None, step)
-    if m := _EDIT.match(step):
+    if (m := _EDIT.match(step)) and (field := _quoted(m.group(2)) if m.group(2) else ""):
         value = EDITED if m.group(1).startswith("an edited") else DROPPED
-        return ("edit_key", m.group(2), value, step)
+        return ("edit_key", f"{m.group(3)}\n{field}", value, step)
+    if (m := _EDIT.match(step)) and m.group(2) is None:
+        value = EDITED if m.group(1).startswith("an edited") else DROPPED
+        return ("edit_key", m.group(3), value, step)
     if step.strip() == POINT:
         return ("point", "", None, step)
     return None
@@ -166,12 +170,16 @@ def interaction_lines(
         return [f"await {_control('link', value or '')}.first().click();"]
     if kind == "address":
         return [f"await expect.poll(() => page.url().endsWith({_ts(label)})).toBe(true);"]
-    if kind == "edit_key":
-        focused = "page.locator('*:focus')"
+    if kind == "edit_key":  # label: the key, then the opened field's name when it has one
+        key, _, name = label.partition("\n")
+        # The field the double-click focused (fill waits for it: an app may focus it after
+        # its next render; not "*:focus", which a shadow root's host matches too), else the
+        # named field that opened.
+        field = _control("textbox", name) if name else f"page.locator({_ts(FOCUSED)}).last()"
         return [
             f"await page.getByText({CREATED}).first().dblclick();",
-            f"await {focused}.fill({value});",
-            f"await {focused}.press({_ts(label)});",
+            f"await {field}.fill({value});",
+            f"await {field}.press({_ts(key)});",
         ]
     if kind == "point":  # controls shown only while the pointer is over the item
         return [f"await {_holder('button')}.hover({options});"]

@@ -8,7 +8,10 @@
 // before and after and the URL after; the worker (runs/exploration/interactions.py) works out
 // what changed and trusts nothing here. Bounded by config.interactions.max and the deadline.
 
-const DELETE = /^(delete|remove|destroy|×|✕|✖|x)$/i;
+// An item's delete button: "Delete", "Remove todo", or a lone "×" drawn by CSS.
+const DELETE = /^(delete|remove|destroy)\b|^[×✕✖x]$/i;
+// A focused field; the same selector as the generated test's (agents/offline/journey_code.py).
+const FOCUSED = "input:focus, textarea:focus, [contenteditable]:focus";
 const ROLE_NAME = /^- (\w+)(?: "((?:[^"\\]|\\.)*)")?/;
 
 function url(page, origin) {
@@ -133,7 +136,7 @@ export async function interactionTrials(page, pages, cfg, origin, deadline) {
       });
       const created = page.getByText(value).first();
       if (typed && (await created.isVisible().catch(() => false))) {
-        await itemTrials(path);
+        await itemTrials(path, name);
         return out; // one created item, tried whole, is the lifecycle the journey follows
       }
     }
@@ -144,7 +147,7 @@ export async function interactionTrials(page, pages, cfg, origin, deadline) {
     return page.getByText(value).first().isVisible().catch(() => false);
   }
 
-  async function itemTrials(path) {
+  async function itemTrials(path, entered) {
     const box = itemOf(page, value, "checkbox").getByRole("checkbox");
     if (room() && (await box.count()) === 1) {
       const [, name] = await roleName(box);
@@ -159,19 +162,27 @@ export async function interactionTrials(page, pages, cfg, origin, deadline) {
     // Back to the first filter (often "All") when the last one hid the item.
     if (links.length && !(await shown())) await filter(links[0]);
     if (!(await shown())) await open(path).catch(() => {});
-    const edit = async (text, key) => {
+    const edit = (target, text, key) => async () => {
       await page.getByText(value).first().dblclick({ timeout: left() });
-      const focused = page.locator("*:focus");
-      const editable = await focused
-        .evaluate((el) => ["INPUT", "TEXTAREA"].includes(el.tagName) || el.isContentEditable)
-        .catch(() => false);
-      if (!editable) throw new Error("a double-click opened no field to edit");
-      await focused.fill(text, { timeout: left() });
-      await focused.press(key, { timeout: left() });
+      // The field that took the focus (an app may focus it after its next render), else the
+      // one named text field that opened (target.name: the test finds it by that name).
+      let field = page.locator(FOCUSED).last();
+      if (!(await field.waitFor({ timeout: 2000 }).then(() => true, () => false))) {
+        const opened = [];
+        for (const [role, name] of await looseFields(page, 5)) {
+          if (role === "textbox" && name !== entered) opened.push(name);
+        }
+        if (opened.length !== 1) throw new Error("a double-click opened no field to edit");
+        target.name = opened[0];
+        field = page.getByRole("textbox", { name: target.name, exact: true });
+      }
+      await field.fill(text, { timeout: left() });
+      await field.press(key, { timeout: left() });
     };
-    const target = { role: "textbox", name: "" };
-    if (room() && (await act(path, "edit", target, () => edit(`${value} edited`, "Enter")))) {
-      if (room()) await act(path, "cancel_edit", target, () => edit(`${value} dropped`, "Escape"));
+    const editing = { role: "textbox", name: "" };
+    if (room() && (await act(path, "edit", editing, edit(editing, `${value} edited`, "Enter")))) {
+      const cancel = { role: "textbox", name: "" };
+      if (room()) await act(path, "cancel_edit", cancel, edit(cancel, `${value} dropped`, "Escape"));
     }
     // Its delete button, often shown only while the pointer is over the item.
     const item = itemOf(page, value, "button");
