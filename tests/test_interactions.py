@@ -3,19 +3,24 @@ exploration acts as a user (types and presses Enter, toggles, filters by hash ro
 double-click, deletes what it created), the records are checked as hostile input, and the
 offline engine turns them into a journey that passes against the live app."""
 
+import copy
 import dataclasses
+import json
 
 import pytest
 
 import schemas
 from agents.offline import generate_cases, generate_files
 from agents.offline.interaction_journeys import interaction_candidates
+from agents.rendering import render_envelope, text_tokens
+from amtp_site.canonical import canonical_text
 from runs.demo_app import serve
 from runs.exploration.explore import Bounds, explore
 from runs.exploration.interactions import interaction
 from runs.exploration.service import app_view, exploration_note
 from runs.verification.service import runner_from_settings
 from runs.verification.verify import Plan, verify
+from tests.contract_examples import ENVELOPE
 from tests.offline_checks import TEST_DIR, check_playwright, crawl, engineer_input
 from tests.test_browser import chromium_path
 from tests.todomvc_app import FIXTURE, todomvc
@@ -277,3 +282,29 @@ def test_an_edit_field_is_the_focused_one_or_the_named_one_that_opened():
     assert f"await {focused}.fill('AMTP ' + tag + ' dropped');" in code
     assert f'await {focused}.press("Escape");' in code
     assert "*:focus" not in code
+
+
+def test_a_rendering_cut_to_the_budget_keeps_the_first_actions_whole_enough_to_replay():
+    changed = [{"role": "text", "text": f"AMTP {{tag}} {'w' * 180} {i}"} for i in range(10)]
+    record = {
+        "path": "/",
+        "action": "filter",
+        "target": {"role": "link", "name": "Active"},
+        "url_after": "/#/active",
+        "item": "gone",
+        "appeared": changed,
+        "removed": changed,
+        "error": "",
+    }
+    envelope = copy.deepcopy(ENVELOPE)
+    envelope["app_map"]["interactions"] = [record] * 30
+    schemas.validate("handoff/envelope", envelope)
+    rendered = json.loads(render_envelope(envelope, budget_tokens=1500))
+    shown = rendered["app_map"]["interactions"]
+    assert 0 < len(shown) < 30  # the first actions, in order, without what they changed
+    assert shown == [{**record, "appeared": [], "removed": []}] * len(shown)
+    omitted = rendered["rendering"]["omitted"]
+    assert omitted["app_map.interactions"] == 30 - len(shown)
+    assert omitted["app_map.interaction_changes"] == 30
+    assert text_tokens(canonical_text(rendered)) <= 1500
+    assert rendered["app_map"]["pages"]  # the pages keep the larger share
