@@ -6,6 +6,7 @@ offline engine turns them into a journey that passes against the live app."""
 import copy
 import dataclasses
 import json
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -92,6 +93,72 @@ def test_exploration_acts_as_a_user_and_hash_routes_are_routes(explored):
     assert {"role": "link", "text": "Active"} in enter["appeared"]
     assert TAG not in str(app_map["interactions"])
     assert exploration_note(app_map) == "4 page(s), 0 form(s), 8 action(s) outside forms"
+
+
+# A list app of another shape (no checkbox, no filter, nothing to edit, a "Remove" button per
+# item), with an item it already had: exploration removes only the item it created.
+LIST_PAGE = b"""<!doctype html><html><head><title>Shopping list</title></head><body>
+<h1>Shopping list</h1><label for="new">New item</label> <input id="new">
+<ul id="list"><li><span>Keep me</span> <button>Remove</button></li></ul>
+<script>
+const list = document.getElementById("list");
+list.addEventListener("click", (e) => {
+  if (e.target.tagName !== "BUTTON") return;
+  const li = e.target.closest("li");
+  fetch("/removed?text=" + encodeURIComponent(li.querySelector("span").textContent));
+  li.remove();
+});
+document.getElementById("new").addEventListener("keydown", (e) => {
+  if (e.key !== "Enter" || !e.target.value.trim()) return;
+  const li = document.createElement("li");
+  li.innerHTML = "<span></span> <button>Remove</button>";
+  li.querySelector("span").textContent = e.target.value.trim();
+  list.append(li);
+  e.target.value = "";
+});
+</script></body></html>"""
+
+
+def test_exploration_removes_only_the_item_it_created(tmp_path):
+    chromium_path()
+    removed = []
+
+    def shopping(environ, start_response):
+        if environ["PATH_INFO"] == "/removed":
+            removed.append(parse_qs(environ["QUERY_STRING"])["text"][0])
+        start_response("200 OK", [("Content-Type", "text/html")])
+        return [LIST_PAGE]
+
+    server, url = serve(shopping)
+    try:
+        bounds = Bounds(
+            max_pages=2,
+            max_depth=0,
+            time_s=60,
+            page_timeout_s=10,
+            max_bytes=512 << 10,
+            interactions=12,
+        )
+        app_map = explore(
+            url,
+            allow_hosts=["127.0.0.1"],
+            runner=runner_from_settings(),
+            bounds=bounds,
+            shots_dir=tmp_path,
+            start_paths=["/"],
+            tag=TAG,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    acted = [(i["action"], i["target"]["name"], i["item"]) for i in app_map["interactions"]]
+    assert acted == [("enter", "New item", "shown"), ("delete", "Remove", "gone")]
+    assert removed == [f"AMTP {TAG}"]  # never "Keep me"
+    (journey,) = interaction_candidates(app_map, "the app is running")
+    assert journey.title == "Journey /: create, see it, delete"
+    assert (
+        'Click the button "Remove" of the created item, accepting its confirmation' in journey.steps
+    )
 
 
 def hostile(**overrides) -> dict:

@@ -12,6 +12,7 @@
 const DELETE = /^(delete|remove|destroy)\b|^[×✕✖x]$/i;
 // A focused field; the same selector as the generated test's (agents/offline/journey_code.py).
 const FOCUSED = "input:focus, textarea:focus, [contenteditable]:focus";
+const NONE = Symbol("no such action on this app");
 const ROLE_NAME = /^- (\w+)(?: "((?:[^"\\]|\\.)*)")?/;
 
 function url(page, origin) {
@@ -107,11 +108,12 @@ export async function interactionTrials(page, pages, cfg, origin, deadline) {
     await page.goto(path, { timeout: left() });
     await page.waitForLoadState("networkidle", { timeout: 2000 }).catch(() => {});
   };
-  // One action: its snapshots and the URL after, or what went wrong (then the item is left).
+  // One action: its snapshots and the URL after, or what went wrong (then the item is left);
+  // nothing when the app offers no such action (run() answers NONE before acting).
   const act = async (path, action, target, run) => {
     const before = await snap();
     try {
-      await run();
+      if ((await run()) === NONE) return false;
     } catch (error) {
       const said = String(error.message || error).split("\n")[0].slice(0, 500);
       out.push({ path, action, target, error: said });
@@ -174,7 +176,7 @@ export async function interactionTrials(page, pages, cfg, origin, deadline) {
         for (const [role, name] of await looseFields(page, 5)) {
           if (role === "textbox" && name !== entered) opened.push(name);
         }
-        if (opened.length !== 1) throw new Error("a double-click opened no field to edit");
+        if (opened.length !== 1) return NONE; // a double-click edits nothing here
         target.name = opened[0];
         field = page.getByRole("textbox", { name: target.name, exact: true });
       }
