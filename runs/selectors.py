@@ -175,3 +175,9 @@ def run_with_repository(run_id) -> Run:
     for run in runs_with_repository([run_id]):
         return run
     raise Run.DoesNotExist(f"run {run_id} does not exist")
+
+
+def pull_request(run: Run) -> dict | None:
+    """The content of the run's ``pull_request`` artifact, or None before it is opened."""
+    found = run.artifacts.filter(kind=ArtifactKind.PULL_REQUEST).order_by()
+    return found.values_list("content", flat=True).first()

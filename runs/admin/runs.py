@@ -29,7 +29,9 @@ from repositories.models import Repository
 from runs import costs, parts, selectors
 from runs.admin import display as show
 from runs.admin.launch import LAUNCH_PERMISSION
+from runs.admin.pull_request import pull_request as pull_request_view
 from runs.admin.render import highlighted, pretty_json, pygments_css
+from runs.admin.verdict import note_warns, verdict
 from runs.errors import RunError
 from runs.models import Run
 from runs.services import run_again, run_cancel
@@ -194,7 +196,7 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
         return super().change_view(request, object_id, form_url, extra)
 
     def run_page_context(self, request, run: Run) -> dict:
-        report = selectors.failure_report(run)
+        failure = selectors.failure_report(run)
         stages = selectors.run_stages(run)
         for stage in stages:
             stage.badge = show.badge(stage.status)
@@ -203,15 +205,19 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
             stage.elapsed = show.elapsed(
                 stage.started_at, stage.finished_at, stage.status in stage.OPEN
             )
+            stage.note_warns = note_warns(stage)
+        report = selectors.verification_report(run)
         return {
+            "verdict": verdict(run, stages, report),
+            "pull": pull_request_view(run),
             "run_badge": show.badge(run.status),
             "run_elapsed": show.elapsed(run.started_at, run.finished_at, not run.is_terminal),
             "run_pr": show.pull_request(run.pr_number, run.pr_url),
             "run_trace_id": tracing.trace_id(run.traceparent),
             "stages": stages,
             "artifacts": selectors.run_artifacts(run),
-            "failure_report": highlighted(pretty_json(report, 20_000)[0]) if report else None,
-            "verification": show.verification(selectors.verification_report(run)),
+            "failure_report": highlighted(pretty_json(failure, 20_000)[0]) if failure else None,
+            "verification": show.verification(report),
             "app_map": show.app_map(selectors.app_map(run)),
             "coverage": show.coverage(selectors.coverage(run)),
             "cost": costs.run_costs(run),
