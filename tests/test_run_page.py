@@ -104,7 +104,8 @@ def test_the_page_names_the_run_once_and_heads_it_with_the_verdict():
     content = page[page.index('id="content"') :]
     assert content.count("acme/books@main") == 1, "the title is shown once in the content"
     line = _verdict_line(page)
-    assert "amtp-verdict-attention" in line and "passed: 3 tests, 1 quarantined" in line
+    assert "amtp-verdict-attention" in line and ">passed</span>" in line
+    assert "3 tests, 1 quarantined (quarantined 0: button “Save” never enabled)" in line
 
 
 def test_successful_stage_notes_are_remarks_and_failures_warn():

@@ -210,7 +210,6 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
         return {
             "verdict": verdict(run, stages, report),
             "pull": pull_request_view(run),
-            "run_badge": show.badge(run.status),
             "run_elapsed": show.elapsed(run.started_at, run.finished_at, not run.is_terminal),
             "run_pr": show.pull_request(run.pr_number, run.pr_url),
             "run_trace_id": tracing.trace_id(run.traceparent),

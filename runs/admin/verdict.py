@@ -34,25 +34,35 @@ WARNING_NOTES = (checks.PR_NOT_CHECKED.split("{", 1)[0],)
 
 @dataclass(frozen=True)
 class Verdict:
+    """``status``: the run's (the page shows it as a badge in the verdict's colour);
+    ``detail``: its counts, or where it failed or waits ("at <stage>…")."""
+
     level: str
-    text: str
+    status: str
+    detail: str = ""
 
     @property
     def colour(self) -> str:
         return COLOURS[self.level]
 
+    @property
+    def text(self) -> str:
+        if not self.detail:
+            return self.status
+        return f"{self.status}{' ' if self.detail.startswith('at ') else ': '}{self.detail}"
+
 
 def verdict(run: Run, stages: list[Stage], report: dict | None) -> Verdict:
     """The run's verdict line from its status, its stages and its verification report."""
     if run.status == Run.Status.FAILED:
-        return Verdict(FAILED, _failed(run, stages))
+        return Verdict(FAILED, "failed", _failed(run, stages))
     if run.status == Run.Status.CANCELLED:
         return Verdict(NEUTRAL, "cancelled")
     if run.status != Run.Status.PASSED:
         stage = _open_stage(stages)
         if stage and stage.status == StageStatus.AWAITING_APPROVAL:  # a person is asked
-            return Verdict(ATTENTION, f"awaiting approval{_at(stage)}")
-        return Verdict(RUNNING, f"{run.status}{_at(stage)}")
+            return Verdict(ATTENTION, "awaiting approval", _at(stage))
+        return Verdict(RUNNING, run.status, _at(stage))
     if report is None:
         return Verdict(OK, "passed")
     return _passed(report)
@@ -70,14 +80,14 @@ def _passed(report: dict) -> Verdict:
     if report["status"] != "verified":
         why = Truncator(report["reason"]).chars(160)
         state = "unverified" if report["status"] == "unverified" else "not run against an app"
-        text = f"passed: {_tests(totals['tests'])} written, {state}"
-        return Verdict(ATTENTION, f"{text} ({why})" if why else text)
+        text = f"{_tests(totals['tests'])} written, {state}"
+        return Verdict(ATTENTION, "passed", f"{text} ({why})" if why else text)
     parts = [_tests(totals["tests"])]
     for count in SHOWN:
         if totals.get(count):
             parts.append(f"{totals[count]} {count}{_named(report['tests'], count)}")
     level = ATTENTION if any(totals.get(c) for c in NEEDS_EYES) else OK
-    return Verdict(level, "passed: " + ", ".join(parts))
+    return Verdict(level, "passed", ", ".join(parts))
 
 
 def _named(tests: list[dict], status: str) -> str:
@@ -96,10 +106,9 @@ def _named(tests: list[dict], status: str) -> str:
 
 def _failed(run: Run, stages: list[Stage]) -> str:
     stage = next((s for s in stages if s.status == StageStatus.FAILED), None)
-    where = f" at {stage.get_name_display()}" if stage else ""
-    error = f": {run.error_type}" if run.error_type else ""
     message = Truncator(run.error_message.splitlines()[0]).chars(200) if run.error_message else ""
-    return f"failed{where}{error}" + (f": {message}" if message else "")
+    said = ": ".join(part for part in (run.error_type, message) if part)
+    return ": ".join(part for part in (_at(stage), said) if part)
 
 
 def _open_stage(stages: list[Stage]) -> Stage | None:
@@ -107,7 +116,7 @@ def _open_stage(stages: list[Stage]) -> Stage | None:
 
 
 def _at(stage: Stage | None) -> str:
-    return f" at {stage.get_name_display()}" if stage else ""
+    return f"at {stage.get_name_display()}" if stage else ""
 
 
 def _tests(count: int) -> str:
