@@ -54,6 +54,11 @@ class RepositoryBootSettings:
         return tuple(chosen + (["secret_env"] if self.secret_env else []))
 
 
+WORKER_PREFIX = "AMTP_APP_"  # the app's NAME comes from the worker's AMTP_APP_NAME
+BOOT_ENV = "boot_env"  # the plain NAME=value lines: only ever written (stored encrypted)
+ENV_TWICE = "{names}: set both as stored values and as worker variables; keep one"
+
+
 def boot_settings_of(repository) -> RepositoryBootSettings | None:
     """``repository``'s overrides, or None when it sets none."""
     settings = RepositoryBootSettings(
@@ -61,7 +66,7 @@ def boot_settings_of(repository) -> RepositoryBootSettings | None:
         start=repository.boot_start or None,
         port=repository.boot_port or None,
         ready_path=repository.boot_ready_path or None,
-        secret_env=tuple(repository.boot_env_names or ()),
+        secret_env=tuple(repository.boot_env_names or ()) + tuple(repository.boot_env_worker or ()),
         seed=repository.boot_seed or None,
         services=tuple(repository.boot_services) if repository.boot_services else None,
         workdir=repository.boot_workdir or None,
@@ -111,6 +116,11 @@ def boot_problems(values: dict) -> dict[str, list[str]]:
     services = values.get("boot_services") or []
     if not isinstance(services, list) or any(s not in SERVICES for s in services):
         errors["boot_services"] = [SERVICES_INVALID]
+    worker = values.get("boot_env_worker") or []
+    if not isinstance(worker, list) or any(
+        not isinstance(n, str) or not ENV_NAME.match(n) or n in RESERVED_ENV for n in worker
+    ):
+        errors["boot_env_worker"] = [ENV_INVALID.replace("NAME=value lines; NAME", "names")]
     workdir = values.get("boot_workdir")
     if workdir and not _relative_folder(workdir):
         errors["boot_workdir"] = [WORKDIR_INVALID]

@@ -155,18 +155,17 @@ def _devcontainer(files: Mapping[str, str]) -> dict | None:
         raise RecipeUnsupported(
             f"{path} is not valid JSON with comments: {exc}", found=path
         ) from None
-    install = (
-        _lifecycle_commands(config.get("postCreateCommand")) if isinstance(config, dict) else ()
-    )
-    ports = (
-        [_forwarded_port(p) for p in (config.get("forwardPorts") or [])]
-        if isinstance(config, dict)
-        else []
-    )
+    if not isinstance(config, dict):
+        return None
+    install = _lifecycle_commands(config.get("postCreateCommand"))
+    forwarded = config.get("forwardPorts")
+    ports = [_forwarded_port(p) for p in forwarded] if isinstance(forwarded, list) else []
     port = next((p for p in ports if p), None)
     if not install and not port:
         return None
-    start = _lifecycle_commands(config.get("postStartCommand"))
+    # The commands a person's session starts with: the server, where a repository names it.
+    start_key = next((k for k in ("postStartCommand", "postAttachCommand") if config.get(k)), None)
+    start = _lifecycle_commands(config.get(start_key)) if start_key else ()
     rest = None if start else _later(files)
     if not start and rest is None:
         raise RecipeUnsupported(
@@ -181,7 +180,7 @@ def _devcontainer(files: Mapping[str, str]) -> dict | None:
     )
     if start:
         found = {
-            "source": f"from {path} {used}, postStartCommand",
+            "source": f"from {path} {used}, {start_key}",
             "start": " && ".join(start),
             "port": port or 3000,
         }
