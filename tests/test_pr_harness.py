@@ -198,3 +198,40 @@ def test_the_workflows_pass_zizmor(tmp_path):
         timeout=120,
     )
     assert done.returncode != 0 and json.loads(done.stdout)  # it does find faults
+
+
+@pytest.mark.django_db
+def test_a_github_pull_request_carries_the_harness_and_agrees_with_it(settings, valkey):
+    from runs import lifecycle, pipeline
+    from tests.contract_examples import ENGINEER_OUTPUT, VERIFICATION_REPORT
+    from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
+    from tests.fakes.github_api import FakeGitHub
+
+    with FakeGitHub() as hub:
+        sha = hub.create_repo("acme/blog", {**DJANGO, "blog/views.py": "x = 1\n"})
+        settings.GITHUB_API_URL, settings.GITHUB_TOKEN = hub.url, hub.token
+        settings.GITHUB_APP_ID = settings.GITHUB_APP_PRIVATE_KEY = ""
+        settings.GITHUB_SECONDS_BETWEEN_WRITES = 0
+        repository = RepositoryFactory(full_name="acme/blog", host="github")
+        run = RunFactory(repository=repository, commit_sha=sha, base_sha=sha, status="running")
+        lifecycle.create_stages(run)
+        for kind, content in [
+            ("test_engineer_output", ENGINEER_OUTPUT),
+            ("verification_report", VERIFICATION_REPORT),
+        ]:
+            ArtifactFactory(run=run, kind=kind, content={**content, "run_id": str(run.run_id)})
+        pipeline.create_pull_request(str(run.run_id))
+        (pull,) = hub.pulls("acme/blog")
+        branch = pull["head"]["ref"]
+        config = hub.read("acme/blog", branch, "e2e/playwright.config.ts").decode()
+        workflow = yaml.safe_load(hub.read("acme/blog", branch, pr_workflow.PATH))
+        assert json.loads(hub.read("acme/blog", branch, "e2e/package.json"))["devDependencies"]
+        assert (
+            hub.read("acme/blog", branch, "requirements.txt") == DJANGO["requirements.txt"].encode()
+        )
+        assert web_servers(config)[0].url == "http://localhost:8000/"
+        assert workflow["jobs"]["e2e"]["services"]["postgres"]["image"] == "postgres:17"
+        assert "### Running the tests" in pull["body"] and "http://localhost:8000" in pull["body"]
+        assert "BASE_URL=http://localhost:3000" not in pull["body"]
+        assert "npx playwright install chromium &&" not in pull["body"]
+        assert hub.errors == []
