@@ -100,7 +100,7 @@ def test_playwright_config_in_a_folder_runs_from_its_cwd():
 @pytest.mark.parametrize(
     ("server", "field"),
     [
-        ("command: process.env.CI ? 'npm start' : 'npm run dev', port: 3000", "command"),
+        ("command: os.platform() === 'win32' ? 'a.cmd' : 'a', port: 3000", "command"),
         ("command: getCommand(), port: 3000", "command"),
         ("command: 'npm start', port: ports.web", "port"),
         ("command: 'npm start', url: base + '/x'", "url"),
@@ -347,3 +347,48 @@ def test_recipe_at_reads_through_the_host(tmp_path):
     host = LocalGitHost("acme/shop", make_git_repo(tmp_path / "repo", files))
     recipe = recipe_at(host, host.resolve_ref("main"), None)
     assert (recipe.start, recipe.install) == ("npm run start", ("npm ci",))
+
+
+def test_a_node_server_file_without_start_script():
+    # Shape of expressjs/express examples/mvc/index.js: no package.json of its own, and
+    # `app.listen(3000)` at the end.
+    source = "var express = require('express');\nvar app = module.exports = express();\n"
+    recipe = find_recipe({"index.js": source + "app.listen(3000);\n"}, None)
+    assert (recipe.source, recipe.start, recipe.port) == (
+        "from index.js (.listen)",
+        "node index.js",
+        3000,
+    )
+    recipe = find_recipe({"server.js": "app.listen(process.env.PORT || 8080, () => {})"}, None)
+    assert recipe.port == 8080
+
+
+def test_a_web_server_behind_an_environment_switch_is_read_as_the_box_sees_it():
+    # Shape of fastapi/full-stack-fastapi-template frontend/playwright.config.ts: no server when
+    # PLAYWRIGHT_BASE_URL is set, else `bun run dev` on a const baseURL with a ?? default.
+    config = """const baseURL = process.env.PLAYWRIGHT_BASE_URL ?? 'http://localhost:5173'
+export default defineConfig({
+  use: { baseURL },
+  webServer: process.env.PLAYWRIGHT_BASE_URL
+    ? undefined
+    : { command: 'bun run dev', url: baseURL, reuseExistingServer: !process.env.CI },
+});"""
+    files = {
+        "frontend/playwright.config.ts": config,
+        "frontend/bun.lockb": "",
+        "frontend/package.json": "{}",
+    }
+    recipe = find_recipe(files, None)
+    assert (recipe.start, recipe.port, recipe.workdir) == ("bun run dev", 5173, "frontend")
+    assert recipe.install == ("bun install --frozen-lockfile",)
+    negated = "export default { webServer: !process.env.URL ? { command: 'a', port: 4000 } : null }"
+    assert web_servers(negated)[0].command == "a"
+    assert web_servers(negated.replace("!process", "process")) == []  # unset: no server
+    ci = "export default { webServer: { command: process.env.CI ? 'start' : 'dev', port: 4000 } }"
+    assert web_servers(ci)[0].command == "dev"  # the box is no CI
+
+
+def test_test_and_docs_folders_are_not_the_app():
+    files = {"tests/main.py": "app = FastAPI()\n", "requirements.txt": "fastapi\n"}
+    with pytest.raises(RecipeNotFound):
+        find_recipe({p: t for p, t in files.items() if p in recipe_paths(files)}, None)

@@ -42,8 +42,9 @@ def web_servers(source: str) -> list[WebServer]:
     for pair in _walk(root):
         if pair.type == "pair" and _key(pair) == "webServer":
             value = _unwrap(pair.child_by_field_name("value"))
-            if value is None:
-                continue
+            value = _unset_branch(value)
+            if value is None or value.type in {"undefined", "null"}:
+                return []  # no server where the variable is unset
             if value.type == "array":
                 objects = [_unwrap(c) for c in value.named_children]
                 return [_server(o, consts) for o in objects if o is not None and o.type == "object"]
@@ -55,6 +56,20 @@ def web_servers(source: str) -> list[WebServer]:
                     return [_server(bound, consts)]
             return [WebServer(unreadable=("webServer",))]
     return []
+
+
+def _unset_branch(node):
+    """``process.env.X ? a : b`` → b (``!process.env.X ? a : b`` → a): the branch taken where
+    the variable is unset, as in the box (its environment is not the repository's)."""
+    node = _unwrap(node)
+    if node is None or node.type != "ternary_expression":
+        return node
+    test = node.child_by_field_name("condition").text.decode().replace(" ", "")
+    if test.startswith("process.env."):
+        return _unwrap(node.child_by_field_name("alternative"))
+    if test.startswith("!process.env."):
+        return _unwrap(node.child_by_field_name("consequence"))
+    return node
 
 
 def _server(node: tree_sitter.Node, consts: dict) -> WebServer:
@@ -94,7 +109,7 @@ def _env(node, consts) -> tuple | object:
 
 def _value(node, consts, depth: int = 0):
     """The literal ``node`` stands for, or UNREADABLE."""
-    node = _unwrap(node)
+    node = _unset_branch(node)
     if node is None or depth > 8:
         return UNREADABLE
     kind = node.type

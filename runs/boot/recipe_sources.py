@@ -27,6 +27,8 @@ NODE_LOCKS = {  # lock file → the install that keeps to it (npm's, yarn's, pnp
     "npm-shrinkwrap.json": "npm ci",
     "yarn.lock": "yarn install --frozen-lockfile",
     "pnpm-lock.yaml": "pnpm install --frozen-lockfile",
+    "bun.lock": "bun install --frozen-lockfile",
+    "bun.lockb": "bun install --frozen-lockfile",
 }
 PYTHON_DEPENDENCIES = (
     "requirements.txt",
@@ -36,6 +38,12 @@ PYTHON_DEPENDENCIES = (
     "Pipfile.lock",
 )
 COMPOSE = ("compose.yaml", "compose.yml", "docker-compose.yml", "docker-compose.yaml")
+NODE_ENTRIES = tuple(
+    f"{n}.{e}" for n in ("server", "app", "index", "main") for e in ("js", "mjs", "cjs")
+)
+NODE_LISTEN = re.compile(
+    r"\.listen\(\s*(?:(?:process\.env\.PORT|port|PORT)\s*(?:\|\||\?\?)\s*)?(\d{4,5})?"
+)
 PYTHON_ENTRIES = {
     "app.py",
     "main.py",
@@ -53,7 +61,9 @@ LOOKED_FOR = (
     "package.json scripts start/preview/dev",
     "Django manage.py",
     "a Flask, FastAPI or Starlette app with requirements.txt or pyproject.toml",
+    "a Node server file (server.js, app.js, index.js, main.js) that calls .listen(",
 )
+NOT_APP_FOLDERS = {"tests", "test", "docs", "docs_src", "examples", "scripts", "migrations"}
 # Ports frameworks listen on when a script names none (their docs' defaults).
 DEFAULT_PORTS = (
     (re.compile(r"\bvite\s+preview\b"), 4173),
@@ -85,11 +95,23 @@ def wanted(path: str) -> bool:
         name.startswith("requirements") and name.endswith(".txt")
     ):
         return depth <= 1
-    return name.endswith(".py") and (depth == 0 or (depth == 1 and name in PYTHON_ENTRIES))
+    if name in NODE_ENTRIES:
+        return depth == 0
+    if not name.endswith(".py") or path.split("/", 1)[0] in NOT_APP_FOLDERS:
+        return False
+    return depth == 0 or (depth == 1 and name in PYTHON_ENTRIES)
 
 
 def first_recipe(files: Mapping[str, str]) -> dict | None:
-    for source in (_playwright, _devcontainer, _procfile, _package_json, _django, _python_app):
+    for source in (
+        _playwright,
+        _devcontainer,
+        _procfile,
+        _package_json,
+        _django,
+        _python_app,
+        _node_entry,
+    ):
         found = source(files)
         if found is not None:
             return found
@@ -136,7 +158,7 @@ def _playwright(files: Mapping[str, str]) -> dict | None:
 
 
 def _unreadable(path: str, fields: tuple[str, ...]) -> RecipeUnsupported:
-    shown = ", ".join(f"webServer.{f}" for f in fields)
+    shown = ", ".join(f if f == "webServer" else f"webServer.{f}" for f in fields)
     return RecipeUnsupported(
         f"{path} has a webServer whose {shown} is not a literal AMTP can read without running "
         f"the config: set the start command and port in the repository's boot settings",
@@ -216,7 +238,7 @@ def _forwarded_port(value) -> int | None:
 
 
 def _later(files: Mapping[str, str]) -> dict | None:
-    for source in (_procfile, _package_json, _django, _python_app):
+    for source in (_procfile, _package_json, _django, _python_app, _node_entry):
         found = source(files)
         if found is not None:
             return found
@@ -285,7 +307,8 @@ def _scripts(text: str | None) -> dict[str, str]:
 
 def _runner(files: Mapping[str, str], folder: str) -> str:
     lock = next((name for name in NODE_LOCKS if _in(files, folder, name)), "package-lock.json")
-    return {"yarn.lock": "yarn", "pnpm-lock.yaml": "pnpm run"}.get(lock, "npm run")
+    runners = {"yarn.lock": "yarn", "pnpm-lock.yaml": "pnpm run", "bun.lock": "bun run"}
+    return {**runners, "bun.lockb": "bun run"}.get(lock, "npm run")
 
 
 def _django(files: Mapping[str, str]) -> dict | None:
@@ -329,6 +352,24 @@ def _python_app(files: Mapping[str, str]) -> dict | None:
             "start": start,
             "port": port,
             "services": _python_services(files, "."),
+            **_dependencies(files, "."),
+        }
+    return None
+
+
+def _node_entry(files: Mapping[str, str]) -> dict | None:
+    """A server file at the root that listens (an Express example without a start script)."""
+    for name in NODE_ENTRIES:
+        match = NODE_LISTEN.search(files.get(name) or "")
+        if match is None:
+            continue
+        port = int(match.group(1)) if match.group(1) else 3000
+        port = port if 1024 <= port <= 65535 else 3000
+        return {
+            "source": f"from {name} (.listen)",
+            "start": f"node {name}",
+            "port": port,
+            "env": (("PORT", str(port)),),
             **_dependencies(files, "."),
         }
     return None
