@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import json5
 
+from runs.boot import dependencies as deps
 from runs.boot.errors import RecipeUnsupported
 from runs.boot.playwright_config import web_servers
 
@@ -22,21 +23,6 @@ PLAYWRIGHT_CONFIGS = tuple(
     f"playwright.config.{ext}" for ext in ("ts", "js", "mts", "mjs", "cts", "cjs")
 )
 DEVCONTAINERS = (".devcontainer/devcontainer.json", ".devcontainer.json")
-NODE_LOCKS = {  # lock file → the install that keeps to it (npm's, yarn's, pnpm's docs)
-    "package-lock.json": "npm ci",
-    "npm-shrinkwrap.json": "npm ci",
-    "yarn.lock": "yarn install --frozen-lockfile",
-    "pnpm-lock.yaml": "pnpm install --frozen-lockfile",
-    "bun.lock": "bun install --frozen-lockfile",
-    "bun.lockb": "bun install --frozen-lockfile",
-}
-PYTHON_DEPENDENCIES = (
-    "requirements.txt",
-    "pyproject.toml",
-    "poetry.lock",
-    "uv.lock",
-    "Pipfile.lock",
-)
 COMPOSE = ("compose.yaml", "compose.yml", "docker-compose.yml", "docker-compose.yaml")
 NODE_ENTRIES = tuple(
     f"{n}.{e}" for n in ("server", "app", "index", "main") for e in ("js", "mjs", "cjs")
@@ -72,10 +58,6 @@ DEFAULT_PORTS = (
     (re.compile(r"\bng\s+serve\b"), 4200),
     (re.compile(r"\b(next|nuxt|react-scripts|remix|node|nodemon|ts-node|tsx)\b"), 3000),
 )
-PORT_IN_COMMAND = re.compile(
-    r"(?:--port|-p|--listen|--bind|-b)[ =](?:[\w.\[\]:]*:)?(\d{4,5})\b|\bPORT=(\d{4,5})\b"
-    r"|(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\]):(\d{4,5})\b|\brunserver\s+(\d{4,5})\b"
-)
 APP_OBJECT = re.compile(r"^(\w+)\s*(?::\s*\w+\s*)?=\s*(Flask|FastAPI|Starlette)\(", re.MULTILINE)
 FACTORY = re.compile(r"^def\s+(create_app|make_app)\s*\(", re.MULTILINE)
 
@@ -91,7 +73,7 @@ def wanted(path: str) -> bool:
         return depth <= 2 and "node_modules/" not in path
     if path in DEVCONTAINERS or path in {"Procfile", "Dockerfile"} or path in COMPOSE:
         return True
-    if name in {"package.json", "manage.py", *NODE_LOCKS, *PYTHON_DEPENDENCIES} or (
+    if name in {"package.json", "manage.py", *deps.NODE_LOCKS, *deps.PYTHON_DEPENDENCIES} or (
         name.startswith("requirements") and name.endswith(".txt")
     ):
         return depth <= 1
@@ -152,7 +134,7 @@ def _playwright(files: Mapping[str, str]) -> dict | None:
             "ready_path": ready or "/",
             "env": server.env,
             "workdir": workdir,
-            **_dependencies(files, workdir),
+            **deps.dependencies(files, workdir),
         }
     return None
 
@@ -206,7 +188,7 @@ def _devcontainer(files: Mapping[str, str]) -> dict | None:
             "start": " && ".join(start),
             "port": port or 3000,
         }
-        return {**found, "install": install, **_lock_files(files, ".")}
+        return {**found, "install": install, **deps.lock_files(files, ".")}
     port = port or rest["port"]
     return {
         **rest,
@@ -251,14 +233,14 @@ def _procfile(files: Mapping[str, str]) -> dict | None:
     if not command:
         return None
     port = (
-        _port_of(command) or 5000
+        deps.port_of(command) or 5000
     )  # Heroku passes $PORT; 5000 is its local default (heroku local)
     return {
         "source": "from Procfile web",
         "start": command,
         "port": port,
         "env": (("PORT", str(port)),),
-        **_dependencies(files, "."),
+        **deps.dependencies(files, "."),
     }
 
 
@@ -280,16 +262,18 @@ def _package_json(files: Mapping[str, str], folder: str = ".") -> dict | None:
     if len(chosen) == 2:
         install.append(f"{run} build")
     script = scripts[chosen[-1]]
-    port = _port_of(script) or next((p for rule, p in DEFAULT_PORTS if rule.search(script)), 3000)
-    deps = _dependencies(files, folder)
+    port = deps.port_of(script) or next(
+        (p for rule, p in DEFAULT_PORTS if rule.search(script)), 3000
+    )
+    found = deps.dependencies(files, folder)
     return {
         "source": f"from {path} scripts.{' + '.join(chosen)}",
         "start": f"{run} {chosen[-1]}",
         "port": port,
         "env": (("PORT", str(port)),),
         "workdir": folder,
-        "install": (*deps["install"], *install),
-        "lock_files": deps["lock_files"],
+        "install": (*found["install"], *install),
+        "lock_files": found["lock_files"],
     }
 
 
@@ -306,7 +290,10 @@ def _scripts(text: str | None) -> dict[str, str]:
 
 
 def _runner(files: Mapping[str, str], folder: str) -> str:
-    lock = next((name for name in NODE_LOCKS if _in(files, folder, name)), "package-lock.json")
+    lock = next(
+        (name for name in deps.NODE_LOCKS if deps.in_folder(files, folder, name)),
+        "package-lock.json",
+    )
     runners = {"yarn.lock": "yarn", "pnpm-lock.yaml": "pnpm run", "bun.lock": "bun run"}
     return {**runners, "bun.lockb": "bun run"}.get(lock, "npm run")
 
@@ -316,7 +303,7 @@ def _django(files: Mapping[str, str]) -> dict | None:
     if not manage:
         return None
     folder = posixpath.dirname(manage[0]) or "."
-    deps = _dependencies(files, folder)
+    found = deps.dependencies(files, folder)
     return {
         "source": f"from {manage[0]} (Django)",
         "start": "python manage.py runserver 127.0.0.1:8000 --noreload",
@@ -324,7 +311,7 @@ def _django(files: Mapping[str, str]) -> dict | None:
         "seed": "python manage.py migrate --noinput",
         "workdir": folder,
         "services": _python_services(files, folder),
-        **deps,
+        **found,
     }
 
 
@@ -332,7 +319,7 @@ def _python_app(files: Mapping[str, str]) -> dict | None:
     declared = " ".join(
         files[p].lower()
         for p in files
-        if posixpath.basename(p) in PYTHON_DEPENDENCIES
+        if posixpath.basename(p) in deps.PYTHON_DEPENDENCIES
         or posixpath.basename(p).startswith("requirements")
     )
     for path in sorted((p for p in files if p.endswith(".py")), key=lambda p: (_depth(p), p)):
@@ -352,7 +339,7 @@ def _python_app(files: Mapping[str, str]) -> dict | None:
             "start": start,
             "port": port,
             "services": _python_services(files, "."),
-            **_dependencies(files, "."),
+            **deps.dependencies(files, "."),
         }
     return None
 
@@ -370,7 +357,7 @@ def _node_entry(files: Mapping[str, str]) -> dict | None:
             "start": f"node {name}",
             "port": port,
             "env": (("PORT", str(port)),),
-            **_dependencies(files, "."),
+            **deps.dependencies(files, "."),
         }
     return None
 
@@ -385,33 +372,3 @@ def _python_services(files: Mapping[str, str], folder: str) -> tuple[str, ...]:
         ("valkey", r"\b(django-)?redis\b|\bvalkey\b|\bcelery\b"),
     )
     return tuple(name for name, rule in wants if re.search(rule, declared))
-
-
-def _in(files: Mapping[str, str], folder: str, name: str) -> bool:
-    return posixpath.normpath(posixpath.join(folder, name)) in files
-
-
-def _lock_files(files: Mapping[str, str], folder: str) -> dict:
-    names = (*NODE_LOCKS, "package.json", *PYTHON_DEPENDENCIES)
-    found = [posixpath.normpath(posixpath.join(folder, n)) for n in names if _in(files, folder, n)]
-    locks = [p for p in found if posixpath.basename(p) != "package.json"]
-    return {"lock_files": tuple(locks or found)}
-
-
-def _dependencies(files: Mapping[str, str], folder: str) -> dict:
-    """The install commands for ``folder``'s dependency files, and the files keying their cache."""
-    install = []
-    if _in(files, folder, "package.json"):
-        lock = next((n for n in NODE_LOCKS if _in(files, folder, n)), None)
-        install.append(NODE_LOCKS[lock] if lock else "npm install")
-    if _in(files, folder, "requirements.txt"):
-        install.append("python -m pip install -r requirements.txt")
-    elif _in(files, folder, "pyproject.toml"):
-        install.append("python -m pip install .")
-    return {"install": tuple(install), **_lock_files(files, folder)}
-
-
-def _port_of(command: str) -> int | None:
-    match = PORT_IN_COMMAND.search(command)
-    port = int(next(g for g in match.groups() if g)) if match else None
-    return port if port and 1024 <= port <= 65535 else None
