@@ -35,6 +35,7 @@ PACKAGE = "@playwright/test"
 CONFIG = "playwright.config.ts"
 SYSTEM_BROWSER = "/usr/bin/chromium"  # Debian's, as VerifyTests runs; CHROMIUM_PATH names another
 NO_RECIPE_URL = "http://localhost:3000"
+WORKFLOW_LINE = f"`{pr_workflow.PATH}` does the same on every pull request and uploads the report."
 
 
 @dataclass(frozen=True)
@@ -199,10 +200,7 @@ def _instructions(
         "`npx playwright install chromium` downloads Playwright's own once."
     )
     if any(f["path"] == pr_workflow.PATH for f in files):
-        lines += [
-            "",
-            f"`{pr_workflow.PATH}` does the same on every pull request and uploads the report.",
-        ]
+        lines += ["", WORKFLOW_LINE]
     return lines
 
 
@@ -245,3 +243,26 @@ def harness_of(run) -> tuple[list[dict], list[str]] | None:
         login=bool(repository.login_path),
     )
     return harness.files, harness.instructions
+
+
+WORKFLOW_LEFT_OUT = (
+    "**Note:** AMTP left out `{path}`: GitHub refused to take a workflow file from its "
+    "credential (a GitHub App needs the Workflows permission, a token the `workflow` scope: "
+    "docs/github.md). Grant it, or turn the repository's `pr_ci_workflow` off."
+)
+
+
+def workflow_refused(error, files: list[dict]) -> bool:
+    """Whether GitHub refused the pull request's write for its workflow file ("refusing to
+    allow a GitHub App to create or update workflow ... without `workflows` permission", and
+    the OAuth wording with the `workflow` scope), when the files carry AMTP's workflow."""
+    carried = any(f["path"] == pr_workflow.PATH for f in files)
+    return carried and "workflow" in str(getattr(error, "message", error)).lower()
+
+
+def without_workflow(files: list[dict], body: str) -> tuple[list[dict], str]:
+    """The files without AMTP's workflow, and a body that says why it is missing."""
+    kept = [f for f in files if f["path"] != pr_workflow.PATH]
+    note = WORKFLOW_LEFT_OUT.format(path=pr_workflow.PATH)
+    body = body.replace("\n\n" + WORKFLOW_LINE, "").replace(f", `{pr_workflow.PATH}`", "")
+    return kept, body.rstrip("\n") + "\n\n" + note + "\n"

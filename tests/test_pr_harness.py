@@ -200,38 +200,65 @@ def test_the_workflows_pass_zizmor(tmp_path):
     assert done.returncode != 0 and json.loads(done.stdout)  # it does find faults
 
 
-@pytest.mark.django_db
-def test_a_github_pull_request_carries_the_harness_and_agrees_with_it(settings, valkey):
-    from runs import lifecycle, pipeline
-    from tests.contract_examples import ENGINEER_OUTPUT, VERIFICATION_REPORT
-    from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
+@pytest.fixture
+def blog_hub(settings, valkey):
     from tests.fakes.github_api import FakeGitHub
 
     with FakeGitHub() as hub:
-        sha = hub.create_repo("acme/blog", {**DJANGO, "blog/views.py": "x = 1\n"})
+        hub.create_repo("acme/blog", {**DJANGO, "blog/views.py": "x = 1\n"})
         settings.GITHUB_API_URL, settings.GITHUB_TOKEN = hub.url, hub.token
         settings.GITHUB_APP_ID = settings.GITHUB_APP_PRIVATE_KEY = ""
         settings.GITHUB_SECONDS_BETWEEN_WRITES = 0
-        repository = RepositoryFactory(full_name="acme/blog", host="github")
-        run = RunFactory(repository=repository, commit_sha=sha, base_sha=sha, status="running")
-        lifecycle.create_stages(run)
-        for kind, content in [
-            ("test_engineer_output", ENGINEER_OUTPUT),
-            ("verification_report", VERIFICATION_REPORT),
-        ]:
-            ArtifactFactory(run=run, kind=kind, content={**content, "run_id": str(run.run_id)})
-        pipeline.create_pull_request(str(run.run_id))
-        (pull,) = hub.pulls("acme/blog")
-        branch = pull["head"]["ref"]
-        config = hub.read("acme/blog", branch, "e2e/playwright.config.ts").decode()
-        workflow = yaml.safe_load(hub.read("acme/blog", branch, pr_workflow.PATH))
-        assert json.loads(hub.read("acme/blog", branch, "e2e/package.json"))["devDependencies"]
-        assert (
-            hub.read("acme/blog", branch, "requirements.txt") == DJANGO["requirements.txt"].encode()
-        )
-        assert web_servers(config)[0].url == "http://localhost:8000/"
-        assert workflow["jobs"]["e2e"]["services"]["postgres"]["image"] == "postgres:17"
-        assert "### Running the tests" in pull["body"] and "http://localhost:8000" in pull["body"]
-        assert "BASE_URL=http://localhost:3000" not in pull["body"]
-        assert "npx playwright install chromium &&" not in pull["body"]
+        yield hub
         assert hub.errors == []
+
+
+def _pull_request(hub) -> tuple[dict, str]:
+    """acme/blog's generation run up to CreatePullRequest, run; its PR and head branch."""
+    from runs import lifecycle, pipeline
+    from tests.contract_examples import ENGINEER_OUTPUT, VERIFICATION_REPORT
+    from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
+
+    sha = hub.head("acme/blog", "main")
+    repository = RepositoryFactory(full_name="acme/blog", host="github")
+    run = RunFactory(repository=repository, commit_sha=sha, base_sha=sha, status="running")
+    lifecycle.create_stages(run)
+    for kind, content in [
+        ("test_engineer_output", ENGINEER_OUTPUT),
+        ("verification_report", VERIFICATION_REPORT),
+    ]:
+        ArtifactFactory(run=run, kind=kind, content={**content, "run_id": str(run.run_id)})
+    pipeline.create_pull_request(str(run.run_id))
+    (pull,) = hub.pulls("acme/blog")
+    return pull, pull["head"]["ref"]
+
+
+@pytest.mark.django_db
+def test_a_github_pull_request_carries_the_harness_and_agrees_with_it(blog_hub):
+    hub = blog_hub
+    pull, branch = _pull_request(hub)
+    config = hub.read("acme/blog", branch, "e2e/playwright.config.ts").decode()
+    workflow = yaml.safe_load(hub.read("acme/blog", branch, pr_workflow.PATH))
+    assert json.loads(hub.read("acme/blog", branch, "e2e/package.json"))["devDependencies"]
+    assert hub.read("acme/blog", branch, "requirements.txt") == DJANGO["requirements.txt"].encode()
+    assert web_servers(config)[0].url == "http://localhost:8000/"
+    assert workflow["jobs"]["e2e"]["services"]["postgres"]["image"] == "postgres:17"
+    assert "### Running the tests" in pull["body"] and "http://localhost:8000" in pull["body"]
+    assert "BASE_URL=http://localhost:3000" not in pull["body"]
+    assert "npx playwright install chromium &&" not in pull["body"]
+
+
+@pytest.mark.django_db
+def test_a_credential_without_the_workflows_permission_gets_the_tests_without_ci(blog_hub):
+    # GitHub's refusal, as reported in peter-evans/create-pull-request#1713 and
+    # docs.github.com/en/rest/authentication/permissions-required-for-github-apps (Workflows).
+    refusal = (
+        "refusing to allow a GitHub App to create or update workflow "
+        "`.github/workflows/amtp-e2e.yml` without `workflows` permission"
+    )
+    blog_hub.fail(403, refusal, method="POST", path=r"/git/refs$")
+    pull, branch = _pull_request(blog_hub)
+    assert blog_hub.read("acme/blog", branch, pr_workflow.PATH) is None
+    assert blog_hub.read("acme/blog", branch, "e2e/playwright.config.ts") is not None
+    assert "AMTP left out `.github/workflows/amtp-e2e.yml`" in pull["body"]
+    assert "does the same on every pull request" not in pull["body"]
