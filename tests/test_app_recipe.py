@@ -105,6 +105,10 @@ def test_playwright_config_in_a_folder_runs_from_its_cwd():
         ("command: 'npm start', port: ports.web", "port"),
         ("command: 'npm start', url: base + '/x'", "url"),
         ("command: 'npm start'", "url or port"),
+        ("command: 'npm start', url: 'http://localhost:99999'", "url or port"),
+        ("command: 'npm start', url: 'http://[::1'", "url or port"),
+        ("command: 'npm start', url: 'http://localhost/'", "url or port"),
+        ("command: 'npm start', port: 80", "url or port"),
         ("command: 'npm start', port: 3000, cwd: '../../elsewhere'", "cwd"),
     ],
 )

@@ -118,14 +118,15 @@ def _playwright(files: Mapping[str, str]) -> dict | None:
         server = servers[0]
         if server.unreadable:
             raise _unreadable(path, server.unreadable)
-        port = server.port or urlsplit(server.url or "").port
+        port = server.port if server.port and 1024 <= server.port <= 65535 else None
+        port = port or _url_port(server.url)
         if not server.command or not port:
             missing = "command" if not server.command else "url or port"
             raise _unreadable(path, (missing,))
         workdir = posixpath.normpath(posixpath.join(posixpath.dirname(path), server.cwd or "."))
         if workdir.startswith("..") or workdir.startswith("/"):
             raise _unreadable(path, ("cwd",))
-        ready = urlsplit(server.url).path if server.url else "/"
+        ready = urlsplit(server.url).path if server.url and port else "/"
         more = f" (the first of {len(servers)})" if len(servers) > 1 else ""
         return {
             "source": f"from {path} webServer{more}",
@@ -137,6 +138,15 @@ def _playwright(files: Mapping[str, str]) -> dict | None:
             **deps.dependencies(files, workdir),
         }
     return None
+
+
+def _url_port(url: str | None) -> int | None:
+    """The port of a webServer ``url`` (http's 80 is no app port the box can use)."""
+    try:
+        port = urlsplit(url or "").port
+    except ValueError:  # "http://localhost:99999", "http://[::1"
+        return None
+    return port if port and 1024 <= port <= 65535 else None
 
 
 def _unreadable(path: str, fields: tuple[str, ...]) -> RecipeUnsupported:
