@@ -69,7 +69,8 @@ def harness_for(
     else:
         folder, files = _config_and_package(existing, read, recipe, test_dir, login)
     if workflow and recipe is not None and pr_workflow.PATH not in existing:
-        contents = pr_workflow.workflow(recipe, folder, install_playwright=_needs_install(files))
+        install = _needs_install(files, recipe, folder)
+        contents = pr_workflow.workflow(recipe, folder, install_playwright=install)
         files += [{"path": pr_workflow.PATH, "contents": contents}] if contents else []
     return Harness(files, _instructions(recipe, folder, files, bool(configs)))
 
@@ -110,8 +111,11 @@ def _declares(text: str) -> bool:
     )
 
 
-def _needs_install(files: list[dict]) -> bool:
-    return any(posixpath.basename(f["path"]) == "package.json" for f in files)
+def _needs_install(files: list[dict], recipe: AppRecipe | None, folder: str) -> bool:
+    """Whether @playwright/test needs an install of its own: a package.json was added or
+    changed, and the app's own install does not already run in that folder."""
+    changed = any(posixpath.basename(f["path"]) == "package.json" for f in files)
+    return changed and not (recipe is not None and recipe.install and recipe.workdir == folder)
 
 
 def config_source(recipe: AppRecipe | None, folder: str, test_dir: str, login: bool) -> str:
@@ -190,7 +194,7 @@ def _instructions(
         shell.append(
             install if recipe.workdir == "." else f"(cd {_q(recipe.workdir)} && {install})"
         )
-    if _needs_install(files):
+    if _needs_install(files, recipe, folder):
         shell.append(f"npm install --prefix {_q(folder)}" if folder != "." else "npm install")
     run = f"CHROMIUM_PATH={SYSTEM_BROWSER} npx playwright test"
     shell.append(run if folder == "." else f"(cd {_q(folder)} && {run})")

@@ -3,7 +3,9 @@ webServer from the app recipe), @playwright/test pinned to VerifyTests' version,
 workflow (checked here by actionlint and zizmor), instructions that name the same commands
 and URL; never a file the repository has overwritten, never a repository value as code."""
 
+import dataclasses
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -262,3 +264,55 @@ def test_a_credential_without_the_workflows_permission_gets_the_tests_without_ci
     assert blog_hub.read("acme/blog", branch, "e2e/playwright.config.ts") is not None
     assert "AMTP left out `.github/workflows/amtp-e2e.yml`" in pull["body"]
     assert "does the same on every pull request" not in pull["body"]
+
+
+SERVER = """const http = require('http');
+http.createServer((req, res) => {
+  res.writeHead(200, { 'content-type': 'text/html' });
+  res.end('<h1>Hello shop</h1>');
+}).listen(process.env.PORT || 3000, '127.0.0.1');
+"""
+# As the offline engine writes specs: their own default URL, BASE_URL first.
+SPEC = """import { test, expect } from '@playwright/test';
+test.use({ baseURL: process.env.BASE_URL ?? 'http://localhost:3000' });
+test('home', async ({ page }) => {
+  await page.goto('/');
+  await expect(page.getByRole('heading', { name: 'Hello shop' })).toBeVisible();
+});
+"""
+
+
+def test_the_added_config_starts_the_app_and_the_specs_reach_it(tmp_path):
+    # AMTP's own fixture app and spec, no model-written code: Playwright runs the config as a
+    # reviewer would, with the pinned runner's node_modules and the system Chromium.
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    files = {"package.json": '{"name": "shop", "scripts": {"start": "node server.js"}}'}
+    recipe = dataclasses.replace(
+        find_recipe(files, None), port=port, env=(("PORT", str(port)),), install=()
+    )
+    _, added, body = _harness(files, recipe=recipe, workflow=False)
+    for path, text in {
+        **files,
+        **added,
+        "server.js": SERVER,
+        "e2e/amtp/home.spec.ts": SPEC,
+    }.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    (tmp_path / "node_modules").symlink_to(Path(settings.AMTP_VERIFY_RUNNER_DIR) / "node_modules")
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "CHROMIUM_PATH": settings.AMTP_VERIFY_CHROMIUM,
+    }
+    cli = "node_modules/@playwright/test/cli.js"
+    done = subprocess.run(
+        ["node", cli, "test"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=170
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout
+    assert f"http://localhost:{port}" in body and "localhost:3000" not in body
