@@ -44,16 +44,22 @@ PYTHON_HINTS = ("python", "pip", "flask", "uvicorn", "gunicorn", "manage.py")
 
 
 def workflow(recipe: AppRecipe, folder: str, *, install_playwright: bool) -> str | None:
-    """The workflow's text, or None when the recipe holds an expression GitHub would run."""
+    """The workflow's text, or None when the recipe holds an expression GitHub would run, or
+    needs Bun (not on GitHub's runners)."""
     values = [recipe.start, recipe.seed or "", recipe.workdir, folder, *recipe.install]
     values += [v for pair in recipe.env for v in pair]
-    if any("${{" in v for v in values):
-        return None
+    if any("${{" in v for v in values) or "bun " in " ".join(values):
+        return None  # Bun: no runner has it, and installing it ad hoc is what zizmor flags
     env = {"CHROMIUM_PATH": RUNNER_BROWSER}
     env.update(dict(SERVICES[name][1] for name in recipe.services if name in SERVICES))
     env.update({name: f"${{{{ secrets.{name} }}}}" for name in recipe.secret_env})
     steps = [{"uses": CHECKOUT, "with": {"persist-credentials": False}}]
     steps.append({"uses": SETUP_NODE, "with": {"node-version": 22}})
+    commands = " ".join([recipe.start, *recipe.install])
+    if (
+        "pnpm " in commands or "yarn " in commands
+    ):  # corepack ships with Node (nodejs.org/api/corepack.html)
+        steps.append({"name": "Enable pnpm and yarn", "run": "corepack enable"})
     if any(hint in " ".join(values) for hint in PYTHON_HINTS):
         steps.append({"uses": SETUP_PYTHON, "with": {"python-version": "3.12"}})
     if recipe.install:

@@ -121,6 +121,8 @@ def test_an_expression_github_would_evaluate_gets_no_workflow():
     recipe = AppRecipe(source="x", start="echo ${{ secrets.GITHUB_TOKEN }}", port=3000)
     assert pr_workflow.workflow(recipe, ".", install_playwright=True) is None
     assert pr_workflow.PATH not in _harness(DJANGO, recipe=recipe)[1]
+    bun = AppRecipe(source="x", start="bun run dev", port=5173, install=("bun install",))
+    assert pr_workflow.workflow(bun, ".", install_playwright=False) is None
 
 
 def test_hosts_take_amtp_s_workflow_and_nothing_else_under_github():
@@ -145,6 +147,7 @@ def _write_workflows(tmp_path: Path) -> list[Path]:
             seed="npm run seed",
             workdir="web app",
         ),
+        AppRecipe(source="x", start="pnpm run dev", port=5173, install=("pnpm install",)),
     ]
     paths = []
     for index, recipe in enumerate(recipes):
