@@ -56,9 +56,8 @@ def workflow(recipe: AppRecipe, folder: str, *, install_playwright: bool) -> str
     steps = [{"uses": CHECKOUT, "with": {"persist-credentials": False}}]
     steps.append({"uses": SETUP_NODE, "with": {"node-version": 22}})
     commands = " ".join([recipe.start, *recipe.install])
-    if (
-        "pnpm " in commands or "yarn " in commands
-    ):  # corepack ships with Node (nodejs.org/api/corepack.html)
+    # pnpm and yarn through corepack, which ships with Node (nodejs.org/api/corepack.html)
+    if "pnpm " in commands or "yarn " in commands:
         steps.append({"name": "Enable pnpm and yarn", "run": "corepack enable"})
     if any(hint in " ".join(values) for hint in PYTHON_HINTS):
         steps.append({"uses": SETUP_PYTHON, "with": {"python-version": "3.12"}})
