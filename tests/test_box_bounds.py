@@ -18,8 +18,11 @@ import pytest
 
 from runs.verification import proxy, sandbox
 from runs.verification import verify as v
-from tests.test_sandbox import CANARY, app, assert_no_canary, healer, plan, run_alone  # noqa: F401
+from tests import test_sandbox
+from tests.test_sandbox import assert_no_canary, healer, plan, run_alone
 from tests.test_verify import HEADER, spec
+
+app = test_sandbox.app  # the live app on loopback, a canary credential in the environment
 
 MIB = 1 << 20
 PASSING = """test('the target still answers', async ({ request }) => {
