@@ -35,6 +35,7 @@ HEAD_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 10.0
 DNS_THREADS = 2
 BUSY = "too many open connections through the proxy (the connection cap)"
+NO_HEAD = f"no request within {HEAD_TIMEOUT_S:.0f} s"
 NOT_ALLOWED = "{host}:{port} is not the target origin nor an allowed host"
 UNRESOLVED = "{host} does not resolve"
 BAD_REQUEST = "the proxy takes CONNECT host:port and absolute http:// requests only"
@@ -127,7 +128,9 @@ class ProxyServer:
             return
         try:
             await self._handle(reader, writer)
-        except (TimeoutError, OSError, asyncio.IncompleteReadError):
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:  # the box ended (close): end quietly, not as an error
             pass
         finally:
             self._release()
@@ -156,6 +159,9 @@ class ProxyServer:
                 head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT_S)
             except (asyncio.LimitOverrunError, asyncio.IncompleteReadError):
                 raise Blocked(BAD_REQUEST) from None
+            except TimeoutError:
+                await _refuse(writer, NO_HEAD, status=b"408 Request Timeout")
+                return
             lines = head[:-4].decode("latin-1").split("\r\n")
             method, uri, version = (lines[0].split(" ") + ["", ""])[:3]
             host, port, path = _target(method, uri)
