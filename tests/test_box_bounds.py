@@ -276,3 +276,21 @@ def test_the_proxy_socket_is_the_box_uids_only(tmp_path):
             assert tried.returncode != 0 and "Permission denied" in tried.stderr, tried.stderr
     finally:
         box.remove()
+
+
+def test_a_process_flood_meets_the_boxs_process_cap(tmp_path, app, small, boxes):
+    small.AMTP_SANDBOX_BOX_PROCESSES = 100  # the runner and its worker take about 40
+    small.AMTP_SANDBOX_PROCESSES = 10_000  # so the cgroup meets it first, not RLIMIT_NPROC
+    body = """import { spawn } from 'node:child_process';
+test('starts 300 processes', async () => {
+  for (let n = 0; n < 300; n++) spawn('sleep', ['30'], { stdio: 'ignore' }).on('error', () => {});
+  await new Promise((resolve) => setTimeout(resolve, 20000));
+});
+"""
+    seen: list = []
+    report, error = run_alone(tmp_path, app, body, seen)
+    print(f"\n300 processes: {boxes['outcomes'][0].stopped!r}")
+    assert report is None and "the process cap" in error, error
+    assert_no_canary(error, seen)
+    small.AMTP_SANDBOX_BOX_PROCESSES = 256
+    next_run_passes(tmp_path, app)
