@@ -23,6 +23,7 @@ import schemas
 from agents.runner import AgentResult
 from amtp_site import rows
 from amtp_site.canonical import idempotency_key
+from repositories.errors import BranchProtectionViolation, GitHubForbidden
 from repositories.hosts import host_for
 from repositories.login import recipe_of
 from runs import artifacts, lifecycle, selectors
@@ -36,6 +37,7 @@ from runs.exploration.service import (
     exploration_skip_reason,
 )
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
+from runs.pr_harness import harness_of, without_workflow, workflow_refused
 from runs.pull_requests import head_branch_for, pull_request_create
 from runs.stages import (
     CRAWL_REPO,
@@ -344,9 +346,15 @@ def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False
     coverage = selectors.coverage(run)
     login = recipe_of(run.repository)  # no credentials: the PR names their variables only
     files, title, body = pull_request_contents(
-        code, report, run.repository.test_dir, coverage, login
+        code, report, run.repository.test_dir, coverage, login, harness_of(run)
     )
-    artifact = pull_request_create(run=run, files=files, title=title, body=body, stop=stop)
+    try:
+        artifact = pull_request_create(run=run, files=files, title=title, body=body, stop=stop)
+    except (GitHubForbidden, BranchProtectionViolation) as exc:
+        if not workflow_refused(exc, files):
+            raise
+        files, body = without_workflow(files, body)  # the tests still go, without their CI
+        artifact = pull_request_create(run=run, files=files, title=title, body=body, stop=stop)
     if note := pull_request_check_report(run, artifact.content["head_sha"], report):
         lifecycle.stage_close(run_id, STAGE_OF[CREATE_PULL_REQUEST], StageStatus.PASSED, note=note)
     return _finish(run, CREATE_PULL_REQUEST, str(artifact.artifact_id))
