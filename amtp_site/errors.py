@@ -21,6 +21,7 @@ ERROR_MODULES = (
     "agents.errors",
     "runs.errors",
     "runs.verification.errors",
+    "runs.boot.failures",
     "approvals.errors",
 )
 

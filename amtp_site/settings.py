@@ -314,6 +314,14 @@ AMTP_SANDBOX_OPEN_FILES = env_int("AMTP_SANDBOX_OPEN_FILES", 1024)
 AMTP_SANDBOX_CPU_S = env_int("AMTP_SANDBOX_CPU_S", 900)  # per process
 AMTP_SANDBOX_OUTPUT_BYTES = env_int("AMTP_SANDBOX_OUTPUT_BYTES", 8 << 20)
 AMTP_SANDBOX_DISK_BYTES = env_int("AMTP_SANDBOX_DISK_BYTES", 1 << 30)
+# BootApp (runs/boot): an app AMTP starts itself when a run has no target URL nor preview.
+# Installed dependencies are kept per repository and lock files' contents (a second install of
+# the same lock files is a copy); each install (or seed) command and the readiness have a limit.
+AMTP_BOOT_CACHE_DIR = Path(
+    os.environ.get("AMTP_BOOT_CACHE_DIR") or devstack.STACK_DIR / "boot-cache"
+)
+AMTP_BOOT_INSTALL_TIMEOUT_S = float(os.environ.get("AMTP_BOOT_INSTALL_TIMEOUT_S", "900"))
+AMTP_BOOT_READY_TIMEOUT_S = float(os.environ.get("AMTP_BOOT_READY_TIMEOUT_S", "120"))
 # Evidence kept per run (traces, screenshots), and for how long (manage.py prune_evidence).
 AMTP_EVIDENCE_MAX_FILES = env_int("AMTP_EVIDENCE_MAX_FILES", 200)
 AMTP_EVIDENCE_MAX_BYTES = env_int("AMTP_EVIDENCE_MAX_BYTES", 200 << 20)

@@ -175,6 +175,13 @@ class Box:
 
     def run(self, command: list[str], *, env: dict, runner: Path, limits: Limits, wall_s: float):
         """Run ``command`` (paths as the code sees them) in the box; an Outcome."""
+        return self._watch(
+            self.start(command, env=env, runner=runner, limits=limits), limits, wall_s
+        )
+
+    def start(self, command: list[str], *, env: dict, runner: Path, limits: Limits):
+        """Start ``command`` in the box and return its process at once (a server the caller
+        watches, then ends with :func:`stop`)."""
         self.hand_over()
         runner_fd = os.open(runner, os.O_PATH | os.O_DIRECTORY)
         try:
@@ -195,7 +202,7 @@ class Box:
                 )
         finally:
             os.close(runner_fd)
-        return self._watch(process, limits, wall_s)
+        return process
 
     def _argv(self, command: list[str], runner_fd: int) -> list[str]:
         if not sandboxed():
@@ -255,6 +262,11 @@ def _rlimits(limits: Limits) -> list[str]:
         f"--cpu={limits.cpu_s}",
         "--core=0",
     ]
+
+
+def stop(process: subprocess.Popen) -> None:
+    """End a box started with :meth:`Box.start`: its session, and so its PID namespace."""
+    _kill(process)
 
 
 def _kill(process: subprocess.Popen) -> None:

@@ -1,0 +1,29 @@
+// Runs first inside an app's box (runs/boot): as runs/verification/box/entry.mjs, a TCP listener
+// on loopback piping to the worker's allow-listing proxy (the one way out), plus, when an app
+// socket is named, a Unix socket in the box's work directory piping to the app's port on the
+// box's loopback: the worker's only way in. Then the command, whose exit code it returns.
+import net from "node:net";
+import fs from "node:fs";
+import { spawn } from "node:child_process";
+
+const [socketPath, port, appSocket, appPort, ...command] = process.argv.slice(2);
+
+function pipe(listener, connect) {
+  return net.createServer((client) => {
+    const upstream = connect();
+    client.pipe(upstream).pipe(client);
+    client.on("error", () => upstream.destroy());
+    upstream.on("error", () => client.destroy());
+  }).listen(...listener);
+}
+
+function run() {
+  const child = spawn(command[0], command.slice(1), { stdio: "inherit" });
+  child.on("exit", (code, signal) => process.exit(code ?? (signal ? 128 : 1)));
+}
+
+pipe([Number(port), "127.0.0.1"], () => net.connect(socketPath)).on("listening", () => {
+  if (appSocket === "-") return run();
+  fs.rmSync(appSocket, { force: true });
+  pipe([appSocket], () => net.connect(Number(appPort), "127.0.0.1")).on("listening", run);
+});

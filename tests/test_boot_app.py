@@ -1,0 +1,158 @@
+"""BootApp's box: real apps booted from local git repositories (installed through the
+registries' proxy, then from the cache), each bad recipe's own error, isolation, and no process
+left behind. Each test boots real processes in the real sandbox (bubblewrap)."""
+
+from __future__ import annotations
+
+import os
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from repositories.hosts.local import LocalGitHost
+from runs.boot import failures
+from runs.boot.app import booted
+from runs.boot.recipe import AppRecipe
+from tests.boot_apps import RECIPES, app_git_repo
+from tests.gitrepo import make_git_repo
+
+pytestmark = pytest.mark.skipif(
+    not os.path.exists("/usr/bin/bwrap"), reason="bubblewrap is a requirement of the worker"
+)
+
+
+@pytest.fixture(autouse=True)
+def _boot_settings(settings, tmp_path):
+    settings.AMTP_BOOT_CACHE_DIR = tmp_path / "cache"
+    settings.AMTP_BOOT_READY_TIMEOUT_S = 60.0
+
+
+def _host(path: Path, files: dict[str, str]) -> tuple[LocalGitHost, str]:
+    make_git_repo(path, files)
+    host = LocalGitHost("acme/app", path)
+    return host, host.resolve_ref("main")
+
+
+def _get(url: str) -> tuple[int, str]:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=10) as answer:
+        return answer.status, answer.read().decode("utf-8", "replace")
+
+
+def _processes_of(uid: int) -> list[str]:
+    """The processes (pid: command) running as ``uid``: a box's own uid."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        uids = next(line.split()[1:] for line in status.splitlines() if line.startswith("Uid:"))
+        if str(uid) in uids:
+            found.append(f"{pid}: {command.decode(errors='replace')}")
+    return found
+
+
+def _left_behind(app) -> list[str]:
+    """The box's processes still there a moment after it was stopped (its PID namespace is
+    torn down by the kernel after the box's first process is reaped: not at once)."""
+    if not app.box.user:
+        return []
+    deadline = time.monotonic() + 5
+    while (left := _processes_of(app.box.user["user"])) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+@pytest.mark.parametrize(
+    "name,page,marker",
+    [("express-mvc", "/users", "TJ"), ("flaskr", "/auth/login", 'name="password"')],
+)
+def test_a_real_app_boots_then_boots_from_the_cache(tmp_path, name, page, marker):
+    app_git_repo(name, tmp_path / name)
+    host = LocalGitHost("acme/" + name, tmp_path / name)
+    commit = host.resolve_ref("main")
+    with booted(host, commit, RECIPES[name], {}) as first:
+        status, body = _get(first.url + page)
+        assert status == 200 and marker in body
+        assert not first.cached and first.install_s > 0
+        summary = first.summary()
+        assert summary["recipe"]["start"] == RECIPES[name].start
+    assert _left_behind(first) == [] and not first.box.root.exists()
+    with booted(host, commit, RECIPES[name], {}) as second:
+        assert second.cached
+        assert second.install_s < first.install_s
+        print(
+            f"{name}: cold {first.install_s:.1f}+{first.boot_s:.1f} s, "
+            f"warm {second.install_s:.1f}+{second.boot_s:.1f} s"
+        )
+        assert _get(second.url + page)[0] == 200
+    assert _left_behind(second) == []
+
+
+def _failing(tmp_path, recipe: AppRecipe, error: type, secrets=None) -> failures.BootFailed:
+    server = "require('http').createServer((q, s) => { s.statusCode = 503; s.end('down') })"
+    host, commit = _host(tmp_path / "repo", {"server.js": server + ".listen(4000)\n"})
+    with pytest.raises(error) as raised, booted(host, commit, recipe, secrets or {}):
+        pytest.fail("booted")
+    return raised.value
+
+
+def test_an_install_failure_names_its_command_exit_code_and_log(tmp_path):
+    recipe = AppRecipe(
+        "test", "node server.js", 4000, install=("echo no such package >&2; exit 3",)
+    )
+    exc = _failing(tmp_path, recipe, failures.InstallFailed)
+    assert exc.details["exit_code"] == 3 and "no such package" in exc.details["log"]
+    assert exc.message.startswith(
+        "install command `echo no such package >&2; exit 3` (exit code 3)"
+    )
+
+
+def test_a_start_command_that_exits_names_its_exit_code(tmp_path, settings):
+    recipe = AppRecipe("test", "echo cannot bind; exit 4", 4000)
+    exc = _failing(tmp_path, recipe, failures.AppExited)
+    assert exc.details == {
+        "command": "echo cannot bind; exit 4",
+        "exit_code": 4,
+        "log": "cannot bind",
+    }
+
+
+def test_a_port_never_opened_and_an_app_never_ready_are_told_apart(tmp_path, settings):
+    settings.AMTP_BOOT_READY_TIMEOUT_S = 2.0
+    silent = _failing(tmp_path / "a", AppRecipe("test", "sleep 30", 4000), failures.PortNeverOpened)
+    assert "nothing listens on port 4000" in silent.message
+    # listening on another port than the recipe's: the same answer
+    other = AppRecipe("test", "node server.js", 4001)
+    assert "port 4001" in _failing(tmp_path / "b", other, failures.PortNeverOpened).message
+    down = _failing(tmp_path / "c", AppRecipe("test", "node server.js", 4000), failures.AppNotReady)
+    assert "(its last answer: 503)" in down.message and down.details["exit_code"] is None
+
+
+def test_secrets_reach_the_app_but_not_its_log(tmp_path):
+    secret = "s3cr3t-boot-value-0451"
+    recipe = AppRecipe("test", "echo token=$API_TOKEN; exit 1", 4000, secret_env=("API_TOKEN",))
+    exc = _failing(tmp_path, recipe, failures.AppExited, {"API_TOKEN": secret})
+    assert "token=" in exc.details["log"] and secret not in exc.message + exc.details["log"]
+
+
+def test_the_app_reaches_neither_the_worker_loopback_nor_the_internet(tmp_path):
+    # the seed runs as the app would: the box's network has its own loopback, and without a
+    # proxy serving its bridge (only installs get one) nothing outside
+    probe = (
+        "node -e \"const n=require('net');let left=2;const done=()=>--left||process.exit(7);"
+        "for (const [h,p] of [['127.0.0.1', %d],['93.184.215.14',80]]) "
+        "n.connect(p,h).on('connect',()=>process.exit(0)).on('error',done)\""
+    )
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        recipe = AppRecipe("test", "node server.js", 4000, seed=probe % listener.getsockname()[1])
+        exc = _failing(tmp_path, recipe, failures.SeedFailed)
+    assert exc.details["exit_code"] == 7
