@@ -317,6 +317,7 @@ AMTP_SANDBOX_DISK_BYTES = env_int("AMTP_SANDBOX_DISK_BYTES", 1 << 30)
 # BootApp (runs/boot): an app AMTP starts itself when a run has no target URL nor preview.
 # Installed dependencies are kept per repository and lock files' contents (a second install of
 # the same lock files is a copy); each install (or seed) command and the readiness have a limit.
+AMTP_BOOT_APPS = env_bool("AMTP_BOOT_APPS", True)
 AMTP_BOOT_CACHE_DIR = Path(
     os.environ.get("AMTP_BOOT_CACHE_DIR") or devstack.STACK_DIR / "boot-cache"
 )

@@ -72,8 +72,7 @@ class Booted:
     def summary(self) -> dict:
         """What the run page shows: the recipe used, the times and the log tail."""
         return {
-            "recipe": {k: v for k, v in vars(self.recipe).items() if k != "secret_env"}
-            | {"secret_env": list(self.recipe.secret_env)},
+            "recipe": self.recipe.as_config(),
             "install_s": round(self.install_s, 2),
             "boot_s": round(self.boot_s, 2),
             "dependencies_from_cache": self.cached,

@@ -1,0 +1,107 @@
+"""BootApp through the real worker: a run with neither a target URL nor a preview boots its
+repository's app (a small Node app, its recipe found in package.json) in the sandbox, explores
+and verifies against it, and leaves no app process behind; an app that does not start fails
+the run naming its command and log, or, where the repository opens PRs unverified, the run
+goes on without a live app and the PR's first line says why."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from repositories.hosts.local import LocalGitHost
+from runs.services import run_create
+from tests.factories import RepositoryFactory
+from tests.gitrepo import make_git_repo
+from tests.temporal_worker import wait_terminal
+from tests.test_browser import chromium_path
+
+pytestmark = pytest.mark.django_db(transaction=True)
+RUN_TIMEOUT = 180
+MARKER = "boot-e2e-app.js"  # the app's file: its processes are found by it
+SERVER = """const http = require('http');
+const pages = {
+  '/': '<h1>Tiny shop</h1><a href="/about">About us</a>',
+  '/about': '<h1>About us</h1><p>We sell tiny things.</p><a href="/">Home</a>',
+};
+http.createServer((req, res) => {
+  const page = pages[req.url.split('?')[0]];
+  res.writeHead(page ? 200 : 404, { 'content-type': 'text/html' });
+  res.end(`<!doctype html><html><head><title>Tiny shop</title></head><body>${page || '<h1>Not found</h1>'}</body></html>`);
+}).listen(Number(process.env.PORT || 3000));
+"""
+
+
+@pytest.fixture
+def booting(settings, tmp_path, monkeypatch):
+    settings.AMTP_BOOT_APPS = True
+    settings.AMTP_BOOT_CACHE_DIR = tmp_path / "boot-cache"
+    settings.AMTP_BOOT_READY_TIMEOUT_S = 30.0
+    folder = tmp_path / "evidence"
+    monkeypatch.setenv("AMTP_VERIFY_EVIDENCE_DIR", str(folder))
+    settings.AMTP_VERIFY_EVIDENCE_DIR = folder
+    chromium_path()
+
+
+def _repo(tmp_path, start: str, **fields):
+    package = json.dumps({"name": "tiny-shop", "private": True, "scripts": {"start": start}})
+    path = make_git_repo(tmp_path / "shop", {"package.json": package, MARKER: SERVER})
+    return RepositoryFactory(full_name="acme/shop", host="local", local_path=path, **fields)
+
+
+def _app_processes() -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if MARKER.encode() in command:
+            found.append(pid)
+    return found
+
+
+def test_a_run_without_a_target_boots_its_app_and_runs_against_it(tmp_path, worker, booting):
+    repo = _repo(tmp_path, f"node {MARKER}")
+    run = wait_terminal(run_create(repository=repo, depth_level="smoke"), RUN_TIMEOUT)
+    assert run.status == "passed", (run.error_type, run.error_message)
+    stages = {s.name: s for s in run.stages.all()}
+    boot = stages["boot_app"]
+    assert boot.status == "passed" and boot.note.startswith("from package.json"), boot.note
+    content = run.artifacts.get(kind="app_boot").content
+    assert content["status"] == "booted" and content["recipe"]["start"] == "npm run start"
+    assert content["boot_s"] > 0 and isinstance(content["log_tail"], str)
+    assert stages["explore_app"].status == "passed", stages["explore_app"].note
+    app_map = run.artifacts.get(kind="app_map").content
+    assert app_map["target_url"].startswith("http://127.0.0.1:")
+    assert {"/", "/about"} <= {page["path"] for page in app_map["pages"]}
+    report = run.artifacts.get(kind="verification_report").content
+    assert report["status"] == "verified", report.get("reason")
+    assert report["target_url"].startswith("http://127.0.0.1:")
+    assert _app_processes() == []
+
+
+def test_an_app_that_does_not_start_fails_the_run_unless_prs_may_go_unverified(
+    tmp_path, worker, booting
+):
+    repo = _repo(tmp_path, "node missing.js")
+    run = wait_terminal(run_create(repository=repo, depth_level="smoke"), RUN_TIMEOUT)
+    assert (run.status, run.error_type) == ("failed", "AppExited")
+    assert "start command `npm run start` (exit code 1)" in run.error_message
+    assert "Cannot find module" in run.error_message  # the log's last lines
+    assert run.stages.get(name="boot_app").status == "failed"
+
+    repo.open_pr_unverified = True
+    repo.save()
+    run = wait_terminal(run_create(repository=repo, depth_level="smoke"), RUN_TIMEOUT)
+    assert run.status == "passed", (run.error_type, run.error_message)
+    stages = {s.name: s for s in run.stages.all()}
+    assert (stages["boot_app"].status, stages["boot_app"].error_type) == ("failed", "AppExited")
+    assert stages["explore_app"].status == "skipped"
+    assert stages["explore_app"].note.startswith("the app did not boot (AppExited)")
+    assert stages["verify_tests"].status == "skipped"
+    pull = LocalGitHost(repo.full_name, repo.local_path).pull_requests()[-1]
+    first_line = pull["body"].partition("\n")[0]
+    assert "the app did not boot (AppExited)" in first_line
+    assert _app_processes() == []
