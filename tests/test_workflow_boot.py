@@ -6,16 +6,18 @@ goes on without a live app and the PR's first line says why."""
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from repositories.hosts.local import LocalGitHost
-from runs.services import run_create
+from runs.services import run_cancel, run_create
 from tests.factories import RepositoryFactory
 from tests.gitrepo import make_git_repo
-from tests.temporal_worker import wait_terminal
+from tests.temporal_worker import wait_for, wait_terminal
 from tests.test_browser import chromium_path
+from tests.worker_process import kill_worker, start_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 RUN_TIMEOUT = 180
@@ -44,9 +46,9 @@ def booting(settings, tmp_path, monkeypatch):
     chromium_path()
 
 
-def _repo(tmp_path, start: str, **fields):
+def _repo(tmp_path, start: str, server: str = SERVER, **fields):
     package = json.dumps({"name": "tiny-shop", "private": True, "scripts": {"start": start}})
-    path = make_git_repo(tmp_path / "shop", {"package.json": package, MARKER: SERVER})
+    path = make_git_repo(tmp_path / "shop", {"package.json": package, MARKER: server})
     return RepositoryFactory(full_name="acme/shop", host="local", local_path=path, **fields)
 
 
@@ -105,3 +107,49 @@ def test_an_app_that_does_not_start_fails_the_run_unless_prs_may_go_unverified(
     first_line = pull["body"].partition("\n")[0]
     assert "the app did not boot (AppExited)" in first_line
     assert _app_processes() == []
+
+
+def _until(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_a_cancel_during_verify_tests_leaves_no_app_behind(tmp_path, worker, booting):
+    repo = _repo(tmp_path, f"node {MARKER}")
+    run = run_create(repository=repo, depth_level="smoke")
+    wait_for(run, lambda r: r.stages.get(name="verify_tests").status == "running", RUN_TIMEOUT)
+    _until(_app_processes, 60, "VerifyTests' app")  # booted for the stage, up
+    run_cancel(run=run)
+    run = wait_terminal(run, 60)
+    assert run.status == "cancelled"
+    _until(lambda: not _app_processes(), 10, "the app to be gone")
+
+
+# Answers 503 ("warming up") for a minute: BootApp waits for it, and the worker is killed then.
+SLOW_SERVER = """const http = require('http');
+const up = Date.now() + 60000;
+http.createServer((req, res) => {
+  res.writeHead(Date.now() < up ? 503 : 200, { 'content-type': 'text/html' });
+  res.end('<!doctype html><h1>Warming up</h1>');
+}).listen(Number(process.env.PORT || 3000));
+"""
+
+
+def test_a_worker_killed_during_boot_app_leaves_no_app_behind(
+    tmp_path, temporal_env, booting, monkeypatch
+):
+    for name in ("AMTP_BOOT_APPS", "AMTP_BOOT_CACHE_DIR", "AMTP_BOOT_READY_TIMEOUT_S"):
+        monkeypatch.setenv(name, str(getattr(temporal_env, name)).lower())
+    monkeypatch.setenv("AMTP_BOOT_READY_TIMEOUT_S", "90")
+    repo = _repo(tmp_path, f"node {MARKER}", server=SLOW_SERVER)
+    log = tmp_path / "worker.log"
+    process = start_worker(log, temporal_env.TEMPORAL_TASK_QUEUE)
+    try:
+        run = run_create(repository=repo, depth_level="smoke")
+        _until(_app_processes, 90, "the app booting")  # BootApp waits for it to be ready
+        assert run.stages.get(name="boot_app").status == "running", log.read_text()[-2000:]
+    finally:
+        kill_worker(process)  # the worker's process group; the box is in a session of its own
+    _until(lambda: not _app_processes(), 10, "the app to die with its worker")
