@@ -37,6 +37,7 @@ from runs.exploration.service import (
     exploration_skip_reason,
 )
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
+from runs.pr_harness import harness_of
 from runs.pull_requests import head_branch_for, pull_request_create
 from runs.stages import (
     BOOT_APP,
@@ -396,7 +397,7 @@ def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False
     coverage = selectors.coverage(run)
     login = recipe_of(run.repository)  # no credentials: the PR names their variables only
     files, title, body = pull_request_contents(
-        code, report, run.repository.test_dir, coverage, login
+        code, report, run.repository.test_dir, coverage, login, harness_of(run)
     )
     artifact = pull_request_create(run=run, files=files, title=title, body=body, stop=stop)
     if note := pull_request_check_report(run, artifact.content["head_sha"], report):

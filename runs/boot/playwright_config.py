@@ -13,6 +13,7 @@ https://playwright.dev/docs/api/class-testconfig#test-config-web-server lists th
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import tree_sitter
@@ -98,7 +99,7 @@ def _value(node, consts, depth: int = 0):
         return UNREADABLE
     kind = node.type
     if kind == "string":
-        return "".join(c.text.decode() for c in node.named_children if c.type == "string_fragment")
+        return "".join(_text(c) for c in node.named_children)
     if kind == "number":
         text = node.text.decode().replace("_", "")
         return int(text) if text.isdigit() else UNREADABLE
@@ -114,8 +115,8 @@ def _value(node, consts, depth: int = 0):
                 if inner is UNREADABLE:
                     return UNREADABLE
                 parts.append(str(inner))
-            else:  # escape sequences: kept as written
-                parts.append(child.text.decode())
+            else:
+                parts.append(_text(child))
         return "".join(parts)
     if kind == "identifier" and node.text.decode() in consts:
         return _value(consts[node.text.decode()], consts, depth + 1)
@@ -131,6 +132,17 @@ def _value(node, consts, depth: int = 0):
         value = _value(args[0], consts, depth + 1) if args else UNREADABLE
         return int(value) if isinstance(value, str) and value.isdigit() else value
     return UNREADABLE
+
+
+def _text(node: tree_sitter.Node) -> str:
+    """A string's fragment, or an escape sequence as the character it stands for."""
+    text = node.text.decode()
+    if node.type != "escape_sequence":
+        return text
+    try:  # JSON's escapes are JavaScript's common ones (quote, backslash, n, t, uXXXX)
+        return json.loads(f'"{text}"')
+    except ValueError:
+        return text[1:]  # an escaped quote or letter: the character itself
 
 
 def _consts(root: tree_sitter.Node) -> dict[str, tree_sitter.Node]:
