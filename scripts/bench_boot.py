@@ -51,7 +51,9 @@ def main() -> int:
             cold = boot_once(host, commit, name)
             warm = boot_once(host, commit, name)
             for label, (wall, install, start) in (("cold", cold), ("warm", warm)):
-                print(f"{name} {label}: {wall:.1f} s (install {install:.1f} s, start {start:.1f} s)")
+                print(
+                    f"{name} {label}: {wall:.1f} s (install {install:.1f} s, start {start:.1f} s)"
+                )
             print(f"RATIO boot_cold_{name}_s: {cold[0]:.1f}")
             print(f"RATIO boot_warm_{name}_s: {warm[0]:.1f} (goal ≤ {GOALS[name]:.0f})")
     return 0

@@ -156,3 +156,10 @@ def test_the_app_reaches_neither_the_worker_loopback_nor_the_internet(tmp_path):
         recipe = AppRecipe("test", "node server.js", 4000, seed=probe % listener.getsockname()[1])
         exc = _failing(tmp_path, recipe, failures.SeedFailed)
     assert exc.details["exit_code"] == 7
+
+
+def test_an_app_listening_on_ipv6_loopback_only_is_reached(tmp_path):
+    server = "require('http').createServer((q, s) => s.end('<h1>six</h1>')).listen(4000, '::1')"
+    host, commit = _host(tmp_path / "repo", {"server.js": server + "\n"})
+    with booted(host, commit, AppRecipe("test", "node server.js", 4000), {}) as app:
+        assert _get(app.url + "/") == (200, "<h1>six</h1>")

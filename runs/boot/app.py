@@ -146,7 +146,16 @@ def booted(
 
 def _write_tree(host: RepositoryHost, commit_sha: str, root: Path, workdir: str) -> Path:
     """The commit's regular files under ``root`` (unsafe paths never written); the workdir."""
-    for entry in host.tree(commit_sha):
+    entries = host.tree(commit_sha)
+    if (size := sum(e.size for e in entries)) > settings.AMTP_SANDBOX_DISK_BYTES:
+        raise failures.BootFailed(
+            f"the commit's files ({size} bytes) exceed the box's disk cap "
+            f"(AMTP_SANDBOX_DISK_BYTES, {settings.AMTP_SANDBOX_DISK_BYTES} bytes)",
+            command="checkout",
+            exit_code=None,
+            log="",
+        )
+    for entry in entries:
         if read_path_problem(entry.path):
             continue
         target = root / entry.path

@@ -17,6 +17,21 @@ function pipe(listener, connect) {
   }).listen(...listener);
 }
 
+// The app's port on 127.0.0.1, else on ::1 (an app bound to "localhost" may be on either).
+function toApp(client, hosts = ["127.0.0.1", "::1"]) {
+  const upstream = net.connect(Number(appPort), hosts[0]);
+  let connected = false;
+  upstream.once("connect", () => {
+    connected = true;
+    client.pipe(upstream).pipe(client);
+  });
+  upstream.on("error", () => {
+    if (!connected && hosts.length > 1) return toApp(client, hosts.slice(1));
+    client.destroy();
+  });
+  client.on("error", () => upstream.destroy());
+}
+
 function run() {
   const child = spawn(command[0], command.slice(1), { stdio: "inherit" });
   child.on("exit", (code, signal) => process.exit(code ?? (signal ? 128 : 1)));
@@ -25,5 +40,5 @@ function run() {
 pipe([Number(port), "127.0.0.1"], () => net.connect(socketPath)).on("listening", () => {
   if (appSocket === "-") return run();
   fs.rmSync(appSocket, { force: true });
-  pipe([appSocket], () => net.connect(Number(appPort), "127.0.0.1")).on("listening", run);
+  net.createServer((client) => toApp(client)).listen(appSocket).on("listening", run);
 });
