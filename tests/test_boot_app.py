@@ -163,3 +163,49 @@ def test_an_app_listening_on_ipv6_loopback_only_is_reached(tmp_path):
     host, commit = _host(tmp_path / "repo", {"server.js": server + "\n"})
     with booted(host, commit, AppRecipe("test", "node server.js", 4000), {}) as app:
         assert _get(app.url + "/") == (200, "<h1>six</h1>")
+
+
+# The seed speaks each service's own protocol through the box's loopback: PostgreSQL answers
+# an SSLRequest with one byte ("N": no TLS), Valkey a PING with "+PONG".
+SERVICES_CHECK = r"""
+const net = require('net');
+const ask = (port, bytes) => new Promise((ok, no) => {
+  const c = net.connect(port, '127.0.0.1', () => c.write(bytes));
+  c.once('data', (d) => { ok(d.toString('latin1')); c.destroy(); });
+  c.on('error', no);
+});
+(async () => {
+  const pg = await ask(5432, Buffer.from([0, 0, 0, 8, 4, 210, 22, 47]));
+  const vk = await ask(6379, 'PING\r\n');
+  console.log(`pg=${pg} valkey=${vk.trim()} ${process.env.DATABASE_URL} ${process.env.REDIS_URL}`);
+  process.exit(pg === 'N' && vk.startsWith('+PONG') ? 9 : 1);
+})().catch((e) => { console.log(String(e)); process.exit(2); });
+"""
+
+
+def test_a_recipe_gets_throwaway_postgres_and_valkey_gone_with_the_box(tmp_path):
+    host, commit = _host(tmp_path / "repo", {"check.js": SERVICES_CHECK})
+    recipe = AppRecipe(
+        "test", "sleep 30", 4000, services=("postgres", "valkey"), seed="node check.js"
+    )
+    # the seed exits 9 when both answered: a SeedFailed that carries what it saw
+    with pytest.raises(failures.SeedFailed) as raised, booted(host, commit, recipe, {}):
+        pytest.fail("booted")
+    log = raised.value.details["log"]
+    assert raised.value.details["exit_code"] == 9, log
+    assert "pg=N valkey=+PONG postgresql://postgres@127.0.0.1:5432/app" in log
+    assert "redis://127.0.0.1:6379/0" in log
+    leftovers = [p for p in _processes_named(("postgres", "valkey-server")) if "amtp-box-" in p]
+    assert leftovers == []
+
+
+def _processes_named(names: tuple[str, ...]) -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if any(name in command for name in names):
+            found.append(command)
+    return found

@@ -33,7 +33,7 @@ from django.conf import settings
 from repositories.hosts.base import RepositoryHost
 from repositories.paths import read_path_problem
 from repositories.secrets import scrub
-from runs.boot import failures, registries
+from runs.boot import failures, registries, services
 from runs.boot.forward import forwarding
 from runs.boot.recipe import AppRecipe
 from runs.verification import proxy, sandbox
@@ -112,34 +112,29 @@ def booted(
     in an argument list, scrubbed from its log). A BootFailed (failures.py) when it cannot."""
     sandbox.check_available()
     box = AppBox()
+    secret_values = tuple(secrets.values())
     try:
         workdir = _write_tree(host, commit_sha, box.work, recipe.workdir)
         started = time.monotonic()
-        cached = _install(box, workdir, recipe, host.full_name, tuple(secrets.values()))
+        cached = _install(box, workdir, recipe, host.full_name, secret_values)
         install_s = time.monotonic() - started
-        env = _env(box, recipe, dict(secrets))
-        if recipe.seed:
-            _run(box, recipe.seed, recipe, env, failures.SeedFailed, tuple(secrets.values()))
-        started = time.monotonic()
-        command = [box.inside(SOCKET_NAME), str(recipe.port), "sh", "-c", _in(box, recipe)]
-        process = box.start(command, env=env, runner=box.nothing, limits=_limits())
-        try:
-            with forwarding(box.work / SOCKET_NAME) as port:
-                app = Booted(
-                    f"http://127.0.0.1:{port}",
-                    recipe,
-                    install_s,
-                    0.0,
-                    cached,
-                    box,
-                    process,
-                    tuple(secrets.values()),
-                )
-                _wait_ready(app)
-                app.boot_s = time.monotonic() - started
-                yield app
-        finally:
-            sandbox.stop(process)
+        env = {**_env(box, recipe, dict(secrets)), **services.environment(recipe.services)}
+        env["AMTP_FORWARDS"] = services.forwards(recipe.services, box.inside())
+        with services.running(recipe.services, box.work, box.root / "services"):
+            if recipe.seed:
+                _run(box, recipe.seed, recipe, env, failures.SeedFailed, secret_values)
+            started = time.monotonic()
+            command = [box.inside(SOCKET_NAME), str(recipe.port), "sh", "-c", _in(box, recipe)]
+            process = box.start(command, env=env, runner=box.nothing, limits=_limits())
+            try:
+                with forwarding(box.work / SOCKET_NAME) as port:
+                    url = f"http://127.0.0.1:{port}"
+                    app = Booted(url, recipe, install_s, 0.0, cached, box, process, secret_values)
+                    _wait_ready(app)
+                    app.boot_s = time.monotonic() - started
+                    yield app
+            finally:
+                sandbox.stop(process)
     finally:
         box.remove()
 

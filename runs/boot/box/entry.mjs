@@ -32,13 +32,27 @@ function toApp(client, hosts = ["127.0.0.1", "::1"]) {
   client.on("error", () => upstream.destroy());
 }
 
+// The recipe's services (runs/boot/services.py): "port=socket;…", each a listener on the box's
+// loopback piping to the service's Unix socket in the work directory.
+function forward(listening) {
+  const pairs = (process.env.AMTP_FORWARDS || "").split(";").filter(Boolean);
+  let left = pairs.length;
+  if (!left) return listening();
+  for (const pair of pairs) {
+    const [servicePort, servicePath] = pair.split("=");
+    pipe([Number(servicePort), "127.0.0.1"], () => net.connect(servicePath)).on("listening", () => {
+      if (--left === 0) listening();
+    });
+  }
+}
+
 function run() {
   const child = spawn(command[0], command.slice(1), { stdio: "inherit" });
   child.on("exit", (code, signal) => process.exit(code ?? (signal ? 128 : 1)));
 }
 
 pipe([Number(port), "127.0.0.1"], () => net.connect(socketPath)).on("listening", () => {
-  if (appSocket === "-") return run();
+  if (appSocket === "-") return forward(run);
   fs.rmSync(appSocket, { force: true });
-  net.createServer((client) => toApp(client)).listen(appSocket).on("listening", run);
+  net.createServer((client) => toApp(client)).listen(appSocket).on("listening", () => forward(run));
 });
