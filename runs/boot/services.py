@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import os
 import shutil
 import signal
 import subprocess
