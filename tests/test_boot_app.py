@@ -209,3 +209,24 @@ def _processes_named(names: tuple[str, ...]) -> list[str]:
         if any(name in command for name in names):
             found.append(command)
     return found
+
+
+def test_a_github_repository_boots_from_its_tarball(tmp_path):
+    from repositories.hosts.github import GitHubHost
+    from tests.fakes.github_api import FakeGitHub
+
+    server = "require('http').createServer((q, s) => s.end('<h1>from the tarball</h1>'))"
+    files = {"server.js": server + ".listen(4000)\n", "etc-link": ("120000", "/etc/passwd")}
+    with FakeGitHub() as gh:
+        commit = gh.create_repo("acme/tiny", files=files)
+        options = {"api_url": gh.api_url, "token": gh.token, "seconds_between_writes": None}
+        host = GitHubHost("acme/tiny", **options)
+        with booted(host, commit, AppRecipe("test", "node server.js", 4000), {}) as app:
+            assert _get(app.url + "/") == (200, "<h1>from the tarball</h1>")
+            assert not (app.box.work / "etc-link").exists()  # a link is never written
+        paths = [path for _method, path, _status in gh.ledger]
+        assert sum("/tarball/" in p for p in paths) == 1 and not any(
+            "/git/blobs" in p for p in paths
+        )
+        assert ("GET", f"/_codeload/acme/tiny/legacy.tar.gz/{commit}", 200) in gh.ledger
+        assert gh.errors == []

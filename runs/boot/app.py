@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import shutil
 import socket
+import tarfile
 import time
 import urllib.error
 import urllib.request
@@ -140,28 +142,56 @@ def booted(
 
 
 def _write_tree(host: RepositoryHost, commit_sha: str, root: Path, workdir: str) -> Path:
-    """The commit's regular files under ``root`` (unsafe paths never written); the workdir."""
-    entries = host.tree(commit_sha)
-    if (size := sum(e.size for e in entries)) > settings.AMTP_SANDBOX_DISK_BYTES:
-        raise failures.BootFailed(
-            f"the commit's files ({size} bytes) exceed the box's disk cap "
-            f"(AMTP_SANDBOX_DISK_BYTES, {settings.AMTP_SANDBOX_DISK_BYTES} bytes)",
-            command="checkout",
-            exit_code=None,
-            log="",
-        )
-    for entry in entries:
-        if read_path_problem(entry.path):
-            continue
-        target = root / entry.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(host.read_file(commit_sha, entry.path))
+    """The commit's regular files under ``root`` (unsafe paths, links and anything but a
+    regular file never written): from the host's archive (GitHub's tarball: one download)
+    where it offers one, else read one by one (libgit2 for a local repository)."""
+    cap = settings.AMTP_SANDBOX_DISK_BYTES
+    if (archive := host.archive(commit_sha, cap)) is not None:
+        _write_archive(archive, root, cap)
+    else:
+        entries = host.tree(commit_sha)
+        if (size := sum(e.size for e in entries)) > cap:
+            raise _too_large(size, cap)
+        for entry in entries:
+            if not read_path_problem(entry.path):
+                _write_file(root, entry.path, host.read_file(commit_sha, entry.path))
     folder = (root / workdir).resolve()
     if workdir != "." and (read_path_problem(workdir) or not folder.is_dir()):
         raise failures.BootFailed(
             WORKDIR_INVALID.format(workdir=workdir), command="cd " + workdir, exit_code=None, log=""
         )
     return folder
+
+
+def _write_archive(archive: bytes, root: Path, cap: int) -> None:
+    """A host's tarball (one top folder, GitHub's ``owner-repo-sha7/``) under ``root``."""
+    written = 0
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        for member in tar:
+            path = member.name.partition("/")[2]
+            if not member.isreg() or not path or read_path_problem(path):
+                continue
+            written += member.size
+            if written > cap:
+                raise _too_large(written, cap)
+            source = tar.extractfile(member)
+            _write_file(root, path, source.read() if source else b"")
+
+
+def _write_file(root: Path, path: str, data: bytes) -> None:
+    target = root / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+
+
+def _too_large(size: int, cap: int) -> failures.BootFailed:
+    return failures.BootFailed(
+        f"the commit's files ({size} bytes) exceed the box's disk cap "
+        f"(AMTP_SANDBOX_DISK_BYTES, {cap} bytes)",
+        command="checkout",
+        exit_code=None,
+        log="",
+    )
 
 
 def _in(box: AppBox, recipe: AppRecipe, command: str | None = None) -> str:
