@@ -230,3 +230,44 @@ def test_a_github_repository_boots_from_its_tarball(tmp_path):
         )
         assert ("GET", f"/_codeload/acme/tiny/legacy.tar.gz/{commit}", 200) in gh.ledger
         assert gh.errors == []
+
+
+def _tarball(members: list[tuple[str, bytes | str]]) -> bytes:
+    """A gzipped tar of (name, content) members; content str = a symlink's target."""
+    import io
+    import tarfile
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for name, content in members:
+            info = tarfile.TarInfo(name)
+            if isinstance(content, str):
+                info.type, info.linkname = tarfile.SYMTYPE, content
+                tar.addfile(info)
+            else:
+                info.size = len(content)
+                tar.addfile(info, io.BytesIO(content))
+    return out.getvalue()
+
+
+def test_a_hostile_archive_writes_only_regular_files_inside_the_box(tmp_path, settings):
+    from runs.boot.app import _write_archive
+
+    root = tmp_path / "work"
+    root.mkdir()
+    archive = _tarball(
+        [
+            ("top/ok.txt", b"fine"),
+            ("top/../../escaped.txt", b"no"),
+            ("top//abs/etc/x", b"no"),
+            ("top/.git/config", b"no"),
+            ("top/link", "/etc"),
+            ("top/link/passwd", b"into the link's name: a plain folder, never the link"),
+        ]
+    )
+    _write_archive(archive, root, 1 << 20)
+    written = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    assert written == ["link/passwd", "ok.txt"]
+    assert not (root / "link").is_symlink() and not (tmp_path / "escaped.txt").exists()
+    with pytest.raises(failures.BootFailed, match="exceed the box's disk cap"):
+        _write_archive(_tarball([("top/big", b"x" * 100)]), tmp_path / "other", 99)
