@@ -17,6 +17,7 @@ from tests.factories import RepositoryFactory
 from tests.gitrepo import make_git_repo
 from tests.temporal_worker import wait_for, wait_terminal
 from tests.test_browser import chromium_path
+from tests.test_workflow import record_histories  # noqa: F401  (AMTP_RECORD_HISTORIES=1)
 from tests.worker_process import kill_worker, start_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
