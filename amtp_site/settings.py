@@ -295,6 +295,8 @@ AMTP_EXPLORE_PAGE_TIMEOUT_S = float(os.environ.get("AMTP_EXPLORE_PAGE_TIMEOUT_S"
 AMTP_EXPLORE_MAX_BYTES = env_int("AMTP_EXPLORE_MAX_BYTES", 512 << 10)  # the app_map artifact
 # Forms ExploreApp submits once with test data on the preview (0: none).
 AMTP_EXPLORE_FORM_TRIALS = env_int("AMTP_EXPLORE_FORM_TRIALS", 5)
+# Actions outside forms (type and press Enter, toggle, filter, edit, delete the item it made)
+AMTP_EXPLORE_INTERACTIONS = env_int("AMTP_EXPLORE_INTERACTIONS", 12)
 # The Fernet key (comma-separated: the first encrypts, each decrypts) of repositories' stored
 # login credentials (repositories/credentials.py). In DEBUG without it a development key is
 # derived from SECRET_KEY; in production, storing or using stored credentials without it fails
