@@ -22,6 +22,7 @@ ERROR_MODULES = (
     "runs.errors",
     "runs.boot.errors",
     "runs.verification.errors",
+    "runs.boot.failures",
     "approvals.errors",
 )
 

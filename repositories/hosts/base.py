@@ -47,6 +47,11 @@ class RepositoryHost(ABC):
     def tree(self, commit_sha: str) -> list[TreeEntry]:
         """Every blob of the commit's tree, recursively, sorted by path (unfiltered)."""
 
+    def archive(self, commit_sha: str, limit: int) -> bytes | None:
+        """The commit as one gzipped tar file, at most ``limit`` bytes (RepositoryAccessError
+        beyond), where the host offers one; None where files are read one by one instead."""
+        return None
+
     @abstractmethod
     def read_file(self, commit_sha: str, path: str) -> bytes:
         """The blob at ``path`` in the commit. Missing path: RepositoryAccessError."""

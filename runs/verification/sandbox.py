@@ -168,6 +168,7 @@ class Box:
         self.fs = self.root / "fs"
         self.fs.mkdir(mode=0o711)
         self.mounted = False
+        self.cgroup: Cgroup | None = None  # while a command runs (or a started server)
         if sandboxed():
             self._mount()
         self.work = self.fs / "work"
@@ -221,6 +222,7 @@ class Box:
                     os.lchown(path, self.user["user"], self.user["group"])
 
     def remove(self) -> None:
+        self._release()
         if self.mounted:
             subprocess.run(["umount", "--lazy", str(self.fs)], check=False)
             self.mounted = False
@@ -228,25 +230,43 @@ class Box:
 
     def run(self, command: list[str], *, env: dict, runner: Path, limits: Limits, wall_s: float):
         """Run ``command`` (paths as the code sees them) in the box; an Outcome."""
+        process = self.start(command, env=env, runner=runner, limits=limits)
+        try:
+            return self._watch(process, limits, wall_s, self.cgroup)
+        finally:
+            self._release()
+
+    def start(self, command: list[str], *, env: dict, runner: Path, limits: Limits):
+        """Start ``command`` in the box, in the box's cgroup, and return its process at once
+        (a server the caller watches, then ends with :func:`stop`; :meth:`remove` gives its
+        cgroup back)."""
         self.hand_over()
         if not sandboxed():
-            return self._start([], command, env, limits, wall_s, None)
-        cgroup = _cgroup(limits)
+            return self._spawn([], command, env, limits)
+        self.cgroup = _cgroup(limits)
         fds = [
             os.open(runner, os.O_PATH | os.O_DIRECTORY),
             os.open(self.proxy_dir, os.O_PATH | os.O_DIRECTORY),
             seccomp.memfd(),
         ]
         try:
-            return self._start(fds, command, env, limits, wall_s, cgroup)
+            return self._spawn(fds, command, env, limits)
+        except BaseException:
+            self._release()
+            raise
         finally:
             for fd in fds:
                 os.close(fd)
-            cgroup.remove()
 
-    def _start(self, fds, command, env, limits, wall_s, cgroup) -> Outcome:
+    def _release(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
+
+    def _spawn(self, fds, command, env, limits) -> subprocess.Popen:
         argv = self._argv(command, *fds) if fds else self._direct(command)
         prefix = ["/usr/bin/prlimit", *_rlimits(limits), "--"]
+        cgroup = self.cgroup if fds else None
         if self.user and cgroup is not None:  # root joins the cgroup, then becomes the box's uid
             uid, gid = self.user["user"], self.user["group"]
             prefix = [
@@ -260,7 +280,7 @@ class Box:
         if cgroup is not None:
             prefix = [*cgroup.enter_argv(), *prefix]
         with self.output.open("ab") as out:
-            process = subprocess.Popen(
+            return subprocess.Popen(
                 [*prefix, *argv],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
@@ -273,7 +293,6 @@ class Box:
                 pass_fds=tuple(fds),
                 **({} if cgroup is not None else self.user),
             )
-        return self._watch(process, limits, wall_s, cgroup)
 
     def _direct(self, command: list[str]) -> list[str]:
         return ["node", str(self.entry), str(self.socket), str(BRIDGE_PORT), *command]
@@ -368,6 +387,11 @@ def _rlimits(limits: Limits) -> list[str]:
         f"--cpu={limits.cpu_s}",
         "--core=0",
     ]
+
+
+def stop(process: subprocess.Popen) -> None:
+    """End a box started with :meth:`Box.start`: its session, and so its PID namespace."""
+    _kill(process)
 
 
 def _kill(process: subprocess.Popen) -> None:
