@@ -206,6 +206,13 @@ def measure_at(app, url: str, depth: str) -> dict:
         "passing": covered(app.routes, set().union(*(by_test.get(k, set()) for k in passing))),
         "flows": len(flows),
         "flows_passing": sum(t["status"] in after for t in flows),
+        # The code of each passing test as it last ran (healed, where healing changed it).
+        "passing_code": [
+            b.text
+            for f in report.get("files") or files
+            for b in spec_blocks.blocks(f["contents"])
+            if (f["path"], b.title) in passing and not b.modifier
+        ],
         "not_passing": [
             {"title": t["title"], "status": t["status"], "reason": (t.get("reason") or "")[:300]}
             for t in tests
