@@ -130,9 +130,18 @@ def opened(files: list[dict]) -> dict[tuple[str, str], set[str]]:
     out = {}
     for f in files:
         for block in spec_blocks.blocks(f["contents"]):
-            paths = {m["path"].split("?")[0].split("#")[0] for m in _OPENS.finditer(block.text)}
-            out[(f["path"], block.title)] = {p.rstrip("/") or "/" for p in paths}
+            out[(f["path"], block.title)] = {
+                p for m in _OPENS.finditer(block.text) for p in _route_paths(m["path"])
+            }
     return out
+
+
+def _route_paths(opened_path: str) -> set[str]:
+    """The path a test opens, query and fragment dropped, trailing slash too; and, for a hash
+    route (``/#/active``), the path with its route, which a route list may name."""
+    path, _, fragment = opened_path.partition("#")
+    path = path.split("?")[0].rstrip("/") or "/"
+    return {path, f"{path}#{fragment.rstrip('/')}"} if fragment.startswith("/") else {path}
 
 
 def covered(routes: list[dict], paths: set[str]) -> list[dict]:
