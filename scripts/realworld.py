@@ -105,7 +105,7 @@ def measure_one(key: str, depth: str) -> dict:
         stop(process)
     m["named"] = [r["path"] for r in m["named"]]
     m["passing"] = [r["path"] for r in m["passing"]]
-    m["behaviours"] = exercised(app.behaviours, m.pop("passing_code"))
+    m["behaviours"] = exercised(app.behaviours, m["passing_code"])
     return {**m, "found": found(app), "setup_s": setup_s}
 
 
@@ -243,6 +243,9 @@ def main() -> int:
     )
     parser.add_argument("--depths", default="standard")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per app")
+    parser.add_argument(
+        "--code", default="", help="a folder to write each app's passing tests into (<app>.ts)"
+    )
     parser.add_argument("--one", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -258,6 +261,9 @@ def main() -> int:
     for key in keys:
         app = load(key)
         m = child(key, args.depths, args.timeout)
+        if args.code and "error" not in m:  # to read why a behaviour was or was not counted
+            Path(args.code).mkdir(parents=True, exist_ok=True)
+            (Path(args.code) / f"{key}.ts").write_text("\n\n".join(m["passing_code"]) + "\n")
         print(row(app, m), flush=True)
         results.append((app, m))
     print_results(results)

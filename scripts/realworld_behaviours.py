@@ -12,7 +12,10 @@ own suite does and asserts, with a matcher:
   browser's back button);
 - ``target`` (optional): patterns, one of which the action's statement matches (the field, the
   button, the request's body);
-- ``expect``: patterns, one of which an assertion after the action matches (the outcome).
+- ``expect``: patterns, one of which an assertion after the action matches (the outcome);
+- ``echo`` (optional, for what a user creates or changes): that assertion must also name the
+  value the test typed (the argument of its last ``fill`` up to the action, a literal or a
+  constant), so asserting a text that was on the page anyway does not count.
 
 A generated test exercises a behaviour only when, in its own code, it opens the route, then acts
 on that page (the last page it opened is the route; a request is its own page) as ``act`` and
@@ -42,7 +45,8 @@ KINDS = {
     "reload": r"\bpage\.reload\(",
     "back": r"\bpage\.goBack\(",
 }
-FIELDS = {"id", "description", "route", "act", "target", "expect"}
+FIELDS = {"id", "description", "route", "act", "target", "expect", "echo"}
+_FILLED = re.compile(r"\.(?:fill|type|pressSequentially)\(\s*([^,)]+?)\s*[,)]")
 # Full-line comments: a spec's "// Expected: …" notes are not assertions.
 _COMMENT = re.compile(r"(?m)^\s*//.*$")
 _OPEN = re.compile(
@@ -64,6 +68,7 @@ class Behaviour:
     act: tuple[str, ...]
     target: tuple[str, ...]
     expect: tuple[str, ...]
+    echo: bool = False
 
 
 def load(path: Path) -> list[Behaviour]:
@@ -96,12 +101,15 @@ def load(path: Path) -> list[Behaviour]:
             raise ValueError(f"{where}: act must name one or more of {sorted(KINDS)}")
         if not lists["expect"]:
             raise ValueError(f"{where}: expect must name at least one pattern")
+        if not isinstance(entry.get("echo", False), bool):
+            raise ValueError(f"{where}: echo must be true or false")
         out.append(
             Behaviour(
                 entry["id"],
                 entry["description"],
                 entry["route"],
                 *(tuple(lists[k]) for k in ("act", "target", "expect")),
+                entry.get("echo", False),
             )
         )
     if len({b.id for b in out}) != len(out):
@@ -141,23 +149,33 @@ def exercises(code: str, behaviour: Behaviour) -> bool:
     targets = [re.compile(t, re.IGNORECASE) for t in behaviour.target]
     expects = [re.compile(e, re.IGNORECASE) for e in behaviour.expect]
     statements = _statements(code)
-    on_route = False
+    on_route, typed = False, None
     for n, statement in enumerate(statements):
         path = _opened(statement)
         if path is not None:
             on_route = bool(route.fullmatch(path))
+        if filled := _FILLED.search(statement):
+            typed = filled[1]
         if not on_route or "expect(" in statement or not kinds.search(statement):
             continue
         if targets and not any(t.search(statement) for t in targets):
             continue
+        if behaviour.echo and not typed:
+            continue
         if any(
-            "expect(" in later
-            and not _GENERIC.search(later)
-            and any(e.search(later) for e in expects)
+            _asserts(later, expects, typed if behaviour.echo else None)
             for later in statements[n + 1 :]
         ):
             return True
     return False
+
+
+def _asserts(statement: str, expects: list[re.Pattern], typed: str | None) -> bool:
+    """Whether a statement asserts the outcome: a non-generic assertion matching one of
+    ``expects`` and, when ``typed`` is given, naming the value typed."""
+    if "expect(" not in statement or _GENERIC.search(statement):
+        return False
+    return any(e.search(statement) for e in expects) and (typed is None or typed in statement)
 
 
 def exercised(behaviours: list[Behaviour], passing_code: list[str]) -> list[str]:

@@ -117,6 +117,36 @@ def test_hash_routes_and_parameters_match_their_pages():
     assert not rb.exercises(on_hash.replace("/#/active", "/#/completed"), active)
 
 
+UPDATE_USER = rb.Behaviour(
+    id="user-update",
+    description="the edit form renames the user",
+    route="/user/{id}/edit",
+    act=("click",),
+    target=("Update",),
+    expect=("getByText",),
+    echo=True,
+)
+CLICK_ONLY = """test('t', async ({ page }) => {
+    await page.goto('/user/0/edit');
+    await page.getByRole('button', { name: "Update", exact: true }).click();
+    await expect(page.getByText("TJ edit").first()).toBeVisible();
+  });"""
+
+
+def test_a_change_counts_only_when_the_assertion_names_the_value_typed():
+    assert not rb.exercises(CLICK_ONLY, UPDATE_USER)  # nothing typed: a text already shown
+    typed = CLICK_ONLY.replace(
+        "    await page.getByRole('button'",
+        "    await page.getByLabel('Name:').fill(NEW_NAME);\n    await page.getByRole('button'",
+    )
+    assert not rb.exercises(typed, UPDATE_USER)  # typed, but the old heading asserted
+    assert rb.exercises(typed.replace('"TJ edit"', "NEW_NAME"), UPDATE_USER)
+    before = typed.replace('"TJ edit"', "NEW_NAME").replace(
+        "    await page.getByRole('button', { name: \"Update\", exact: true }).click();\n", ""
+    )
+    assert not rb.exercises(before, UPDATE_USER)  # typed and asserted, never submitted
+
+
 GOOD = {
     "id": "x",
     "description": "does x",
@@ -136,6 +166,7 @@ GOOD = {
         ({"description": ""}, "description must be a non-empty string"),
         ({"target": "Login"}, "target must be a list of non-empty strings"),
         ({"selector": "#x"}, "fields must be among"),
+        ({"echo": "yes"}, "echo must be true or false"),
     ],
 )
 def test_a_bad_behaviour_is_refused_naming_its_field(tmp_path, change, message):
