@@ -169,7 +169,8 @@ def _status_lines(var: str, expected: str, api: bool) -> list[str]:
     exp = expected.lower()
     value = f"{var}.status()" if api else f"{var}?.status()"
     if "below 500" in exp or "5xx" in exp:
-        return [f"expect({value}).toBeLessThan(500);"]
+        found = [f"expect({value}, 'the route exists').not.toBe(404);"] if "not 404" in exp else []
+        return [f"expect({value}).toBeLessThan(500);", *found]
     if exact := re.search(r"\bstatus ([1-5]\d\d)\b", exp):
         return [f"expect({value}).toBe({exact.group(1)});"]
     if "2xx" in exp or not api:
