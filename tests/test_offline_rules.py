@@ -205,7 +205,7 @@ def test_playwright_code_shape() -> None:
     assert "await response.json();" in api and "process.env.APP_URL" in api
     home = files[f"{TEST_DIR}/pages-home.spec.ts"]
     assert 'await page.goto("/");' in home and "page.on('pageerror'" in home
-    assert "getByRole('heading', { name: \"Welcome to Acme\" })" in home
+    assert "getByRole('heading', { name: \"Welcome to Acme\", exact: true })" in home
     assert "toBe(404)" in home and "toHaveTitle" in home
     with pytest.raises(ValueError):
         generate_files(
