@@ -1,10 +1,12 @@
 """Third-party requests the sandbox refuses (a CDN's script) are listed in the report, and the
-page errors they cause do not fail a generated page test; the app's own page errors still do."""
+page errors they cause do not fail a generated page test; the app's own page errors still do,
+and so does a redirect to a login page (the test never saw the page it asked for)."""
 
 from __future__ import annotations
 
 import pytest
 
+from agents.offline.code import _stayed_lines
 from agents.offline.common import PAGE_ERRORS_CHECK, PAGE_ERRORS_WATCH
 from runs.demo_app import serve
 from runs.verification import playwright as pw
@@ -19,8 +21,14 @@ SHOP = b"""<!doctype html><title>Shop</title><h1>Shop</h1>
 BROKEN = b"<!doctype html><title>Cart</title><h1>Cart</h1><script>cartTotal();</script>"
 
 
+SIGN_IN = b"<!doctype html><title>Sign in</title><h1>Sign in</h1><form><input></form>"
+
+
 def shop_app(environ, start_response):
-    body = {"/": SHOP, "/cart": BROKEN}.get(environ["PATH_INFO"])
+    if environ["PATH_INFO"] == "/account":  # behind the login, as Flask-Login answers
+        start_response("302 Found", [("Location", "/login?next=/account")])
+        return [b""]
+    body = {"/": SHOP, "/cart": BROKEN, "/login": SIGN_IN}.get(environ["PATH_INFO"])
     status = "200 OK" if body else "404 Not Found"
     start_response(status, [("Content-Type", "text/html; charset=utf-8")])
     return [body or b"not found"]
@@ -38,6 +46,7 @@ def page_test(title: str, path: str, heading: str) -> str:
     lines = [
         *PAGE_ERRORS_WATCH,
         f"await page.goto('{path}');",
+        *_stayed_lines([("page", path, None, f"Open {path}")], "a 2xx status"),
         f"await expect(page.getByRole('heading', {{ name: '{heading}', exact: true }})).toBeVisible();",
         PAGE_ERRORS_CHECK,
     ]
@@ -47,6 +56,7 @@ def page_test(title: str, path: str, heading: str) -> str:
 
 def test_a_refused_cdn_script_is_listed_and_its_page_errors_are_not_the_apps(tmp_path, shop):
     source = HEADER + page_test("shop", "/", "Shop") + page_test("cart", "/cart", "Cart")
+    source += page_test("account", "/account", "Sign in")
     runner = pw.Runner(**{**runner_from_settings().__dict__, "retries": 0})
     plan = make_plan(tmp_path, shop, [spec("shop", source)], heal_rounds=0, runner=runner)
     report = v.verify(plan, heal=no_heal)
@@ -57,3 +67,6 @@ def test_a_refused_cdn_script_is_listed_and_its_page_errors_are_not_the_apps(tmp
     assert "uncaught page errors" in tests["cart"]["error"]
     assert "cartTotal is not defined" in tests["cart"]["error"]
     assert "cdn.jsdelivr.net:443" in report["sandbox"]["blocked"]
+    # redirected to the login page, which shows its heading: never a pass
+    assert tests["account"]["status"] == "quarantined"
+    assert "the page it opened, not a redirect" in tests["account"]["error"]
