@@ -127,7 +127,7 @@ def test_tests_grounded_in_the_app_pass_first_and_a_real_bug_is_quarantined(
     assert "// AMTP quarantined: failed against" in notes_spec
     assert 'test.fixme("tc_api_post_notes' in notes_spec
     login_spec = git(repo.local_path, "show", f"{head}:e2e/amtp/pages-login.spec.ts")
-    assert "getByRole('heading', { name: \"Sign in\" })" in login_spec
+    assert "getByRole('heading', { name: \"Sign in\", exact: true })" in login_spec
     (pull,) = LocalGitHost(repo.full_name, repo.local_path).pull_requests()
     assert "## Verification" in pull["body"] and "🚧 quarantined" in pull["body"]
     assert "**4 passed · 1 quarantined**" in pull["body"]
