@@ -99,12 +99,13 @@ class Session:
             raise VerificationTimedOut(TIMED_OUT.format(budget=self.plan.budget_s))
         return left
 
-    def run_all(self) -> None:
-        """Every test, retried as Playwright retries (``flaky`` or ``failed``), except that a
-        test failing the same way twice is not run a third time: the first execution allows
-        one retry; only the tests whose two attempts failed differently get the rest."""
+    def run_all(self, phase: str = "run", paths: list[str] | None = None) -> None:
+        """``paths`` (every file), retried as Playwright retries (``flaky`` or ``failed``),
+        except that a test failing the same way twice is not run a third time: the execution
+        allows one retry; only the tests whose two attempts failed differently get the rest,
+        in a ``retry`` execution of their own."""
         retries = self.plan.runner.retries
-        results = self.execute("run", list(self.files), retries=min(retries, 1))
+        results = self.execute(phase, paths or list(self.files), retries=min(retries, 1))
         differing = [
             r
             for r in results
@@ -113,12 +114,19 @@ class Session:
             and not same_failure(r.attempts[-2].error, r.attempts[-1].error)
         ]
         if retries >= 2 and differing:
-            paths = sorted({r.file for r in differing})
+            files = sorted({r.file for r in differing})
             only = sorted({r.title for r in differing})
-            self.execute("retry", paths, retries=retries - 2, only=only)
+            record_all = phase == "rerun"  # a healed test's passing attempt is its evidence
+            self.execute("retry", files, retries=retries - 2, only=only, record_all=record_all)
 
     def execute(
-        self, phase: str, paths: list[str], *, retries: int | None = None, only=None
+        self,
+        phase: str,
+        paths: list[str],
+        *,
+        retries: int | None = None,
+        only: list[str] | None = None,
+        record_all: bool | None = None,
     ) -> list[TestResult]:
         began = time.monotonic()
         runner = self.plan.runner if retries is None else replace(self.plan.runner, retries=retries)
@@ -131,7 +139,8 @@ class Session:
                     base_url=self.plan.target_url,
                     runner=runner,
                     budget_s=self.left(),
-                    record_all=phase == "rerun",  # the healed attempts' evidence too
+                    # the healed attempts' evidence too
+                    record_all=phase == "rerun" if record_all is None else record_all,
                     login=self.plan.login,
                     only=only,
                 )

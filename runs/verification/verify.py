@@ -180,7 +180,7 @@ def _heal_round(session: Session, heal: Heal) -> None:
             changed.append(path)
             session.files[path] = source
     if changed:
-        session.execute("rerun", changed)
+        session.run_all("rerun", changed)
 
 
 def _report(
