@@ -302,6 +302,7 @@ def test_a_test_failing_the_same_way_twice_is_not_run_a_third_time(tmp_path, not
     runner = pw.Runner(**{**runner_from_settings().__dict__, "retries": 2})
     plan = make_plan(tmp_path, notes[1], [spec("retried", RETRIED)], heal_rounds=0, runner=runner)
     report = v.verify(plan, heal=no_heal)
+    schemas.validate("verification/report", report)
     tests = {t["title"]: (t["status"], t["attempts"]) for t in report["tests"]}
     assert tests == {
         "same failure": ("quarantined", 2),
