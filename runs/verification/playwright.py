@@ -266,11 +266,13 @@ def execute(
     budget_s: float,
     record_all: bool = False,
     login: Login | None = None,
+    only: list[str] | None = None,
 ) -> list[TestResult]:
     """Run ``files`` (``{"path", "contents"}``) in ``box`` (its proxy already listening),
     logged in first when there is a ``login``; VerificationTimedOut past ``budget_s``,
     VerifierNotInstalled when no report comes back, LoginFailed when the login did not.
-    ``record_all``: a trace and a screenshot of every test, passing ones included."""
+    ``record_all``: a trace and a screenshot of every test, passing ones included; ``only``:
+    the titles of the tests to run (Playwright's ``--grep``), all when None."""
     runner_modules, modules = furnish(box, runner)
     setup = [{"path": SETUP_FILE, "contents": setup_source(login.recipe)}] if login else []
     for entry in [*files, *setup]:
@@ -281,8 +283,9 @@ def execute(
     config = _config(runner, base_url, limit, login, record_all)
     (box.work / "playwright.config.mjs").write_text(config)
     cli = f"{modules}/@playwright/test/cli.js"
+    grep = ["--grep", "|".join(re.escape(title) for title in only)] if only else []
     outcome = box.run(
-        ["node", cli, "test", "--config", "playwright.config.mjs"],
+        ["node", cli, "test", "--config", "playwright.config.mjs", *grep],
         env={**box_env(box, base_url), **(login.env() if login else {})},
         runner=runner_modules,
         limits=sandbox.Limits.from_settings(),
@@ -302,6 +305,16 @@ def execute(
                 result.status = "failed"
                 result.attempts.append(Attempt("timedOut", 0, HUNG.format(limit=limit), []))
     return results
+
+
+def same_failure(first: str, second: str) -> bool:
+    """Two failed attempts failed the same way: the same message, numbers aside (a duration, a
+    port, a retry's tag differ from one attempt to the next)."""
+
+    def shape(error: str) -> str:
+        return re.sub(r"\d+", "#", error.split("Call log:")[0]).strip()
+
+    return shape(first) == shape(second)
 
 
 def suite_seconds(files: list[dict], runner: Runner) -> float:
