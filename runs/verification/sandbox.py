@@ -32,10 +32,12 @@ from django.conf import settings
 from runs.verification.errors import SandboxUnavailable
 
 ENTRY = Path(__file__).with_name("box") / "entry.mjs"
+VERDICT = ENTRY.with_name("verdict.mjs")  # Playwright's reporter of the verdict (verdict.py)
 INSIDE = Path("/sandbox")
 INSIDE_RUNNER = "/runner/node_modules"
 INSIDE_SOCKET = "/run/amtp/proxy.sock"
 INSIDE_ENTRY = "/run/amtp/entry.mjs"
+INSIDE_VERDICT = "/run/amtp/verdict.mjs"
 BRIDGE_PORT = 3128
 UID_RANGE = (400_000, 1_400_000)  # no account uses these: each box is alone under its uid
 POLL_S = 0.2
@@ -144,13 +146,20 @@ class Box:
         self.output = self.root / "output.log"
         self.user = _as_own_user(secrets.randbelow(UID_RANGE[1] - UID_RANGE[0]))
         self.entry = self.root / "entry.mjs"
-        shutil.copyfile(ENTRY, self.entry)
-        self.entry.chmod(0o644)
+        self.verdict = self.root / "verdict.mjs"
+        for source, copy in ((ENTRY, self.entry), (VERDICT, self.verdict)):
+            shutil.copyfile(source, copy)
+            copy.chmod(0o644)
 
     @property
     def code_dir(self) -> str:
         """``work/`` as the code sees it."""
         return str(INSIDE) if sandboxed() else str(self.work)
+
+    @property
+    def verdict_reporter(self) -> str:
+        """The verdict's reporter as the code sees it (read-only, outside ``work/``)."""
+        return INSIDE_VERDICT if sandboxed() else str(self.verdict)
 
     def runner_modules(self, modules: Path) -> str:
         """The runner's ``node_modules`` as the code sees it (mounted read-only in the box)."""
@@ -173,8 +182,20 @@ class Box:
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
 
-    def run(self, command: list[str], *, env: dict, runner: Path, limits: Limits, wall_s: float):
-        """Run ``command`` (paths as the code sees them) in the box; an Outcome."""
+    def run(
+        self,
+        command: list[str],
+        *,
+        env: dict,
+        runner: Path,
+        limits: Limits,
+        wall_s: float,
+        verdict_fd: int | None = None,
+    ):
+        """Run ``command`` (paths as the code sees them) in the box; an Outcome. ``verdict_fd``:
+        the write end of the verdict's pipe, handed to the command alone (entry.mjs)."""
+        if verdict_fd is not None:
+            env = {**env, "AMTP_VERDICT_FD": str(verdict_fd)}
         self.hand_over()
         runner_fd = os.open(runner, os.O_PATH | os.O_DIRECTORY)
         try:
@@ -190,11 +211,13 @@ class Box:
                     env=env,
                     cwd=self.work,
                     start_new_session=True,
-                    pass_fds=(runner_fd,),
+                    pass_fds=(runner_fd, *([verdict_fd] if verdict_fd is not None else [])),
                     **self.user,
                 )
         finally:
             os.close(runner_fd)
+            if verdict_fd is not None:  # the box holds it now: its end is the pipe's end
+                os.close(verdict_fd)
         return self._watch(process, limits, wall_s)
 
     def _argv(self, command: list[str], runner_fd: int) -> list[str]:
@@ -207,6 +230,7 @@ class Box:
         argv += ["--bind", str(self.work), str(INSIDE), "--chdir", str(INSIDE)]
         argv += ["--ro-bind-fd", str(runner_fd), INSIDE_RUNNER]
         argv += ["--ro-bind", str(self.entry), INSIDE_ENTRY]
+        argv += ["--ro-bind", str(self.verdict), INSIDE_VERDICT]
         argv += ["--bind", str(self.socket), INSIDE_SOCKET]
         node = _node()
         return [*argv, node, INSIDE_ENTRY, INSIDE_SOCKET, str(BRIDGE_PORT), *command]
