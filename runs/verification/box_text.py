@@ -44,3 +44,10 @@ def markdown(text: str, limit: int) -> str:
     request bodies and check runs): no tag, entity, code span, link or table cell opens. Not
     for inside a code span, which shows its backslashes and entities as they are."""
     return html.escape(_MARKDOWN.sub(r"\\\1", line(text, limit)), quote=False)
+
+
+def code(text: str) -> str:
+    """``text`` as inline code, whatever backticks it holds (inside a code span Markdown and
+    HTML are shown as they are; only a longer run of backticks would close it)."""
+    fence = "`" * (1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    return f"{fence} {text} {fence}" if fence != "`" else f"`{text}`"

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from runs.verification import evidence, heals, proxy, sandbox, test_data
+from runs.verification.box_text import line
 from runs.verification.errors import VerificationTimedOut
 from runs.verification.login import Login
 from runs.verification.playwright import TIMED_OUT, Runner, TestResult, clean, execute
@@ -55,8 +56,8 @@ class Row:
 
     def entry(self) -> dict:
         return {
-            "id": clean(f"{self.file}:{self.line} › {self.title}", 300),
-            "title": clean(self.title, 1000),
+            "id": line(f"{self.file}:{self.line} › {self.title}", 300),
+            "title": line(self.title, 1000),
             "file": self.file,
             "status": self.status,
             "duration_ms": self.duration_ms,
