@@ -19,6 +19,7 @@ import shutil
 import socket
 import ssl
 import subprocess
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,12 +28,23 @@ from repositories import targets
 from runs.verification import sandbox, verdict
 from runs.verification.box_text import clean
 from runs.verification.errors import (
+    LoginFailed,
     ReportNotTrustworthy,
     TargetUnreachable,
     VerificationTimedOut,
     VerifierNotInstalled,
 )
-from runs.verification.login import SETUP_FILE, Login, projects, setup_source, without_setup
+from runs.verification.login import (
+    MAX_STATE_BYTES,
+    NO_STATE,
+    SETUP_FILE,
+    SETUP_TITLE,
+    SETUP_USE,
+    STATE_FILE,
+    Login,
+    setup_source,
+    without_setup,
+)
 from runs.verification.proxy import Blocked, Policy
 from runs.verification.verdict import Attempt, TestResult
 
@@ -146,9 +158,12 @@ def _config(
     budget_s: float,
     login: Login | None = None,
     record_all: bool = False,
+    state: bool = False,
 ) -> str:
     """The box's Playwright config. ``record_all``: a trace and a screenshot of every test,
-    passing ones included (a healed test's passing attempt is the "after" of its heal)."""
+    passing ones included (a healed test's passing attempt is the "after" of its heal);
+    ``login``: the setup's box (its file alone, nothing recorded); ``state``: the tests start
+    from the storage state the setup's box saved."""
     config = {
         "testDir": ".",
         "testMatch": "**/*.spec.ts",
@@ -168,8 +183,11 @@ def _config(
             "launchOptions": launch_options(runner),
         },
     }
-    if login is not None:  # the setup project logs in once; the tests start logged in
-        config["projects"] = projects(f"**/{SETUP_FILE}", config.pop("testMatch"))
+    if login is not None:
+        config["testMatch"] = f"**/{SETUP_FILE}"
+        config["use"].update(SETUP_USE)
+    if state:
+        config["use"]["storageState"] = STATE_FILE
     return f"export default {json.dumps(config, indent=2)};\n"
 
 
@@ -226,38 +244,22 @@ def execute(
     runner: Runner,
     budget_s: float,
     record_all: bool = False,
-    login: Login | None = None,
+    state: bytes | None = None,
 ) -> list[TestResult]:
     """Run ``files`` (``{"path", "contents"}``) in ``box`` (its proxy already listening),
-    logged in first when there is a ``login``; VerificationTimedOut past ``budget_s``,
-    VerifierNotInstalled when no report comes back, ReportNotTrustworthy when what comes back
-    is not a report of ``files``, LoginFailed when the login did not.
-    ``record_all``: a trace and a screenshot of every test, passing ones included."""
-    runner_modules, modules = furnish(box, runner)
-    setup = [{"path": SETUP_FILE, "contents": setup_source(login.recipe)}] if login else []
-    for entry in [*files, *setup]:
-        target = box.work / entry["path"]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(entry["contents"], encoding="utf-8")
-    limit = min(budget_s, suite_seconds(files, runner) + len(setup) * runner.test_timeout_s)
-    config = _config(box.verdict_reporter, runner, base_url, limit, login, record_all)
-    (box.work / "playwright.config.mjs").write_text(config)
-    cli = f"{modules}/@playwright/test/cli.js"
-    channel = verdict.Channel()
-    outcome = box.run(
-        ["node", cli, "test", "--config", "playwright.config.mjs"],
-        env={**box_env(box, base_url), **(login.env() if login else {})},
-        runner=runner_modules,
-        limits=sandbox.Limits.from_settings(),
-        wall_s=budget_s + GRACE_S,
-        verdict_fd=channel.write_fd,
+    starting from the storage ``state`` of :func:`log_in` when there is one;
+    VerificationTimedOut past ``budget_s``, VerifierNotInstalled when no report comes back,
+    ReportNotTrustworthy when what comes back is not a report of ``files``. ``record_all``: a
+    trace and a screenshot of every test, passing ones included."""
+    if state is not None:
+        (box.work / STATE_FILE).parent.mkdir(parents=True, exist_ok=True)
+        (box.work / STATE_FILE).write_bytes(state)
+    limit = min(budget_s, suite_seconds(files, runner))
+    config = _config(
+        box.verdict_reporter, runner, base_url, limit, record_all=record_all, state=bool(state)
     )
-    if outcome.stopped == sandbox.WALL_CAP.format(limit=budget_s + GRACE_S):
-        raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
-    data = _verdict(box, outcome, channel)
-    listed = [*files, *setup]
-    results = verdict.results(data, listed, box.outside, box.work / "results")
-    results = without_setup(results, login.recipe if login else None)
+    data = _run(box, files, config, box_env(box, base_url), runner, budget_s)
+    results = verdict.results(data, files, box.outside, box.work / "results")
     if any("Timed out waiting" in e.get("message", "") for e in data.get("errors", [])):
         if limit >= budget_s:
             raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
@@ -267,6 +269,57 @@ def execute(
                 result.status = "failed"
                 result.attempts.append(Attempt("timedOut", 0, HUNG.format(limit=limit), []))
     return results
+
+
+def log_in(
+    login: Login, *, box: sandbox.Box, base_url: str, runner: Runner, budget_s: float
+) -> bytes:
+    """Run the setup written from ``login``'s recipe in ``box`` (its proxy already listening),
+    the one box given the credentials; the storage state it saved. LoginFailed when it did not
+    log in (or left no state), as :func:`execute` otherwise."""
+    setup = [{"path": SETUP_FILE, "contents": setup_source(login.recipe)}]
+    limit = min(budget_s, runner.test_timeout_s * (runner.retries + 1) + SUITE_SLACK_S)
+    config = _config(box.verdict_reporter, runner, base_url, limit, login)
+    env = {**box_env(box, base_url), **login.env()}
+    data = _run(box, setup, config, env, runner, budget_s)
+    listed = Counter({(SETUP_FILE, SETUP_TITLE): 1})
+    without_setup(
+        verdict.results(data, setup, box.outside, box.work / "results", listed), login.recipe
+    )
+    saved = box.work / STATE_FILE
+    try:
+        found = saved.resolve(strict=True)
+        held = found.is_relative_to(box.work.resolve()) and found.is_file()
+        if held and found.stat().st_size <= MAX_STATE_BYTES:
+            return found.read_bytes()
+    except (OSError, RuntimeError):
+        pass
+    raise LoginFailed(NO_STATE.format(path=login.recipe.path, STATE_FILE=STATE_FILE))
+
+
+def _run(
+    box: sandbox.Box, files: list[dict], config: str, env: dict, runner: Runner, budget_s: float
+) -> dict:
+    """Playwright Test on ``files`` with ``config`` in ``box``: the verdict it sent."""
+    runner_modules, modules = furnish(box, runner)
+    for entry in files:
+        target = box.work / entry["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(entry["contents"], encoding="utf-8")
+    (box.work / "playwright.config.mjs").write_text(config)
+    cli = f"{modules}/@playwright/test/cli.js"
+    channel = verdict.Channel()
+    outcome = box.run(
+        ["node", cli, "test", "--config", "playwright.config.mjs"],
+        env=env,
+        runner=runner_modules,
+        limits=sandbox.Limits.from_settings(),
+        wall_s=budget_s + GRACE_S,
+        verdict_fd=channel.write_fd,
+    )
+    if outcome.stopped == sandbox.WALL_CAP.format(limit=budget_s + GRACE_S):
+        raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
+    return _verdict(box, outcome, channel)
 
 
 def suite_seconds(files: list[dict], runner: Runner) -> float:

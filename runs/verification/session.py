@@ -14,7 +14,7 @@ from runs.verification import evidence, heals, proxy, sandbox, test_data
 from runs.verification.box_text import line
 from runs.verification.errors import VerificationTimedOut
 from runs.verification.login import Login
-from runs.verification.playwright import TIMED_OUT, Runner, TestResult, clean, execute
+from runs.verification.playwright import TIMED_OUT, Runner, TestResult, clean, execute, log_in
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,7 @@ class Session:
 
     def execute(self, phase: str, paths: list[str]) -> list[TestResult]:
         began = time.monotonic()
+        state = self._log_in() if self.plan.login else None
         box = sandbox.Box()
         try:
             with proxy.serving(box.socket, self.policy):
@@ -105,7 +106,7 @@ class Session:
                     runner=self.plan.runner,
                     budget_s=self.left(),
                     record_all=phase == "rerun",  # the healed attempts' evidence too
-                    login=self.plan.login,
+                    state=state,
                 )
             for result in results:
                 self._record(result, box.work, f"{phase}-{len(self.rounds) + 1}")
@@ -115,6 +116,24 @@ class Session:
             box.remove()
         self.rounds.append({"phase": phase, "duration_ms": elapsed_ms(began)})
         return results
+
+    def _log_in(self) -> bytes:
+        """The storage state of a login in a box of its own: the specs' box never holds the
+        credentials, only the session they opened."""
+        box = sandbox.Box()
+        try:
+            with proxy.serving(box.socket, self.policy):
+                return log_in(
+                    self.plan.login,
+                    box=box,
+                    base_url=self.plan.target_url,
+                    runner=self.plan.runner,
+                    budget_s=self.left(),
+                )
+        except VerificationTimedOut:
+            raise VerificationTimedOut(TIMED_OUT.format(budget=self.plan.budget_s)) from None
+        finally:
+            box.remove()
 
     def _record(self, result: TestResult, scratch: Path, prefix: str) -> None:
         key = (result.file, result.title)

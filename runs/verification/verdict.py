@@ -99,23 +99,26 @@ class Channel:
         return None if self._thread.is_alive() else bytes(self.data)
 
 
-def listed_tests(files: list[dict]) -> tuple[Counter, bool]:
-    """The (file, title) of every test in ``files``, counted; and whether one is ``.only``
-    (then Playwright runs only those, and the others are rightly missing)."""
-    found: Counter = Counter()
-    only = False
-    for entry in files:
-        for block in spec_blocks.blocks(entry["contents"]):
-            found[(entry["path"], block.title)] += 1
-        only = only or ".only(" in entry["contents"]
-    return found, only
+def listed_tests(files: list[dict]) -> Counter:
+    """The (file, title) of every test in ``files``, counted (the file policy refuses
+    ``.only``, so Playwright runs them all)."""
+    return Counter(
+        (entry["path"], block.title)
+        for entry in files
+        for block in spec_blocks.blocks(entry["contents"])
+    )
 
 
 def results(
-    data: dict, files: list[dict], where: Callable[[str], Path], results_dir: Path
+    data: dict,
+    files: list[dict],
+    where: Callable[[str], Path],
+    results_dir: Path,
+    listed: Counter | None = None,
 ) -> list[TestResult]:
     """The verdict as one row per test, in its order; ReportNotTrustworthy unless every field
-    is well formed and the tests are exactly those of ``files``. ``where`` maps an
+    is well formed and the tests are exactly those of ``files`` (or ``listed``, when the
+    caller knows them otherwise: the login's setup). ``where`` maps an
     attachment's path (as the tests saw it) to where it lies for the worker; only one inside
     ``results_dir`` (after resolving symlinks) is kept."""
     tests, errors = data.get("tests"), data.get("errors", [])
@@ -124,11 +127,11 @@ def results(
     if not isinstance(errors, list) or not all(_is_message(e) for e in errors):
         _untrustworthy("its errors are not messages")
     found = [_result(test, where, results_dir.resolve()) for test in tests]
-    listed, only = listed_tests(files)
+    listed = listed if listed is not None else listed_tests(files)
     reported = Counter((r.file, r.title) for r in found)
     for key in reported - listed:
         _untrustworthy(f"it names a test not in the listed specs ({line(' › '.join(key), 200)})")
-    for key in listed - reported if not only else ():
+    for key in listed - reported:
         _untrustworthy(f"a listed test is missing from it ({line(' › '.join(key), 200)})")
     return found
 
