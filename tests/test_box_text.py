@@ -60,3 +60,22 @@ def test_a_code_span_holds_any_backticks():
 
 def test_everything_is_bounded():
     assert len(line("x" * 5000, 100)) == 100 and line("x" * 5000, 100).endswith("…")
+
+
+def test_a_loops_template_titles_are_listed_by_their_line():
+    from agents import spec_blocks
+    from runs.verification.verdict import listed_tests
+
+    source = """import { test } from '@playwright/test';
+test('plain', async () => {});
+for (const name of ['a', 'b']) {
+  test(`each ${name}`, async () => {});
+}
+"""
+    listed, dynamic = listed_tests([{"path": "x.spec.ts", "contents": source}])
+    assert dict(listed) == {("x.spec.ts", "plain"): 1}
+    assert (
+        dynamic
+        == {("x.spec.ts", 4)}
+        == {("x.spec.ts", n) for n in spec_blocks.dynamic_lines(source)}
+    )

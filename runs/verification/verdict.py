@@ -99,14 +99,16 @@ class Channel:
         return None if self._thread.is_alive() else bytes(self.data)
 
 
-def listed_tests(files: list[dict]) -> Counter:
-    """The (file, title) of every test in ``files``, counted (the file policy refuses
-    ``.only``, so Playwright runs them all)."""
-    return Counter(
-        (entry["path"], block.title)
-        for entry in files
-        for block in spec_blocks.blocks(entry["contents"])
-    )
+def listed_tests(files: list[dict]) -> tuple[Counter, set[tuple[str, int]]]:
+    """The (file, title) of every test in ``files`` whose title is a literal, counted (the
+    file policy refuses ``.only``, so Playwright runs them all); and the (file, line) of those
+    whose title is not (a loop's template), where any number of tests may be reported."""
+    listed: Counter = Counter()
+    dynamic: set[tuple[str, int]] = set()
+    for entry in files:
+        listed.update((entry["path"], b.title) for b in spec_blocks.blocks(entry["contents"]))
+        dynamic |= {(entry["path"], n) for n in spec_blocks.dynamic_lines(entry["contents"])}
+    return listed, dynamic
 
 
 def results(
@@ -127,8 +129,9 @@ def results(
     if not isinstance(errors, list) or not all(_is_message(e) for e in errors):
         _untrustworthy("its errors are not messages")
     found = [_result(test, where, results_dir.resolve()) for test in tests]
-    listed = listed if listed is not None else listed_tests(files)
-    reported = Counter((r.file, r.title) for r in found)
+    listed, dynamic = (listed, set()) if listed is not None else listed_tests(files)
+    looped = [r for r in found if (r.file, r.line) in dynamic and (r.file, r.title) not in listed]
+    reported = Counter((r.file, r.title) for r in found if r not in looped)
     for key in reported - listed:
         _untrustworthy(f"it names a test not in the listed specs ({line(' › '.join(key), 200)})")
     for key in listed - reported:
