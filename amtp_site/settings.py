@@ -295,6 +295,8 @@ AMTP_EXPLORE_PAGE_TIMEOUT_S = float(os.environ.get("AMTP_EXPLORE_PAGE_TIMEOUT_S"
 AMTP_EXPLORE_MAX_BYTES = env_int("AMTP_EXPLORE_MAX_BYTES", 512 << 10)  # the app_map artifact
 # Forms ExploreApp submits once with test data on the preview (0: none).
 AMTP_EXPLORE_FORM_TRIALS = env_int("AMTP_EXPLORE_FORM_TRIALS", 5)
+# Actions outside forms (type and press Enter, toggle, filter, edit, delete the item it made)
+AMTP_EXPLORE_INTERACTIONS = env_int("AMTP_EXPLORE_INTERACTIONS", 12)
 # The Fernet key (comma-separated: the first encrypts, each decrypts) of repositories' stored
 # login credentials (repositories/credentials.py). In DEBUG without it a development key is
 # derived from SECRET_KEY; in production, storing or using stored credentials without it fails
@@ -313,7 +315,19 @@ AMTP_SANDBOX_FILE_BYTES = env_int("AMTP_SANDBOX_FILE_BYTES", 256 << 20)
 AMTP_SANDBOX_OPEN_FILES = env_int("AMTP_SANDBOX_OPEN_FILES", 1024)
 AMTP_SANDBOX_CPU_S = env_int("AMTP_SANDBOX_CPU_S", 900)  # per process
 AMTP_SANDBOX_OUTPUT_BYTES = env_int("AMTP_SANDBOX_OUTPUT_BYTES", 8 << 20)
+# The box's tmpfs (/sandbox, /tmp and /dev/shm together): bytes and files, inside its memory.
 AMTP_SANDBOX_DISK_BYTES = env_int("AMTP_SANDBOX_DISK_BYTES", 1 << 30)
+AMTP_SANDBOX_DISK_INODES = env_int("AMTP_SANDBOX_DISK_INODES", 100_000)
+# The box's cgroup: the memory of all its processes and tmpfs pages; its processes and threads.
+AMTP_SANDBOX_BOX_MEMORY_BYTES = env_int("AMTP_SANDBOX_BOX_MEMORY_BYTES", 3 << 30)
+AMTP_SANDBOX_BOX_PROCESSES = env_int("AMTP_SANDBOX_BOX_PROCESSES", 512)
+# Where each box's cgroup is made, under each cgroup hierarchy's root.
+AMTP_SANDBOX_CGROUP_PARENT = os.environ.get("AMTP_SANDBOX_CGROUP_PARENT", "amtp")
+# The allow-listing proxy of each box (runs/verification/proxy.py): open connections per box and
+# in all (one worker), and seconds a connection may stay silent.
+AMTP_PROXY_MAX_CONNECTIONS = env_int("AMTP_PROXY_MAX_CONNECTIONS", 64)
+AMTP_PROXY_MAX_CONNECTIONS_TOTAL = env_int("AMTP_PROXY_MAX_CONNECTIONS_TOTAL", 256)
+AMTP_PROXY_IDLE_TIMEOUT_S = float(os.environ.get("AMTP_PROXY_IDLE_TIMEOUT_S", "30"))
 # Evidence kept per run (traces, screenshots), and for how long (manage.py prune_evidence).
 AMTP_EVIDENCE_MAX_FILES = env_int("AMTP_EVIDENCE_MAX_FILES", 200)
 AMTP_EVIDENCE_MAX_BYTES = env_int("AMTP_EVIDENCE_MAX_BYTES", 200 << 20)

@@ -25,6 +25,7 @@ from django.conf import settings
 from agents.offline.api_shape import clean_apis
 from agents.offline.common import LOGOUT_PATH
 from repositories.secrets import held_secrets
+from runs.exploration import interactions as acts
 from runs.exploration.trials import box_config, new_tag, trial
 from runs.verification import proxy, sandbox
 from runs.verification.box_text import line
@@ -65,6 +66,7 @@ class Bounds:
     page_timeout_s: float
     max_bytes: int  # the whole app_map artifact
     form_trials: int = 0  # forms submitted once with test data (0: none)
+    interactions: int = 0  # actions outside forms: type and Enter, toggle, filter… (0: none)
 
     @classmethod
     def from_settings(cls) -> Bounds:
@@ -75,6 +77,7 @@ class Bounds:
             page_timeout_s=settings.AMTP_EXPLORE_PAGE_TIMEOUT_S,
             max_bytes=settings.AMTP_EXPLORE_MAX_BYTES,
             form_trials=settings.AMTP_EXPLORE_FORM_TRIALS,
+            interactions=settings.AMTP_EXPLORE_INTERACTIONS,
         )
 
 
@@ -103,9 +106,11 @@ def explore(
     try:
         modules, _inside = furnish(box, runner)
         shutil.copyfile(SCRIPT, box.work / "explore.mjs")
+        shutil.copyfile(SCRIPT.with_name("interact.mjs"), box.work / "interact.mjs")
         config = _config(target_url, runner, bounds, start_paths)
         config["login"] = login.recipe.as_config() if login else None
         config["trials"] = box_config(bounds.form_trials, tag)
+        config["interactions"] = acts.box_config(bounds.interactions, tag, bounds.page_timeout_s)
         (box.work / "config.json").write_text(json.dumps(config))
         with proxy.serving(box.socket, policy):
             outcome = box.run(
@@ -122,6 +127,7 @@ def explore(
         unknown_path_status = _int(raw.get("unknown_path_status"), 0, 599)
         tried = _trials(raw.get("trials"), tag, pages, bounds.form_trials)
         apis = _apis(raw.get("apis"))
+        acted = _interactions(raw.get("interactions"), tag, pages, bounds.interactions)
     finally:
         box.remove()
     content = {
@@ -133,6 +139,7 @@ def explore(
         "unvisited": max(0, unvisited),
         "unknown_path_status": unknown_path_status,
         "trials": tried,
+        "interactions": acted,
         "apis": apis,
         "truncated": False,
         "sandbox": {
@@ -202,6 +209,15 @@ def _trials(items, tag: str, pages: list[dict], limit: int) -> list[dict]:
             found["path_after"] = found["path_after"] if _local(found["path_after"], held) else ""
             out.append(found)
     return out
+
+
+def _interactions(items, tag: str, pages: list[dict], limit: int) -> list[dict]:
+    """The box's interaction trials, each checked (``interactions.interaction``) against the
+    map's live pages; an address after that carries a held secret is dropped."""
+    live = {page["path"] for page in pages if 200 <= page["status"] < 300}
+    held = held_secrets()
+    items = items[: max(0, limit)] if isinstance(items, list) else []
+    return acts.interactions(items, tag, live, lambda path: _local(path, held))
 
 
 def _apis(items) -> list[dict]:

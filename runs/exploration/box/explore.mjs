@@ -5,6 +5,7 @@
 // worker checks and bounds it again: nothing here is trusted). Screenshots go to shots/.
 import fs from "node:fs";
 import { chromium } from "@playwright/test";
+import { interactionTrials } from "./interact.mjs";
 
 const config = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
 const deadline = Date.now() + config.time_ms;
@@ -12,13 +13,14 @@ const origin = new URL(config.base_url).origin;
 const SKIP = /\.(pdf|zip|gz|tgz|png|jpe?g|gif|svg|ico|webp|mp4|mp3|woff2?|css|js|map|json|xml|txt)$/i;
 
 function local(href) {
-  // The path (with query) of a same-origin http(s) link, without its fragment; else null.
+  // The path (with query) of a same-origin http(s) link, and its fragment when that is a
+  // client-side route ("#/active", "#!/done": hash routes are routes); else null.
   try {
     const url = new URL(href, origin);
     if (url.origin !== origin || !url.protocol.startsWith("http") || SKIP.test(url.pathname)) {
       return null;
     }
-    return url.pathname + url.search;
+    return url.pathname + url.search + (/^#!?\//.test(url.hash) ? url.hash : "");
   } catch {
     return null;
   }
@@ -58,6 +60,9 @@ async function forms(page) {
 
 async function visit(page, path, index, errors) {
   const left = deadline - Date.now();
+  // A hash route differs from the page open only after "#": the browser would not load it
+  // again (no response, no status), so it starts from a blank page.
+  if (path.includes("#")) await page.goto("about:blank").catch(() => {});
   const response = await page.goto(path, { timeout: Math.min(config.page_timeout_ms, left) });
   await page.waitForLoadState("networkidle", { timeout: Math.min(2000, left) }).catch(() => {});
   // a.href is the link as the browser resolves it: against the page's URL (and any <base>),
@@ -349,6 +354,7 @@ for (const chosen of trialForms(pages)) {
     trials.push({ path: chosen.path, form: chosen.index, submit: chosen.form.submit, error: said });
   }
 }
+const interactions = await interactionTrials(page, pages, config.interactions, origin, deadline);
 const apis = await jsonAnswers();
 await browser.close();
 fs.writeFileSync(
@@ -359,6 +365,7 @@ fs.writeFileSync(
     unvisited: queue.length,
     unknown_path_status: unknownPathStatus,
     trials,
+    interactions,
     apis,
   }),
 );
