@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from runs.verification import evidence, heals, proxy, sandbox, test_data
+from runs.verification.box_text import line
 from runs.verification.errors import VerificationTimedOut
 from runs.verification.login import Login
 from runs.verification.playwright import (
@@ -19,6 +20,7 @@ from runs.verification.playwright import (
     TestResult,
     clean,
     execute,
+    log_in,
     same_failure,
 )
 
@@ -62,8 +64,8 @@ class Row:
 
     def entry(self) -> dict:
         return {
-            "id": clean(f"{self.file}:{self.line} › {self.title}", 300),
-            "title": clean(self.title, 1000),
+            "id": line(f"{self.file}:{self.line} › {self.title}", 300),
+            "title": line(self.title, 1000),
             "file": self.file,
             "status": self.status,
             "duration_ms": self.duration_ms,
@@ -130,6 +132,7 @@ class Session:
     ) -> list[TestResult]:
         began = time.monotonic()
         runner = self.plan.runner if retries is None else replace(self.plan.runner, retries=retries)
+        state = self._log_in() if self.plan.login else None
         box = sandbox.Box()
         try:
             with proxy.serving(box.socket, self.policy):
@@ -141,7 +144,7 @@ class Session:
                     budget_s=self.left(),
                     # the healed attempts' evidence too
                     record_all=phase == "rerun" if record_all is None else record_all,
-                    login=self.plan.login,
+                    state=state,
                     only=only,
                 )
             for result in results:
@@ -152,6 +155,24 @@ class Session:
             box.remove()
         self.rounds.append({"phase": phase, "duration_ms": elapsed_ms(began)})
         return results
+
+    def _log_in(self) -> bytes:
+        """The storage state of a login in a box of its own: the specs' box never holds the
+        credentials, only the session they opened."""
+        box = sandbox.Box()
+        try:
+            with proxy.serving(box.socket, self.policy):
+                return log_in(
+                    self.plan.login,
+                    box=box,
+                    base_url=self.plan.target_url,
+                    runner=self.plan.runner,
+                    budget_s=self.left(),
+                )
+        except VerificationTimedOut:
+            raise VerificationTimedOut(TIMED_OUT.format(budget=self.plan.budget_s)) from None
+        finally:
+            box.remove()
 
     def _record(self, result: TestResult, scratch: Path, prefix: str) -> None:
         key = (result.file, result.title)

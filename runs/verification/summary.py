@@ -8,6 +8,8 @@ import re
 
 from repositories.login import Recipe
 from runs.amtp_header import with_amtp_header
+from runs.verification.box_text import code as _code
+from runs.verification.box_text import line, markdown
 from runs.verification.heals import REFUSED_LEAD
 from runs.verification.login import SETUP_FILE, login_section, setup_source
 from schemas.errors import ContractViolation
@@ -73,7 +75,7 @@ def pr_section(report: dict, test_dir: str, how_to_run: list[str] | None = None)
     if not report.get("sandbox", {}).get("isolated", True):
         lines += [NOT_SANDBOXED, ""]
     if blocked := report.get("sandbox", {}).get("blocked"):
-        shown = ", ".join(f"`{_cell(b, 80)}`" for b in blocked[:10])
+        shown = ", ".join(_code(line(b, 80)) for b in blocked[:10])
         lines += [f"Connections the network rule refused: {shown}.", ""]
     lines += test_data_lines(report)
     tests = report["tests"]
@@ -82,8 +84,8 @@ def pr_section(report: dict, test_dir: str, how_to_run: list[str] | None = None)
         for test in tests[:MAX_ROWS]:
             note = test["heal"] or test["reason"] or test["error"]
             lines.append(
-                f"| {_cell(test['title'], 120)} | `{_cell(test['file'], 100)}` | "
-                f"{MARK[test['status']]} | {_cell(note)} |"
+                f"| {markdown(test['title'], 120)} | {_code(_cell(test['file'], 100))} | "
+                f"{MARK[test['status']]} | {markdown(note, 200)} |"
             )
         if len(tests) > MAX_ROWS:
             lines.append(f"| … {len(tests) - MAX_ROWS} more in the verification report | | | |")
@@ -131,7 +133,7 @@ def heals_section(tests: list[dict]) -> list[str]:
     for shown, test in enumerate(healed):
         refused = test["reason"].startswith(REFUSED_LEAD)
         fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", test["diff"])), default=0))
-        title = html.escape(" ".join(test["title"].split())[:120])
+        title = html.escape(line(test["title"], 120))
         block = [
             f"<details><summary>{'🛑 heal refused' if refused else MARK[test['status']]}: "
             f"{title}</summary>",
@@ -186,12 +188,6 @@ def test_data_lines(report: dict) -> list[str]:
             text += " ⚠️ (the data it should remove may remain)"
         said.append(text)
     return [f"Test data: {'; '.join(said)}.", ""] if said else []
-
-
-def _code(text: str) -> str:
-    """``text`` as inline code, whatever backticks it holds."""
-    fence = "`" * (1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
-    return f"{fence} {text} {fence}" if fence != "`" else f"`{text}`"
 
 
 def totals_note(report: dict) -> str:

@@ -29,6 +29,7 @@ from agents.file_policy import check_generated_files
 from amtp_site.errors import AmtpError
 from repositories import targets
 from runs.verification import evidence, heals, sandbox, test_data
+from runs.verification.box_text import line
 from runs.verification.errors import TargetAnswersErrors
 from runs.verification.playwright import (
     clean,
@@ -222,7 +223,10 @@ def _report(
         "evidence_dir": str(plan.evidence_dir),
         "sandbox": {
             "isolated": sandbox.sandboxed(),
-            "blocked": session.policy.blocked[:100] if session.policy else [],
+            # the hosts the tests named: their text, scrubbed and on one line each
+            "blocked": [line(b, 300) for b in session.policy.blocked[:100]]
+            if session.policy
+            else [],
         },
     }
     return {**report, "test_data": hooks} if hooks else report
