@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0019_maintenance_schedule"),
+        ("runs", "0020_boot_app_stage"),
     ]
 
     operations = [
