@@ -181,3 +181,16 @@ def pull_request(run: Run) -> dict | None:
     """The content of the run's ``pull_request`` artifact, or None before it is opened."""
     found = run.artifacts.filter(kind=ArtifactKind.PULL_REQUEST).order_by()
     return found.values_list("content", flat=True).first()
+
+
+def run_app(run: Run) -> dict[str, object]:
+    """The app a run verifies against, where that came from, and the hosts only it may
+    reach: what the run page says, so "Run again" is seen to reach the same app."""
+    if run.target_url:
+        source = "this run's target URL"
+    elif run.repository.preview_url:
+        source = "the repository's preview URL"
+    else:
+        source = ""
+    url = run.target_url or run.repository.preview_url
+    return {"url": url, "source": source, "hosts": list(run.allowed_hosts)}
