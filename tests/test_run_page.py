@@ -97,6 +97,14 @@ def test_a_running_run_says_where_it_is():
     assert (shown.level, shown.text) == (RUNNING, "running at Crawl Repo")
 
 
+def test_a_run_waiting_for_a_person_asks_for_attention():
+    run = RunFactory(status="running", started_at=timezone.now())
+    lifecycle.create_stages(run)
+    Stage.objects.filter(run=run, name="create_pull_request").update(status="awaiting_approval")
+    shown = verdict(run, list(run.stages.order_by("position")), None)
+    assert (shown.level, shown.text) == (ATTENTION, "awaiting approval at Create Pull Request")
+
+
 def test_the_page_names_the_run_once_and_heads_it_with_the_verdict():
     run = RunFactory(status="passed", repository=RepositoryFactory(full_name="acme/books"))
     ArtifactFactory(run=run, kind="verification_report", content=_report(passed=2, quarantined=1))
@@ -181,6 +189,7 @@ def test_a_github_pull_request_is_a_link_with_its_title_and_rendered_body():
 
 def test_a_local_pull_request_shows_its_branch_and_commands_to_read_it(tmp_path):
     repo = RepositoryFactory(full_name="me/shop", host="local", local_path=f"{tmp_path}/my shop")
+    # A path is the operator's, yet quoted for the shell all the same: spaces, $(…), quotes.
     run = RunFactory(status="passed", repository=repo, pr_number=1)
     _pull(run, host="local", url=f"file://{tmp_path}/my shop#amtp%2Frun-3f2b8c1e", body=BODY)
     page = _page(run)
@@ -191,6 +200,14 @@ def test_a_local_pull_request_shows_its_branch_and_commands_to_read_it(tmp_path)
         f"git fetch &#x27;{tmp_path}/my shop&#x27; amtp/run-3f2b8c1e:amtp/run-3f2b8c1e" in section
     )
     assert '<details class="amtp-pr-body" open>' in section
+    assert "<li><code>e2e/amtp/users.spec.ts</code></li>" in section
+    repo.local_path = "/srv/it's $(touch /tmp/pwned)"
+    repo.save()
+    section = _page(run)
+    assert (
+        "git -C &#x27;/srv/it&#x27;&quot;&#x27;&quot;&#x27;s $(touch /tmp/pwned)&#x27; log"
+        in section
+    )
 
 
 def test_a_pull_request_recorded_without_its_body_says_so():

@@ -112,7 +112,12 @@ def _failed(run: Run, stages: list[Stage]) -> str:
 
 
 def _open_stage(stages: list[Stage]) -> Stage | None:
-    return next((s for s in stages if s.status in Stage.OPEN), None)
+    """The stage the run is at: one waiting for a person, else the running one, else the
+    first still pending."""
+    for status in (StageStatus.AWAITING_APPROVAL, StageStatus.RUNNING, StageStatus.PENDING):
+        if found := next((s for s in stages if s.status == status), None):
+            return found
+    return None
 
 
 def _at(stage: Stage | None) -> str:
