@@ -122,6 +122,9 @@ def test_successful_stage_notes_are_remarks_and_failures_warn():
     Stage.objects.filter(run=run, name="explore_app").update(
         status="passed", note="6 page(s), 2 form(s)"
     )
+    Stage.objects.filter(run=run, name="generate_test_cases").update(
+        status="passed", note="8 page(s), 0 form(s), 2 answered an error"
+    )
     Stage.objects.filter(run=run, name="verify_tests").update(
         status="failed",
         error_type="TargetUnreachable",
@@ -130,6 +133,7 @@ def test_successful_stage_notes_are_remarks_and_failures_warn():
     page = _page(run)
     assert '<div class="amtp-remark">6 page(s), 2 form(s)</div>' in page
     assert '<div class="amtp-note">the pull request is opened anyway' in page
+    assert '<div class="amtp-note">8 page(s), 0 form(s), 2 answered an error</div>' in page
 
 
 def test_the_verdict_escapes_hostile_titles_and_errors():

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from django.utils.text import Truncator
 
 from runs import checks
+from runs.exploration.service import ANSWERED_ERRORS
 from runs.models import Run, Stage, StageStatus
 
 OK, ATTENTION, FAILED, RUNNING, NEUTRAL = "ok", "attention", "failed", "running", "neutral"
@@ -72,7 +73,7 @@ def note_warns(stage: Stage) -> bool:
     """Whether a stage's note is a warning (shown as one) rather than a neutral remark."""
     if stage.error_type or stage.status in (StageStatus.FAILED, StageStatus.CANCELLED):
         return True
-    return stage.note.startswith(WARNING_NOTES)
+    return stage.note.startswith(WARNING_NOTES) or ANSWERED_ERRORS in stage.note
 
 
 def _passed(report: dict) -> Verdict:

@@ -18,6 +18,7 @@ from runs.verification.login import login_for
 from runs.verification.service import runner_from_settings, target_url_of
 
 APP_MAP_SCHEMA = "exploration/app_map"
+ANSWERED_ERRORS = " answered an error"  # in the stage's note: the run page shows it as a warning
 NO_TARGET = "no target URL: nothing to explore (set the repository's preview URL)"
 NO_BROWSER_APP = "a mobile app: nothing for a browser to explore"
 
@@ -148,7 +149,7 @@ def exploration_note(content: dict) -> str:
     if acted := content.get("interactions"):
         note += f", {len(acted)} action(s) outside forms"
     if failing:
-        note += f", {failing} answered an error"
+        note += f", {failing}{ANSWERED_ERRORS}"
     if content["stopped"]:
         note += f"; {content['stopped']}, {content['unvisited']} link(s) not visited"
     return note
