@@ -154,9 +154,10 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
     def status_badge(self, run):
         return show.badge(run.status)
 
-    @admin.display(description="kind · depth · framework · trigger")
+    @admin.display(description="request")
     def request(self, run):
-        # One column, not four: at 1280-1440 px the age, duration and PR stay on screen.
+        # One column (kind · depth · framework · trigger), not four: at 1280-1440 px the age,
+        # duration and PR stay on screen.
         return " · ".join((run.kind, run.depth_level, run.target_framework, run.trigger))
 
     @admin.display(description="age", ordering="created_at")
