@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -11,7 +12,7 @@ from agents.offline.common import clean_route, params
 from runs.coverage import source_routes
 from runs.exploration.explore import Bounds, explore
 from runs.models import Artifact, ArtifactKind, Run
-from runs.verification.login import login_for
+from runs.verification.login import login_for, throwaway
 from runs.verification.service import runner_from_settings, target_url_of
 
 APP_MAP_SCHEMA = "exploration/app_map"
@@ -32,7 +33,10 @@ def app_map(run: Run) -> dict:
     bounds = Bounds.from_settings()
     crawl = Artifact.objects.filter(run=run, kind=ArtifactKind.REPO_CRAWLER_OUTPUT).first()
     first = urlsplit(target_url).path or "/"
-    with login_for(run.repository) as login:  # logged in when the repository says how
+    with (
+        login_for(run.repository) as login,  # logged in when the repository says how
+        _signup(login is None) as signup,  # else signed up, when the app lets anyone
+    ):
         content = explore(
             target_url,
             allow_hosts=list(run.repository.allowed_hosts),
@@ -41,9 +45,15 @@ def app_map(run: Run) -> dict:
             shots_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
             start_paths=start_paths(crawl.content if crawl else {}, first, bounds.max_pages),
             login=login,
+            signup=signup,
             tag=run.run_id.hex[:10],  # the run's test data is told apart by it
         )
     return schemas.validate(APP_MAP_SCHEMA, content)
+
+
+def _signup(wanted: bool):
+    """A throwaway account (scrubbed within the block) when one may sign up, else none."""
+    return throwaway() if wanted and settings.AMTP_EXPLORE_SIGN_UP else contextlib.nullcontext()
 
 
 def start_paths(crawl: dict, first: str, limit: int) -> list[str]:

@@ -13,16 +13,28 @@ from __future__ import annotations
 
 import contextlib
 import json
+import secrets
+import string
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from repositories.credentials import Credentials, credentials_for, in_use
 from repositories.login import PASSWORD_VAR, USERNAME_VAR, Recipe, recipe_of
+from repositories.secrets import also_scrubbed
 from runs.verification.errors import LoginFailed
 
 SETUP_FILE = "auth.setup.ts"
 STATE_FILE = "playwright/.auth/user.json"
 FAILED = "login failed at {path}: {seen}"
+EMAIL_VAR = "AMTP_E2E_EMAIL"
+# An address domain validators accept: python-email-validator refuses the special-use names
+# arpa, invalid, local, localhost, onion and test (its SPECIAL_USE_DOMAIN_NAMES, from IANA's
+# registry, https://github.com/JoshData/python-email-validator/blob/main/email_validator/__init__.py)
+# and leaves out example.com/net/org on purpose (RFC 6761 §6.5: applications "SHOULD NOT" treat
+# them as special); WTForms Email() and pydantic's EmailStr call it without its DNS check;
+# validator.js isEmail() needs a fully qualified domain (https://github.com/validatorjs/validator.js
+# #validators). example.com publishes a null MX (RFC 7505): no mail to it is delivered.
+EMAIL_DOMAIN = "example.com"
 
 
 @dataclass(frozen=True)
@@ -33,6 +45,50 @@ class Login:
     def env(self) -> dict[str, str]:
         """The variables the sandboxed process (and nothing else) gets."""
         return {USERNAME_VAR: self.credentials.username, PASSWORD_VAR: self.credentials.password}
+
+
+@dataclass(frozen=True)
+class Throwaway:
+    """Two accounts generated for one exploration's sign-up (the second for one retry in
+    another shape): (user name, e-mail, password) each, never printed (``repr`` hides them)."""
+
+    accounts: tuple[tuple[str, str, str], ...] = field(repr=False)
+
+    def env(self) -> dict[str, str]:
+        """The variables the sandboxed explorer (and nothing else) gets."""
+        out = {}
+        for suffix, (username, email, password) in zip(("", "_2"), self.accounts, strict=False):
+            out[USERNAME_VAR + suffix] = username
+            out[EMAIL_VAR + suffix] = email
+            out[PASSWORD_VAR + suffix] = password
+        return out
+
+
+def _random(alphabet: str, size: int) -> str:
+    return "".join(secrets.choice(alphabet) for _ in range(size))
+
+
+def new_throwaway() -> Throwaway:
+    """Values that common validators accept: a user name of lower-case letters and digits
+    starting with a letter (12 characters, within the usual 3-30), an address on
+    ``EMAIL_DOMAIN`` (not a special-use domain: see its comment), a 16-character password
+    with upper- and lower-case letters, a digit and a symbol; the second account holds
+    letters only in its name and no symbol in its password (policies that refuse them)."""
+    lower, upper, digits = string.ascii_lowercase, string.ascii_uppercase, string.digits
+    name = "amtp" + _random(lower + digits, 8)
+    first = (name, f"{name}@{EMAIL_DOMAIN}", "Am9!" + _random(lower + upper + digits, 12))
+    other = "amtp" + _random(lower, 8)
+    second = (other, f"{other}@{EMAIL_DOMAIN}", "Am9" + _random(lower + upper + digits, 13))
+    return Throwaway((first, second))
+
+
+@contextlib.contextmanager
+def throwaway() -> Iterator[Throwaway]:
+    """A new throwaway account pair; within the block every scrubbed text is also scrubbed
+    of its values, as stored credentials are (``in_use``)."""
+    account = new_throwaway()
+    with also_scrubbed([value for values in account.accounts for value in values]):
+        yield account
 
 
 @contextlib.contextmanager

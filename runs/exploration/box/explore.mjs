@@ -5,6 +5,7 @@
 // worker checks and bounds it again: nothing here is trusted). Screenshots go to shots/.
 import fs from "node:fs";
 import { chromium } from "@playwright/test";
+import { loginForm, signUpAndIn, signupForm } from "./signup.mjs";
 
 const config = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
 const deadline = Date.now() + config.time_ms;
@@ -65,7 +66,7 @@ async function visit(page, path, index, errors) {
   const hrefs = await page.$$eval("a[href]", (as) => as.map((a) => a.href));
   const shot = `shots/${index}.jpeg`;
   await page.screenshot({ path: shot, type: "jpeg", quality: 40, timeout: 5000 });
-  return {
+  const found = {
     path,
     status: response ? response.status() : 0,
     title: (await page.title()).slice(0, 300),
@@ -75,11 +76,19 @@ async function visit(page, path, index, errors) {
     console_errors: errors.splice(0).slice(0, 20),
     screenshot: shot,
   };
+  return { ...found, login_redirect: loginWall(path, local(page.url()) || "", found) };
+}
+
+function loginWall(path, landed, found) {
+  // Where a page that sent the browser to a login form went ("" otherwise): that page is
+  // the login, not the one asked for.
+  const base = (p) => new URL(p, origin).pathname;
+  return landed && base(landed) !== base(path) && loginForm(found) ? landed : "";
 }
 
 // A logged-in exploration neither starts from nor follows a path that would log it out.
 const LOGOUT = new RegExp(config.logout, "i");
-const leaves = (path) => Boolean(config.login) && LOGOUT.test(path);
+const leaves = (path) => (Boolean(config.login) || signup.signedIn) && LOGOUT.test(path);
 
 async function logIn(page, login) {
   // As a person logs in (whatever the app does underneath: a form POST, or fetch and a
@@ -302,10 +311,38 @@ if (config.login) {
   }
 }
 
+// Sign-up (config.signup: no login recipe): the first sign-up form met creates a throwaway
+// account and signs in with it; the pages that had sent the browser to a login are visited
+// again, signed in, and the crawl goes on signed in.
+const signup = { signedIn: false, record: null };
+
+async function trySignUp(page, found, pages, queue) {
+  const at = config.signup && !signup.record ? signupForm(found) : null;
+  if (!at) return;
+  const left = () => Math.max(1000, Math.min(config.page_timeout_ms, deadline - Date.now()));
+  const walls = pages.filter((p) => p.login_redirect).map((p) => p.path);
+  const seenLogin = () => pages.map(loginForm).find(Boolean) || null;
+  const ctx = { left, walls, forms, loginAt: seenLogin, value: () => `AMTP ${trialCfg.tag}` };
+  try {
+    signup.record = await signUpAndIn(page, at, ctx);
+  } catch (error) {
+    const said = String(error.message || error).split("\n")[0].slice(0, 300);
+    signup.record = { path: at.path, form: at.form, login_path: "", login_form: null, signed_in: false };
+    Object.assign(signup.record, { retried: false, refused: "", error: said });
+  }
+  signup.signedIn = signup.record.signed_in;
+  if (!signup.signedIn) return;
+  for (let i = pages.length - 1; i >= 0; i--) {
+    if (pages[i].login_redirect) queue.unshift({ path: pages[i].path, depth: pages[i].depth });
+    if (pages[i].login_redirect) pages.splice(i, 1); // recorded again, signed in
+  }
+}
+
 fs.mkdirSync("shots", { recursive: true });
 const queue = config.start_paths.filter((p) => !leaves(p)).map((path) => ({ path, depth: 0 }));
 const visited = new Set(config.start_paths);
 const pages = [];
+let shots = 0; // screenshot names: a page visited again signed in gets a new one
 let stopped = "";
 while (queue.length) {
   if (pages.length >= config.max_pages) {
@@ -319,11 +356,12 @@ while (queue.length) {
   const { path, depth } = queue.shift();
   let found;
   try {
-    found = { ...(await visit(page, path, pages.length, errors)), depth };
+    found = { ...(await visit(page, path, shots++, errors)), depth };
   } catch (error) {
     found = { path, depth, status: 0, error: String(error.message || error).slice(0, 500) };
   }
   pages.push(found);
+  await trySignUp(page, found, pages, queue);
   for (const link of found.links || []) {
     if (depth + 1 <= config.max_depth && !visited.has(link) && !leaves(link)) {
       visited.add(link);
@@ -360,5 +398,6 @@ fs.writeFileSync(
     unknown_path_status: unknownPathStatus,
     trials,
     apis,
+    signup: signup.record,
   }),
 );

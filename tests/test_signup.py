@@ -1,0 +1,128 @@
+"""Sign-up when there is no login recipe: ExploreApp creates a throwaway account through the
+app's own sign-up form (retrying once in another shape when the form refuses the first),
+signs in with it and explores signed in; a page that sent the browser to a login is
+recorded as such. The account's values appear nowhere in the map."""
+
+import json
+
+import pytest
+
+import schemas
+from runs.demo_app import serve
+from runs.exploration.explore import Bounds, _form, _page, explore
+from runs.exploration.signup import signup_record
+from runs.verification.login import EMAIL_DOMAIN, new_throwaway, throwaway
+from runs.verification.service import runner_from_settings
+from tests.signup_app import SPECIAL_USE, SignupApp
+from tests.test_browser import chromium_path
+
+
+@pytest.fixture
+def served():
+    chromium_path()
+    apps = []
+
+    def start(app):
+        server, app.url = serve(app)
+        apps.append(server)
+        return app
+
+    yield start
+    for server in apps:
+        server.shutdown()
+        server.server_close()
+
+
+def run_explore(app, tmp_path, account, **overrides) -> dict:
+    values = dict(max_pages=20, max_depth=2, time_s=60, page_timeout_s=15, max_bytes=512 << 10)
+    return explore(
+        app.url,
+        allow_hosts=["127.0.0.1"],
+        runner=runner_from_settings(),
+        bounds=Bounds(**{**values, **overrides}),
+        shots_dir=tmp_path,
+        start_paths=["/", "/create"],
+        signup=account,
+    )
+
+
+def test_exploration_signs_up_adapts_once_and_explores_signed_in(served, tmp_path):
+    app = served(SignupApp(strict=True))
+    with throwaway() as account:
+        app_map = schemas.validate("exploration/app_map", run_explore(app, tmp_path, account))
+        values = [v for values in account.accounts for v in values]
+    signup = app_map["signup"]
+    assert (signup["path"], signup["login_path"]) == ("/auth/register", "/auth/login")
+    assert signup["signed_in"] and signup["retried"] and not signup["error"]
+    # The first account's password held a symbol; the form said so and the second one passed.
+    assert app.refused == ["Password must contain only letters and digits."]
+    assert signup["refused"] == "Password must contain only letters and digits."
+    (name,) = app.users
+    assert name == account.accounts[1][0] and app.users[name][0].endswith("@" + EMAIL_DOMAIN)
+    pages = {p["path"]: p for p in app_map["pages"]}
+    # /create sent the anonymous browser to the login: visited again, signed in.
+    assert pages["/create"]["login_redirect"] == ""
+    assert '- heading "New Post" [level=1]' in pages["/create"]["snapshot"]
+    assert '- heading "Your account" [level=1]' in pages["/account"]["snapshot"]
+    assert "/auth/logout" not in pages  # a signed-in crawl never signs itself out
+    assert [f["label"] for f in signup["form"]["fields"]] == ["Username", "Email", "Password"]
+    assert signup["login_form"]["submit"] == "Log In"
+    text = json.dumps(app_map)
+    assert not [v for v in values if v in text]  # the user name, shown by the app, scrubbed
+
+
+def test_without_an_account_pages_behind_the_login_are_marked(served, tmp_path):
+    app = served(SignupApp())
+    app_map = run_explore(app, tmp_path, None)
+    pages = {p["path"]: p for p in app_map["pages"]}
+    assert pages["/create"]["login_redirect"] == "/auth/login"
+    assert pages["/account"]["login_redirect"] == "/auth/login"
+    assert pages["/"]["login_redirect"] == "" and app_map["signup"] is None
+    assert not app.users  # no account without a throwaway
+
+
+def test_generated_accounts_pass_common_validators():
+    accounts = new_throwaway().accounts
+    assert len({a for acc in accounts for a in acc}) == 6
+    for username, email, password in accounts:
+        assert username.isalnum() and username.islower() and 3 <= len(username) <= 30
+        domain = email.rpartition("@")[2]
+        assert domain.rsplit(".", 1)[-1] not in SPECIAL_USE and "." in domain
+        assert 12 <= len(password) <= 64 and any(c.isupper() for c in password)
+        assert any(c.islower() for c in password) and any(c.isdigit() for c in password)
+    assert not accounts[0][2].isalnum() and accounts[1][2].isalnum()  # two shapes
+    assert "amtp" not in repr(new_throwaway())  # never printed
+
+
+HOSTILE = [
+    None,
+    "x",
+    {"path": "//evil.example/register", "form": {"submit": "Go", "fields": []}},
+    {"path": "/register", "form": {"submit": "Register", "fields": [{"type": "text"}]}},
+    {"path": "/register", "form": {"submit": "", "fields": [{"type": "password"}]}},
+]
+
+
+@pytest.mark.parametrize("raw", HOSTILE)
+def test_a_hostile_signup_record_is_dropped(raw):
+    assert signup_record(raw, _form, lambda p: isinstance(p, str) and p.startswith("/r")) is None
+
+
+def test_a_hostile_signup_record_is_bounded(tmp_path):
+    password = {"label": "Password", "name": "p", "type": "password", "required": True}
+    raw = {
+        "path": "/register",
+        "form": {"submit": "Register", "fields": [password], "method": "DELETE"},
+        "login_path": "//evil.example/login",
+        "login_form": {"submit": "Log In", "fields": [password]},
+        "signed_in": "yes",
+        "retried": 1,
+        "refused": "r" * 5000,
+        "error": ["not", "text"],
+    }
+    record = signup_record(raw, _form, lambda p: isinstance(p, str) and p.startswith("/r"))
+    assert record["login_form"] is None and record["login_path"] == ""
+    assert (record["signed_in"], record["retried"], record["error"]) == (False, False, "")
+    assert len(record["refused"]) <= 300 and record["form"]["method"] == "get"
+    page = {"path": "/a", "login_redirect": "//evil.example/login"}
+    assert _page(page, tmp_path, tmp_path)["login_redirect"] == ""
