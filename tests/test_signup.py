@@ -3,6 +3,7 @@ app's own sign-up form (retrying once in another shape when the form refuses the
 signs in with it and explores signed in; a page that sent the browser to a login is
 recorded as such. The account's values appear nowhere in the map."""
 
+import dataclasses
 import json
 
 import pytest
@@ -11,8 +12,16 @@ import schemas
 from runs.demo_app import serve
 from runs.exploration.explore import Bounds, _form, _page, explore
 from runs.exploration.signup import signup_record
-from runs.verification.login import EMAIL_DOMAIN, new_throwaway, throwaway
+from runs.verification.login import (
+    EMAIL_DOMAIN,
+    Login,
+    new_throwaway,
+    setup_source,
+    signup_of,
+    throwaway,
+)
 from runs.verification.service import runner_from_settings
+from runs.verification.verify import Plan, verify
 from tests.signup_app import SPECIAL_USE, SignupApp
 from tests.test_browser import chromium_path
 
@@ -69,6 +78,57 @@ def test_exploration_signs_up_adapts_once_and_explores_signed_in(served, tmp_pat
     assert signup["login_form"]["submit"] == "Log In"
     text = json.dumps(app_map)
     assert not [v for v in values if v in text]  # the user name, shown by the app, scrubbed
+
+
+CREATE_SPEC = """import { test, expect } from '@playwright/test';
+
+test('a signed-in user writes a post', async ({ page }) => {
+  await page.goto('/create');
+  await expect(page.getByRole('heading', { name: 'New Post', exact: true })).toBeVisible();
+});
+"""
+
+
+def test_the_tests_sign_up_through_their_own_setup_project(served, tmp_path):
+    """The setup project AMTP writes from the exploration's sign-up makes an account of its
+    own, in the shape the form accepted (no symbol here), and the tests start signed in."""
+    app = served(SignupApp(strict=True))
+    with throwaway() as account:
+        app_map = run_explore(app, tmp_path, account, form_trials=0)
+    signup = signup_of(app_map)
+    assert signup is not None and not signup.symbols
+    source = setup_source(signup)
+    assert "process.env" not in source and "amtp" + "@" not in source
+    assert '.getByLabel("Email", { exact: true }).fill(values.email)' in source
+    plan = Plan(
+        run_id="signup-check",
+        framework="playwright",
+        files=[{"path": "e2e/amtp/create.spec.ts", "contents": CREATE_SPEC}],
+        target_url=app.url,
+        test_dir="e2e/amtp",
+        failing_tests="fixme",
+        heal_rounds=0,
+        budget_s=120,
+        runner=dataclasses.replace(runner_from_settings(), retries=0),
+        evidence_dir=tmp_path / "evidence",
+        allow_hosts=["127.0.0.1"],
+        login=Login(signup),
+    )
+    report = verify(plan, heal=lambda payload, seconds: {})
+    (test,) = report["tests"]
+    assert (test["status"], test["attempts"]) == ("passed", 1), test
+    assert len(app.users) == 2  # the exploration's account, then the setup's own
+    assert app.refused == ["Password must contain only letters and digits."]  # exploring only
+
+
+def test_no_setup_project_from_a_sign_up_that_did_not_sign_in():
+    form = {"action": "", "method": "post", "submit": "Register", "fields": []}
+    record = {"path": "/r", "form": form, "login_path": "", "login_form": None}
+    record |= {"signed_in": False, "retried": False, "refused": "", "error": "x"}
+    assert signup_of({"signup": record}) is None and signup_of(None) is None
+    unlabelled = {"label": "", "name": "pw", "type": "password", "required": True}
+    record |= {"signed_in": True, "form": {**form, "fields": [unlabelled]}}
+    assert signup_of({"signup": record}) is None  # nothing to find the field by
 
 
 def test_without_an_account_pages_behind_the_login_are_marked(served, tmp_path):

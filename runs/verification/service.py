@@ -17,6 +17,7 @@ from repositories.targets import (
     target_address_problem,
     target_url_problem,
 )
+from runs import selectors
 from runs.errors import RunInputInvalid
 from runs.models import Run
 from runs.verification.errors import VerificationError
@@ -54,7 +55,8 @@ def verification_report(
     A failure to run the tests at all (VerificationError) fails the stage, unless the
     repository opens the pull request anyway: then the report says ``unverified`` and why."""
     runs_tests = code["framework"] == "playwright" and bool(target_url_of(run))
-    with login_for(run.repository if runs_tests else None) as login:  # scrubbed from its texts
+    app_map = selectors.app_map(run) if runs_tests else None  # a sign-up it made, if any
+    with login_for(run.repository if runs_tests else None, app_map) as login:  # scrubbed
         return _verification_report(run, code, sessions, login, check)
 
 
