@@ -1,7 +1,7 @@
 """A server-rendered app with a sign-up form and pages behind a login, on loopback, modelled
 on Flask's tutorial "flaskr" (tests/fixtures/realworld/flaskr: the ``auth`` blueprint under
 ``/auth``, ``login_required`` redirecting to ``/auth/login``, errors shown as flashed text,
-``/create`` writing a post), with the e-mail field and password rule many sign-up forms add:
+``/create`` writing a post whose title WTForms-style ``Length(20, 80)`` checks), with the e-mail field and password rule many sign-up forms add:
 the address is checked as python-email-validator checks it (a special-use domain such as
 ``.test`` is refused), and the password may hold letters and digits only (``strict``), so a
 first account with a symbol is refused and the sign-up must adapt. Nothing secret is echoed
@@ -63,11 +63,14 @@ class SignupApp:
                 return _redirect(start_response, "/auth/login")
             if path == "/account":
                 return _html(start_response, "Account", f"<h1>Your account</h1><p>{user}</p>", user)
-            if method == "POST" and form.get("title"):
+            if method == "POST" and 20 <= len(form.get("title", "")) <= 80:
                 with self.lock:
                     self.posts.append((form["title"], user))
                 return _redirect(start_response, "/")
-            return _html(start_response, "New Post", CREATE, user)
+            # WTForms' Length(min=20, max=80) message, flashed as flaskr flashes errors.
+            said = "Field must be between 20 and 80 characters long." if method == "POST" else ""
+            flash = f'<div class="flash">{said}</div>' if said else ""
+            return _html(start_response, "New Post", flash + CREATE, user)
         if path == "/":
             items = "".join(f"<article><h2>{html.escape(t)}</h2></article>" for t, _ in self.posts)
             links = '<a href="/create">New</a> <a href="/account">Account</a>'

@@ -44,6 +44,7 @@ def served():
 
 def run_explore(app, tmp_path, account, **overrides) -> dict:
     values = dict(max_pages=20, max_depth=2, time_s=60, page_timeout_s=15, max_bytes=512 << 10)
+    values["form_trials"] = 5
     return explore(
         app.url,
         allow_hosts=["127.0.0.1"],
@@ -76,6 +77,12 @@ def test_exploration_signs_up_adapts_once_and_explores_signed_in(served, tmp_pat
     assert "/auth/logout" not in pages  # a signed-in crawl never signs itself out
     assert [f["label"] for f in signup["form"]["fields"]] == ["Username", "Email", "Password"]
     assert signup["login_form"]["submit"] == "Log In"
+    # Signed in, the post form was tried: refused for its title's length, then fitted to it.
+    (trial,) = [t for t in app_map["trials"] if t["path"] == "/create"]
+    assert trial["retried"] == "Field must be between 20 and 80 characters long."
+    assert trial["refused"] == "" and trial["shows_value"] and trial["path_after"] == "/"
+    ((title, _author),) = app.posts
+    assert title.startswith("AMTP ") and len(title) == 20
     text = json.dumps(app_map)
     assert not [v for v in values if v in text]  # the user name, shown by the app, scrubbed
 

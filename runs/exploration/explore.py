@@ -23,7 +23,7 @@ from urllib.parse import unquote_plus
 from django.conf import settings
 
 from agents.offline.api_shape import clean_apis
-from agents.offline.common import LOGOUT_PATH
+from agents.offline.common import EMAIL_DOMAIN, LOGOUT_PATH
 from repositories.secrets import held_secrets
 from runs.exploration.signup import signup_record
 from runs.exploration.trials import box_config, new_tag, trial
@@ -45,7 +45,7 @@ from runs.verification.playwright import (
 )
 
 SCRIPT = Path(__file__).with_name("box") / "explore.mjs"
-SCRIPTS = (SCRIPT, SCRIPT.with_name("signup.mjs"))
+SCRIPTS = (SCRIPT, SCRIPT.with_name("signup.mjs"), SCRIPT.with_name("answers.mjs"))
 GRACE_S = 30.0  # the browser's start and shutdown, past the explorer's own deadline
 MAX_RAW_BYTES = 32 << 20
 MAX_SHOT_BYTES = 512 << 10
@@ -157,6 +157,7 @@ def _config(target_url: str, runner: Runner, bounds: Bounds, start_paths: list[s
         "start_paths": start_paths,
         "logout": LOGOUT_PATH,
         "unknown_path": UNKNOWN_PATH,
+        "email_domain": EMAIL_DOMAIN,
         "max_pages": bounds.max_pages,
         "max_depth": bounds.max_depth,
         "max_links": 100,

@@ -18,6 +18,7 @@ import string
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from agents.offline.common import EMAIL_DOMAIN
 from repositories.credentials import Credentials, credentials_for, in_use
 from repositories.login import PASSWORD_VAR, USERNAME_VAR, Recipe, recipe_of
 from repositories.secrets import also_scrubbed
@@ -27,14 +28,6 @@ SETUP_FILE = "auth.setup.ts"
 STATE_FILE = "playwright/.auth/user.json"
 FAILED = "login failed at {path}: {seen}"
 EMAIL_VAR = "AMTP_E2E_EMAIL"
-# An address domain validators accept: python-email-validator refuses the special-use names
-# arpa, invalid, local, localhost, onion and test (its SPECIAL_USE_DOMAIN_NAMES, from IANA's
-# registry, https://github.com/JoshData/python-email-validator/blob/main/email_validator/__init__.py)
-# and leaves out example.com/net/org on purpose (RFC 6761 §6.5: applications "SHOULD NOT" treat
-# them as special); WTForms Email() and pydantic's EmailStr call it without its DNS check;
-# validator.js isEmail() needs a fully qualified domain (https://github.com/validatorjs/validator.js
-# #validators). example.com publishes a null MX (RFC 7505): no mail to it is delivered.
-EMAIL_DOMAIN = "example.com"
 
 
 @dataclass(frozen=True)

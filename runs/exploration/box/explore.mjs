@@ -5,6 +5,7 @@
 // worker checks and bounds it again: nothing here is trusted). Screenshots go to shots/.
 import fs from "node:fs";
 import { chromium } from "@playwright/test";
+import { fitted, markSent, pageText, refusal } from "./answers.mjs";
 import { loginForm, signUpAndIn, signupForm } from "./signup.mjs";
 
 const config = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
@@ -41,6 +42,8 @@ async function forms(page) {
           name: (el.getAttribute("name") || "").slice(0, 200),
           type: (el.type || el.tagName.toLowerCase()).slice(0, 40),
           required: el.required,
+          // Its limits (not stored): a value typed fits them (answers.mjs).
+          limits: { min_length: el.minLength, max_length: el.maxLength, min: el.min, max: el.max },
           // A select's choices (not stored): a trial never picks a destructive one.
           options: [...(el.options || [])]
             .filter((o) => o.value !== "")
@@ -128,9 +131,9 @@ const TEXT = {
   text: (tag) => `AMTP ${tag}`,
   search: (tag) => `AMTP ${tag}`,
   textarea: (tag) => `AMTP ${tag}`,
-  email: (tag) => `amtp+${tag}@example.test`,
+  email: (tag) => `amtp.${tag}@${config.email_domain}`,
   number: () => "1",
-  url: (tag) => `https://example.test/${tag}`,
+  url: (tag) => `https://${config.email_domain}/${tag}`,
   tel: () => "5550100",
 };
 
@@ -161,7 +164,7 @@ function trialForms(pages) {
   return out.slice(0, trialCfg.max);
 }
 
-async function fill(page, field, left, groups) {
+async function fill(page, field, left, groups, said = "", fields = []) {
   // What was filled ({label, type}), or null for a field left as it was. A radio group gets
   // its first choice (a vote form has nothing else to fill); a checkbox only when required.
   const input = page.getByLabel(field.label, { exact: true });
@@ -195,11 +198,22 @@ async function fill(page, field, left, groups) {
     if (field.required) throw new Error(`cannot fill a ${field.type} field`);
     return null;
   }
-  await input.fill(value(trialCfg.tag), { timeout: left() });
+  await input.fill(fitted(field, value(trialCfg.tag), said, fields), { timeout: left() });
   return { label: field.label, type: field.type === "textarea" ? "text" : field.type, option: "" };
 }
 
 async function trial(page, chosen) {
+  // Once, and when the form refused the values with a message that changes some of them
+  // (a length, a bound, a value taken), once more with values fitted to it.
+  const first = await trialOnce(page, chosen, "");
+  const fields = chosen.form.fields;
+  const tag = trialCfg.tag;
+  const changes = (f) => TEXT[f.type] && fitted(f, TEXT[f.type](tag), first.refused, fields) !== fitted(f, TEXT[f.type](tag));
+  if (!first.refused || !fields.some(changes)) return { ...first, retried: "" };
+  return { ...(await trialOnce(page, chosen, first.refused)), retried: first.refused };
+}
+
+async function trialOnce(page, chosen, said) {
   const left = () => Math.max(1000, Math.min(config.page_timeout_ms, deadline - Date.now()));
   const snap = () => page.locator("body").ariaSnapshot({ timeout: 5000 }).catch(() => "");
   await page.goto(chosen.path, { timeout: left() });
@@ -208,9 +222,12 @@ async function trial(page, chosen) {
   const filled = [];
   const groups = new Set(); // radio groups given a choice
   for (const field of chosen.form.fields) {
-    const done = await fill(page, field, left, groups);
+    const done = await fill(page, field, left, groups, said, chosen.form.fields);
     if (done) filled.push(done);
   }
+  const form = page.locator("form").nth(chosen.index);
+  const text = await pageText(page);
+  await markSent(form, left());
   const button = page.getByRole("button", { name: chosen.form.submit, exact: true });
   if ((await button.count()) !== 1) throw new Error("no single button of that name");
   let status = 0;
@@ -230,7 +247,8 @@ async function trial(page, chosen) {
   page.off("response", navigated);
   const { submit } = chosen.form;
   const path_after = local(page.url()) || "";
-  return { path: chosen.path, form: chosen.index, submit, filled, path_after, status, before, after };
+  const refused = await refusal(page, form, text);
+  return { path: chosen.path, form: chosen.index, submit, filled, path_after, status, before, after, refused };
 }
 
 // JSON answers: for each GET on the origin that answered 2xx JSON while the app was explored

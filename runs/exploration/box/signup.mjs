@@ -4,14 +4,11 @@
 // AMTP_E2E_PASSWORD, and a second account with the suffix _2 for one retry), then its login
 // form signs in with it, as a person would: fields by label, the button by role and name.
 // What it reports is checked again by the worker (runs/exploration/signup.py).
+import { markSent, pageText, refusal } from "./answers.mjs";
 
 const SIGN_UP = /sign[\s_-]?up|regist|create (an |your )?account|join|enrol/i;
 const LOG_IN = /log[\s_-]?in|sign[\s_-]?in|anmelden|connexion|iniciar/i;
 const LOG_OUT = /log[\s_-]?out|sign[\s_-]?out|abmelden/i;
-// What a form that refused its input says (the same words as agents/offline/flows.py).
-const REFUSED =
-  /\b(error|invalid|required|wrong|fail(ed|s)?|must|not allowed|try again|incorrect|missing|already|taken|exists|too (short|long)|at least|at most)\b/i;
-
 const passwords = (form) => form.fields.filter((f) => f.type === "password").length;
 const described = (found, form) => `${found.path} ${form.action} ${form.submit}`;
 
@@ -86,8 +83,7 @@ async function fillForm(page, at, account, ctx) {
 
 async function submit(page, at, form, ctx) {
   const before = await pageText(page);
-  // Marks the form element: still marked after the click, the browser kept the page.
-  await form.evaluate((el) => (el.amtpSent = true), null, { timeout: ctx.left() });
+  await markSent(form, ctx.left());
   const button = form.getByRole("button", { name: at.form.submit, exact: true });
   await ((await button.count()) === 1 ? button : form.locator("[type=submit]").first()).click({
     timeout: ctx.left(),
@@ -96,26 +92,6 @@ async function submit(page, at, form, ctx) {
   await page.waitForLoadState("networkidle", { timeout: 2000 }).catch(() => {});
   return before;
 }
-
-export async function refusal(page, form, before, text) {
-  // Why the form was not accepted, or "": the browser's own check of a field it kept
-  // (validationMessage), else a new line of the page that reads as a refusal.
-  const kept = await form
-    .evaluate((el) => {
-      const bad = el.amtpSent && [...el.elements].find((f) => f.willValidate && !f.validity.valid);
-      return bad ? `${bad.name || bad.id}: ${bad.validationMessage}` : "";
-    }, null, { timeout: 1000 })
-    .catch(() => "");
-  if (kept) return kept.slice(0, 300);
-  const seen = new Set(before.split("\n").map((l) => l.trim()));
-  const after = await text();
-  const line = after.split("\n").find((l) => !seen.has(l.trim()) && REFUSED.test(l));
-  return (line || "").trim().slice(0, 300);
-}
-
-export const pageText = (page) =>
-  // The page's text by blocks (a flashed message is a line of its own, unlike in a snapshot).
-  page.locator("body").innerText({ timeout: 5000 }).catch(() => "");
 
 async function signedIn(page, walls, ctx) {
   // Behind the login wall a path showed, or else a control that signs out.
@@ -144,7 +120,7 @@ export async function signUpAndIn(page, at, ctx) {
     user = filled.user;
     const before = await submit(page, at, filled.form, ctx);
     const stayed = new URL(page.url()).pathname === new URL(at.path, page.url()).pathname;
-    const said = stayed ? await refusal(page, filled.form, before, () => pageText(page)) : "";
+    const said = stayed ? await refusal(page, filled.form, before) : "";
     if (!said) break;
     record.refused = said;
     if (attempt + 1 === list.length) return { ...record, error: "the sign-up form refused both accounts" };
