@@ -9,8 +9,10 @@ import json
 import pytest
 
 import schemas
+from agents.offline.live import live_pages
 from runs.demo_app import serve
 from runs.exploration.explore import Bounds, _form, _page, explore
+from runs.exploration.service import app_view, exploration_note
 from runs.exploration.signup import signup_record
 from runs.verification.login import (
     EMAIL_DOMAIN,
@@ -193,3 +195,16 @@ def test_a_hostile_signup_record_is_bounded(tmp_path):
     assert len(record["refused"]) <= 300 and record["form"]["method"] == "get"
     page = {"path": "/a", "login_redirect": "//evil.example/login"}
     assert _page(page, tmp_path, tmp_path)["login_redirect"] == ""
+
+
+def test_agents_never_see_a_login_redirect_as_the_page_asked_for():
+    login_page = {"path": "/create", "status": 200, "title": "Log In - Flaskr"}
+    login_page |= {"snapshot": '- heading "Log In" [level=1]', "links": [], "forms": []}
+    login_page |= {"login_redirect": "/auth/login", "depth": 0}
+    home = {**login_page, "path": "/", "title": "Posts", "login_redirect": ""}
+    content = {"target_url": "http://x", "pages": [home, login_page], "unvisited": 0}
+    content |= {"stopped": "", "trials": [], "signup": None}
+    view = app_view(content)
+    assert [p["path"] for p in view["pages"]] == ["/"] and view["behind_login"] == ["/create"]
+    assert "/create" not in live_pages(view)  # never titled "Log In"
+    assert exploration_note(content) == "2 page(s), 0 form(s), 1 behind a login"

@@ -83,13 +83,17 @@ def _dicts(items) -> list[dict]:
 
 def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
     """What the agents get of an ``app_map`` (``app_map`` of their input schemas): the pages
-    as they rendered, the forms' trials and the JSON answers' shapes, without what only operators need (screenshots, settings, sandbox). The
+    as they rendered, the forms' trials and the JSON answers' shapes, without what only operators need (screenshots, settings, sandbox); the paths that sent the browser to a login
+    (``behind_login``: never shown as the pages they were asked for). The
     pages no route of the ``crawl``'s source covers come first (in the order visited), so a
     rendering cut to the context budget keeps what only the running app can tell."""
     if not content:
         return None
     routes = source_routes((crawl or {}).get("detected_stack"))
-    hidden = [routes.match(page["path"].split("?")[0]) is None for page in content["pages"]]
+    # A page that sent the browser to a login showed the login: it is not that page.
+    walled = [page["path"] for page in content["pages"] if page.get("login_redirect")]
+    shown = [page for page in content["pages"] if not page.get("login_redirect")]
+    hidden = [routes.match(page["path"].split("?")[0]) is None for page in shown]
     pages = [
         {
             "path": page["path"],
@@ -109,7 +113,7 @@ def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
                 for form in page["forms"]
             ],
         }
-        for page in content["pages"]
+        for page in shown
     ]
     pages = [p for p, h in zip(pages, hidden, strict=True) if h] + [
         p for p, h in zip(pages, hidden, strict=True) if not h
@@ -121,6 +125,7 @@ def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
         "unknown_path_status": content.get("unknown_path_status", 0),
         "trials": content.get("trials", []),
         "apis": content.get("apis", []),
+        **({"behind_login": walled[:100]} if walled else {}),
     }
 
 
@@ -134,6 +139,16 @@ def exploration_note(content: dict) -> str:
         note += f", {len(tried)} tried"
     if failing:
         note += f", {failing} answered an error"
+    if walled := sum(1 for page in pages if page.get("login_redirect")):
+        note += f", {walled} behind a login"
+    if signup := content.get("signup"):
+        note += (
+            "; signed up and explored signed in"
+            if signup["signed_in"]
+            else (
+                f"; sign-up at {signup['path']} did not sign in: {signup['error'] or 'no reason'}"
+            )
+        )
     if content["stopped"]:
         note += f"; {content['stopped']}, {content['unvisited']} link(s) not visited"
     return note
