@@ -4,8 +4,8 @@ on Flask's tutorial "flaskr" (tests/fixtures/realworld/flaskr: the ``auth`` blue
 ``/create`` writing a post whose title WTForms-style ``Length(20, 80)`` checks), with the e-mail field and password rule many sign-up forms add:
 the address is checked as python-email-validator checks it (a special-use domain such as
 ``.test`` is refused), and the password may hold letters and digits only (``strict``), so a
-first account with a symbol is refused and the sign-up must adapt. Nothing secret is echoed
-but the user name, shown to its own session as flaskr does."""
+first account with a symbol is refused and the sign-up must adapt. The account page shows
+the user name (as flaskr's nav does) and, carelessly, the password: both must be scrubbed."""
 
 from __future__ import annotations
 
@@ -62,7 +62,9 @@ class SignupApp:
             if user is None:  # flaskr's login_required
                 return _redirect(start_response, "/auth/login")
             if path == "/account":
-                return _html(start_response, "Account", f"<h1>Your account</h1><p>{user}</p>", user)
+                # A careless debug line, as in tests/login_app.py: the password on the page.
+                body = f"<h1>Your account</h1><p>{user}: {self.users[user][1]}</p>"
+                return _html(start_response, "Account", body, user)
             if method == "POST" and 20 <= len(form.get("title", "")) <= 80:
                 with self.lock:
                     self.posts.append((form["title"], user))

@@ -76,6 +76,7 @@ def test_exploration_signs_up_adapts_once_and_explores_signed_in(served, tmp_pat
     assert pages["/create"]["login_redirect"] == ""
     assert '- heading "New Post" [level=1]' in pages["/create"]["snapshot"]
     assert '- heading "Your account" [level=1]' in pages["/account"]["snapshot"]
+    assert "[REDACTED:held-secret]: [REDACTED:held-secret]" in pages["/account"]["snapshot"]
     assert "/auth/logout" not in pages  # a signed-in crawl never signs itself out
     assert [f["label"] for f in signup["form"]["fields"]] == ["Username", "Email", "Password"]
     assert signup["login_form"]["submit"] == "Log In"

@@ -207,8 +207,8 @@ async function trial(page, chosen) {
   // (a length, a bound, a value taken), once more with values fitted to it.
   const first = await trialOnce(page, chosen, "");
   const fields = chosen.form.fields;
-  const tag = trialCfg.tag;
-  const changes = (f) => TEXT[f.type] && fitted(f, TEXT[f.type](tag), first.refused, fields) !== fitted(f, TEXT[f.type](tag));
+  const typed = (f, said) => fitted(f, TEXT[f.type](trialCfg.tag), said, fields);
+  const changes = (f) => TEXT[f.type] && typed(f, first.refused) !== typed(f, "");
   if (!first.refused || !fields.some(changes)) return { ...first, retried: "" };
   return { ...(await trialOnce(page, chosen, first.refused)), retried: first.refused };
 }
