@@ -9,6 +9,7 @@ import json
 import pytest
 
 import schemas
+from agents.offline import generate_cases
 from agents.offline.live import live_pages
 from runs.demo_app import serve
 from runs.exploration.explore import Bounds, _form, _page, explore
@@ -24,6 +25,8 @@ from runs.verification.login import (
 )
 from runs.verification.service import runner_from_settings
 from runs.verification.verify import Plan, verify
+from tests.offline_checks import crawl
+from tests.realworld_apps import app_repository
 from tests.signup_app import SPECIAL_USE, SignupApp
 from tests.test_browser import chromium_path
 
@@ -209,3 +212,26 @@ def test_agents_never_see_a_login_redirect_as_the_page_asked_for():
     assert [p["path"] for p in view["pages"]] == ["/"] and view["behind_login"] == ["/create"]
     assert "/create" not in live_pages(view)  # never titled "Log In"
     assert exploration_note(content) == "2 page(s), 0 form(s), 1 behind a login"
+
+
+def test_the_offline_engine_tests_no_page_behind_a_login_as_itself():
+    """flaskr's own files, explored without a session: /create showed the login, so no case
+    opens it expecting the post form (nor the login's heading); with the sign-up's session
+    (nothing behind the login) it is a page case again."""
+    repo = app_repository("flaskr")
+    login = {"path": "/create", "status": 200, "title": "Log In - Flaskr", "links": []}
+    login |= {"snapshot": '- heading "Log In" [level=1]', "forms": [], "depth": 0}
+    home = {**login, "path": "/", "title": "Posts - Flaskr", "login_redirect": ""}
+    home["snapshot"] = '- heading "Posts" [level=1]'
+    content = {"target_url": "http://x", "unvisited": 0, "stopped": "", "trials": []}
+    opened = {}
+    for walled in (True, False):
+        page = {**login, "login_redirect": "/auth/login" if walled else ""}
+        if not walled:
+            page |= {"title": "New Post - Flaskr", "snapshot": '- heading "New Post" [level=1]'}
+        view = app_view({**content, "pages": [home, page]})
+        cases = generate_cases(crawl(repo) | {"app_map": view}, "standard")["test_cases"]
+        steps = [" ".join(c["steps"]) + " " + c["expected"] for c in cases]
+        opened[walled] = [s for s in steps if "Open /create" in s]
+        assert not any("Log In" in s for s in steps)
+    assert opened[True] == [] and opened[False]
