@@ -11,6 +11,7 @@ import pytest
 import schemas
 from agents.offline import generate_cases
 from agents.offline.live import live_pages
+from runs import selectors
 from runs.demo_app import serve
 from runs.exploration.explore import Bounds, _form, _page, explore
 from runs.exploration.service import app_view, exploration_note
@@ -18,6 +19,7 @@ from runs.exploration.signup import signup_record
 from runs.verification.login import (
     EMAIL_DOMAIN,
     Login,
+    login_for,
     new_throwaway,
     setup_source,
     signup_of,
@@ -25,6 +27,7 @@ from runs.verification.login import (
 )
 from runs.verification.service import runner_from_settings
 from runs.verification.verify import Plan, verify
+from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
 from tests.offline_checks import crawl
 from tests.realworld_apps import app_repository
 from tests.signup_app import SPECIAL_USE, SignupApp
@@ -235,3 +238,26 @@ def test_the_offline_engine_tests_no_page_behind_a_login_as_itself():
         opened[walled] = [s for s in steps if "Open /create" in s]
         assert not any("Log In" in s for s in steps)
     assert opened[True] == [] and opened[False]
+
+
+def _signup_map(signed_in: bool) -> dict:
+    password = {"label": "Password", "name": "password", "type": "password", "required": True}
+    form = {"action": "", "method": "post", "submit": "Register", "fields": [password]}
+    record = {"path": "/auth/register", "form": form, "login_path": "", "login_form": None}
+    return {"signup": record | {"signed_in": signed_in, "retried": False, "refused": ""}}
+
+
+@pytest.mark.django_db
+def test_a_run_that_explores_nothing_signs_up_as_the_last_exploration_did():
+    """A maintenance run (or a check) has no app map: its tests sign up as the repository's
+    last exploration that signed in did; another repository's sign-up is not used."""
+    repo, other = RepositoryFactory(), RepositoryFactory()
+    assert selectors.signed_up_map(repo) is None
+    ArtifactFactory(run=RunFactory(repository=other), kind="app_map", content=_signup_map(True))
+    ArtifactFactory(run=RunFactory(repository=repo), kind="app_map", content=_signup_map(False))
+    assert selectors.signed_up_map(repo) is None
+    latest = _signup_map(True)
+    latest["signup"]["path"] = "/register"
+    ArtifactFactory(run=RunFactory(repository=repo), kind="app_map", content=latest)
+    with login_for(repo, selectors.signed_up_map(repo)) as login:
+        assert login.recipe.path == "/register" and login.env() == {}
