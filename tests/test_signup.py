@@ -261,3 +261,16 @@ def test_a_run_that_explores_nothing_signs_up_as_the_last_exploration_did():
     ArtifactFactory(run=RunFactory(repository=repo), kind="app_map", content=latest)
     with login_for(repo, selectors.signed_up_map(repo)) as login:
         assert login.recipe.path == "/register" and login.env() == {}
+
+
+def test_hostile_labels_stay_string_literals_in_the_setup_project():
+    hostile = "x\"); require('child_process').execSync('id'); (\"\u2028`${1}`"
+    field = {"label": hostile, "name": "user", "type": "text", "required": True}
+    password = {"label": "Pass\nword", "name": "p", "type": "password", "required": True}
+    form = {"action": "", "method": "post", "submit": hostile, "fields": [field, password]}
+    record = {"path": "/r", "form": form, "login_path": "", "login_form": None}
+    record |= {"signed_in": True, "retried": True, "refused": "", "error": ""}
+    source = setup_source(signup_of({"signup": record}))
+    literal = json.dumps(hostile)
+    assert source.count(literal) == 3 and hostile not in source  # label, button (twice)
+    assert "\u2028" not in source and "execSync('id'); (" not in source.replace(literal, "")

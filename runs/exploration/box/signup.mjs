@@ -7,7 +7,6 @@
 import { markSent, pageText, refusal } from "./answers.mjs";
 
 const SIGN_UP = /sign[\s_-]?up|regist|create (an |your )?account|join|enrol/i;
-const LOG_IN = /log[\s_-]?in|sign[\s_-]?in|anmelden|connexion|iniciar/i;
 const LOG_OUT = /log[\s_-]?out|sign[\s_-]?out|abmelden/i;
 const passwords = (form) => form.fields.filter((f) => f.type === "password").length;
 const described = (found, form) => `${found.path} ${form.action} ${form.submit}`;
@@ -17,7 +16,7 @@ export function signupForm(found) {
   // as a sign-up ("Register", "/auth/register", "Create account").
   if (!(found.status >= 200 && found.status < 300)) return null;
   const index = (found.forms || []).findIndex(
-    (form) => passwords(form) >= 1 && SIGN_UP.test(`${form.submit} ${form.action} ${found.path}`),
+    (form) => passwords(form) >= 1 && SIGN_UP.test(described(found, form)),
   );
   return index < 0 ? null : { path: found.path, index, form: found.forms[index] };
 }
