@@ -6,7 +6,7 @@
 import fs from "node:fs";
 import { chromium } from "@playwright/test";
 import { fitted, markSent, pageText, refusal } from "./answers.mjs";
-import { loginForm, signUpAndIn, signupForm } from "./signup.mjs";
+import { loginForm, trySignUp } from "./signup.mjs";
 
 const config = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
 const deadline = Date.now() + config.time_ms;
@@ -329,32 +329,13 @@ if (config.login) {
   }
 }
 
-// Sign-up (config.signup: no login recipe): the first sign-up form met creates a throwaway
-// account and signs in with it; the pages that had sent the browser to a login are visited
-// again, signed in, and the crawl goes on signed in.
+// Sign-up (config.signup: no login recipe, signup.mjs): the crawl goes on signed in.
 const signup = { signedIn: false, record: null };
-
-async function trySignUp(page, found, pages, queue) {
-  const at = config.signup && !signup.record ? signupForm(found) : null;
-  if (!at) return;
-  const left = () => Math.max(1000, Math.min(config.page_timeout_ms, deadline - Date.now()));
-  const walls = pages.filter((p) => p.login_redirect).map((p) => p.path);
-  const seenLogin = () => pages.map(loginForm).find(Boolean) || null;
-  const ctx = { left, walls, forms, loginAt: seenLogin, value: () => `AMTP ${trialCfg.tag}` };
-  try {
-    signup.record = await signUpAndIn(page, at, ctx);
-  } catch (error) {
-    const said = String(error.message || error).split("\n")[0].slice(0, 300);
-    signup.record = { path: at.path, form: at.form, login_path: "", login_form: null, signed_in: false };
-    Object.assign(signup.record, { retried: false, refused: "", error: said });
-  }
-  signup.signedIn = signup.record.signed_in;
-  if (!signup.signedIn) return;
-  for (let i = pages.length - 1; i >= 0; i--) {
-    if (pages[i].login_redirect) queue.unshift({ path: pages[i].path, depth: pages[i].depth });
-    if (pages[i].login_redirect) pages.splice(i, 1); // recorded again, signed in
-  }
-}
+const signupCtx = {
+  left: () => Math.max(1000, Math.min(config.page_timeout_ms, deadline - Date.now())),
+  forms,
+  value: () => `AMTP ${trialCfg.tag}`,
+};
 
 fs.mkdirSync("shots", { recursive: true });
 const queue = config.start_paths.filter((p) => !leaves(p)).map((path) => ({ path, depth: 0 }));
@@ -379,7 +360,7 @@ while (queue.length) {
     found = { path, depth, status: 0, error: String(error.message || error).slice(0, 500) };
   }
   pages.push(found);
-  await trySignUp(page, found, pages, queue);
+  if (config.signup) await trySignUp(page, found, pages, queue, signup, signupCtx);
   for (const link of found.links || []) {
     if (depth + 1 <= config.max_depth && !visited.has(link) && !leaves(link)) {
       visited.add(link);

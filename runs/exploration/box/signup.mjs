@@ -145,3 +145,27 @@ export async function signUpAndIn(page, at, ctx) {
   const ok = await signedIn(page, ctx.walls, ctx);
   return { ...record, signed_in: ok, error: ok ? "" : "the login with the new account did not sign in" };
 }
+
+export async function trySignUp(page, found, pages, queue, state, base) {
+  // Signs up on ``found`` when it is the first sign-up form met (``state.record`` says how
+  // it went); once signed in, the pages that had sent the browser to a login are taken out
+  // of ``pages`` and queued again, to be recorded signed in.
+  const at = state.record ? null : signupForm(found);
+  if (!at) return;
+  const walls = pages.filter((p) => p.login_redirect).map((p) => p.path);
+  const loginAt = () => pages.map(loginForm).find(Boolean) || null;
+  try {
+    state.record = await signUpAndIn(page, at, { ...base, walls, loginAt });
+  } catch (error) {
+    const said = String(error.message || error).split("\n")[0].slice(0, 300);
+    state.record = { path: at.path, form: at.form, login_path: "", login_form: null };
+    Object.assign(state.record, { signed_in: false, retried: false, refused: "", error: said });
+  }
+  state.signedIn = state.record.signed_in;
+  if (!state.signedIn) return;
+  for (let i = pages.length - 1; i >= 0; i--) {
+    if (!pages[i].login_redirect) continue;
+    queue.unshift({ path: pages[i].path, depth: pages[i].depth });
+    pages.splice(i, 1);
+  }
+}
