@@ -247,7 +247,12 @@ async function trialOnce(page, chosen, said) {
   page.off("response", navigated);
   const { submit } = chosen.form;
   const path_after = local(page.url()) || "";
-  const refused = await refusal(page, form, text);
+  // A form that refuses its values shows its page again (the browser keeps it, a server
+  // re-renders it, at the page's path or the form's action); a page elsewhere is the answer,
+  // whatever its words.
+  const where = (p) => new URL(p, new URL(chosen.path, origin)).pathname;
+  const stayed = [chosen.path, chosen.form.action || chosen.path].map(where).includes(where(path_after || "/"));
+  const refused = stayed ? await refusal(page, form, text) : "";
   return { path: chosen.path, form: chosen.index, submit, filled, path_after, status, before, after, refused };
 }
 
