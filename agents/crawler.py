@@ -190,6 +190,13 @@ class RepoCrawler(Agent):
         self.bytes_read += len(read["content"].encode())
         return self._within_budget(call, READ_TOOL, read["content"], path=path)
 
+    def budget_state(self) -> dict[str, Any]:
+        return {"bytes_read": self.bytes_read, "context_left": self.context_left}
+
+    def restore_budget_state(self, state: dict[str, Any]) -> None:
+        self.bytes_read = int(state.get("bytes_read", self.bytes_read))
+        self.context_left = int(state.get("context_left", self.context_left))
+
     async def call_tool(self, call: ToolCall, ctx: AgentContext) -> ToolResult:
         try:
             if call.name == TREE_TOOL:

@@ -20,6 +20,11 @@ class LlmProviderError(RetryableError):
     """The LLM vendor answered with a transient error (429, 5xx, timeout)."""
 
 
+class LlmStreamInterrupted(LlmProviderError):
+    """A streamed answer that began (HTTP 200) broke off: the connection was cut, or nothing
+    came, not even a ping, for the read timeout. The next attempt starts a fresh stream."""
+
+
 class LlmProviderRejected(NonRetryableError):
     """The LLM vendor refused the request for good (401, 403, 400 bad request)."""
 

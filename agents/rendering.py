@@ -16,7 +16,8 @@ Above that, its large parts are rendered within the budget, and everything else 
 - ``app_map`` (beside the payload: the app as ExploreApp saw it): pages in order, each with its
   status, title, forms and first links, and its accessibility snapshot clipped at a line to
   an equal share (fewer pages rather than snapshots too short to name anything); the paths
-  of the pages left out are listed while they fit.
+  of the pages left out are listed while they fit; the JSON shapes and the interaction
+  trials (their changes first, then the last actions) within shares of their own.
 
 ``rendering.omitted`` says what was left out. The stored artifacts keep the full contracts:
 the rendering exists only in the LLM request.
@@ -177,6 +178,7 @@ def _app_map(app: dict[str, Any], chars: int, omitted: dict[str, int]) -> dict[s
     if _size(app) <= chars:
         return app
     app = _apis_within(app, chars // 4, omitted)
+    app = _interactions_within(app, chars // 8, omitted)
     pages = [p for p in app.get("pages") or [] if isinstance(p, dict)]
     base = {k: v for k, v in app.items() if k != "pages"}
     room = max(chars - _size(base) - 40, 0)
@@ -225,6 +227,22 @@ def _apis_within(app: dict[str, Any], chars: int, omitted: dict[str, int]) -> di
         kept.append(record)
     omitted["app_map.apis"] = len(apis) - len(kept)
     return {**app, "apis": kept}
+
+
+def _interactions_within(app: dict[str, Any], chars: int, omitted: dict[str, int]) -> dict:
+    """``app`` with its interaction trials within ``chars``: what each made appear or go
+    away is dropped first (the action, its target and where the item stood are the journey),
+    then the last actions (what follows an action depended on it)."""
+    acted = app.get("interactions") if isinstance(app.get("interactions"), list) else []
+    if _size(acted) <= chars:
+        return app
+    bare = [{**r, "appeared": [], "removed": []} if isinstance(r, dict) else r for r in acted]
+    omitted["app_map.interaction_changes"] = len(bare)
+    while bare and _size(bare) > chars:
+        bare.pop()
+    if len(bare) < len(acted):
+        omitted["app_map.interactions"] = len(acted) - len(bare)
+    return {**app, "interactions": bare}
 
 
 def _clip_lines(text: str, limit: int) -> str:

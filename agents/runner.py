@@ -34,6 +34,7 @@ from agents.errors import BudgetExceeded, MalformedLlmOutput
 from agents.providers.base import Completion, Provider, ToolCall, ToolResult, ToolSpec
 from agents.rendering import CHARS_PER_TOKEN, render_envelope
 from agents.sanitizer import SANITIZER_VERSION, sanitize_llm_output
+from agents.turn_log import TurnLog
 from amtp_site.canonical import canonical_text
 from schemas.errors import ContractViolation, SchemaValidationError
 
@@ -100,6 +101,14 @@ class Agent:
 
     async def call_tool(self, call: ToolCall, ctx: AgentContext) -> ToolResult:
         raise ContractViolation(f"{self.name} has no tools; the model asked for {call.name!r}")
+
+    def budget_state(self) -> dict[str, Any]:
+        """What the agent's own tool budgets have used, kept with each completed turn so a
+        resumed conversation goes on with the budgets left, not fresh ones."""
+        return {}
+
+    def restore_budget_state(self, state: dict[str, Any]) -> None:
+        """The counterpart of ``budget_state`` for a resumed conversation."""
 
 
 def load_prompt(agent: str, params: dict[str, str] | None = None) -> tuple[str, str, str]:
@@ -174,6 +183,7 @@ class Tally:
         }
     )
     llm_calls: int = 0
+    resumed_turns: int = 0  # completed turns a failed attempt left, not asked for again
     tool_calls: int = 0
     attempts: int = 0  # answers given (tool-call turns are not answers)
     # The budget checks' view of the input: our estimate, and the vendor's count if it has one.
@@ -198,11 +208,28 @@ async def run_agent(
     messages: list[dict[str, Any]] = [{"role": "user", "content": first}]
     deadline = time.monotonic() + budgets.max_seconds
     tally = Tally()
+    turns = None
+    if agent.tools:  # a tool loop: a retry resumes after the last completed turn
+        turns = TurnLog(
+            agent=agent.name,
+            provider=provider.name,
+            model=provider.model,
+            system=system,
+            first=first,
+        )
+        resumed = turns.load()
+        if resumed is not None:
+            messages, tally.tool_calls = resumed.messages, resumed.tool_calls
+            agent.restore_budget_state(resumed.state)
+            tally.resumed_turns = sum(m["role"] == "tool" for m in messages)
+            log.info("%s resumes after %d completed turn(s)", agent.name, tally.resumed_turns)
     while True:
         await check_budgets(agent, provider, system, messages, budgets, deadline, tally)
         completion = await call_model(agent, ctx, provider, system, messages, tally)
         if completion.tool_calls:
             messages += await answer_tool_calls(agent, ctx, completion, budgets, tally)
+            if turns is not None:
+                turns.save(messages, tally.tool_calls, agent.budget_state())
             continue
         tally.attempts += 1
         try:
@@ -225,8 +252,11 @@ async def run_agent(
             "llm_calls": tally.llm_calls,
             "tool_calls": tally.tool_calls,
             "attempts": tally.attempts,
+            "resumed_turns": tally.resumed_turns,
             "pid": os.getpid(),
         }
+        if turns is not None:
+            turns.clear()
         return AgentResult(output=output, meta=meta)
 
 

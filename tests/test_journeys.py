@@ -319,3 +319,29 @@ def test_a_record_page_whose_form_a_trial_sent_expects_no_heading_the_trial_chan
     assert 'Page /notes/1/edit shows its heading "Edit Welcome"' in {
         c["title"] for c in cases_for(app_map)
     }
+
+
+def test_a_journey_finds_its_item_through_the_collection_never_the_explorers_record():
+    # A Flask books app: the create form redirects to the new record's page, /books/3, the id
+    # exploration's item happened to get; the test's own book gets another id.
+    books = LISTING.replace("Posts", "Books")
+    trial = {**CREATE_TRIAL, "path": "/books/new", "submit": "Add book", "path_after": "/books/3"}
+    pages = [
+        page("/books", books, links=["/books/new"]),
+        page("/books/new", forms=[form("Add book", *NOTE)]),
+        page("/books/3", '- heading "AMTP {tag}" [level=1]'),
+    ]
+    app_map = {"target_url": "http://app.test", "pages": pages, "trials": [trial]}
+    (journey,) = [c for c in cases_for(app_map) if c["id"].startswith("tc_journey")]
+    assert journey["steps"][-2:] == ["Open /books", "Expect the created text to be visible"]
+    assert journey["title"].startswith("Journey /books: create, see it listed")
+    assert not any("/books/3" in step for step in journey["steps"])
+    # Without the collection in the map: only the page the form leads to, right after sending.
+    app_map["pages"] = pages[1:]
+    (journey,) = [c for c in cases_for(app_map) if c["id"].startswith("tc_journey")]
+    assert journey["steps"][-2:] == [
+        'Click the button "Add book"',
+        "Expect the created text to be visible",
+    ]
+    assert journey["title"] == "Journey /books/new: create, see it"
+    assert not any("/books/3" in step for step in journey["steps"])

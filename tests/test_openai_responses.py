@@ -3,6 +3,7 @@ fake: chosen by the model table, reasoning items sent back verbatim between turn
 
 from __future__ import annotations
 
+import openai
 import pytest
 
 from agents.errors import LlmOutputTruncated, LlmProviderRejected
@@ -77,6 +78,29 @@ def test_a_tool_loop_sends_the_reasoning_items_back_verbatim(gpt):
     assert gpt.requests[1].path == "/v1/responses"
 
 
+def test_a_turn_with_text_goes_back_without_its_message_id(gpt):
+    """Under store: false a prior message's msg_* id names nothing on the server: sent back, it
+    is a 404 (vercel/ai#7543); the reasoning item (with its encrypted content) and the
+    function call keep theirs, which pair them."""
+    gpt.script([tool_use("repo_tree", {}, id="call_1", text="Listing files."), ANSWER])
+    p = provider(gpt)
+    first = ask(p)
+    assert [i["type"] for i in first.vendor_turn] == ["reasoning", "message", "function_call"]
+    assert first.vendor_turn[1]["id"].startswith("msg_")
+    results = {"role": "tool", "results": [ToolResult("call_1", "src/main.py")]}
+    assert ask(p, [*HELLO, assistant_turn(first), results]).text == ANSWER
+    sent = gpt.requests[1].json["input"][1:4]
+    assert "id" not in sent[1] and sent[1]["content"] == first.vendor_turn[1]["content"]
+    assert sent[0] == first.vendor_turn[0] and sent[2] == first.vendor_turn[2]
+    client = openai.OpenAI(base_url=gpt.url + "/v1", api_key="sk-test", max_retries=0)
+    with pytest.raises(openai.NotFoundError, match="Items are not persisted when `store`"):
+        client.responses.create(
+            model=MODEL,
+            input=[*gpt.requests[1].json["input"][:1], first.vendor_turn[1]],
+            store=False,
+        )
+
+
 def test_a_turn_without_its_reasoning_item_is_refused(gpt):
     gpt.script([tool_use("repo_tree", {}, id="call_1"), ANSWER])
     p = provider(gpt)
@@ -111,5 +135,15 @@ def test_structured_output_effort_and_truncation(gpt):
 
 
 def test_an_effort_openai_does_not_take_names_the_setting(gpt):
-    with pytest.raises(ConfigurationError, match="AMTP_EFFORT_REPO_CRAWLER='max'"):
-        provider(gpt, effort="max", effort_setting="AMTP_EFFORT_REPO_CRAWLER")
+    with pytest.raises(ConfigurationError, match="AMTP_EFFORT_REPO_CRAWLER='extreme'"):
+        provider(gpt, effort="extreme", effort_setting="AMTP_EFFORT_REPO_CRAWLER")
+    # `minimal` was gpt-5's alone; the 5.x family refuses it (and so does the fake).
+    with pytest.raises(ConfigurationError, match="AMTP_EFFORT_X='minimal': gpt-5.4-mini"):
+        provider(gpt, model="gpt-5.4-mini", effort="minimal", effort_setting="AMTP_EFFORT_X")
+    assert gpt.requests == []
+    gpt.script([ANSWER])
+    assert ask(provider(gpt, effort="max"), tools=[]).text == ANSWER  # in the SDK's list
+    assert gpt.requests[0].json["reasoning"] == {"effort": "max"}
+    client = openai.OpenAI(base_url=gpt.url + "/v1", api_key="sk-test", max_retries=0)
+    with pytest.raises(openai.BadRequestError, match="'minimal' is not supported"):
+        client.responses.create(model="gpt-5.4-mini", input="hi", reasoning={"effort": "minimal"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 import typing
 from datetime import date
@@ -763,27 +764,136 @@ def levels(findings) -> list[str]:
     return [f.level for f in findings]
 
 
+def structured(request: dict) -> str:
+    """A case generator's answer to the probe's structured ask, for the run id it names."""
+    run_id = re.search(r"run_id ([0-9a-f-]{36})", json.dumps(request)).group(1)
+    case = {
+        "id": "tc_home",
+        "title": "Home page loads",
+        "preconditions": [],
+        "steps": ["Open /"],
+        "expected": "The home page is shown",
+        "priority": "critical",
+    }
+    return json.dumps({"run_id": run_id, "test_cases": [case], "coverage_notes": "probe"})
+
+
+PROBE_OK = ["OK", tool_use("amtp_probe", {}, id="toolu_p"), "OK", structured]
+
+
 def test_probe_of_a_working_anthropic_setup(settings, claude):
     """The default model thinks: the probe's second turn sends the tool_use turn back with its
-    thinking blocks, or the (strict) fake refuses it as the API would."""
+    thinking blocks, or the (strict) fake refuses it as the API would; the structured answer
+    goes through the vendor's structured outputs and our own contract."""
     _use(settings, "anthropic", claude.url)
-    claude.script(["OK", tool_use("amtp_probe", {}, id="toolu_p"), "OK"])
+    claude.script(PROBE_OK)
     findings = check_providers()
-    assert levels(findings) == ["ok", "ok"]
+    assert levels(findings) == ["ok", "ok", "ok"]
     assert findings[0].text == f"anthropic answered with model {DEFAULT_MODELS['anthropic']!r}"
     assert "two-turn tool call" in findings[1].text
+    assert "test_case_generator/output contract accepts" in findings[2].text
     assert claude.requests[1].tool_names == ["amtp_probe"]
-    assert claude.requests[0].json["max_tokens"] == 64 + 32_000  # a short answer, room to think
+    # An answer's budget with room to think on top: a reasoning model is not starved.
+    assert claude.requests[0].json["max_tokens"] == 1024 + 32_000
     turn = claude.requests[2].messages[1]["content"]
     assert [b["type"] for b in turn] == ["thinking", "tool_use"]
     assert tool_results(claude.requests[2].json) == {"toolu_p": "OK"}
+    assert claude.requests[3].json["output_config"]["format"]["type"] == "json_schema"
+    assert claude.pending == []
+
+
+def test_probe_checks_every_agents_own_setup(settings, claude):
+    """Per-agent model, thinking and effort settings are each probed, with the settings a run
+    would send: three setups here, so three groups of findings, each naming its agents."""
+    _use(settings, "anthropic", claude.url)
+    settings.AMTP_MODELS = {"test_engineer": "claude-opus-4-6"}
+    settings.AMTP_AGENT_THINKING = {"test_case_generator": "off"}
+    settings.AMTP_AGENT_EFFORT = {"test_engineer": "low"}
+    crawler = ["OK", tool_use("amtp_probe", {}), "OK"]
+    claude.script([*crawler, "OK", structured, "OK", structured])
+    findings = check_providers()
+    assert levels(findings) == ["ok"] * 6
+    assert [f.text.rsplit("(used by ", 1)[1] for f in findings] == [
+        "repo_crawler)",
+        "repo_crawler)",
+        "test_case_generator)",
+        "test_case_generator)",
+        "test_engineer)",
+        "test_engineer)",
+    ]
+    sent = [
+        (r.json["model"], r.json.get("thinking"), r.json.get("output_config", {}).get("effort"))
+        for r in claude.requests
+    ]
+    default = DEFAULT_MODELS["anthropic"]
+    assert sent == [
+        (default, None, None),
+        (default, None, None),
+        (default, None, None),
+        (default, {"type": "between_tools"}, None),
+        (default, {"type": "between_tools"}, None),
+        ("claude-opus-4-6", None, "low"),
+        ("claude-opus-4-6", None, "low"),
+    ]
+    assert "claude-opus-4-6" in findings[5].text and "contract accepts" in findings[5].text
+
+
+@pytest.mark.parametrize(
+    "script, broken, level, words",
+    [
+        (
+            ["OK", Text("Let me think", truncated=True), structured],
+            1,
+            "warning",
+            "its first turn was cut off at max_tokens=33024",
+        ),
+        (
+            ["OK", tool_use("amtp_probe", {}), Text("x", truncated=True), structured],
+            1,
+            "warning",
+            "its second turn was cut off",
+        ),
+        (
+            ["OK", tool_use("amtp_probe", {}), HttpError(400, "messages.2: bad turn")],
+            1,
+            "error",
+            "refused the second turn of a tool call",
+        ),
+        (
+            ["OK", tool_use("amtp_probe", {}), "OK", '{"run_id": "nope"}'],
+            2,
+            "error",
+            "could not give a structured answer",
+        ),
+        (
+            ["OK", tool_use("amtp_probe", {}), "OK", "Sure! Here are your tests."],
+            2,
+            "error",
+            "model output is not JSON",
+        ),
+        (
+            ["OK", tool_use("amtp_probe", {}), "OK", Text("{", truncated=True)],
+            2,
+            "warning",
+            "structured-answer check was not completed",
+        ),
+    ],
+)
+def test_probe_reports_each_broken_check(settings, claude, script, broken, level, words):
+    """A fake that breaks one check at a time: that check, and only it, is not "ok"."""
+    _use(settings, "anthropic", claude.url)
+    claude.script(script)
+    findings = check_providers()
+    assert levels(findings)[:broken] == ["ok"] * broken
+    assert findings[broken].level == level and words in findings[broken].text, findings[broken]
+    assert all(f.level == "ok" for f in findings[broken + 1 :])
 
 
 def test_probe_warns_when_the_model_calls_no_tool(settings, claude):
     _use(settings, "anthropic", claude.url)
-    claude.script(["OK", "OK"])
+    claude.script(["OK", "OK", structured])
     findings = check_providers()
-    assert levels(findings) == ["ok", "warning"] and "without calling" in findings[1].text
+    assert levels(findings) == ["ok", "warning", "ok"] and "without calling" in findings[1].text
 
 
 def test_probe_says_the_key_is_bad(settings, claude):
@@ -800,14 +910,14 @@ def test_probe_warns_of_a_deprecated_model_and_stops_at_a_retired_one(
 ):
     monkeypatch.setattr(models_module, "today", lambda: date(2026, 11, 1))
     _use(settings, "anthropic", claude.url, "claude-sonnet-4-5")
-    claude.script(["OK", tool_use("amtp_probe", {}), "OK"])
+    claude.script(PROBE_OK)
     findings = check_providers()
-    assert levels(findings) == ["warning", "ok", "ok"]
+    assert levels(findings) == ["warning", "ok", "ok", "ok"]
     assert "retires it on 2026-11-30" in findings[0].text
     _use(settings, "anthropic", claude.url, "claude-opus-4-0")
     (finding,) = check_providers()
     assert finding.level == "error" and "was retired on 2026-06-15" in finding.text
-    assert len(claude.requests) == 3
+    assert len(claude.requests) == 4
 
 
 def test_probe_says_a_claude_model_is_unknown(settings):
@@ -840,25 +950,25 @@ def test_probe_says_vllm_needs_its_tool_flags(settings):
 def test_probe_finds_an_ollama_window_that_cuts_prompts(settings):
     with FakeOpenAI(flavour="ollama", context_window=2048) as fake:
         _use(settings, "openai", fake.url, "llama3.1")
-        fake.script(["OK", tool_use("amtp_probe", {}), "OK", "OK"])
+        fake.script([*PROBE_OK, "OK"])
         findings = check_providers()
-    assert levels(findings) == ["ok", "ok", "error"]
+    assert levels(findings) == ["ok", "ok", "ok", "error"]
     needed = settings.AMTP_MAX_INPUT_TOKENS + settings.AMTP_MAX_OUTPUT_TOKENS
-    assert "kept only 2048 of a prompt of about" in findings[2].text
-    assert f"OLLAMA_CONTEXT_LENGTH={needed}" in findings[2].text
+    assert "kept only 2048 of a prompt of about" in findings[3].text
+    assert f"OLLAMA_CONTEXT_LENGTH={needed}" in findings[3].text
     with FakeOpenAI(flavour="ollama", context_window=200_000) as fake:
         _use(settings, "openai", fake.url, "llama3.1")
-        fake.script(["OK", tool_use("amtp_probe", {}), "OK", "OK"])
-        assert levels(check_providers()) == ["ok", "ok", "ok"]
+        fake.script([*PROBE_OK, "OK"])
+        assert levels(check_providers()) == ["ok", "ok", "ok", "ok"]
 
 
 def test_probe_finds_an_lm_studio_window_that_refuses_prompts(settings):
     with FakeOpenAI(flavour="lmstudio", context_window=4096) as fake:
         _use(settings, "openai", fake.url, "qwen2.5-7b-instruct")
-        fake.script(["OK", tool_use("amtp_probe", {}), "OK"])
+        fake.script(PROBE_OK)
         findings = check_providers()
-    assert levels(findings) == ["ok", "ok", "error"]
-    assert "refused a prompt of about" in findings[2].text and "n_ctx: 4096" in findings[2].text
+    assert levels(findings) == ["ok", "ok", "ok", "error"]
+    assert "refused a prompt of about" in findings[3].text and "n_ctx: 4096" in findings[3].text
 
 
 def test_check_providers_command_prints_and_fails_on_errors(settings, capsys):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
 
@@ -192,14 +193,26 @@ def test_thinking_on_for_an_extended_thinking_model(claude):
             "AMTP_EFFORT_X='low': claude-haiku-4-5 takes no effort",
         ),
         ({"effort": "extreme"}, "AMTP_EFFORT_X='extreme' is not an effort level"),
-        ({"thinking": "off", "effort": "max"}, "works only up to effort high"),
+        (
+            {"thinking": "off", "effort": "max"},
+            "AMTP_THINKING_X=off on claude-sonnet-5-5 (thinking between_tools) works only at "
+            "effort low, medium, high, and the effort is max",
+        ),
+        (
+            {"model": "claude-opus-5", "thinking": "off", "effort": "xhigh"},
+            "AMTP_THINKING_X=off on claude-opus-5 (thinking disabled) works only at effort low",
+        ),
+        (
+            {"model": "claude-haiku-5-5", "thinking": "off", "effort": "max"},
+            "set AMTP_EFFORT_X to one of them, or AMTP_THINKING_X to auto",
+        ),
         ({"thinking": "maybe"}, "AMTP_THINKING_X='maybe' is not a thinking choice"),
         ({"max_output_tokens": 200_000}, "AMTP_MAX_OUTPUT_TOKENS=200000 is outside 1..128000"),
     ],
 )
 def test_settings_a_model_refuses_are_configuration_errors(claude, options, words):
     names = {"thinking_setting": "AMTP_THINKING_X", "effort_setting": "AMTP_EFFORT_X"}
-    with pytest.raises(ConfigurationError, match=words.replace("(", r"\(")):
+    with pytest.raises(ConfigurationError, match=re.escape(words)):
         provider(claude, **names, **options)
     assert claude.requests == []
 
@@ -267,3 +280,76 @@ def test_the_crawler_sends_each_thinking_turn_back_verbatim(tmp_path, valkey, cl
         ["thinking", "tool_use"],
     ]
     assert all(b.get("signature") for t in turns for b in t if b["type"] == "thinking")
+
+
+@pytest.mark.parametrize("model", ["claude-opus-4-8", "claude-opus-4-7"])
+def test_opus_4_7_and_4_8_think_only_when_asked(claude, model):
+    """The Opus 5 migration guide: "On Claude Opus 4.8, requests without a thinking field run
+    without thinking". No thinking field, no room for thinking in max_tokens, no streaming."""
+    claude.script([ANSWER, ANSWER])
+    plain = provider(claude, model=model)
+    assert (plain.plan.thinks, plain.plan.max_tokens) == (False, 16_000)
+    assert ask(plain).vendor_turn[0]["type"] == "text"
+    asked = provider(claude, model=model, thinking="on")
+    assert asked.plan.thinks and asked.plan.max_tokens == 16_000 + 32_000
+    assert ask(asked).vendor_turn[0]["type"] == "thinking"
+    first, second = (r.json for r in claude.requests)
+    assert "thinking" not in first and not first.get("stream")
+    assert second["thinking"] == {"type": "adaptive"}
+
+
+def test_the_model_table_and_the_fake_agree_on_every_row(claude):
+    """Each row of CLAUDE_SPECS against the fake's own reading of the vendor's pages: a request
+    without ``thinking`` thinks exactly when the row says so; every effort the row lists is
+    taken and every other is refused; with thinking off, the efforts the row allows are taken
+    and the others refused. Sent with the raw SDK, so our request building plays no part."""
+    import anthropic
+
+    from agents.providers.models import CLAUDE_SPECS, EFFORTS
+    from tests.fakes.llm_api import CLAUDE_MODELS
+
+    client = anthropic.Anthropic(base_url=claude.url, api_key="sk-test", max_retries=0)
+    checked = []
+    for prefix, spec in CLAUDE_SPECS[:-1]:  # the last row is the catch-all "claude-"
+        model = min(m for m in CLAUDE_MODELS if m.startswith(prefix))
+        if any(model.startswith(p) for p, _ in CLAUDE_SPECS[: CLAUDE_SPECS.index((prefix, spec))]):
+            continue  # an earlier row owns every listed model of this prefix
+        checked.append(model)
+
+        def sent(model=model, **extra):
+            claude.script(["ok"])
+            try:
+                message = client.messages.create(
+                    model=model, max_tokens=4096, messages=HELLO, **extra
+                )
+            except anthropic.BadRequestError:
+                return None
+            return message
+
+        try:
+            answer = sent()
+        except anthropic.NotFoundError:  # retired by the SDK's DEPRECATED_MODELS dates
+            checked.pop()
+            continue
+        assert answer is not None, model
+        assert (answer.content[0].type == "thinking") == spec.thinks_by_default, model
+        for effort in EFFORTS:
+            taken = sent(output_config={"effort": effort}) is not None
+            assert taken == (effort in spec.efforts), (model, effort)
+        if spec.off and spec.mode == "adaptive":
+            for effort in spec.efforts:
+                off = {"thinking": {"type": spec.off}, "output_config": {"effort": effort}}
+                allowed = spec.off_efforts is None or effort in spec.off_efforts
+                assert (sent(**off) is not None) == allowed, (model, effort)
+    assert {"claude-opus-4-8", "claude-opus-5", "claude-haiku-5-5", "claude-sonnet-4-6"} <= set(
+        checked
+    )
+
+
+def test_the_docs_show_the_model_table_the_code_uses():
+    from pathlib import Path
+
+    from agents.providers.models import claude_table
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "providers.md").read_text()
+    assert claude_table() in page, "docs/providers.md: paste models.claude_table() over the table"

@@ -71,6 +71,7 @@ from .candidates import (
 )
 from .common import HEADER, one_line, slug
 from .flows import flow_candidates
+from .interaction_journeys import interaction_candidates
 from .journeys import journey_candidates, journey_trial
 
 # The rule is the Test Case Generator's contract; the offline rules follow it, not a copy.
@@ -139,6 +140,7 @@ def generate_cases(crawler_output: dict, depth_level: str) -> dict:
     if not mobile:  # after the pages and routes, so their ids stay what they were
         running = running_note(stack)
         cands += journey_candidates(app_map, running)
+        cands += interaction_candidates(app_map, running)
         cands += flow_candidates(app_map, running, skip=journey_trial(app_map))
     pairs = list(zip(_assign_ids(cands), cands, strict=True))
     chosen = _select(pairs, depth_level)

@@ -24,10 +24,12 @@ VALUES = {
     "a unique username": "'amtp_' + tag",
     "a unique password": "'Pw-' + tag + '-9x!'",
     "an edited unique text": "'AMTP ' + tag + ' edited'",
+    "a discarded text": "'AMTP ' + tag + ' dropped'",
     "the number 1": "'1'",
     "the phone number 5550100": "'5550100'",
 }
 CREATED, EDITED = VALUES["a unique text"], VALUES["an edited unique text"]
+DROPPED = VALUES["a discarded text"]
 RUN_TOKEN = (
     "const RUN = process.env.AMTP_RUN_TOKEN"
     " ?? Date.now().toString(36) + Math.random().toString(36).slice(2, 6);"
@@ -41,12 +43,29 @@ _SELECT = re.compile(rf"^\s*Select {_Q} in {_Q}\s*$")
 _CHECK = re.compile(rf"^\s*Check {_Q}\s*$")
 _CLICK = re.compile(rf"^\s*Click the button {_Q}(, accepting its confirmation)?\s*$")
 _ITEM = re.compile(
-    rf"^\s*Click the (link|button) {_Q} of the created item(, accepting its confirmation)?\s*$"
+    rf"^\s*Click the (link|button)(?: {_Q})? of the created item(, accepting its confirmation)?\s*$"
 )
+# Acting outside forms (interaction trials: agents/offline/interaction_journeys.py).
+_TYPE = re.compile(
+    rf"^\s*Type a unique text into the (textbox|searchbox|combobox) {_Q} and press Enter\s*$"
+)
+_ITEM_CHECK = re.compile(rf"^\s*Check the checkbox(?: {_Q})? of the created item\s*$")
+_LINK = re.compile(rf"^\s*Click the link {_Q}\s*$")
+_ADDRESS = re.compile(rf"^\s*Expect the address to end with {_Q}\s*$")
+_SUFFIX = re.compile(r"^[#?][\w\-/#!?=&.%~]{0,120}$")
+_EDIT = re.compile(
+    r"^\s*Double-click the created item, type (an edited unique text|a discarded text)"
+    rf"(?: into the textbox {_Q})? and press (Enter|Escape)\s*$"
+)
+POINT = "Point at the created item"
+FOCUSED = "input:focus, textarea:focus, [contenteditable]:focus"
 EXPECTS = {
     "Expect the created text to be visible": "created",
     "Expect the edited text to be visible": "edited",
     "Expect the created text to be gone": "gone",
+    "Expect the created text to be hidden": "hidden",
+    "Expect the discarded text to be gone": "dropped",
+    "Expect the checkbox of the created item to be checked": "checked",
     "Expect the user to be signed in": "signed_in",
 }
 OPEN_ITEM = "Click the link of the created item"
@@ -84,10 +103,14 @@ def form_action(step: str) -> tuple[str, str, str | None, str] | None:
         return ("check", label, None, step)
     if (m := _CLICK.match(step)) and (label := _quoted(m.group(1))):
         return ("confirm" if m.group(2) else "click", label, None, step)
-    if (m := _ITEM.match(step)) and (name := _quoted(m.group(2))):
-        return ("item_confirm" if m.group(3) else "item", m.group(1), name, step)
-    if step.strip() == OPEN_ITEM:
+    if step.strip() == OPEN_ITEM:  # its link, by its text (before an unnamed item control)
         return ("open_item", "link", None, step)
+    if (m := _ITEM.match(step)) and (name := _quoted(m.group(2)) if m.group(2) else ""):
+        return ("item_confirm" if m.group(3) else "item", m.group(1), name, step)
+    if (m := _ITEM.match(step)) and m.group(2) is None:  # an unnamed control of the item
+        return ("item_confirm" if m.group(3) else "item", m.group(1), "", step)
+    if acted := _interaction(step):
+        return acted
     if step.strip() == SIGN_OUT:
         return ("sign_out", "", None, step)
     if (expect := EXPECTS.get(step.strip())) is not None:
@@ -95,14 +118,74 @@ def form_action(step: str) -> tuple[str, str, str | None, str] | None:
     return None
 
 
+def _interaction(step: str) -> tuple[str, str, str | None, str] | None:
+    """A step acting outside forms: (kind, role or label, name or value, step), else None."""
+    if (m := _TYPE.match(step)) and (name := _quoted(m.group(2))):
+        return ("type_enter", m.group(1), name, step)
+    if m := _ITEM_CHECK.match(step):
+        name = _quoted(m.group(1)) if m.group(1) else ""
+        return ("item_check", "checkbox", name, step) if name is not None else None
+    if (m := _LINK.match(step)) and (name := _quoted(m.group(1))):
+        return ("link", "link", name, step)
+    if (m := _ADDRESS.match(step)) and (end := _quoted(m.group(1))) and _SUFFIX.match(end):
+        return ("address", end, None, step)
+    if (m := _EDIT.match(step)) and (field := _quoted(m.group(2)) if m.group(2) else ""):
+        value = EDITED if m.group(1).startswith("an edited") else DROPPED
+        return ("edit_key", f"{m.group(3)}\n{field}", value, step)
+    if (m := _EDIT.match(step)) and m.group(2) is None:
+        value = EDITED if m.group(1).startswith("an edited") else DROPPED
+        return ("edit_key", m.group(3), value, step)
+    if step.strip() == POINT:
+        return ("point", "", None, step)
+    return None
+
+
+def _control(role: str, name: str) -> str:
+    """A control by role and exact name; by role alone when it has no name (a "×" drawn by CSS
+    has one, a bare checkbox has none)."""
+    named = f", {{ name: {_ts(name)}, exact: true }}" if name else ""
+    return f"page.getByRole({_ts(role)}{named})"
+
+
+def _holder(role: str, name: str = "") -> str:
+    """The created item: the innermost element holding both its text and a control of that
+    role and name (an outer one holds other items' controls too)."""
+    control = _control(role, name)
+    return f"page.locator('body *').filter({{ hasText: {CREATED} }}).filter({{ has: {control} }}).last()"
+
+
 def _item(role: str, name: str) -> str:
-    """The created item's own control: the innermost element holding both its text and a
-    control of that role and name (an outer one holds other items' controls too)."""
-    control = f"page.getByRole({_ts(role)}, {{ name: {_ts(name)}, exact: true }})"
-    return (
-        f"page.locator('body *').filter({{ hasText: {CREATED} }}).filter({{ has: {control} }})"
-        f".last().getByRole({_ts(role)}, {{ name: {_ts(name)}, exact: true }}).first()"
-    )
+    """The created item's own control."""
+    return f"{_holder(role, name)}{_control(role, name)[4:]}.first()"
+
+
+def interaction_lines(
+    kind: str, label: str, value: str | None, options: str = ""
+) -> list[str] | None:
+    """The statements of a step acting outside forms; None for another kind."""
+    if kind == "type_enter":
+        field = _control(label, value or "")
+        return [f"await {field}.fill({CREATED});", f"await {field}.press('Enter');"]
+    if kind == "item_check":
+        return [f"await {_item('checkbox', value or '')}.check();"]
+    if kind == "link":
+        return [f"await {_control('link', value or '')}.first().click();"]
+    if kind == "address":
+        return [f"await expect.poll(() => page.url().endsWith({_ts(label)})).toBe(true);"]
+    if kind == "edit_key":  # label: the key, then the opened field's name when it has one
+        key, _, name = label.partition("\n")
+        # The field the double-click focused (fill waits for it: an app may focus it after
+        # its next render; not "*:focus", which a shadow root's host matches too), else the
+        # named field that opened.
+        field = _control("textbox", name) if name else f"page.locator({_ts(FOCUSED)}).last()"
+        return [
+            f"await page.getByText({CREATED}).first().dblclick();",
+            f"await {field}.fill({value});",
+            f"await {field}.press({_ts(key)});",
+        ]
+    if kind == "point":  # controls shown only while the pointer is over the item
+        return [f"await {_holder('button')}.hover({options});"]
+    return None
 
 
 def action_lines(kind: str, label: str, value: str | None, options: str = "") -> list[str]:
@@ -119,6 +202,8 @@ def action_lines(kind: str, label: str, value: str | None, options: str = "") ->
         return [f"await {field}.check();"]
     if kind == "sign_out":
         return ["await page.context().clearCookies();"]
+    if (acted := interaction_lines(kind, label, value, options)) is not None:
+        return acted
     if kind in ("click", "confirm"):
         button = f"page.getByRole('button', {{ name: {_ts(label)}, exact: true }})"
         return [accept] * (kind == "confirm") + [f"await {button}{click};"]
@@ -136,6 +221,14 @@ def expect_lines(what: str) -> list[str]:
         return [f"await expect(page.getByText({EDITED}).first()).toBeVisible();"]
     if what == "gone":
         return [f"await expect(page.getByText({CREATED})).toHaveCount(0);"]
+    if what == "hidden":  # a filter may hide it, or take it out of the page
+        return [
+            f"await expect(page.getByText({CREATED}).filter({{ visible: true }})).toHaveCount(0);"
+        ]
+    if what == "dropped":
+        return [f"await expect(page.getByText({DROPPED})).toHaveCount(0);"]
+    if what == "checked":
+        return [f"await expect({_item('checkbox', '')}).toBeChecked();"]
     signed_in = (
         f"page.getByRole('link', {{ name: {_SIGNED_OUT} }})"
         f".or(page.getByRole('button', {{ name: {_SIGNED_OUT} }}))"

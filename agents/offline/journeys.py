@@ -48,6 +48,8 @@ EDIT = re.compile(r"^\s*(save|update|edit)\b", re.I)
 SEARCH = re.compile(r"\b(search|find|filter)\b", re.I)
 DELETE = re.compile(r"^\s*(delete|remove)\b", re.I)
 # A control that belongs to one item of a list is named by its action alone ("Edit").
+# A record's own segment in a path: a number, a long hex id or a UUID.
+_RECORD = re.compile(r"/(\d+|[0-9a-f]{12,}|[0-9a-f]{8}-[0-9a-f-]{27})(?=/|$)", re.I)
 ITEM_CONTROL = re.compile(r"^\s*(edit|update|change|delete|remove)\s*$", re.I)
 ACCOUNT_VALUES = {"text": "a unique username", "email": "a unique email"}
 EMAIL = re.compile(r"\be-?mail\b", re.I)
@@ -171,14 +173,28 @@ def _main_trial(app_map: dict) -> tuple[dict, list[str], str] | None:
         steps, outcome = trial_steps(trial, path, submit), trial_outcome(trial)
         if steps and outcome and outcome[1]:
             after = trial.get("path_after") if isinstance(trial.get("path_after"), str) else ""
-            listed = clean_route(after) if after and "?" not in after else None
-            listing = listed if listed == after and not params(after) else path
+            listing = _listing(path, after, {p["path"] for p in _live_pages(app_map)})
             if not (NEW.match(submit) or NEW_PAGE.search(path)):
                 continue  # a settings form saves, it creates nothing to list
             item_page = any(c.isdigit() for c in path)  # a record's own page edits it
             found.append(((item_page, not CREATES.match(submit)), trial, steps, listing))
     found.sort(key=lambda item: item[0])  # a collection's form whose button creates, first
     return (found[0][1], found[0][2], found[0][3]) if found else None
+
+
+def _listing(path: str, after: str, live: set[str]) -> str | None:
+    """Where the journey sees its created item: the page the form led to, unless that is a
+    record's own page (``/books/3``: the id exploration's item happened to get; the test's
+    item gets another), then the collection above it when the map shows it live; None: only
+    the page the form leads to, right after submitting, shows the item."""
+    listed = clean_route(after) if after and "?" not in after else None
+    if listed != after or not listed or params(listed):
+        return path
+    record = _RECORD.search(listed)
+    if record is None:
+        return listed
+    parent = listed[: record.start()] or "/"
+    return parent if parent in live else None
 
 
 def _edit_steps(forms: list[Form], trial: dict, listing: str, control: tuple) -> list[str]:
@@ -272,21 +288,30 @@ def journey_candidates(app_map: object, running: str) -> list[Candidate]:
         expected = f"the new user is signed in; {NO_ERRORS}"
         return [Candidate("journey_account", title, account, expected, "critical", "journey", pre)]
     trial, create, listing = main
-    page = next((p for p in pages if p["path"] == listing), None)
+    page = next((p for p in pages if p["path"] == listing), None) if listing else None
     edit = next(((r, n) for r, n in _controls(page) if not DELETE.match(n)), None)
     removal = _delete_steps(forms, listing, page, edit)
     parts = [  # (what the title says, its steps, what the user then sees)
         ("sign up, log in", account, "the new user is signed in"),
         ("create", create, ""),
         (
-            "see it listed",
-            [f"Open {listing}", "Expect the created text to be visible"],
-            f"the created text is listed at {listing}",
+            ("see it listed", [f"Open {listing}", "Expect the created text to be visible"])
+            if listing
+            else ("see it", ["Expect the created text to be visible"])
+        )
+        + (
+            f"the created text is listed at {listing}"
+            if listing
+            else "the page the form leads to shows the created text",
         ),
         ("search it", _search_steps(forms, trial), "a search finds it"),
-        ("edit", _edit_steps(forms, trial, listing, edit) if edit else [], "the edit is listed"),
+        (
+            "edit",
+            _edit_steps(forms, trial, listing, edit) if edit and listing else [],
+            "the edit is listed",
+        ),
     ]
-    if removal:
+    if removal and listing:
         gone = [
             f"Open {listing}",
             *removal,
@@ -298,7 +323,7 @@ def journey_candidates(app_map: object, running: str) -> list[Candidate]:
         pre.append(CLEAN_NOTE)
     parts = [part for part in parts if part[1]]
     steps = _chain([step for _, part, _ in parts for step in part])
-    title = f"Journey {listing}: " + ", ".join(word for word, _, _ in parts if word)
+    title = f"Journey {listing or trial['path']}: " + ", ".join(w for w, _, _ in parts if w)
     if any(s == "Click the link of the created item" for s in steps):
         title = title.replace("search it", "search it, open it")
     key = f"journey_{slug(trial['path']) or 'home'}_{slug(trial['submit'], 24) or 'submit'}"

@@ -45,9 +45,9 @@ ALWAYS_ON = (
     "{setting}=off: {model} always thinks and refuses a request that turns thinking off; set "
     "{setting} to auto, or choose a model that can (docs/providers.md)"
 )
-BETWEEN_TOOLS_EFFORT = (
-    "{setting}=off on {model} (thinking between_tools) works only up to effort high, and the "
-    "effort is {effort}; set {effort_setting} to low, medium or high, or {setting} to auto"
+OFF_EFFORT = (
+    "{setting}=off on {model} (thinking {off}) works only at effort {levels}, and the effort is "
+    "{effort}; set {effort_setting} to one of them, or {setting} to auto"
 )
 OVER_LIMIT = (
     "AMTP_MAX_OUTPUT_TOKENS={value} is outside 1..{limit}, the output limit of {model}; set it "
@@ -113,11 +113,13 @@ def _check_effort(options: ProviderOptions, spec: ClaudeSpec) -> None:
         raise ConfigurationError(
             OTHER_EFFORT.format(setting=setting, value=effort, model=model, levels=levels)
         )
-    if options.thinking == "off" and spec.off == "between_tools" and effort in ("xhigh", "max"):
+    if options.thinking == "off" and spec.off_efforts and effort not in spec.off_efforts:
         raise ConfigurationError(
-            BETWEEN_TOOLS_EFFORT.format(
+            OFF_EFFORT.format(
                 setting=options.thinking_setting,
                 model=model,
+                off=spec.off,
+                levels=", ".join(spec.off_efforts),
                 effort=effort,
                 effort_setting=setting,
             )

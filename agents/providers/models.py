@@ -23,20 +23,6 @@ from pathlib import Path
 
 from amtp_site.errors import ConfigurationError
 
-# Claude models that still take `temperature` (public reports of the 400 above name Opus 4.7,
-# Opus 4.8, Opus 5, Sonnet 5 and Fable; the later families and Mythos are taken to follow).
-ANTHROPIC_WITH_TEMPERATURE = (
-    "claude-2",
-    "claude-instant",
-    "claude-3",
-    "claude-haiku-4-",
-    "claude-sonnet-4-",
-    "claude-opus-4-0",
-    "claude-opus-4-1",
-    "claude-opus-4-2025",  # claude-opus-4-20250514, i.e. Opus 4.0
-    "claude-opus-4-5",
-    "claude-opus-4-6",
-)
 # OpenAI's reasoning models (o1, o3, o4-mini, gpt-5 and later) refuse temperature and top_p
 # and want `max_completion_tokens`; other names, local servers' models included, take them.
 OPENAI_REASONING = re.compile(r"o\d|gpt-[5-9]")
@@ -46,12 +32,13 @@ EFFORTS = ("low", "medium", "high", "xhigh", "max")
 
 @dataclass(frozen=True)
 class ClaudeSpec:
-    """What one Claude model does with thinking and output, from its model page and the
-    "Troubleshooting thinking" page (platform.claude.com/docs/en/build-with-claude/
-    thinking-troubleshooting): the mode it thinks in, whether a request without ``thinking``
-    thinks, the ``thinking.type`` that turns it off (None: it cannot be turned off), the
-    ``output_config.effort`` levels it takes, its ``max_tokens`` ceiling, and whether it takes
-    an assistant prefill (refused from the Claude 4.6 models on: "Prefill removal")."""
+    """What one Claude model does with thinking, sampling and output: the mode it thinks in,
+    whether a request without ``thinking`` thinks, the ``thinking.type`` that turns it off
+    (None: it cannot be turned off) and the efforts that take, the ``output_config.effort``
+    levels and the API's default, its ``max_tokens`` ceiling, whether it takes ``temperature``
+    and an assistant prefill, and the page (under platform.claude.com/docs/en/) that says so.
+    The provider, ``check`` and docs/providers.md read this table; tests/test_thinking.py holds
+    every row against the fake's own reading of those pages."""
 
     max_output: int
     mode: str  # "adaptive" | "extended" (thinking: enabled + budget_tokens)
@@ -60,39 +47,67 @@ class ClaudeSpec:
     efforts: tuple[str, ...] = ()  # () = no effort parameter
     default_effort: str | None = None  # the API's own default, when there is one
     prefill: bool = False
+    off_efforts: tuple[str, ...] | None = None  # efforts taken with thinking off; None: all
+    temperature: bool = False  # takes `temperature` (refused from Opus 4.7 on)
+    source: str = ""
 
 
-def _adaptive(on: bool, off: str | None, default: str, efforts=EFFORTS) -> ClaudeSpec:
-    return ClaudeSpec(128_000, "adaptive", on, off, efforts, default)
+UP_TO_HIGH = ("low", "medium", "high")
+WITHOUT_XHIGH = ("low", "medium", "high", "max")
+# Temperature: public reports of the 400 "`temperature` is deprecated for this model." name
+# Opus 4.7, Opus 4.8, Opus 5, Sonnet 5 and Fable; the later families and Mythos follow them.
 
 
-def _extended(max_output: int, efforts: tuple[str, ...] = ()) -> ClaudeSpec:
+def _adaptive(on, off, default, source, efforts=EFFORTS, off_efforts=None, temperature=False):
+    return ClaudeSpec(
+        128_000, "adaptive", on, off, efforts, default, False, off_efforts, temperature, source
+    )
+
+
+def _extended(max_output: int, source: str, efforts: tuple[str, ...] = ()) -> ClaudeSpec:
     default = "high" if efforts else None
-    return ClaudeSpec(max_output, "extended", False, "disabled", efforts, default, prefill=True)
+    return ClaudeSpec(
+        max_output, "extended", False, "disabled", efforts, default, True, None, True, source
+    )
 
 
-# First match wins (str.startswith). Sources: each model page's "How it compares" table (max
-# output, thinking, default effort); Sonnet 5.5's "What's new" (between_tools replaces
-# disabled, which it refuses; between_tools only up to effort high); the Sonnet 5 migration
-# guide (adaptive on by default, `enabled` refused); Opus 5.5 and Fable: "always on"; the 4.6
-# models: adaptive, off unless asked for, no prefill; 4.5 and earlier: extended only, prefill.
+SONNET_55 = "about-claude/models/whats-new-sonnet-5-5"
+OPUS_5 = "models/opus-5/migration-guide"
+HAIKU_55 = "models/haiku-5-5/whats-new-haiku-5-5"
+CLAUDE_46 = "about-claude/models/whats-new-claude-4-6"
+EXTENDED = "build-with-claude/extended-thinking"
+# First match wins (str.startswith).
 CLAUDE_SPECS: tuple[tuple[str, ClaudeSpec], ...] = (
-    ("claude-sonnet-5-5", _adaptive(True, "between_tools", "high")),
-    ("claude-opus-5-5", _adaptive(True, None, "medium")),
-    ("claude-fable-", _adaptive(True, None, "high")),
-    ("claude-mythos-5", _adaptive(True, None, "high")),  # Fable's sibling
-    ("claude-haiku-5-5", _adaptive(True, "disabled", "medium")),  # taken to follow Sonnet 5
-    ("claude-sonnet-5", _adaptive(True, "disabled", "high")),
-    ("claude-opus-5", _adaptive(True, "disabled", "high")),
-    ("claude-opus-4-8", _adaptive(True, "disabled", "high")),
-    ("claude-opus-4-7", _adaptive(True, "disabled", "high")),
-    ("claude-mythos-preview", _adaptive(True, "disabled", "high")),
-    ("claude-opus-4-6", _adaptive(False, "disabled", "high", ("low", "medium", "high", "max"))),
-    ("claude-sonnet-4-6", _adaptive(False, "disabled", "high", ("low", "medium", "high", "max"))),
-    ("claude-opus-4-5", _extended(64_000, ("low", "medium", "high"))),
-    ("claude-sonnet-4-5", _extended(64_000)),
-    ("claude-haiku-4-5", _extended(64_000)),
-    ("claude-", _extended(32_000)),
+    (
+        "claude-sonnet-5-5",
+        _adaptive(True, "between_tools", "high", SONNET_55, off_efforts=UP_TO_HIGH),
+    ),
+    ("claude-opus-5-5", _adaptive(True, None, "medium", "models/opus-5-5/overview")),
+    ("claude-fable-", _adaptive(True, None, "high", "about-claude/models/overview")),
+    ("claude-mythos-5", _adaptive(True, None, "high", "about-claude/models/overview")),
+    ("claude-haiku-5-5", _adaptive(True, "disabled", "medium", HAIKU_55, off_efforts=UP_TO_HIGH)),
+    ("claude-sonnet-5", _adaptive(True, "disabled", "high", "models/sonnet-5/migration-guide")),
+    ("claude-opus-5", _adaptive(True, "disabled", "high", OPUS_5, off_efforts=UP_TO_HIGH)),
+    # OPUS_5: "On Claude Opus 4.8, requests without a thinking field run without thinking";
+    # 4.8 keeps 4.7's API surface (about-claude/models/whats-new-claude-4-8).
+    ("claude-opus-4-8", _adaptive(False, "disabled", "high", OPUS_5)),
+    ("claude-opus-4-7", _adaptive(False, "disabled", "high", OPUS_5)),
+    (
+        "claude-mythos-preview",
+        _adaptive(True, "disabled", "high", "build-with-claude/thinking-troubleshooting"),
+    ),
+    (
+        "claude-opus-4-6",
+        _adaptive(False, "disabled", "high", CLAUDE_46, WITHOUT_XHIGH, temperature=True),
+    ),
+    (
+        "claude-sonnet-4-6",
+        _adaptive(False, "disabled", "high", CLAUDE_46, WITHOUT_XHIGH, temperature=True),
+    ),
+    ("claude-opus-4-5", _extended(64_000, "build-with-claude/effort", UP_TO_HIGH)),
+    ("claude-sonnet-4-5", _extended(64_000, EXTENDED)),
+    ("claude-haiku-4-5", _extended(64_000, EXTENDED)),
+    ("claude-", _extended(32_000, EXTENDED)),
 )
 # A model name no row knows (a gateway's alias, say): nothing is assumed about its thinking.
 UNKNOWN_CLAUDE = ClaudeSpec(128_000, "none", False, None, prefill=True)
@@ -118,8 +133,39 @@ def today() -> date:
 
 def takes_temperature(vendor: str, model: str) -> bool:
     if vendor == "anthropic":
-        return model.startswith(ANTHROPIC_WITH_TEMPERATURE)
+        return claude_spec(model).temperature
     return not is_openai_reasoning(model)
+
+
+def claude_table() -> str:
+    """The table of docs/providers.md, one row per row of ``CLAUDE_SPECS``."""
+    lines = [
+        "| model | thinking | by default | off | effort (default) | temperature | prefill "
+        "| max output | source |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for prefix, spec in CLAUDE_SPECS:
+        name = f"`{prefix}*`" if prefix.endswith("-") else f"`{prefix}`"
+        default = "always" if spec.off is None else "on" if spec.thinks_by_default else "off"
+        off = f"`{spec.off}`" if spec.off else "—"
+        if spec.off_efforts:
+            off += f" (effort ≤ {spec.off_efforts[-1]})"
+        efforts = ", ".join(spec.efforts) or "none"
+        if spec.default_effort:
+            efforts += f" ({spec.default_effort})"
+        fields = [
+            name,
+            "extended (`budget_tokens`)" if spec.mode == "extended" else spec.mode,
+            default,
+            off,
+            efforts,
+            "0.1 (not with thinking)" if spec.temperature else "refused",
+            "taken" if spec.prefill else "refused",
+            f"{spec.max_output:,}",
+            f"[{spec.source}](https://platform.claude.com/docs/en/{spec.source})",
+        ]
+        lines.append("| " + " | ".join(fields) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def is_openai_reasoning(model: str) -> bool:

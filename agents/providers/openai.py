@@ -40,8 +40,17 @@ from agents.providers.vendor import VendorProvider, body_text
 from amtp_site.errors import ConfigurationError
 
 __all__ = ["INVALID_ARGUMENTS_KEY", "OpenAIProvider"]
-# reasoning.effort on the Responses API (openai/types/shared/reasoning_effort.py).
-OPENAI_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+# reasoning.effort on the Responses API: the values of openai/types/shared/reasoning_effort.py
+# ("Not all reasoning models support every value"). `minimal` was gpt-5's alone: from gpt-5.1
+# on it is a 400 "Unsupported value: 'minimal' is not supported with the 'gpt-5.1' model.
+# Supported values are: 'none', 'low', 'medium', and 'high'." (anomalyco/opencode#4451,
+# nextai-translator#1841; the reasoning guide's "latest model" notes).
+OPENAI_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+NO_MINIMAL = re.compile(r"gpt-5\.\d")
+NO_MINIMAL_EFFORT = (
+    "{setting}='minimal': {model} does not take effort minimal (gpt-5.1 and later refuse it); "
+    "set {setting} to none or low"
+)
 BAD_EFFORT = (
     "{setting}={value!r}: OpenAI's reasoning models take effort {levels}; set {setting} to one "
     "of them, or leave it empty for the model's default"
@@ -85,13 +94,8 @@ class OpenAIProvider(VendorProvider):
         self.structured_outputs = structured_outputs
         # "chat" (Chat Completions) or "responses", from the model table unless given.
         self.api = api or openai_api(options.model, self._hosted)
-        if self.api == "responses" and options.effort not in (None, *OPENAI_EFFORTS):
-            levels = ", ".join(OPENAI_EFFORTS)
-            raise ConfigurationError(
-                BAD_EFFORT.format(
-                    setting=options.effort_setting, value=options.effort, levels=levels
-                )
-            )
+        if self.api == "responses":
+            _check_effort(options)
 
     def _client_key(self, api_key: str, base_url: str | None) -> str:
         if not api_key and base_url is not None:
@@ -266,3 +270,13 @@ def _vendor_message(body: object) -> str:
     if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:
         return body["message"]
     return body_text(body)
+
+
+def _check_effort(options: ProviderOptions) -> None:
+    """An effort OpenAI's reasoning models would refuse, as a setting to fix."""
+    setting, effort = options.effort_setting, options.effort
+    if effort not in (None, *OPENAI_EFFORTS):
+        levels = ", ".join(OPENAI_EFFORTS)
+        raise ConfigurationError(BAD_EFFORT.format(setting=setting, value=effort, levels=levels))
+    if effort == "minimal" and NO_MINIMAL.match(options.model):
+        raise ConfigurationError(NO_MINIMAL_EFFORT.format(setting=setting, model=options.model))

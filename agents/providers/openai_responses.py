@@ -3,7 +3,8 @@
 their reasoning items must come back between turns, which Chat Completions cannot carry.
 
 Each answer's output items (reasoning with its encrypted content, message, function_call, in
-order) are kept as ``vendor_turn`` and sent back verbatim as input items; a function_call sent
+order) are kept as ``vendor_turn`` and sent back as input items, verbatim but for the ids that
+``store: false`` makes meaningless (``stateless``); a function_call sent
 back without the reasoning item it came with is refused ("Item 'fc_...' of type
 'function_call' was provided without its required 'reasoning' item"). ``store=False``: nothing
 is kept on OpenAI's side between calls, so the encrypted reasoning is asked for
@@ -62,7 +63,7 @@ def _items(message: dict[str, Any]) -> list[dict[str, Any]]:
     if role == "user":
         return [{"role": "user", "content": message["content"]}]
     if role == "assistant" and message.get("vendor_turn") is not None:
-        return copy.deepcopy(message["vendor_turn"])  # verbatim, reasoning items included
+        return [stateless(item) for item in message["vendor_turn"] if _replayable(item)]
     if role == "assistant":
         items: list[dict[str, Any]] = []
         if message.get("content"):
@@ -88,6 +89,23 @@ def _items(message: dict[str, Any]) -> list[dict[str, Any]]:
             for result in message["results"]
         ]
     raise ValueError(f"unknown message role {role!r}")
+
+
+def _replayable(item: dict[str, Any]) -> bool:
+    """A reasoning item without its encrypted content would only point at a stored item,
+    which ``store: false`` never keeps; it is left out rather than answered 404."""
+    return item.get("type") != "reasoning" or bool(item.get("encrypted_content"))
+
+
+def stateless(item: dict[str, Any]) -> dict[str, Any]:
+    """An output item sent back under ``store: false``: as it came (a reasoning item with its
+    encrypted content and id; a function_call with its id, which pairs it with that reasoning
+    item), except an assistant message's ``msg_*`` id, which names nothing on the server
+    (langchain-ai/langchain#38372; vercel/ai#7543 for the 404 it causes)."""
+    item = copy.deepcopy(item)
+    if item.get("type") == "message":
+        item.pop("id", None)
+    return item
 
 
 def completion(response: Any, tools: list[ToolSpec]) -> Completion:

@@ -24,6 +24,8 @@ from types import ModuleType
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+import httpx2
+
 from agents.errors import (
     LlmContentFiltered,
     LlmContextOverflow,
@@ -32,12 +34,25 @@ from agents.errors import (
     LlmProviderRejected,
     LlmQuotaExhausted,
     LlmRefusal,
+    LlmStreamInterrupted,
 )
 from agents.providers.base import Completion, Provider, ProviderOptions, ToolSpec
 from amtp_site.errors import ConfigurationError
 
 # As the SDKs' own retry policies: 408/409/429 and every 5xx are transient, other 4xx final.
 RETRYABLE_STATUSES = {408, 409, 429}
+# Errors sent inside a stream that began with HTTP 200 carry no status of their own, so their
+# `error.type` decides (Anthropic's errors page: api_error is its 500, overloaded_error its
+# 529, rate_limit_error its 429, timeout_error its 504; every other type is a 4xx).
+RETRYABLE_STREAM_TYPES = {"api_error", "overloaded_error", "rate_limit_error", "timeout_error"}
+STREAM_CUT = (
+    "{vendor} {model}: the answer's stream was cut after it began ({error}: {detail}); a new "
+    "attempt starts a fresh stream"
+)
+STREAM_STALLED = (
+    "{vendor} {model}: the answer's stream went silent (no event, not even a ping) for "
+    "{timeout:g} s (AMTP_LLM_TIMEOUT_S); a new attempt starts a fresh stream"
+)
 # Error codes of limits no retry clears. Anthropic: `error.details.error_code` of its spend-limit
 # 429s (anthropic/types/shared/*spend_limit_reached_error.py); OpenAI: `error.code` (and the type
 # insufficient_quota) of billing 429s (help.openai.com/en/articles/5955604).
@@ -161,9 +176,22 @@ class VendorProvider(Provider):
             # `from None`: the SDK exception carries the request (auth header included) and a
             # body dump; Temporal serialises causes, so only our scrubbed summary travels on.
             raise self._translate(exc) from None
+        except httpx2.TransportError as exc:
+            # The SDKs wrap transport errors while a request is sent, not while a stream is
+            # read: a stream cut or stalled midway arrives as the HTTP library's own error.
+            raise self._stream_broken(exc) from None
         completion = self._completion(answer, tools)
         self._check_stop(completion)
         return completion
+
+    def _stream_broken(self, exc: httpx2.TransportError) -> LlmStreamInterrupted:
+        fields = {"vendor": self.name, "model": self.options.model}
+        if isinstance(exc, httpx2.TimeoutException):
+            message = STREAM_STALLED.format(timeout=self.timeout, **fields)
+        else:
+            detail = redact(str(exc) or "no detail", self._api_key)[:200]
+            message = STREAM_CUT.format(error=type(exc).__name__, detail=detail, **fields)
+        return LlmStreamInterrupted(message, **fields, error_type=type(exc).__name__)
 
     def _check_stop(self, completion: Completion) -> None:
         check_stop(completion, vendor=self.name, options=self.options)
@@ -284,6 +312,10 @@ def from_status(vendor: str, status: int, kind: str, text: str, headers: Any, de
         return LlmQuotaExhausted(message + QUOTA_HINT, **details)
     if code in CONTEXT_CODES or (status == 400 and any(t in text for t in CONTEXT_TEXTS)):
         return LlmContextOverflow(message + CONTEXT_HINT, **details)
+    if status < 400:  # an error event inside a 200 stream: its type is all there is
+        retryable = kind in RETRYABLE_STREAM_TYPES
+        message = f"{vendor} {kind} inside the answer's stream: {text}"
+        return (LlmProviderError if retryable else LlmProviderRejected)(message, **details)
     should_retry = headers.get("x-should-retry")
     if should_retry in ("true", "false"):
         retryable = should_retry == "true"

@@ -25,6 +25,7 @@ from django.conf import settings
 from agents.offline.api_shape import clean_apis
 from agents.offline.common import EMAIL_DOMAIN, LOGOUT_PATH
 from repositories.secrets import held_secrets
+from runs.exploration import interactions as acts
 from runs.exploration.signup import signup_record
 from runs.exploration.trials import box_config, new_tag, trial
 from runs.verification import proxy, sandbox
@@ -45,7 +46,7 @@ from runs.verification.playwright import (
 )
 
 SCRIPT = Path(__file__).with_name("box") / "explore.mjs"
-SCRIPTS = (SCRIPT, SCRIPT.with_name("signup.mjs"), SCRIPT.with_name("answers.mjs"))
+SCRIPTS = (SCRIPT, *(SCRIPT.with_name(f"{n}.mjs") for n in ("interact", "signup", "answers")))
 GRACE_S = 30.0  # the browser's start and shutdown, past the explorer's own deadline
 MAX_RAW_BYTES = 32 << 20
 MAX_SHOT_BYTES = 512 << 10
@@ -66,6 +67,7 @@ class Bounds:
     page_timeout_s: float
     max_bytes: int  # the whole app_map artifact
     form_trials: int = 0  # forms submitted once with test data (0: none)
+    interactions: int = 0  # actions outside forms: type and Enter, toggle, filter… (0: none)
 
     @classmethod
     def from_settings(cls) -> Bounds:
@@ -76,6 +78,7 @@ class Bounds:
             page_timeout_s=settings.AMTP_EXPLORE_PAGE_TIMEOUT_S,
             max_bytes=settings.AMTP_EXPLORE_MAX_BYTES,
             form_trials=settings.AMTP_EXPLORE_FORM_TRIALS,
+            interactions=settings.AMTP_EXPLORE_INTERACTIONS,
         )
 
 
@@ -111,6 +114,7 @@ def explore(
         config = _config(target_url, runner, bounds, start_paths)
         config["login"] = login.recipe.as_config() if login else None
         config["trials"] = box_config(bounds.form_trials, tag)
+        config["interactions"] = acts.box_config(bounds.interactions, tag, bounds.page_timeout_s)
         signup = None if login else signup
         config["signup"] = signup is not None
         account = login or signup  # its values reach the box's process environment only
@@ -132,6 +136,7 @@ def explore(
         apis = _apis(raw.get("apis"))
         held = held_secrets()
         signed_up = signup_record(raw.get("signup"), _form, lambda p: _local(p, held))
+        acted = _interactions(raw.get("interactions"), tag, pages, bounds.interactions)
     finally:
         box.remove()
     content = {
@@ -143,6 +148,7 @@ def explore(
         "unvisited": max(0, unvisited),
         "unknown_path_status": unknown_path_status,
         "trials": tried,
+        "interactions": acted,
         "apis": apis,
         "signup": signed_up if signup else None,
         "truncated": False,
@@ -213,6 +219,15 @@ def _trials(items, tag: str, pages: list[dict], limit: int) -> list[dict]:
             found["path_after"] = found["path_after"] if _local(found["path_after"], held) else ""
             out.append(found)
     return out
+
+
+def _interactions(items, tag: str, pages: list[dict], limit: int) -> list[dict]:
+    """The box's interaction trials, each checked (``interactions.interaction``) against the
+    map's live pages; an address after that carries a held secret is dropped."""
+    live = {page["path"] for page in pages if 200 <= page["status"] < 300}
+    held = held_secrets()
+    items = items[: max(0, limit)] if isinstance(items, list) else []
+    return acts.interactions(items, tag, live, lambda path: _local(path, held))
 
 
 def _apis(items) -> list[dict]:

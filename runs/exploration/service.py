@@ -124,6 +124,7 @@ def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
         "unvisited": content["unvisited"],
         "unknown_path_status": content.get("unknown_path_status", 0),
         "trials": content.get("trials", []),
+        "interactions": content.get("interactions", []),
         "apis": content.get("apis", []),
         **({"behind_login": walled[:100]} if walled else {}),
     }
@@ -137,6 +138,8 @@ def exploration_note(content: dict) -> str:
     note = f"{len(pages)} page(s), {forms} form(s)"
     if tried := content.get("trials"):
         note += f", {len(tried)} tried"
+    if acted := content.get("interactions"):
+        note += f", {len(acted)} action(s) outside forms"
     if failing:
         note += f", {failing} answered an error"
     if walled := sum(1 for page in pages if page.get("login_redirect")):

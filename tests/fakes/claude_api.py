@@ -19,6 +19,7 @@ from tests.fakes.llm_base import (
     _TOOL_NAME,
     HttpError,
     RecordedRequest,
+    StreamFault,
     Text,
     ToolUse,
     _blocks,
@@ -127,6 +128,11 @@ class FakeAnthropic(_FakeServer):
         if err.code:  # the stable cause, in `error.details` (anthropic/_exceptions.py)
             error["details"] = {"error_code": err.code}
         return {"type": "error", "error": error, "request_id": request_id}
+
+    def stream_error(self, fault: StreamFault) -> bytes:
+        # The streaming page's "Error events" example, verbatim in shape.
+        error = {"type": fault.error_type, "message": fault.message}
+        return f"event: error\ndata: {json.dumps({'type': 'error', 'error': error})}\n\n".encode()
 
     def validate(self, record: RecordedRequest) -> HttpError | None:
         problem = self._check(record, self.allowed_params, ("model", "max_tokens", "messages"))

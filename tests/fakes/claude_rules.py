@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Models that think when a request has no `thinking` field: Sonnet 5, Opus 5, Haiku 5.5,
-# Sonnet 5.5 (their migration guides: "adaptive thinking is on by default"), Opus 4.7/4.8 and
-# Mythos Preview ("on the newest it is on by default": Troubleshooting thinking), and the
-# always-on ones below.
-THINKS_BY_DEFAULT = re.compile(r"claude-((opus|sonnet|haiku)-5|opus-4-[78]|fable|mythos)")
+# Sonnet 5.5 (their migration guides: "adaptive thinking is on by default"), Mythos Preview,
+# and the always-on ones below. Not Opus 4.7/4.8: "On Claude Opus 4.8, requests without a
+# thinking field run without thinking" (the Opus 5 migration guide, "Breaking changes").
+THINKS_BY_DEFAULT = re.compile(r"claude-((opus|sonnet|haiku)-5|fable|mythos)")
 # "Adaptive (always on)": Fable 5.x, Opus 5.5 (the models overview); Mythos 5 with Fable 5.
 ALWAYS_ON = re.compile(r"claude-(opus-5-5|fable|mythos-5)")
 # Sonnet 5.5 takes "between_tools" instead of "disabled" (What's new in Claude Sonnet 5.5).
@@ -40,8 +40,15 @@ OMITTED_BY_DEFAULT = re.compile(r"claude-(opus-4-[78]|(opus|sonnet|haiku)-5|fabl
 # removal", What's new in Claude 4.6; the Sonnet 5.5 migration guide lists it among its 400s).
 NO_PREFILL = re.compile(r"claude-(opus-4-[6-9]|sonnet-4-6|(opus|sonnet|haiku)-5|fable|mythos)")
 # Effort: none on Sonnet/Haiku 4.5 and earlier; xhigh only from the 4.7 generation on.
-NO_EFFORT = re.compile(r"claude-(3|opus-4-[01]|opus-4-2025|sonnet-4|haiku-4)")
+# Sonnet 4.6 takes effort (whats-new-claude-4-6: "effort ... on Opus 4.6 and Sonnet 4.6").
+NO_EFFORT = re.compile(r"claude-(3|opus-4-[01]|opus-4-2025|sonnet-4-[05]|sonnet-4-2025|haiku-4)")
+# `disabled` with effort xhigh or max is a 400 on Opus 5 (its migration guide, "Breaking
+# changes") and on Haiku 5.5 ("disabled only at high effort or below": whats-new-haiku-5-5).
+DISABLED_UP_TO_HIGH = re.compile(r"claude-(opus-5(?!-5)|haiku-5-5)")
 NO_XHIGH = re.compile(r"claude-(opus-4-[56]|sonnet-4-6)")
+# `max` came with the 4.6 models; Opus 4.5, the first with effort, takes low, medium and high
+# (build-with-claude/effort: "max ... Opus 4.6 and later").
+NO_MAX = re.compile(r"claude-opus-4-5")
 
 THINKING_TYPES = ("thinking", "redacted_thinking")
 SERVER_TOOL = re.compile(r"(web_search|web_fetch|code_execution)_\d+")
@@ -114,7 +121,9 @@ def _thinking_problem(body: dict[str, Any]) -> str | None:
     model, config = str(body.get("model")), body.get("thinking") or {}
     kind, effort = config.get("type"), (body.get("output_config") or {}).get("effort")
     if effort is not None and (
-        NO_EFFORT.match(model) or (effort == "xhigh" and NO_XHIGH.match(model))
+        NO_EFFORT.match(model)
+        or (effort == "xhigh" and NO_XHIGH.match(model))
+        or (effort in ("xhigh", "max") and NO_MAX.match(model))
     ):
         return f'output_config.effort: "{effort}" is not supported for this model.'
     if kind == "enabled" and NO_EXTENDED.match(model):
@@ -127,6 +136,8 @@ def _thinking_problem(body: dict[str, Any]) -> str | None:
         return '"thinking.type.disabled" is not supported for this model. Use "thinking.type.between_tools" to turn off up-front thinking.'
     if kind == "disabled" and ALWAYS_ON.match(model):  # dev.to "5 settings that return 400"
         return f'"thinking.type.disabled" is not supported for this model. {ADAPTIVE_HINT}'
+    if kind == "disabled" and effort in ("xhigh", "max") and DISABLED_UP_TO_HIGH.match(model):
+        return f'"thinking.type.disabled" is not supported with effort "{effort}". Use "thinking.type.adaptive" to run at xhigh or max effort.'
     if kind == "between_tools" and not BETWEEN_TOOLS_MODEL.match(model):
         return '"thinking.type.between_tools" is not supported for this model.'
     if kind == "between_tools" and effort in ("xhigh", "max"):

@@ -15,7 +15,8 @@ that no longer take them, temperature with top_p, more than 4 cache breakpoints,
 the context window; current models think by default (signed thinking blocks first) and a turn
 sent back altered, a prefill, ``max_tokens`` outside the model's range, a non-object tool
 schema, empty content and thinking settings a model refuses are refused (``claude_rules.py``);
-it streams (SSE) when asked; every stop reason is scriptable (``Text(stop=...)``, ``pause_turn``
+it streams (SSE) when asked, and a scripted ``StreamFault`` sends an error event inside
+a 200 stream, cuts the connection, stalls, or pings first; every stop reason is scriptable (``Text(stop=...)``, ``pause_turn``
 only with server tools); ``count_tokens`` is served with a count of 3 bytes per token (unlike
 the runner's 4-characters estimate, so a test can tell which was used) and usage reports
 prompt-cache reads and writes.
@@ -40,6 +41,7 @@ from tests.fakes.llm_base import (
     HttpError,
     RecordedRequest,
     Reply,
+    StreamFault,
     Text,
     ToolCall,
     ToolUse,
@@ -58,6 +60,7 @@ __all__ = [
     "HttpError",
     "RecordedRequest",
     "Reply",
+    "StreamFault",
     "Text",
     "ToolCall",
     "ToolUse",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import socket
 import threading
 import uuid
 from collections import deque
@@ -77,7 +78,45 @@ class HttpError:
     as_real: bool = False
 
 
-Reply = str | Text | ToolUse | HttpError | Callable[[dict[str, Any]], Any]
+@dataclass(frozen=True)
+class StreamFault:
+    """A streamed reply that starts with HTTP 200 and goes wrong after ``after`` of its events.
+
+    Sources: Anthropic's streaming page ("Error events": "we may occasionally send errors in
+    the event stream. For example, during periods of high usage, you may receive an
+    ``overloaded_error``, which would normally correspond to an HTTP 529 in a non-streaming
+    context"; "Ping events": "Event streams may also include any number of ping events") and
+    its errors page ("When receiving a streaming response via SSE, it's possible that an error
+    can occur after returning a 200 response"). ``fault``:
+
+    * ``"error"``: an ``event: error`` with ``error_type``/``message``, then the stream ends;
+    * ``"drop"``: the connection is closed in the middle of the chunked body (a proxy or load
+      balancer cutting a long stream), so the client reads an incomplete body;
+    * ``"stall"``: nothing more is sent, no ping either, until the client gives up (or
+      ``stall_s`` passes).
+
+    ``pings`` ping events, ``ping_every`` seconds apart, come before the reply's events: a slow
+    stream that is alive."""
+
+    reply: str | Text | ToolUse
+    fault: str | None = None  # None: the whole stream, after its pings
+    after: int = 3
+    error_type: str = "overloaded_error"
+    message: str = "Overloaded"
+    pings: int = 0
+    ping_every: float = 0.0
+    stall_s: float = 30.0
+
+
+@dataclass
+class Streamed:
+    """What the handler writes for a StreamFault: SSE events as chunks, then the fault."""
+
+    events: list[bytes]
+    fault: StreamFault
+
+
+Reply = str | Text | ToolUse | HttpError | StreamFault | Callable[[dict[str, Any]], Any]
 
 
 @dataclass
@@ -145,6 +184,7 @@ class _FakeServer:
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
+        self.stopping = threading.Event()  # ends a stalled stream at teardown
 
     def start(self):
         handler = type("Handler", (_Handler,), {"fake": self})
@@ -155,6 +195,7 @@ class _FakeServer:
         return self
 
     def stop(self, *_exc_info: object) -> None:
+        self.stopping.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -182,6 +223,10 @@ class _FakeServer:
     def side_endpoint(self, record: RecordedRequest) -> tuple[int, dict, bytes] | None:
         return None
 
+    def stream_error(self, fault: StreamFault) -> bytes:
+        """The SSE event of an error inside a stream (vendors that stream define it)."""
+        raise NotImplementedError(f"{self.vendor}: no error events in streams")
+
     def handle(self, record: RecordedRequest) -> tuple[int, dict[str, str], bytes]:
         side = self.side_endpoint(record)
         if side is not None:
@@ -195,6 +240,13 @@ class _FakeServer:
             reply = self._script.popleft() if problem is None and self._script else None
         if problem is None and reply is None:
             problem = HttpError(500, f"{NO_REPLY_LEFT} (request #{len(self.requests)})")
+        fault = reply if isinstance(reply, StreamFault) else None
+        if fault is not None:
+            reply = fault.reply
+            if not (record.json or {}).get("stream"):
+                problem = HttpError(
+                    500, "fake: a StreamFault was scripted for a request that does not stream"
+                )
         try:
             while callable(reply):
                 reply = reply(record.json or {})
@@ -209,7 +261,15 @@ class _FakeServer:
         if isinstance(reply, HttpError):
             return self._error(reply, {})
         headers, raw = self.encode(body, record.json or {})
-        return 200, {self.request_id_header: _new_id("req_", 24), **headers}, raw
+        headers = {self.request_id_header: _new_id("req_", 24), **headers}
+        if fault is not None:
+            return 200, headers, Streamed(self.sse_events(raw, fault), fault)
+        return 200, headers, raw
+
+    def sse_events(self, raw: bytes, fault: StreamFault) -> list[bytes]:
+        """The stream's events, cut at the fault (the vendor subclass adds the error event)."""
+        events = [event + b"\n\n" for event in raw.split(b"\n\n") if event]
+        return events if fault.fault is None else events[: fault.after]
 
     def encode(self, body: dict[str, Any], request: dict[str, Any]) -> tuple[dict, bytes]:
         return {}, json.dumps(body).encode()
@@ -249,6 +309,9 @@ class _Handler(BaseHTTPRequestHandler):
         record = RecordedRequest(self.fake.vendor, self.command, self.path, headers, raw, parsed)
         status, reply_headers, body = self.fake.handle(record)
         record.status = status
+        if isinstance(body, Streamed):
+            self._stream(reply_headers, body)
+            return
         self.send_response(status)
         content_type = reply_headers.pop("content-type", "application/json")
         self.send_header("content-type", content_type)
@@ -260,6 +323,41 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up waiting (the timeout tests): nothing left to answer
+
+    def _stream(self, headers: dict[str, str], streamed: Streamed) -> None:
+        """Server-sent events in HTTP/1.1 chunks, so a cut stream is an incomplete body."""
+        self.protocol_version = "HTTP/1.1"
+        self.send_response(200)
+        self.send_header("transfer-encoding", "chunked")
+        self.send_header("connection", "close")
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        fault = streamed.fault
+        ping = b'event: ping\ndata: {"type": "ping"}\n\n'
+        try:
+            for _ in range(fault.pings):
+                self._chunk(ping)
+                if self.fake.stopping.wait(fault.ping_every):
+                    return
+            for event in streamed.events:
+                self._chunk(event)
+            if fault.fault == "error":
+                self._chunk(self.fake.stream_error(fault))
+            elif fault.fault == "drop":
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            elif fault.fault == "stall":
+                self.fake.stopping.wait(fault.stall_s)
+                return
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass  # the client gave up on the stream
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
 
     do_POST = do_GET = do_PUT = do_DELETE = _serve
 

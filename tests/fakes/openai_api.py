@@ -101,11 +101,12 @@ class FakeOpenAI(_FakeServer):
         body = record.json or {}
         if record.path.split("?")[0] == RESPONSES:
             found = self.responses.problem(body)
-            return (
-                HttpError(400, found[0], param=found[1])
-                if found
-                else self._model_problem(str(body["model"]))
-            )
+            if found:
+                return HttpError(400, found[0], param=found[1])
+            unstored = self.responses.unstored_reference(body)
+            if unstored:
+                return HttpError(404, unstored, param="input")
+            return self._model_problem(str(body["model"]))
         return (
             _openai_problem(body, self.allowed_params)
             or self._model_problem(str(body["model"]))

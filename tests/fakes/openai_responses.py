@@ -26,6 +26,11 @@ KNOWN_PARAMS = frozenset(
 # cline/cline#12242 (gpt-5.5), 0xPlaygrounds/rig#751.
 NO_REASONING_ITEM = "Item '{fc}' of type 'function_call' was provided without its required 'reasoning' item: '{rs}'."
 # continuedev/continue#8933, vercel/ai#7099.
+# With store: false the server keeps no item, so an input item that only points at one by id
+# is a 404 (vercel/ai#7543, can1357/oh-my-pi#41: "Error: 404 Item with id 'rs_...' not found";
+# langchain-ai/langchain#38372: the same for prior `msg_*` ids). A reasoning item carrying its
+# encrypted_content is the documented stateless way and is read from the item itself.
+NOT_PERSISTED = "Item with id '{id}' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input."
 LONE_REASONING = "Item '{rs}' of type 'reasoning' was provided without its required following item."
 ALTERED = "The encrypted content for item {rs} could not be verified."
 NO_CALL = "No tool call found for function call output with call_id {call_id}."
@@ -54,6 +59,14 @@ class Ledger:
                 "Unsupported parameter: 'temperature' is not supported with this model.",
                 "temperature",
             )
+        effort = (body.get("reasoning") or {}).get("effort")
+        model = str(body["model"])
+        if effort == "minimal" and re.match(r"gpt-5\.\d", model):  # anomalyco/opencode#4451
+            return (
+                f"Unsupported value: 'minimal' is not supported with the '{model}' model. "
+                "Supported values are: 'none', 'low', 'medium', and 'high'.",
+                "reasoning.effort",
+            )
         for j, tool in enumerate(body.get("tools") or []):
             if tool.get("type") == "function" and not isinstance(tool.get("parameters"), dict):
                 return (
@@ -61,6 +74,17 @@ class Ledger:
                     f"tools[{j}].parameters",
                 )
         return self._items_problem(body["input"])
+
+    def unstored_reference(self, body: dict[str, Any]) -> str | None:
+        """The first input item that only refers to a stored item, under ``store: false``."""
+        if body.get("store") is not False or not isinstance(body.get("input"), list):
+            return None
+        for item in body["input"]:
+            kind, item_id = item.get("type"), item.get("id")
+            stateless = kind == "reasoning" and item.get("encrypted_content")
+            if item_id and kind in ("reasoning", "message") and not stateless:
+                return NOT_PERSISTED.format(id=item_id)
+        return None
 
     def _items_problem(self, items: Any) -> tuple[str, str] | None:
         if isinstance(items, str):

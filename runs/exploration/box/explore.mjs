@@ -6,6 +6,7 @@
 import fs from "node:fs";
 import { chromium } from "@playwright/test";
 import { fitted, markSent, pageText, refusal } from "./answers.mjs";
+import { interactionTrials } from "./interact.mjs";
 import { loginForm, trySignUp } from "./signup.mjs";
 
 const config = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
@@ -14,13 +15,14 @@ const origin = new URL(config.base_url).origin;
 const SKIP = /\.(pdf|zip|gz|tgz|png|jpe?g|gif|svg|ico|webp|mp4|mp3|woff2?|css|js|map|json|xml|txt)$/i;
 
 function local(href) {
-  // The path (with query) of a same-origin http(s) link, without its fragment; else null.
+  // The path (with query) of a same-origin http(s) link, and its fragment when that is a
+  // client-side route ("#/active", "#!/done": hash routes are routes); else null.
   try {
     const url = new URL(href, origin);
     if (url.origin !== origin || !url.protocol.startsWith("http") || SKIP.test(url.pathname)) {
       return null;
     }
-    return url.pathname + url.search;
+    return url.pathname + url.search + (/^#!?\//.test(url.hash) ? url.hash : "");
   } catch {
     return null;
   }
@@ -62,6 +64,9 @@ async function forms(page) {
 
 async function visit(page, path, index, errors) {
   const left = deadline - Date.now();
+  // A hash route differs from the page open only after "#": the browser would not load it
+  // again (no response, no status), so it starts from a blank page.
+  if (path.includes("#")) await page.goto("about:blank").catch(() => {});
   const response = await page.goto(path, { timeout: Math.min(config.page_timeout_ms, left) });
   await page.waitForLoadState("networkidle", { timeout: Math.min(2000, left) }).catch(() => {});
   // a.href is the link as the browser resolves it: against the page's URL (and any <base>),
@@ -391,6 +396,7 @@ for (const chosen of trialForms(pages)) {
     trials.push({ path: chosen.path, form: chosen.index, submit: chosen.form.submit, error: said });
   }
 }
+const interactions = await interactionTrials(page, pages, config.interactions, origin, deadline);
 const apis = await jsonAnswers();
 await browser.close();
 fs.writeFileSync(
@@ -401,6 +407,7 @@ fs.writeFileSync(
     unvisited: queue.length,
     unknown_path_status: unknownPathStatus,
     trials,
+    interactions,
     apis,
     signup: signup.record,
   }),

@@ -1,0 +1,157 @@
+"""Interaction journeys: the item lifecycle exploration acted out on a page without a form.
+
+ExploreApp typed its value into a text field no ``<form>`` holds and pressed Enter, and when
+the value then showed, tried the item it had created: its checkbox, the page's filter links
+(``#/active``), a double-click to edit it (Enter saves, Escape cancels), its delete button
+(``interactions`` of the app map; ``runs/exploration/interactions.py``). The journey replays
+those actions in the same order with the test's own unique text, and expects what each one
+showed: create → see → change → filter → edit → delete, as far as the trials went. It finds
+the item by its own text, never by an id or a position. An action that failed, or whose
+outcome the journey cannot check, ends the journey there (what follows depended on it).
+
+The app map is model-facing data from a hostile app: the path goes through ``clean_route``,
+names and addresses are bounded to one printable line and reach a test only JSON-quoted
+(``journey_code.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .candidates import NO_ERRORS, Candidate
+from .common import clean_route, one_line, params, slug
+
+FIELDS = ("textbox", "searchbox", "combobox")
+_SUFFIX = re.compile(r"[#?][\w\-/#!?=&.%~]{0,120}")
+CLEAN_NOTE = "The journey deletes what it created, at its end or after a failure (best effort)"
+RUN_NOTE = (
+    "Each run and retry types its own text (built from a run token, the worker and the"
+    " retry), so parallel runs and reruns never collide"
+)
+
+
+def _q(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _name(value: object, empty: bool = False) -> str | None:
+    """A name fit for a locator: one whole printable line with a letter or digit ("" only
+    when ``empty`` allows an unnamed control)."""
+    if not isinstance(value, str) or len(value) > 120:
+        return None
+    text = one_line(value, 120)
+    if text != value.strip():
+        return None
+    if not text:
+        return "" if empty else None
+    return text if any(c.isalnum() or c in "×✕✖" for c in text) else None
+
+
+def _records(app_map: dict) -> list[dict]:
+    """The interaction records of the first page whose Enter created an item, in order."""
+    raw = app_map.get("interactions") if isinstance(app_map.get("interactions"), list) else []
+    items = [r for r in raw[:30] if isinstance(r, dict) and isinstance(r.get("target"), dict)]
+    start = next(
+        (
+            n
+            for n, r in enumerate(items)
+            if r.get("action") == "enter" and r.get("item") == "shown" and not r.get("error")
+        ),
+        None,
+    )
+    if start is None:
+        return []
+    path = items[start].get("path")
+    out = [items[start]]
+    for record in items[start + 1 :]:
+        if record.get("action") == "enter" or record.get("path") != path:
+            break
+        out.append(record)
+    return out
+
+
+def _suffix(url: object, path: str) -> str | None:
+    """The #route or ?query a filter link led to on ``path`` ("/#/active" → "#/active")."""
+    if not isinstance(url, str) or not url.startswith(path):
+        return None
+    rest = url[len(path) :]
+    return rest if _SUFFIX.fullmatch(rest) else None
+
+
+def _step(record: dict, path: str) -> tuple[str, list[str]] | None:
+    """(what the title says, the steps and checks) of one action after the item was created;
+    None when the journey cannot follow it."""
+    action, item = record.get("action"), record.get("item")
+    name = _name(record["target"].get("name"), empty=True)
+    if record.get("error") or name is None:
+        return None
+    if action == "toggle" and item in ("shown", "edited"):
+        named = f" {_q(name)}" if name else ""
+        return "mark it", [
+            f"Check the checkbox{named} of the created item",
+            "Expect the checkbox of the created item to be checked",
+        ]
+    if action == "filter" and name and item in ("shown", "gone"):
+        steps = [f"Click the link {_q(name)}"]
+        if end := _suffix(record.get("url_after"), path):
+            steps.append(f"Expect the address to end with {_q(end)}")
+        seen = "visible" if item == "shown" else "hidden"
+        return "filter", [*steps, f"Expect the created text to be {seen}"]
+    into = f" into the textbox {_q(name)}" if name else ""
+    if action == "edit" and item == "edited":
+        return "edit", [
+            f"Double-click the created item, type an edited unique text{into} and press Enter",
+            "Expect the edited text to be visible",
+        ]
+    if action == "cancel_edit" and item == "edited":
+        return "cancel an edit", [
+            f"Double-click the created item, type a discarded text{into} and press Escape",
+            "Expect the edited text to be visible",
+            "Expect the discarded text to be gone",
+        ]
+    if action == "delete" and item == "gone":
+        control = f"Click the button{f' {_q(name)}' if name else ''} of the created item"
+        return "delete", [
+            "Point at the created item",
+            f"{control}, accepting its confirmation",
+            "Expect the created text to be gone",
+        ]
+    return None
+
+
+def interaction_candidates(app_map: object, running: str) -> list[Candidate]:
+    """The journey the app map's interaction trials showed (none without a created item)."""
+    records = _records(app_map) if isinstance(app_map, dict) else []
+    if not records:
+        return []
+    first = records[0]
+    path = clean_route(first.get("path")) if isinstance(first.get("path"), str) else None
+    role, name = first["target"].get("role"), _name(first["target"].get("name"))
+    if not path or path != first["path"] or params(path) or role not in FIELDS or not name:
+        return []
+    steps = [
+        f"Open {path}",
+        f"Type a unique text into the {role} {_q(name)} and press Enter",
+        "Expect the created text to be visible",
+    ]
+    words = ["create", "see it"]
+    removal: list[str] = []
+    for record in records[1:]:
+        found = _step(record, path)
+        if found is None:
+            break  # what follows depended on this action's outcome
+        word, more = found
+        steps += more
+        if word not in words:
+            words.append(word)
+        if word == "delete":
+            removal = more[:2]
+    pre = [running, RUN_NOTE]
+    if removal:
+        steps += [f"Clean up: Open {path}", *(f"Clean up: {s}" for s in removal)]
+        pre.append(CLEAN_NOTE)
+    key = f"journey_{slug(path) or 'home'}_{slug(name, 24) or 'enter'}"
+    title = f"Journey {path}: " + ", ".join(words)
+    expected = f"each action shows what it showed when the app was explored; {NO_ERRORS}"
+    return [Candidate(key, title, steps, expected, "critical", "journey", pre)]
