@@ -318,7 +318,19 @@ AMTP_SANDBOX_FILE_BYTES = env_int("AMTP_SANDBOX_FILE_BYTES", 256 << 20)
 AMTP_SANDBOX_OPEN_FILES = env_int("AMTP_SANDBOX_OPEN_FILES", 1024)
 AMTP_SANDBOX_CPU_S = env_int("AMTP_SANDBOX_CPU_S", 900)  # per process
 AMTP_SANDBOX_OUTPUT_BYTES = env_int("AMTP_SANDBOX_OUTPUT_BYTES", 8 << 20)
+# The box's tmpfs (/sandbox, /tmp and /dev/shm together): bytes and files, inside its memory.
 AMTP_SANDBOX_DISK_BYTES = env_int("AMTP_SANDBOX_DISK_BYTES", 1 << 30)
+AMTP_SANDBOX_DISK_INODES = env_int("AMTP_SANDBOX_DISK_INODES", 100_000)
+# The box's cgroup: the memory of all its processes and tmpfs pages; its processes and threads.
+AMTP_SANDBOX_BOX_MEMORY_BYTES = env_int("AMTP_SANDBOX_BOX_MEMORY_BYTES", 3 << 30)
+AMTP_SANDBOX_BOX_PROCESSES = env_int("AMTP_SANDBOX_BOX_PROCESSES", 512)
+# Where each box's cgroup is made, under each cgroup hierarchy's root.
+AMTP_SANDBOX_CGROUP_PARENT = os.environ.get("AMTP_SANDBOX_CGROUP_PARENT", "amtp")
+# The allow-listing proxy of each box (runs/verification/proxy.py): open connections per box and
+# in all (one worker), and seconds a connection may stay silent.
+AMTP_PROXY_MAX_CONNECTIONS = env_int("AMTP_PROXY_MAX_CONNECTIONS", 64)
+AMTP_PROXY_MAX_CONNECTIONS_TOTAL = env_int("AMTP_PROXY_MAX_CONNECTIONS_TOTAL", 256)
+AMTP_PROXY_IDLE_TIMEOUT_S = float(os.environ.get("AMTP_PROXY_IDLE_TIMEOUT_S", "30"))
 # Evidence kept per run (traces, screenshots), and for how long (manage.py prune_evidence).
 AMTP_EVIDENCE_MAX_FILES = env_int("AMTP_EVIDENCE_MAX_FILES", 200)
 AMTP_EVIDENCE_MAX_BYTES = env_int("AMTP_EVIDENCE_MAX_BYTES", 200 << 20)

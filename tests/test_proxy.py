@@ -124,3 +124,48 @@ def test_a_name_that_resolves_to_a_private_address_is_refused(monkeypatch):
     with pytest.raises(proxy.Blocked, match="link-local address"):
         policy.address("preview.acme.test", 80)
     assert policy.blocked == ["preview.acme.test:80"]
+
+
+def _threads() -> int:
+    return threading.active_count()
+
+
+def test_connections_over_the_box_cap_are_refused_at_once_without_a_thread(tmp_path, settings):
+    settings.AMTP_PROXY_MAX_CONNECTIONS = 8
+    path = tmp_path / "proxy.sock"
+    with proxy.serving(path, proxy.Policy("http://127.0.0.1:9/", [])) as server:
+        before = _threads()
+        held = []
+        for _ in range(200):  # idle: they never send a request
+            conn = socket.socket(socket.AF_UNIX)
+            conn.connect(str(path))
+            held.append(conn)
+        held[-1].settimeout(5)
+        answer = held[-1].recv(4096)
+        during = _threads()
+        for conn in held:
+            conn.close()
+    assert answer.startswith(b"HTTP/1.1 503") and proxy.BUSY.encode() in answer
+    assert server.peak_open == 8 and server.refused_busy == 192
+    assert during <= before  # one loop thread whatever the connections
+
+
+def test_an_idle_connection_is_closed(tmp_path, settings, monkeypatch, app):
+    settings.AMTP_PROXY_IDLE_TIMEOUT_S = 0.3
+    monkeypatch.setattr(proxy, "HEAD_TIMEOUT_S", 0.3)
+    path = tmp_path / "proxy.sock"
+    policy = proxy.Policy(f"http://127.0.0.1:{app}/", [f"127.0.0.1:{app}"])
+    with proxy.serving(path, policy) as server:
+        silent = socket.socket(socket.AF_UNIX)  # never sends its request head
+        silent.connect(str(path))
+        silent.settimeout(5)
+        tunnel = socket.socket(socket.AF_UNIX)  # a tunnel that then stays silent
+        tunnel.connect(str(path))
+        tunnel.settimeout(5)
+        tunnel.sendall(f"CONNECT 127.0.0.1:{app} HTTP/1.1\r\n\r\n".encode())
+        assert tunnel.recv(4096).startswith(b"HTTP/1.1 200")
+        assert silent.recv(4096).startswith(b"HTTP/1.1 408")  # and closed:
+        assert silent.recv(4096) == b"" and tunnel.recv(4096) == b""
+        silent.close()
+        tunnel.close()
+    assert server.open == 0

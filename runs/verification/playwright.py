@@ -221,9 +221,9 @@ def launch_options(runner: Runner) -> dict:
     return {
         "executablePath": runner.chromium,
         "headless": True,
-        # Chromium's own sandbox stays on in the box (an unprivileged uid); only the
-        # operator's unsandboxed override, often as root, needs it off.
-        "chromiumSandbox": sandbox.sandboxed(),
+        # Chromium's own sandbox needs new user namespaces, which the box's seccomp filter
+        # refuses to every process in it: the box is the browser's sandbox (docs/security.md).
+        "chromiumSandbox": False,
         "args": CHROMIUM_ARGS,
     }
 

@@ -12,24 +12,30 @@ repository allow-lists, nothing else:
 - a redirect to another origin is a new request to that origin, refused like any other.
 
 Every refusal answers 403 with the reason and is recorded in ``blocked`` (``host:port``), which
-the report lists.
+the report lists. The proxy cannot be flooded: one thread and event loop per box, a cap on open
+connections per box and in all, short timeouts (``ProxyServer``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import selectors
-import socket
-import socketserver
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from django.conf import settings
 
 from repositories import targets
 
 MAX_HEAD = 64 * 1024
+HEAD_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 10.0
-IDLE_TIMEOUT_S = 120.0
+DNS_THREADS = 2
+BUSY = "too many open connections through the proxy (the connection cap)"
+NO_HEAD = f"no request within {HEAD_TIMEOUT_S:.0f} s"
 NOT_ALLOWED = "{host}:{port} is not the target origin nor an allowed host"
 UNRESOLVED = "{host} does not resolve"
 BAD_REQUEST = "the proxy takes CONNECT host:port and absolute http:// requests only"
@@ -80,18 +86,6 @@ class Policy:
         return pinned
 
 
-def _read_head(conn: socket.socket) -> tuple[bytes, bytes]:
-    """(request head up to the blank line, bytes after it); Blocked when malformed."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = conn.recv(8192)
-        if not chunk or len(data) > MAX_HEAD:
-            raise Blocked(BAD_REQUEST)
-        data += chunk
-    head, _, rest = data.partition(b"\r\n\r\n")
-    return head, rest
-
-
 def _target(method: str, uri: str) -> tuple[str, int, str]:
     """(host, port, origin-form path) of a proxy request; Blocked when not a proxy request."""
     if method == "CONNECT":
@@ -106,84 +100,162 @@ def _target(method: str, uri: str) -> tuple[str, int, str]:
     return parts.hostname, parts.port or 80, path
 
 
-class _Handler(socketserver.BaseRequestHandler):
-    server: ProxyServer
+class ProxyServer:
+    """One box's proxy: an asyncio server on ``path`` in a thread of its own. Connections are
+    bounded per box and across every proxy of this worker (over either cap, 503 at once); each
+    must send its request head within HEAD_TIMEOUT_S and ends after ``idle_timeout_s`` of silence
+    both ways; name resolution runs in a pool of DNS_THREADS threads."""
 
-    def handle(self) -> None:
-        conn = self.request
-        conn.settimeout(IDLE_TIMEOUT_S)
+    def __init__(self, path: Path, policy: Policy) -> None:
+        self.path = path
+        self.policy = policy
+        self.max_connections = settings.AMTP_PROXY_MAX_CONNECTIONS
+        self.idle_timeout_s = settings.AMTP_PROXY_IDLE_TIMEOUT_S
+        self.open = 0
+        self.peak_open = 0
+        self.refused_busy = 0  # connections turned away at a cap
+        self.loop = asyncio.new_event_loop()
+        self.loop.set_default_executor(ThreadPoolExecutor(DNS_THREADS, "amtp-proxy-dns"))
+        self._server = self.loop.run_until_complete(
+            asyncio.start_unix_server(self._serve, path=str(path), limit=MAX_HEAD)
+        )
+        path.chmod(0o600)  # connect() needs write access: its owner only (Box.hand_over)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not self._admit():
+            self.refused_busy += 1
+            await _refuse(writer, BUSY, status=b"503 Service Unavailable")
+            return
         try:
-            head, rest = _read_head(conn)
-            lines = head.decode("latin-1").split("\r\n")
+            await self._handle(reader, writer)
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:  # the box ended (close): end quietly, not as an error
+            pass
+        finally:
+            self._release()
+            writer.close()
+
+    def _admit(self) -> bool:
+        global _open_in_all
+        with _open_lock:
+            limit = settings.AMTP_PROXY_MAX_CONNECTIONS_TOTAL
+            if self.open >= self.max_connections or _open_in_all >= limit:
+                return False
+            self.open += 1
+            self.peak_open = max(self.peak_open, self.open)
+            _open_in_all += 1
+            return True
+
+    def _release(self) -> None:
+        global _open_in_all
+        with _open_lock:
+            self.open -= 1
+            _open_in_all -= 1
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            try:
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT_S)
+            except (asyncio.LimitOverrunError, asyncio.IncompleteReadError):
+                raise Blocked(BAD_REQUEST) from None
+            except TimeoutError:
+                await _refuse(writer, NO_HEAD, status=b"408 Request Timeout")
+                return
+            lines = head[:-4].decode("latin-1").split("\r\n")
             method, uri, version = (lines[0].split(" ") + ["", ""])[:3]
             host, port, path = _target(method, uri)
-            address = self.server.policy.address(host, port)
-            upstream = socket.create_connection((address, port), timeout=CONNECT_TIMEOUT_S)
+            address = await self.loop.run_in_executor(None, self.policy.address, host, port)
+            connecting = asyncio.open_connection(address, port)
+            up_reader, up_writer = await asyncio.wait_for(connecting, CONNECT_TIMEOUT_S)
         except Blocked as exc:
-            _refuse(conn, str(exc))
+            await _refuse(writer, str(exc))
             return
         except OSError as exc:
-            _refuse(conn, f"{exc.strerror or exc}", status=b"502 Bad Gateway")
+            await _refuse(writer, f"{exc.strerror or exc}", status=b"502 Bad Gateway")
             return
-        with upstream:
-            upstream.settimeout(IDLE_TIMEOUT_S)
+        try:
             if method == "CONNECT":
-                conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
             else:
                 kept = [h for h in lines[1:] if h.split(":", 1)[0].strip().lower() not in _HOP]
-                head = "\r\n".join([f"{method} {path} {version}", *kept, "Connection: close"])
-                upstream.sendall(head.encode("latin-1") + b"\r\n\r\n")
-            if rest:
-                upstream.sendall(rest)
-            _pipe(conn, upstream)
+                out = "\r\n".join([f"{method} {path} {version}", *kept, "Connection: close"])
+                up_writer.write(out.encode("latin-1") + b"\r\n\r\n")
+            await self._pipe((reader, up_writer), (up_reader, writer))
+        finally:
+            up_writer.close()
+
+    async def _pipe(self, *directions) -> None:
+        """Copy both ways until either side closes or both stay silent past the idle timeout."""
+        heard = [time.monotonic()]
+
+        async def copy(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            while True:
+                try:
+                    data = await asyncio.wait_for(source.read(65536), self.idle_timeout_s)
+                except TimeoutError:
+                    if time.monotonic() - heard[0] >= self.idle_timeout_s:
+                        return
+                    continue
+                if not data:
+                    return
+                heard[0] = time.monotonic()
+                sink.write(data)
+                await asyncio.wait_for(sink.drain(), self.idle_timeout_s)
+
+        tasks = [asyncio.ensure_future(copy(*pair)) for pair in directions]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def close(self) -> None:
+        """Stop listening and end every connection (from another thread)."""
+
+        async def stop() -> None:
+            self._server.close()
+            current = asyncio.current_task()
+            pending = [t for t in asyncio.all_tasks() if t is not current]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            self.loop.stop()
+
+        asyncio.run_coroutine_threadsafe(stop(), self.loop)
 
 
-def _refuse(conn: socket.socket, reason: str, status: bytes = b"403 Forbidden") -> None:
+_open_lock = threading.Lock()
+_open_in_all = 0  # open connections across every proxy of this worker
+
+
+async def _refuse(writer: asyncio.StreamWriter, reason: str, status: bytes = b"403 Forbidden"):
     body = reason.encode("utf-8", "replace")
     head = b"HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n" % (
         status,
         len(body),
     )
-    with contextlib.suppress(OSError):
-        conn.sendall(head + b"Connection: close\r\n\r\n" + body)
-
-
-def _pipe(a: socket.socket, b: socket.socket) -> None:
-    """Copy both ways until either side closes or stays idle past IDLE_TIMEOUT_S."""
-    with selectors.DefaultSelector() as sel:
-        sel.register(a, selectors.EVENT_READ, b)
-        sel.register(b, selectors.EVENT_READ, a)
-        while True:
-            ready = sel.select(IDLE_TIMEOUT_S)
-            if not ready:
-                return
-            for key, _ in ready:
-                try:
-                    data = key.fileobj.recv(65536)
-                    if not data:
-                        return
-                    key.data.sendall(data)
-                except OSError:
-                    return
-
-
-class ProxyServer(socketserver.ThreadingUnixStreamServer):
-    daemon_threads = True
-
-    def __init__(self, path: Path, policy: Policy) -> None:
-        self.policy = policy
-        super().__init__(str(path), _Handler)
+    with contextlib.suppress(OSError, asyncio.TimeoutError):
+        writer.write(head + b"Connection: close\r\n\r\n" + body)
+        await asyncio.wait_for(writer.drain(), HEAD_TIMEOUT_S)
+    writer.close()
 
 
 @contextlib.contextmanager
 def serving(path: Path, policy: Policy):
     """A proxy for ``policy`` listening on the Unix socket ``path`` while the block runs."""
     server = ProxyServer(path, policy)
-    thread = threading.Thread(target=server.serve_forever, name="amtp-verify-proxy", daemon=True)
+    thread = threading.Thread(target=server.serve, name="amtp-verify-proxy", daemon=True)
     thread.start()
     try:
         yield server
     finally:
-        server.shutdown()
-        server.server_close()
+        server.close()
         thread.join(timeout=5)
+        if not server.loop.is_running():
+            server.loop.close()  # and its DNS pool

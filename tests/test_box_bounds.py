@@ -1,0 +1,296 @@
+"""The hostile corpus, host resources: specs that try to exhaust the worker's host through the
+real box (bubblewrap, its cgroup and tmpfs, the seccomp filter, the proxy).
+
+Each case runs VerifyTests' engine with small caps, so it meets them in seconds; it prints what
+the host lost at worst while it ran (memory, disk and inodes under /tmp, this worker's threads)
+next to the box's own high-water mark, checks the run ended with its reason, and that the next
+run on the same worker passes. Longer versions at the default caps: scripts/hostile_box.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+
+from runs.verification import proxy, sandbox
+from runs.verification import verify as v
+from tests import test_sandbox
+from tests.test_sandbox import assert_no_canary, healer, plan, run_alone
+from tests.test_verify import HEADER, spec
+
+app = test_sandbox.app  # the live app on loopback, a canary credential in the environment
+
+MIB = 1 << 20
+PASSING = """test('the target still answers', async ({ request }) => {
+  expect((await request.get('/login')).ok()).toBeTruthy();
+});
+"""
+
+
+def _meminfo(key: str) -> int:
+    with open("/proc/meminfo") as info:
+        for line in info:
+            if line.startswith(f"{key}:"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+
+def _threads() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("Threads:"))
+
+
+class HostWatch(threading.Thread):
+    """Samples the host while a case runs: the least memory available, the least space and
+    inodes free where the boxes live (the temporary folder), the most threads of this worker."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.stop = threading.Event()
+        self.before = self._sample()
+        self.worst = dict(self.before)
+
+    def _sample(self) -> dict:
+        disk = os.statvfs("/tmp")
+        return {
+            "memory": _meminfo("MemAvailable"),
+            "disk": disk.f_bavail * disk.f_frsize,
+            "inodes": disk.f_favail,
+            "threads": _threads() - 1,  # not this sampler
+        }
+
+    def run(self) -> None:
+        while not self.stop.wait(0.05):
+            now = self._sample()
+            for key in ("memory", "disk", "inodes"):
+                self.worst[key] = min(self.worst[key], now[key])
+            self.worst["threads"] = max(self.worst["threads"], now["threads"])
+
+    def __enter__(self) -> HostWatch:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.join()
+
+    def lost(self) -> dict:
+        return {
+            "memory_mib": (self.before["memory"] - self.worst["memory"]) / MIB,
+            "disk_mib": (self.before["disk"] - self.worst["disk"]) / MIB,
+            "inodes": self.before["inodes"] - self.worst["inodes"],
+            "threads": self.worst["threads"] - self.before["threads"],
+        }
+
+
+@pytest.fixture
+def boxes(monkeypatch):
+    """The Outcome of every box run (a spy around the real ``Box.run``) and every proxy."""
+    seen = {"outcomes": [], "proxies": []}
+    real_run, real_init = sandbox.Box.run, proxy.ProxyServer.__init__
+
+    def run(self, *args, **kwargs):
+        outcome = real_run(self, *args, **kwargs)
+        seen["outcomes"].append(outcome)
+        return outcome
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        seen["proxies"].append(self)
+
+    monkeypatch.setattr(sandbox.Box, "run", run)
+    monkeypatch.setattr(proxy.ProxyServer, "__init__", init)
+    return seen
+
+
+@pytest.fixture
+def small(settings):
+    """Caps a hostile spec meets in seconds (the defaults hold the same way, later)."""
+    settings.AMTP_SANDBOX_DISK_BYTES = 64 * MIB
+    settings.AMTP_SANDBOX_DISK_INODES = 5_000
+    settings.AMTP_SANDBOX_BOX_MEMORY_BYTES = 768 * MIB
+    settings.AMTP_SANDBOX_BOX_PROCESSES = 256
+    settings.AMTP_PROXY_MAX_CONNECTIONS = 32
+    return settings
+
+
+def next_run_passes(tmp_path, url) -> None:
+    folder = tmp_path / "next"
+    folder.mkdir()
+    report = v.verify(plan(folder, url, [spec("next", HEADER + PASSING)]), heal=healer([]))
+    assert [t["status"] for t in report["tests"]] == ["passed"], report["tests"]
+
+
+CASES = {
+    "3 GiB into /dev/shm": (
+        """import fs from 'node:fs';
+test('fills shared memory', async () => {
+  const block = Buffer.alloc(1 << 20, 120);
+  const fd = fs.openSync('/dev/shm/fill', 'w');
+  for (let n = 0; n < 3072; n++) fs.writeSync(fd, block);
+});
+""",
+        "the disk cap",
+    ),
+    "3 GiB into files unlinked while open": (
+        """import fs from 'node:fs';
+test('writes past the cap where no walk sees it', async () => {
+  const block = Buffer.alloc(1 << 20, 120);
+  for (let f = 0; f < 12; f++) {
+    const fd = fs.openSync(`/tmp/gone-${f}`, 'w');
+    fs.unlinkSync(`/tmp/gone-${f}`);
+    for (let n = 0; n < 256; n++) fs.writeSync(fd, block);
+  }
+});
+""",
+        "the disk cap",
+    ),
+    "200,000 empty files": (
+        """import fs from 'node:fs';
+test('floods the inodes', async () => {
+  fs.mkdirSync('flood');
+  for (let n = 0; n < 200000; n++) fs.writeFileSync(`flood/${n}`, '');
+});
+""",
+        "the inode cap",
+    ),
+    "four 1.5 GiB processes": (
+        """import { spawn } from 'node:child_process';
+test('takes memory in four processes', async () => {
+  const hog = 'const b = Buffer.alloc(1536 * 1024 * 1024); b.fill(1); setTimeout(() => {}, 60000);';
+  const kids = [0, 1, 2, 3].map(() => spawn('node', ['-e', hog], { stdio: 'ignore' }));
+  await new Promise((resolve) => setTimeout(resolve, 20000));
+  kids.forEach((kid) => kid.kill());
+});
+""",
+        "the memory cap",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_flood_stops_at_its_cap_and_the_host_keeps_its_resources(
+    tmp_path, app, small, boxes, case
+):
+    body, cap = CASES[case]
+    seen: list = []
+    started = time.monotonic()
+    with HostWatch() as host:
+        report, error = run_alone(tmp_path, app, body, seen)
+    took = time.monotonic() - started
+    outcome = boxes["outcomes"][0]
+    lost = host.lost()
+    print(f"\n{case}: stopped after {took:.1f} s: {outcome.stopped!r}")
+    print(f"  box peak memory {outcome.peak_memory / MIB:.0f} MiB (cap {768} MiB)")
+    print("  host lost at worst: " + ", ".join(f"{k} {v:.0f}" for k, v in lost.items()))
+    assert report is None and cap in error, error
+    assert took < 60, case
+    assert outcome.peak_memory <= small.AMTP_SANDBOX_BOX_MEMORY_BYTES
+    # nothing of the flood landed on the host's disk (other processes share it: some slack)
+    assert lost["disk_mib"] < 1024 and lost["inodes"] < 50_000
+    assert lost["threads"] <= 8
+    assert_no_canary(error, seen)
+    next_run_passes(tmp_path, app)
+
+
+def test_thousands_of_idle_proxy_connections_cost_no_thread(tmp_path, app, small, boxes):
+    body = """import { spawn } from 'node:child_process';
+test('holds thousands of idle connections to the proxy', async () => {
+  const hold = `const net = require('net'); let open = 0;
+    for (let n = 0; n < 900; n++) net.connect('/run/amtp/proxy/proxy.sock')
+      .on('connect', () => open++).on('error', () => {});
+    setTimeout(() => { console.log('open', open); process.exit(0); }, 4000);`;
+  const kids = [0, 1, 2, 3].map(() => spawn('node', ['-e', hold], { stdio: 'inherit' }));
+  await Promise.all(kids.map((kid) => new Promise((resolve) => kid.on('exit', resolve))));
+});
+""" + PASSING.replace("the target still", "then the target still")
+    seen: list = []
+    with HostWatch() as host:
+        report, error = run_alone(tmp_path, app, body, seen)
+    lost = host.lost()
+    server = boxes["proxies"][0]
+    print(
+        f"\n3,600 idle connections: at most {server.peak_open} open, {server.refused_busy} refused"
+    )
+    print("  host lost at worst: " + ", ".join(f"{k} {v:.0f}" for k, v in lost.items()))
+    assert error == "", error
+    statuses = {t["title"]: t["status"] for t in report["tests"]}
+    assert set(statuses.values()) == {"passed"}, statuses
+    # the rest met a full listen queue (EAGAIN) and never reached the proxy
+    assert server.peak_open <= 32 and server.refused_busy > 500
+    assert lost["threads"] <= 8  # one proxy thread and its DNS pool, whatever the flood
+    assert_no_canary(report, seen)
+
+
+def test_no_nested_namespace_mount_or_trace_in_the_box(tmp_path, app, boxes):
+    body = """import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+const refused = (argv) => {
+  try { execFileSync(argv[0], argv.slice(1), { stdio: 'pipe' }); return 'allowed'; }
+  catch (e) { return String(e.stderr); }
+};
+test('cannot make namespaces, mount or trace', async () => {
+  expect(fs.readFileSync('/proc/self/status', 'utf8')).toMatch(/Seccomp:\\s+2/);
+  for (const argv of [['unshare', '--user', '--map-root-user', 'true'], ['unshare', '--net', 'true'],
+                      ['unshare', '--mount', 'true'], ['unshare', '--pid', '--fork', 'true'],
+                      ['mount', '-t', 'tmpfs', 'x', '/tmp']]) {
+    expect(refused(argv), argv.join(' ')).not.toBe('allowed');
+  }
+  expect(refused(['unshare', '--user', 'true'])).toContain('Operation not permitted');
+});
+test('the browser still works', async ({ page }) => {
+  await page.goto('/');
+  await expect(page.getByRole('heading', { name: 'Notes' })).toBeVisible();
+});
+"""
+    report = v.verify(plan(tmp_path, app, [spec("nested", HEADER + body)]), heal=healer([]))
+    statuses = {t["title"]: (t["status"], t["error"]) for t in report["tests"]}
+    assert {t: s for t, (s, _) in statuses.items()} == dict.fromkeys(statuses, "passed"), statuses
+
+
+def test_the_proxy_socket_is_the_box_uids_only(tmp_path):
+    box = sandbox.Box()
+    try:
+        with proxy.serving(box.socket, proxy.Policy("http://127.0.0.1:9/", [])):
+            box.hand_over()
+            argv = box._argv(["true"], 5, 6, 7)
+            assert str(box.proxy_dir) not in " ".join(argv) and str(box.socket) not in " ".join(
+                argv
+            )
+            assert (box.proxy_dir.stat().st_mode & 0o777, box.socket.stat().st_mode & 0o777) == (
+                0o700,
+                0o600,
+            )
+            other = sandbox.UID_RANGE[0] - 1  # a local user that is not this box's
+            probe = "import socket,sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])"
+            tried = subprocess.run(
+                ["setpriv", f"--reuid={other}", f"--regid={other}", "--clear-groups"]
+                + ["/usr/bin/python3", "-c", probe, str(box.socket)],
+                capture_output=True,
+                text=True,
+            )
+            assert tried.returncode != 0 and "Permission denied" in tried.stderr, tried.stderr
+    finally:
+        box.remove()
+
+
+def test_a_process_flood_meets_the_boxs_process_cap(tmp_path, app, small, boxes):
+    small.AMTP_SANDBOX_BOX_PROCESSES = 100  # the runner and its worker take about 40
+    small.AMTP_SANDBOX_PROCESSES = 10_000  # so the cgroup meets it first, not RLIMIT_NPROC
+    body = """import { spawn } from 'node:child_process';
+test('starts 300 processes', async () => {
+  for (let n = 0; n < 300; n++) spawn('sleep', ['30'], { stdio: 'ignore' }).on('error', () => {});
+  await new Promise((resolve) => setTimeout(resolve, 20000));
+});
+"""
+    seen: list = []
+    report, error = run_alone(tmp_path, app, body, seen)
+    print(f"\n300 processes: {boxes['outcomes'][0].stopped!r}")
+    assert report is None and "the process cap" in error, error
+    assert_no_canary(error, seen)
+    small.AMTP_SANDBOX_BOX_PROCESSES = 256
+    next_run_passes(tmp_path, app)
