@@ -40,6 +40,7 @@ class RunKind(models.TextChoices):
 
 class StageName(models.TextChoices):
     CRAWL_REPO = "crawl_repo"
+    BOOT_APP = "boot_app"
     EXPLORE_APP = "explore_app"
     GENERATE_TEST_CASES = "generate_test_cases"
     GENERATE_TEST_CODE = "generate_test_code"
@@ -66,6 +67,7 @@ class ArtifactKind(models.TextChoices):
     PULL_REQUEST = "pull_request"
     VERIFICATION_REPORT = "verification_report"
     APP_MAP = "app_map"
+    APP_BOOT = "app_boot"
 
 
 class Run(models.Model):

@@ -9,6 +9,7 @@ from django.conf import settings
 
 import schemas
 from agents.offline.common import clean_route, params
+from runs.boot import service as boot
 from runs.coverage import source_routes
 from runs.exploration.explore import Bounds, explore
 from runs.models import Artifact, ArtifactKind, Run
@@ -24,7 +25,9 @@ def exploration_skip_reason(run: Run) -> str:
     """Why ``run`` has nothing to explore ("" when it has)."""
     if run.target_framework != "playwright":
         return NO_BROWSER_APP
-    return "" if target_url_of(run) else NO_TARGET
+    if target_url_of(run) or boot.boots_app(run):
+        return ""
+    return boot.not_booted_reason(run) or NO_TARGET
 
 
 def app_map(run: Run) -> dict:

@@ -4,9 +4,11 @@ The repository's recipe (:mod:`repositories.login`) and its credentials
 (:mod:`repositories.credentials`, resolved here, in the stage's worker thread) become, for the
 box: the recipe in its config (no secret), the credentials as the environment variables
 ``AMTP_E2E_USERNAME`` and ``AMTP_E2E_PASSWORD`` of the sandboxed process only. For the tests,
-AMTP writes ``auth.setup.ts`` from the recipe (never a model): a Playwright ``setup`` project
-that logs in once and saves the storage state the test project starts from. The same file
-goes into the pull request, whose body says which variables to set and how to wire it.
+AMTP writes ``auth.setup.ts`` from the recipe (never a model) and runs it in a box execution
+of its own, the only one given the credentials: it logs in and saves the storage state, and
+the specs' box gets that state alone (``use.storageState``), never the password. The same
+file goes into the pull request, whose body says which variables to set and how to wire it
+as a Playwright ``setup`` project.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from repositories.secrets import also_scrubbed
 from runs.verification.errors import LoginFailed
 
 SETUP_FILE = "auth.setup.ts"
+SETUP_TITLE = "log in"  # its one test
 STATE_FILE = "playwright/.auth/user.json"
 FAILED = "login failed at {path}: {seen}"
 EMAIL_VAR = "AMTP_E2E_EMAIL"
@@ -170,7 +173,7 @@ def setup_source(recipe: Recipe | SignUp) -> str:
             "",
             f"const authFile = {text(STATE_FILE)};",
             "",
-            "setup('log in', async ({ page }) => {",
+            f"setup({text(SETUP_TITLE)}, async ({{ page }}) => {{",
             f"  const username = process.env.{USERNAME_VAR};",
             f"  const password = process.env.{PASSWORD_VAR};",
             "  if (!username || !password) {",
@@ -205,7 +208,7 @@ def _signup_source(signup: SignUp) -> str:
         "",
         f"const authFile = {text(STATE_FILE)};",
         "",
-        "setup('sign up and sign in', async ({ page }) => {",
+        f"setup({text(SETUP_TITLE)}, async ({{ page }}) => {{",
         "  const secret = randomBytes(8).toString('hex');",
         "  const username = 'amtp' + randomBytes(4).toString('hex');",
         f"  const values = {{ username, email: username + {text('@' + EMAIL_DOMAIN)}, "
@@ -242,11 +245,18 @@ def _form_lines(name: str, path: str, fields, submit: str) -> list[str]:
     return lines
 
 
+MAX_STATE_BYTES = 1 << 20
+NO_STATE = "the setup project logged in at {path} but left no storage state ({STATE_FILE})"
+# The setup's box records nothing: a trace or a screenshot would hold what was typed.
+SETUP_USE = {"trace": "off", "screenshot": "off", "video": "off"}
+
+
 def projects(setup_match: str, tests_match: str) -> list[dict]:
-    """Playwright's projects: ``setup`` (no trace or screenshot: they would hold what was
-    typed), then the tests, which start from its storage state."""
+    """Playwright's projects for the pull request's config (``runs/pr_harness.py``): ``setup``
+    (no trace or screenshot: they would hold what was typed), then the tests, which start
+    from its storage state."""
     return [
-        {"name": "setup", "testMatch": setup_match, "use": {"trace": "off", "screenshot": "off"}},
+        {"name": "setup", "testMatch": setup_match, "use": SETUP_USE},
         {
             "name": "tests",
             "testMatch": tests_match,
@@ -257,7 +267,7 @@ def projects(setup_match: str, tests_match: str) -> list[dict]:
 
 
 def without_setup(results: list, recipe: Recipe | None) -> list:
-    """``results`` without the setup project's test; LoginFailed when it did not log in."""
+    """``results`` without the setup's test; LoginFailed when it did not log in."""
     if recipe is None:
         return results
     setup = [r for r in results if r.file == SETUP_FILE]
