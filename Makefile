@@ -45,10 +45,14 @@ DEV := DJANGO_DEBUG=true
 
 venv: $(STAMP) $(RUNNER_STAMP) $(ACTIONLINT_STAMP)
 
+# The web server's port: `PORT=8001 make run`. Checked before anything starts.
+PORT ?= 8000
+
 run: $(STAMP) $(RUNNER_STAMP)
 	bash scripts/ensure_packages.sh
+	$(PY) scripts/port_free.py $(PORT)
 	$(DEV) $(PY) manage.py devstack up
-	$(DEV) $(PY) manage.py run_system --stop-devstack
+	$(DEV) $(PY) manage.py run_system --port $(PORT) --stop-devstack
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -224,7 +224,7 @@ def _branch_problems(branches: Any) -> list[str]:
     return [p for p in map(ref_problem, branches) if p]
 
 
-def _allow_host_problems(entries: Any) -> list[str]:
+def allow_host_problems(entries: Any) -> list[str]:
     if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
         return [ALLOW_HOSTS_NOT_A_LIST]
     if len(entries) > MAX_ALLOW_HOSTS:
@@ -281,7 +281,7 @@ _RULES: dict[str, Callable[[Any], list[str]]] = {
     "webhook_branches": _branch_problems,
     "preview_url": lambda url: _listed(target_url_problem(url)),
     "pr_preview_url_template": lambda template: _listed(preview_template_problem(template)),
-    "allowed_hosts": _allow_host_problems,
+    "allowed_hosts": allow_host_problems,
     "webhook_secret": _secret_problems,
     "pull_request_labels": _label_problems,
     "notify_emails": email_problems,

@@ -97,6 +97,14 @@ class Run(models.Model):
         db_default="",
         help_text="Where the generated tests run (empty: the repository's preview URL).",
     )
+    allowed_hosts = models.JSONField(
+        default=list,
+        blank=True,
+        db_default=[],
+        help_text="Hosts this run's tests may reach besides the repository's allowed hosts "
+        "(launch_run --allow-host with --target-url): kept with the run, so running it again "
+        "reaches the same app, and never added to the repository.",
+    )
     base_sha = models.CharField(
         max_length=40, blank=True, help_text="Head of base_branch when the run was crawled."
     )

@@ -42,7 +42,7 @@ def app_map(run: Run) -> dict:
     ):
         content = explore(
             target_url,
-            allow_hosts=list(run.repository.allowed_hosts),
+            allow_hosts=[*run.repository.allowed_hosts, *run.allowed_hosts],
             runner=runner_from_settings(),
             bounds=bounds,
             shots_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
