@@ -295,6 +295,9 @@ AMTP_EXPLORE_PAGE_TIMEOUT_S = float(os.environ.get("AMTP_EXPLORE_PAGE_TIMEOUT_S"
 AMTP_EXPLORE_MAX_BYTES = env_int("AMTP_EXPLORE_MAX_BYTES", 512 << 10)  # the app_map artifact
 # Forms ExploreApp submits once with test data on the preview (0: none).
 AMTP_EXPLORE_FORM_TRIALS = env_int("AMTP_EXPLORE_FORM_TRIALS", 5)
+# Without a login recipe, ExploreApp signs up through the app's sign-up form with a throwaway
+# account and explores signed in; the tests' setup project does the same.
+AMTP_EXPLORE_SIGN_UP = env_bool("AMTP_EXPLORE_SIGN_UP", True)
 # Actions outside forms (type and press Enter, toggle, filter, edit, delete the item it made)
 AMTP_EXPLORE_INTERACTIONS = env_int("AMTP_EXPLORE_INTERACTIONS", 12)
 # The Fernet key (comma-separated: the first encrypts, each decrypts) of repositories' stored
