@@ -300,6 +300,6 @@ class RunStart(models.Model):
         indexes = [models.Index(fields=["created_at"], name="run_starts_oldest_first")]
 
 
-from runs.models_api import ApiToken, WebhookDelivery  # noqa: E402,F401  (operator-surface tables)
+from runs.models_api import ApiToken, OidcTrustRule, WebhookDelivery  # noqa: E402,F401  (operator-surface tables)
 from runs.models_notify import Notification  # noqa: E402,F401  (what events told whom)
 from runs.models_stats import RunCost, RunDay, RunHealth, StageDay  # noqa: E402,F401
