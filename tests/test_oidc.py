@@ -10,8 +10,9 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from django.contrib.admin.models import LogEntry
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.test import Client
+from django.urls import reverse
 
 from runs import oidc
 from runs.models import Run
@@ -228,3 +229,35 @@ def test_without_an_issuer_a_jwt_is_just_not_a_credential(ci, settings):
 def test_an_issuer_whose_document_names_another_issuer_is_unavailable(ci, settings):
     settings.AMTP_OIDC_ISSUER = ci.url + "/"  # the document says ci.url: not this issuer
     assert_problem(start(ci.mint(iss=ci.url + "/")), 503, "oidc-issuer-unavailable")
+
+
+def test_only_superusers_configure_rules_in_the_admin_and_it_is_audited(ci):
+    shop = RepositoryFactory(full_name="acme/web")
+    data = {
+        "name": "web-any",
+        "repositories": [shop.pk],
+        "ref": "refs/tags/*",
+        "workflow_ref": "",
+        "environment": "",
+        "scopes": ["runs:write"],
+        "enabled": "on",
+    }
+    staff = User.objects.create_user("ops", is_staff=True)
+    for perm in ("add_oidctrustrule", "view_oidctrustrule"):
+        staff.user_permissions.add(Permission.objects.get(codename=perm))
+    client = Client()
+    client.force_login(staff)
+    assert client.post(reverse("admin:runs_oidctrustrule_add"), data).status_code == 403
+    assert not OidcTrustRule.objects.filter(name="web-any").exists()
+    client.force_login(User.objects.get(username="root"))
+    hostile = {**data, "ref": "refs/heads/\x00main"}
+    response = client.post(reverse("admin:runs_oidctrustrule_add"), hostile)
+    assert response.status_code == 200 and "ref" in response.context["adminform"].form.errors
+    response = client.post(reverse("admin:runs_oidctrustrule_add"), data)
+    assert response.status_code == 302, response.content
+    rule = OidcTrustRule.objects.get(name="web-any")
+    assert rule.repository_ids == [shop.pk] and rule.created_by.username == "root"
+    entry = LogEntry.objects.get(object_id=str(rule.pk))
+    assert "scopes runs:write, on acme/web (via admin, as root)" in entry.change_message
+    tag = ci.mint("acme/web", ref="refs/tags/v1", workflow_ref="acme/web/.github/workflows/x.yml@x")
+    assert start(tag, "acme/web").status_code == 201
