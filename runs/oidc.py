@@ -65,6 +65,7 @@ NO_MATCH = "no OIDC trust rule matches the token's claims: {failures}"
 REPLAYED = "jti: this token was used before; request a fresh one for every call"
 NOT_RULE_REPOSITORY = "claim 'repository' is not one of its repositories"
 CLAIM_MISMATCH = "claim '{claim}' does not match"
+NO_AUDIENCE = "AMTP_OIDC_AUDIENCE is not set: CI tokens cannot be accepted"
 ISSUER_DOWN = "the OIDC issuer's keys could not be read; try again later"
 
 
@@ -119,6 +120,8 @@ def verify(token: str) -> dict:
     """The claims of ``token`` once its signature and registered claims hold; OidcRefused
     otherwise. ``jti`` is not spent here (see :func:`authenticate`)."""
     issuer, audience = settings.AMTP_OIDC_ISSUER, settings.AMTP_OIDC_AUDIENCE
+    if not audience:  # settings refuse this at start-up; never verify against "any audience"
+        raise OidcUnavailable(NO_AUDIENCE)
     if len(token) > MAX_TOKEN_CHARS:
         _refuse(TOO_LONG.format(limit=MAX_TOKEN_CHARS))
     try:

@@ -261,3 +261,9 @@ def test_only_superusers_configure_rules_in_the_admin_and_it_is_audited(ci):
     assert "scopes runs:write, on acme/web (via admin, as root)" in entry.change_message
     tag = ci.mint("acme/web", ref="refs/tags/v1", workflow_ref="acme/web/.github/workflows/x.yml@x")
     assert start(tag, "acme/web").status_code == 201
+
+
+def test_without_an_audience_no_token_is_accepted(ci, settings):
+    settings.AMTP_OIDC_AUDIENCE = ""
+    body = assert_problem(start(ci.mint(aud="")), 503, "oidc-issuer-unavailable")
+    assert "AMTP_OIDC_AUDIENCE" in body["detail"]
