@@ -395,8 +395,13 @@ class OidcBearer(HttpBearer):
         token = token.strip()
         if not oidc.configured() or not oidc.looks_like_jwt(token):
             return None
-        principal = Principal.for_oidc(*oidc.authenticate(token))
-        principal.require(self.scope)
+        rule, repository_id, claims = oidc.authenticate(token)
+        principal = Principal.for_oidc(rule, repository_id, claims)
+        try:
+            principal.require(self.scope)
+        except ScopeMissing as exc:
+            audit.record(principal.actor, rule, f"Refused an OIDC token: {exc}")
+            raise
         return principal
 
 

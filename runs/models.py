@@ -123,7 +123,8 @@ class Run(models.Model):
         default="",
         db_default="",
         help_text="Who asked, for the four-eyes rule: user:<id> (a person, or the owner of the "
-        "token used), token:<id> (a service token); empty for webhooks and the CLI.",
+        "token used), token:<id> (a service token), oidc:<rule id>:<repository id> (a CI by "
+        "OpenID Connect); empty for webhooks and the CLI.",
     )
     request_key = models.CharField(
         max_length=200,

@@ -198,6 +198,8 @@ def test_the_rule_scopes_bound_the_identity(ci):
     OidcTrustRule.objects.update(scopes=["runs:read"])
     body = assert_problem(start(ci.mint()), 403, "forbidden")
     assert "runs:write" in body["detail"]
+    entry = LogEntry.objects.get(object_id=str(OidcTrustRule.objects.get().pk))
+    assert "lack the 'runs:write' scope (via api, as acme/shop CI" in entry.change_message
     OidcTrustRule.objects.update(enabled=False)
     refused(start(ci.mint()), "no OIDC trust rule is configured")
 
