@@ -35,7 +35,7 @@ import requests
 from django.conf import settings
 
 from amtp_site import audit, valkey
-from repositories.models import Repository
+from repositories import access
 from runs.models_api import OidcTrustRule
 
 # RFC 7518 §3.1's asymmetric signatures (RFC 8725 §3.1: an explicit allow-list).
@@ -96,7 +96,9 @@ def _key_client(issuer: str, ttl: int, cooldown: int) -> jwt.PyJWKClient:
         document = answer.json()
     except (requests.RequestException, ValueError) as exc:
         raise OidcUnavailable(ISSUER_DOWN) from exc
-    jwks_uri = document.get("jwks_uri") if isinstance(document, dict) else None
+    if not isinstance(document, dict):
+        raise OidcUnavailable(ISSUER_DOWN)
+    jwks_uri = document.get("jwks_uri")
     # Discovery §4.3: the document's issuer is exactly ours; its keys are served by the same
     # origin (GitHub's and GitLab's are), so a tampered document cannot point elsewhere.
     same_origin = isinstance(jwks_uri, str) and urlsplit(jwks_uri)[:2] == urlsplit(issuer)[:2]
@@ -200,8 +202,8 @@ def identify(claims: dict) -> tuple[OidcTrustRule, int]:
     repository = claims.get("repository")
     if not isinstance(repository, str) or not repository:
         _refuse(NO_REPOSITORY)
-    found = Repository.objects.filter(full_name=repository[:200]).values_list("pk", flat=True)
-    repository_id = next(iter(found), None)
+    # The issuer's word, but still text: visible_ids leaves out what no repository can be named.
+    repository_id = access.visible_ids([repository], None, everything=True).get(repository)
     rules = list(OidcTrustRule.objects.filter(enabled=True).select_related("created_by"))
     if not rules:
         _refuse(NO_RULES)

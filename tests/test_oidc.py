@@ -148,6 +148,7 @@ HOSTILE = {
     "oversized": (lambda i: i.mint(padding="x" * 9000), "longer than 8192"),
     "no jti": (lambda i: i.mint(jti=None), "jti:"),
     "long-lived": (lambda i: i.mint(exp=i.claims()["iat"] + 86_400), "lives longer"),
+    "a repository no one can name": (lambda i: i.mint("acme/\x00shop"), "rule 'shop-main-e2e'"),
     "no repository claim": (lambda i: i.sign({**i.claims(), "repository": None}), "repository:"),
 }
 
@@ -231,6 +232,11 @@ def test_without_an_issuer_a_jwt_is_just_not_a_credential(ci, settings):
 def test_an_issuer_whose_document_names_another_issuer_is_unavailable(ci, settings):
     settings.AMTP_OIDC_ISSUER = ci.url + "/"  # the document says ci.url: not this issuer
     assert_problem(start(ci.mint(iss=ci.url + "/")), 503, "oidc-issuer-unavailable")
+    # An issuer nobody answers for (port 9, discard): the same, and nothing is started.
+    settings.AMTP_OIDC_ISSUER = "http://127.0.0.1:9"
+    body = assert_problem(start(ci.mint(iss="http://127.0.0.1:9")), 503, "oidc-issuer-unavailable")
+    assert body["detail"] == oidc.ISSUER_DOWN
+    assert Run.objects.count() == 0
 
 
 def test_only_superusers_configure_rules_in_the_admin_and_it_is_audited(ci):
