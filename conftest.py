@@ -19,6 +19,10 @@ os.environ.setdefault("DJANGO_DEBUG", "true")
 # the apps under test answer on loopback in milliseconds.
 os.environ.setdefault("AMTP_VERIFY_RETRIES", "1")
 os.environ.setdefault("AMTP_VERIFY_EXPECT_TIMEOUT_S", "3")
+# The suite's repositories hold apps (Flask, Node) that a run without a target URL would now
+# boot (BootApp: installs through the registries, seconds to a minute): off, so those runs
+# write tests from the source as before; the BootApp tests turn it on.
+os.environ.setdefault("AMTP_BOOT_APPS", "false")
 django.setup()  # tests/conftest.py imports models; pytest-django takes over from here
 
 

@@ -59,9 +59,19 @@ def _statement(node: tree_sitter.Node) -> tree_sitter.Node:
 
 def blocks(source: str) -> list[TestBlock]:
     """Every test in ``source`` whose title is a literal, in source order."""
+    return _walk(source)[0]
+
+
+def dynamic_lines(source: str) -> set[int]:
+    """The lines of the tests whose title is not a literal (a loop's template: one call, as
+    many tests as the loop makes, all reported on its line)."""
+    return _walk(source)[1]
+
+
+def _walk(source: str) -> tuple[list[TestBlock], set[int]]:
     data = source.encode("utf-8")
     root = tree_sitter.Parser(_TYPESCRIPT).parse(data).root_node
-    found = []
+    found, dynamic = [], set()
     stack = [root]
     while stack:
         node = stack.pop()
@@ -74,6 +84,8 @@ def blocks(source: str) -> list[TestBlock]:
             is_test = names[:1] == ["test"] and (
                 len(names) == 1 or (len(names) == 2 and names[1] in TEST_MODIFIERS)
             )
+            if is_test and title is None and len(named) >= 2:
+                dynamic.add(node.start_point[0] + 1)
             if is_test and title is not None and len(named) >= 2:
                 statement = _statement(node)
                 found.append(
@@ -89,7 +101,7 @@ def blocks(source: str) -> list[TestBlock]:
                 )
                 continue
         stack.extend(reversed(node.children))
-    return sorted(found, key=lambda b: b.start)
+    return sorted(found, key=lambda b: b.start), dynamic
 
 
 def find(source: str, *, title: str, line: int | None = None) -> TestBlock | None:

@@ -342,6 +342,15 @@ AMTP_SANDBOX_CGROUP_PARENT = os.environ.get("AMTP_SANDBOX_CGROUP_PARENT", "amtp"
 AMTP_PROXY_MAX_CONNECTIONS = env_int("AMTP_PROXY_MAX_CONNECTIONS", 64)
 AMTP_PROXY_MAX_CONNECTIONS_TOTAL = env_int("AMTP_PROXY_MAX_CONNECTIONS_TOTAL", 256)
 AMTP_PROXY_IDLE_TIMEOUT_S = float(os.environ.get("AMTP_PROXY_IDLE_TIMEOUT_S", "30"))
+# BootApp (runs/boot): an app AMTP starts itself when a run has no target URL nor preview.
+# Installed dependencies are kept per repository and lock files' contents (a second install of
+# the same lock files is a copy); each install (or seed) command and the readiness have a limit.
+AMTP_BOOT_APPS = env_bool("AMTP_BOOT_APPS", True)
+AMTP_BOOT_CACHE_DIR = Path(
+    os.environ.get("AMTP_BOOT_CACHE_DIR") or devstack.STACK_DIR / "boot-cache"
+)
+AMTP_BOOT_INSTALL_TIMEOUT_S = float(os.environ.get("AMTP_BOOT_INSTALL_TIMEOUT_S", "900"))
+AMTP_BOOT_READY_TIMEOUT_S = float(os.environ.get("AMTP_BOOT_READY_TIMEOUT_S", "120"))
 # Evidence kept per run (traces, screenshots), and for how long (manage.py prune_evidence).
 AMTP_EVIDENCE_MAX_FILES = env_int("AMTP_EVIDENCE_MAX_FILES", 200)
 AMTP_EVIDENCE_MAX_BYTES = env_int("AMTP_EVIDENCE_MAX_BYTES", 200 << 20)

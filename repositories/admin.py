@@ -15,6 +15,7 @@ from django.utils.html import format_html
 from django.views.decorators.debug import sensitive_post_parameters
 
 from repositories import access
+from repositories.boot_settings import BOOT_ENV
 from repositories.forms import RepositoryForm
 from repositories.login import CREDENTIALS
 from repositories.models import Repository, RepositoryGrant
@@ -53,6 +54,23 @@ REPOSITORY_LOGIN = (
     "clear_login_credentials",
     "login_username_env",
     "login_password_env",
+)
+BOOT_HELP = (
+    "How AMTP starts the app itself when a run has neither a target URL nor a preview. Empty "
+    "fields are found in the repository (its Playwright webServer, devcontainer.json, Procfile, "
+    "package.json scripts, Django, Flask or FastAPI files); a value here overrides that field."
+)
+REPOSITORY_BOOT = (
+    "boot_install",
+    "boot_start",
+    "boot_port",
+    "boot_ready_path",
+    "boot_seed",
+    "boot_services",
+    "boot_workdir",
+    "boot_env",
+    "clear_boot_env",
+    "boot_env_worker",
 )
 REPOSITORY_NOTIFICATIONS = (
     "notify_emails",
@@ -104,11 +122,15 @@ class RepositoryAdmin(admin.ModelAdmin):
         ("Run defaults", {"fields": REPOSITORY_DEFAULTS}),
         ("Webhooks", {"fields": REPOSITORY_WEBHOOKS}),
         ("Approval", {"fields": ("require_approval", "allow_self_approval")}),
-        ("Pull requests", {"fields": ("draft_pull_requests", "pull_request_labels")}),
+        (
+            "Pull requests",
+            {"fields": ("draft_pull_requests", "pull_request_labels", "pr_ci_workflow")},
+        ),
         ("Verification", {"fields": REPOSITORY_VERIFICATION}),
         ("Maintenance and pull request checks", {"fields": REPOSITORY_MAINTENANCE}),
         ("Test data", {"fields": REPOSITORY_TEST_DATA}),
         ("Logging in", {"fields": REPOSITORY_LOGIN, "description": LOGIN_HELP}),
+        ("Starting the app", {"fields": REPOSITORY_BOOT, "description": BOOT_HELP}),
         ("Notifications", {"fields": REPOSITORY_NOTIFICATIONS}),
         ("Limits", {"fields": REPOSITORY_LIMITS}),
         ("Retention", {"fields": ("retention_days",)}),
@@ -116,7 +138,7 @@ class RepositoryAdmin(admin.ModelAdmin):
 
     # An error report (DEBUG page, error e-mail) shows the request's POST data: not this field.
     @method_decorator(
-        sensitive_post_parameters("webhook_secret", "login_username", "login_password")
+        sensitive_post_parameters("webhook_secret", "login_username", "login_password", "boot_env")
     )
     def changeform_view(self, request, *args, **kwargs):
         return super().changeform_view(request, *args, **kwargs)
@@ -134,7 +156,8 @@ class RepositoryAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         """Saved by the service, like every other surface; the form has shown its problems."""
-        fields = {name: form.cleaned_data[name] for name in (*FIELDS, *CREDENTIALS)}
+        typed = (*FIELDS, *CREDENTIALS, BOOT_ENV)
+        fields = {name: form.cleaned_data[name] for name in typed}
         if change:
             repository_update(repository=obj, **fields)
         else:

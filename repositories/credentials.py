@@ -15,6 +15,7 @@ or output. :func:`in_use` adds them to what every text leaving the box is scrubb
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 
+from repositories.boot_settings import WORKER_PREFIX
 from repositories.errors import CredentialsUnavailable
 from repositories.secrets import also_scrubbed
 
@@ -97,3 +99,33 @@ def in_use(credentials: Credentials | None) -> Iterator[None]:
         return
     with also_scrubbed([credentials.username, credentials.password]):
         yield
+
+
+NO_APP_ENV = (
+    "the worker has no environment variable {name} (the app's {app} of {repo}): set it on "
+    "every worker, or store {app} in the repository's boot settings instead"
+)
+WRONG_KEY_APP_ENV = (
+    "the stored app environment of {repo} does not decrypt with AMTP_CREDENTIALS_KEY (was the "
+    "key replaced? list the old key after the new one), or set it again"
+)
+
+
+def app_environment(repository) -> dict[str, str]:
+    """The plain values of the app recipe's ``secret_env`` (repositories.boot_settings): the
+    stored ones decrypted, the worker's ``AMTP_APP_<NAME>`` ones read; CredentialsUnavailable
+    naming what is missing. For the stage that starts the app, in the worker only."""
+    values: dict[str, str] = {}
+    if repository.boot_env_token:
+        try:
+            values.update(json.loads(_fernet().decrypt(repository.boot_env_token.encode())))
+        except InvalidToken:
+            raise CredentialsUnavailable(WRONG_KEY_APP_ENV.format(repo=repository)) from None
+    for name in repository.boot_env_worker or ():
+        value = os.environ.get(WORKER_PREFIX + name, "")
+        if not value:
+            raise CredentialsUnavailable(
+                NO_APP_ENV.format(name=WORKER_PREFIX + name, app=name, repo=repository)
+            )
+        values[name] = value
+    return values

@@ -6,6 +6,7 @@ import re
 
 from django import forms
 
+from repositories.boot_settings import BOOT_ENV
 from repositories.errors import RepositoryInvalid
 from repositories.login import CREDENTIALS
 from repositories.models import Repository
@@ -122,6 +123,21 @@ class RepositoryForm(forms.ModelForm):
         help_text="Pushes are then checked against the global GITHUB_WEBHOOK_SECRET.",
     )
 
+    boot_services = TextListField(
+        required=False,
+        label="Services",
+        help_text=Repository._meta.get_field("boot_services").help_text,
+    )
+    boot_env_worker = TextListField(
+        required=False,
+        label="Environment from the worker",
+        help_text=Repository._meta.get_field("boot_env_worker").help_text,
+    )
+    boot_env = SecretField(
+        label="App environment (stored encrypted)",
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "NAME=value, one a line"}),
+    )
+    clear_boot_env = forms.BooleanField(required=False, label="Remove the stored app environment")
     login_username = SecretField(label="Login user name")
     login_password = SecretField(label="Login password")
     clear_login_credentials = forms.BooleanField(
@@ -142,6 +158,13 @@ class RepositoryForm(forms.ModelForm):
         for name in CREDENTIALS:
             stored = bool(self.instance.pk and getattr(self.instance, f"{name}_token"))
             self.fields[name].help_text = CREDENTIAL_SET if stored else CREDENTIAL_NOT_SET
+        names = self.instance.boot_env_names if self.instance.pk else []
+        self.fields[BOOT_ENV].help_text = (
+            f"Stored encrypted: {', '.join(names)} (values never shown). Typing replaces them all; "
+            "blank keeps them."
+            if names
+            else "NAME=value lines the app gets (e.g. SECRET_KEY=...), stored encrypted."
+        )
 
     def clean(self):
         """The service checks what it will check again when saving (RepositoryAdmin); its
@@ -158,8 +181,11 @@ class RepositoryForm(forms.ModelForm):
         clear = cleaned.pop("clear_login_credentials", False)
         for name in CREDENTIALS:  # None keeps the stored value, "" removes it
             cleaned[name] = "" if clear else cleaned.get(name) or None
+        cleaned[BOOT_ENV] = (
+            "" if cleaned.pop("clear_boot_env", False) else cleaned.get(BOOT_ENV) or None
+        )
         fields = {name: value for name, value in cleaned.items() if name in FIELDS}
-        typed = {name: cleaned[name] for name in CREDENTIALS}
+        typed = {name: cleaned[name] for name in (*CREDENTIALS, BOOT_ENV)}
         try:
             values = repository_validate(repository=self.instance, **fields, **typed)
             cleaned.update({name: values[name] for name in fields})  # normalised

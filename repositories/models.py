@@ -254,6 +254,72 @@ class Repository(models.Model):
     # login_username and login_password, never shown, never in a form.
     login_username_token = models.TextField(blank=True, default="", db_default="", editable=False)
     login_password_token = models.TextField(blank=True, default="", db_default="", editable=False)
+    # The app recipe's overrides (repositories.boot_settings, runs.boot.recipe): how AMTP
+    # installs and starts the app itself when a run has no target URL. Empty: found in the
+    # repository's own files.
+    boot_install = models.TextField(
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Install commands, one a line, run in order from the app's folder "
+        "(empty: from the repository's dependency files, e.g. npm ci).",
+    )
+    boot_start = models.CharField(
+        max_length=1000,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The shell command that starts the app (e.g. npm start); empty: found in "
+        "the repository (Playwright webServer, devcontainer, Procfile, package.json, ...).",
+    )
+    boot_port = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The port the started app listens on (1024-65535)."
+    )
+    boot_ready_path = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The path AMTP requests until the app answers (below 500); empty: /.",
+    )
+    boot_seed = models.CharField(
+        max_length=1000,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="A command run once after the services are up, before the app starts "
+        "(e.g. python manage.py migrate --noinput).",
+    )
+    boot_services = models.JSONField(
+        default=list,
+        blank=True,
+        db_default=[],
+        help_text="Throwaway services the app gets (DATABASE_URL, REDIS_URL): postgres, valkey.",
+    )
+    boot_workdir = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The app's folder in the repository (empty: found, else the root).",
+    )
+    boot_env_worker = models.JSONField(
+        default=list,
+        blank=True,
+        db_default=[],
+        help_text="Variables the app gets from the worker: NAME takes the value of the "
+        "worker's AMTP_APP_NAME (comma-separated names).",
+    )
+    # Write-only, set through the services' plain boot_env ("NAME=value" lines): the names are
+    # shown, the values are a Fernet token (repositories.credentials), never shown.
+    boot_env_names = models.JSONField(default=list, blank=True, db_default=[], editable=False)
+    boot_env_token = models.TextField(blank=True, default="", db_default="", editable=False)
+    pr_ci_workflow = models.BooleanField(
+        default=True,
+        db_default=True,
+        help_text="Pull requests to a GitHub repository add .github/workflows/amtp-e2e.yml "
+        "(installs, starts the app, runs the tests) unless the repository has that file.",
+    )
     notify_emails = models.JSONField(
         default=list,
         blank=True,

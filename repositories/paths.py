@@ -44,6 +44,10 @@ TEST_DIR_TOO_LONG = (
     f"(a file name of up to {MAX_SEGMENT_BYTES} bytes must fit under it)"
 )
 
+# The one file under .github/ a pull request may carry: the CI workflow AMTP itself writes
+# (runs.pr_workflow), never a model (the file policy refuses .github/ for model output).
+AMTP_CI_WORKFLOW = ".github/workflows/amtp-e2e.yml"
+
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _SEPARATORS = re.compile(r"[/\\]")
 # What a reviewer cannot see or a terminal would act on: controls, bidi and zero-width

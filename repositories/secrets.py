@@ -267,16 +267,28 @@ MIN_SCRUBBED = 8  # shorter values would scrub ordinary words
 _ALSO: ContextVar[tuple[str, ...]] = ContextVar("amtp_also_scrubbed", default=())
 
 
+MIN_ENCODED = 6  # a shorter slice of an encoding would scrub ordinary text
+
+
+def written_forms(value: str) -> set[str]:
+    """``value`` as code that read it may write it: as typed, lower- and upper-cased,
+    URL-encoded, inside a JSON string, in hex, and in base64 (standard and URL-safe) at each
+    of the three alignments it can have inside a longer encoded text (only the characters
+    that depend on ``value`` alone)."""
+    raw = value.encode("utf-8")
+    forms = {value, value.lower(), value.upper(), quote(value, safe=""), quote_plus(value)}
+    forms |= {json.dumps(value)[1:-1], raw.hex(), raw.hex().upper()}
+    for shift in range(3):
+        encoded = base64.b64encode(bytes(shift) + raw).decode().rstrip("=")
+        own = encoded[-(-8 * shift // 6) : 8 * (shift + len(raw)) // 6]
+        forms |= {own, own.replace("+", "-").replace("/", "_")}
+    return {f for f in forms if f == value or len(f) >= MIN_ENCODED}
+
+
 @contextlib.contextmanager
 def also_scrubbed(values: list[str]) -> Iterator[None]:
-    """Within the block, :func:`scrub` also removes ``values``, as typed, URL-encoded and
-    inside a JSON string."""
-    forms = {
-        form
-        for v in values
-        if v
-        for form in (v, quote(v, safe=""), quote_plus(v), json.dumps(v)[1:-1])
-    }
+    """Within the block, :func:`scrub` also removes ``values``, in every written form."""
+    forms = {form for v in values if v for form in written_forms(v)}
     token = _ALSO.set((*_ALSO.get(), *forms))
     try:
         yield

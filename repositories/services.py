@@ -9,6 +9,7 @@ the runs it starts, accept: owner/name is ``repositories.names``' rule, the test
 from __future__ import annotations
 
 import copy
+import json
 import os
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +18,7 @@ from django.core.exceptions import ValidationError
 
 from amtp_site import rows
 from repositories import credentials, test_data
+from repositories.boot_settings import BOOT_ENV, ENV_TWICE, boot_problems, parse_env
 from repositories.errors import CredentialsUnavailable, RepositoryAccessError, RepositoryInvalid
 from repositories.hosts.local import LocalGitHost
 from repositories.login import CREDENTIALS, normalised_login_path, recipe_problems
@@ -99,10 +101,11 @@ def repository_validate(*, repository: Repository | None = None, **fields: Any) 
 
     The model's own rules (type, length, choice) come first; a field that breaks one is not
     checked further, so each problem is reported once."""
-    unknown = sorted(set(fields) - set(FIELDS) - set(CREDENTIALS))
+    unknown = sorted(set(fields) - set(FIELDS) - set(CREDENTIALS) - {BOOT_ENV})
     if unknown:
         raise TypeError(f"not repository settings: {', '.join(unknown)}")
     plain = {name: fields.pop(name) for name in CREDENTIALS if name in fields}
+    boot_env = fields.pop(BOOT_ENV, None)  # None: the stored values stay; "": removed
     candidate = copy.copy(repository) if repository is not None else Repository()
     for name, value in fields.items():
         setattr(candidate, name, value)
@@ -130,10 +133,12 @@ def repository_validate(*, repository: Repository | None = None, **fields: Any) 
             _host_problems(values, checkable=not {"full_name", "default_branch"} & errors.keys())
         )
     errors.update(_login_problems(values, candidate, plain, errors))
+    boot_env_values = _boot_problems(values, candidate, boot_env, errors)
     errors.update(_django_problems(candidate.validate_unique, exclude=set(errors)))
     if errors:
         raise RepositoryInvalid(errors)
     values.update(_login_tokens(candidate, plain))  # encrypted last: nothing else is wrong
+    values.update(_boot_env_token(boot_env_values))
     values["test_dir"] = checked_test_dir(values["test_dir"])[0]
     values["allowed_hosts"] = normalised_allow_hosts(values["allowed_hosts"])
     return values
@@ -152,6 +157,36 @@ def _login_problems(
     tokens = {f"{name}_token": getattr(candidate, f"{name}_token") for name in CREDENTIALS}
     found = recipe_problems({**values, **tokens}, plain)
     return {name: messages for name, messages in found.items() if name not in errors}
+
+
+def _boot_problems(values: dict, candidate: Repository, typed, errors: dict) -> dict | None:
+    """Adds the boot settings' problems to ``errors``; the typed environment as a dict (None:
+    the stored one stays)."""
+    errors.update({k: v for k, v in boot_problems(values).items() if k not in errors})
+    if typed is None:
+        env, names = None, set(candidate.boot_env_names or ())
+    elif not isinstance(typed, str):
+        env, names = None, set()
+        errors[BOOT_ENV] = ["give NAME=value lines as text"]
+    else:
+        env, problem = parse_env(typed)
+        names = set(env)
+        errors.update({BOOT_ENV: [problem]} if problem else {})
+    twice = names & set(values["boot_env_worker"] or ()) if "boot_env_worker" not in errors else ()
+    if twice:
+        errors.setdefault("boot_env_worker", [ENV_TWICE.format(names=", ".join(sorted(twice)))])
+    return env
+
+
+def _boot_env_token(env: dict | None) -> dict:
+    """The app's stored environment as it will be saved: names shown, values encrypted."""
+    if env is None:
+        return {}
+    try:
+        token = credentials.encrypt(json.dumps(env)) if env else ""
+    except CredentialsUnavailable as exc:
+        raise RepositoryInvalid({BOOT_ENV: [exc.message]}) from None
+    return {"boot_env_names": sorted(env), "boot_env_token": token}
 
 
 def _login_tokens(candidate: Repository, plain: dict) -> dict[str, str]:
@@ -189,7 +224,7 @@ def _branch_problems(branches: Any) -> list[str]:
     return [p for p in map(ref_problem, branches) if p]
 
 
-def _allow_host_problems(entries: Any) -> list[str]:
+def allow_host_problems(entries: Any) -> list[str]:
     if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
         return [ALLOW_HOSTS_NOT_A_LIST]
     if len(entries) > MAX_ALLOW_HOSTS:
@@ -246,7 +281,7 @@ _RULES: dict[str, Callable[[Any], list[str]]] = {
     "webhook_branches": _branch_problems,
     "preview_url": lambda url: _listed(target_url_problem(url)),
     "pr_preview_url_template": lambda template: _listed(preview_template_problem(template)),
-    "allowed_hosts": _allow_host_problems,
+    "allowed_hosts": allow_host_problems,
     "webhook_secret": _secret_problems,
     "pull_request_labels": _label_problems,
     "notify_emails": email_problems,

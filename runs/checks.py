@@ -21,7 +21,7 @@ from runs import lifecycle, selectors
 from runs.errors import RunNotActive
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
 from runs.stages import REPORT_CHECK_RUN, STAGE_OF
-from runs.verification.playwright import clean
+from runs.verification.box_text import clean, code, line, markdown
 from runs.verification.quarantine import headline
 
 CHECK_NAME = "AMTP end-to-end tests"
@@ -55,8 +55,9 @@ def _summary(run: Run, report: dict) -> str:
     lines += ["| test | file | status | evidence |", "| --- | --- | --- | --- |"]
     for test in report["tests"][:200]:
         links = " ".join(_evidence_link(run, item) for item in test["evidence"][:4])
-        title = clean(test["title"], 120).replace("|", "\\|")
-        lines.append(f"| {title} | `{test['file']}:{_line(test)}` | {test['status']} | {links} |")
+        title = markdown(test["title"], 120)
+        where = code(f"{line(test['file'], 200)}:{_line(test)}").replace("|", "\\|")
+        lines.append(f"| {title} | {where} | {test['status']} | {links} |")
     return "\n".join(lines)[:60000]  # output.summary: at most 65535 characters
 
 

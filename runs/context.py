@@ -21,6 +21,7 @@ SUMMARY_LIMIT = 500
 
 AGENT_OF_STAGE = {
     Stage.Name.CRAWL_REPO: "repo-crawler",
+    Stage.Name.BOOT_APP: "app-booter",
     Stage.Name.EXPLORE_APP: "app-explorer",
     Stage.Name.GENERATE_TEST_CASES: "test-case-generator",
     Stage.Name.GENERATE_TEST_CODE: "test-engineer",
@@ -30,6 +31,7 @@ AGENT_OF_STAGE = {
 STAGE_OF_ARTIFACT = {
     ArtifactKind.REPO_CRAWLER_OUTPUT: Stage.Name.CRAWL_REPO,
     ArtifactKind.APP_MAP: Stage.Name.EXPLORE_APP,
+    ArtifactKind.APP_BOOT: Stage.Name.BOOT_APP,
     ArtifactKind.TEST_CASE_GENERATOR_OUTPUT: Stage.Name.GENERATE_TEST_CASES,
     ArtifactKind.TEST_ENGINEER_OUTPUT: Stage.Name.GENERATE_TEST_CODE,
     ArtifactKind.VERIFICATION_REPORT: Stage.Name.VERIFY_TESTS,

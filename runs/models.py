@@ -40,6 +40,7 @@ class RunKind(models.TextChoices):
 
 class StageName(models.TextChoices):
     CRAWL_REPO = "crawl_repo"
+    BOOT_APP = "boot_app"
     EXPLORE_APP = "explore_app"
     GENERATE_TEST_CASES = "generate_test_cases"
     GENERATE_TEST_CODE = "generate_test_code"
@@ -66,6 +67,7 @@ class ArtifactKind(models.TextChoices):
     PULL_REQUEST = "pull_request"
     VERIFICATION_REPORT = "verification_report"
     APP_MAP = "app_map"
+    APP_BOOT = "app_boot"
 
 
 class Run(models.Model):
@@ -94,6 +96,14 @@ class Run(models.Model):
         default="",
         db_default="",
         help_text="Where the generated tests run (empty: the repository's preview URL).",
+    )
+    allowed_hosts = models.JSONField(
+        default=list,
+        blank=True,
+        db_default=[],
+        help_text="Hosts this run's tests may reach besides the repository's allowed hosts "
+        "(launch_run --allow-host with --target-url): kept with the run, so running it again "
+        "reaches the same app, and never added to the repository.",
     )
     base_sha = models.CharField(
         max_length=40, blank=True, help_text="Head of base_branch when the run was crawled."

@@ -23,9 +23,11 @@ import schemas
 from agents.runner import AgentResult
 from amtp_site import rows
 from amtp_site.canonical import idempotency_key
+from repositories.errors import BranchProtectionViolation, GitHubForbidden
 from repositories.hosts import host_for
 from repositories.login import recipe_of
 from runs import artifacts, lifecycle, selectors
+from runs.boot import service as boot
 from runs.checks import pull_request_check_report
 from runs.errors import RunNotActive
 from runs.exploration.service import (
@@ -36,8 +38,10 @@ from runs.exploration.service import (
     exploration_skip_reason,
 )
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
+from runs.pr_harness import harness_of, without_workflow, workflow_refused
 from runs.pull_requests import head_branch_for, pull_request_create
 from runs.stages import (
+    BOOT_APP,
     CRAWL_REPO,
     CREATE_PULL_REQUEST,
     EXPLORE_APP,
@@ -244,7 +248,10 @@ def verify_tests(
         code = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_ENGINEER_OUTPUT)
         key_input = {"upstream": str(code.artifact_id), "target_url": target_url_of(run)}
         key = idempotency_key(run_id, VERIFY_TESTS, key_input)
-        content, meta = verification_report(run, code.content, sessions)
+        with boot.live_app(run, stop):
+            content, meta = verification_report(run, code.content, sessions)
+        if content["status"] == "skipped" and (why := boot.not_booted_reason(run)):
+            content["reason"] = why  # the PR's first line says why it has no live app
         if stop():
             raise RunNotActive(REPORT_NOT_STORED.format(run_id=run_id, kind="verification report"))
         result = AgentResult(output=content, meta=meta)
@@ -270,6 +277,49 @@ def verify_tests(
     return artifact_id
 
 
+def skip_boot(run_id: str) -> bool:
+    """Whether BootApp is skipped (the run has a target URL or a preview, a mobile app): the
+    one place that decides it, just after CrawlRepo, closing the stage with the reason."""
+    run = selectors.run_with_repository(run_id)
+    reason = boot.boot_skip_reason(run)
+    if reason and lifecycle.stage_begin(run_id, STAGE_OF[BOOT_APP]):
+        lifecycle.stage_close(run_id, STAGE_OF[BOOT_APP], StageStatus.SKIPPED, note=reason)
+    return bool(reason)
+
+
+def boot_app(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> str:
+    """Boot the run's app from its recipe once, stop it, store the ``app_boot`` artifact. The
+    stage passes (booted), is skipped (no recipe: the tests are written from the source, as
+    for a run without a target), or fails: the run fails, unless the repository opens pull
+    requests unverified; then the run goes on without a live app, and says why."""
+    run = _begin(run_id, BOOT_APP)
+    stage = STAGE_OF[BOOT_APP]
+    if done := _reuse(run, ArtifactKind.APP_BOOT, "content"):
+        content = done[1]
+    else:
+        try:
+            content = schemas.validate(boot.APP_BOOT_SCHEMA, boot.boot_content(run))
+        except VerificationError as exc:
+            if not run.repository.open_pr_unverified:
+                raise
+            content = {"status": boot.FAILED, "error": exc.to_dict()}
+        if stop():
+            raise RunNotActive(REPORT_NOT_STORED.format(run_id=run_id, kind="app boot"))
+        key = idempotency_key(run_id, BOOT_APP, {"commit": run.commit_sha})
+        result = AgentResult(output=content, meta={"pid": os.getpid()})
+        schema = boot.APP_BOOT_SCHEMA
+        _persist(run, ArtifactKind.APP_BOOT, schema, result, key, BOOT_APP)
+    if content["status"] == boot.BOOTED:
+        lifecycle.stage_close(run_id, stage, StageStatus.PASSED, note=boot.booted_note(content))
+    else:
+        error, message = content["error"]["error"], content["error"]["message"]
+        status = StageStatus.SKIPPED if content["status"] == boot.NO_RECIPE else StageStatus.FAILED
+        lifecycle.stage_close(
+            run_id, stage, status, error_type=error, message=message, note=boot.NO_APP_NOTE
+        )
+    return ""
+
+
 def skip_exploration(run_id: str) -> bool:
     """Whether ExploreApp is skipped: the one place that decides it, just after CrawlRepo.
     Skipped (no target URL, a mobile app), the stage is closed as such here, with the reason."""
@@ -288,11 +338,15 @@ def explore_app(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> str
     ``stop()``, the map is not stored."""
     run = _begin(run_id, EXPLORE_APP)
     stage = STAGE_OF[EXPLORE_APP]
+    if reason := exploration_skip_reason(run):  # the app it was to boot did not boot
+        lifecycle.stage_close(run_id, stage, StageStatus.SKIPPED, note=reason)
+        return ""
     if done := _reuse(run, ArtifactKind.APP_MAP, "content"):
         artifact_id, content = str(done[0]), done[1]
     else:
         try:
-            content = app_map(run)
+            with boot.live_app(run, stop):
+                content = app_map(run)
         except VerificationError as exc:
             if not run.repository.open_pr_unverified:
                 raise
@@ -324,7 +378,7 @@ def skip_verification(run_id: str, run: Run | None = None) -> bool:
     unchanged). False when there is something to run (a target URL, or Maestro flows to
     list): the workflow then runs the VerifyTests activity."""
     run = run or selectors.run_with_repository(run_id)
-    if target_url_of(run) or run.target_framework != "playwright":
+    if target_url_of(run) or boot.boots_app(run) or run.target_framework != "playwright":
         return False
     verify_tests(run_id, run)
     return True
@@ -344,9 +398,15 @@ def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False
     coverage = selectors.coverage(run)
     login = recipe_of(run.repository)  # no credentials: the PR names their variables only
     files, title, body = pull_request_contents(
-        code, report, run.repository.test_dir, coverage, login
+        code, report, run.repository.test_dir, coverage, login, harness_of(run)
     )
-    artifact = pull_request_create(run=run, files=files, title=title, body=body, stop=stop)
+    try:
+        artifact = pull_request_create(run=run, files=files, title=title, body=body, stop=stop)
+    except (GitHubForbidden, BranchProtectionViolation) as exc:
+        if not workflow_refused(exc, files):
+            raise
+        files, body = without_workflow(files, body)  # the tests still go, without their CI
+        artifact = pull_request_create(run=run, files=files, title=title, body=body, stop=stop)
     if note := pull_request_check_report(run, artifact.content["head_sha"], report):
         lifecycle.stage_close(run_id, STAGE_OF[CREATE_PULL_REQUEST], StageStatus.PASSED, note=note)
     return _finish(run, CREATE_PULL_REQUEST, str(artifact.artifact_id))

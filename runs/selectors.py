@@ -175,3 +175,16 @@ def run_with_repository(run_id) -> Run:
     for run in runs_with_repository([run_id]):
         return run
     raise Run.DoesNotExist(f"run {run_id} does not exist")
+
+
+def run_app(run: Run) -> dict[str, object]:
+    """The app a run verifies against, where that came from, and the hosts only it may
+    reach: what the run page says, so "Run again" is seen to reach the same app."""
+    if run.target_url:
+        source = "this run's target URL"
+    elif run.repository.preview_url:
+        source = "the repository's preview URL"
+    else:
+        source = ""
+    url = run.target_url or run.repository.preview_url
+    return {"url": url, "source": source, "hosts": list(run.allowed_hosts)}

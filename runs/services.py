@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 import schemas
 from amtp_site import audit, metrics, rows, temporal, tracing
 from repositories.models import Repository
+from repositories.services import allow_host_problems, normalised_allow_hosts
 from repositories.targets import target_address_problem, target_url_problem
 from runs import lifecycle, slots
 from runs.errors import IdempotencyKeyReused, OrchestratorUnavailable, RunError, RunInputInvalid
@@ -39,6 +40,7 @@ def run_create(
     target_framework: str = "",
     base_branch: str = "",
     target_url: str = "",
+    allowed_hosts: list[str] | tuple[str, ...] = (),
     trigger: str = Run.Trigger.API,
     requested_by: str = "",
     requester: str = "",
@@ -64,10 +66,13 @@ def run_create(
     transaction that inserts it, and refuses the run (RateLimitExceeded, the API's 429) when the
     window is full; otherwise the workflow admits the run. ``target_url`` (where VerifyTests
     runs the tests) overrides the repository's preview URL; one the verifier would refuse
-    (repositories.targets) raises RunInputInvalid naming ``target_url``.
+    (repositories.targets) raises RunInputInvalid naming ``target_url``. ``allowed_hosts``:
+    loopback or private hosts this run alone may reach (RunInputInvalid naming
+    ``allowed_hosts`` for an entry the repository's list would refuse too).
     """
     if problem := target_url_problem(target_url):
         raise RunInputInvalid("target_url", problem)
+    allowed_hosts = run_allow_hosts(allowed_hosts)
     if kind not in Run.Kind.values:
         raise RunInputInvalid("kind", KIND_INVALID.format(kinds=", ".join(Run.Kind.values)))
     if kind == Run.Kind.MAINTENANCE and not (target_url or repository.preview_url):
@@ -84,7 +89,7 @@ def run_create(
     existing = Run.objects.filter(request_key=key).first() if key else None
     if existing is not None:
         return _replay(existing, repository, asked, request_key)
-    target_address_check(repository, target_url)
+    target_address_check(repository, target_url, allowed_hosts)
     try:
         run = _insert(
             repository,
@@ -96,6 +101,7 @@ def run_create(
             traceparent=tracing.traceparent(),
             pull_number=pull_number,
             held=held,
+            allowed_hosts=allowed_hosts,
             **asked,
         )
     except IntegrityError:
@@ -107,12 +113,23 @@ def run_create(
     return run
 
 
-def target_address_check(repository: Repository, target_url: str) -> None:
+def run_allow_hosts(entries) -> list[str]:
+    """Per-run allowed hosts, checked and normalised by the repository's own rule."""
+    problems = allow_host_problems(list(entries))
+    if problems:
+        raise RunInputInvalid("allowed_hosts", "; ".join(problems))
+    return normalised_allow_hosts(list(entries))
+
+
+def target_address_check(
+    repository: Repository, target_url: str, run_hosts: list[str] | tuple[str, ...] = ()
+) -> None:
     """RunInputInvalid when the tests could not reach the run's target (``target_url``, else
     the repository's preview URL) through the verifier's proxy: a private address that the
-    repository's allowed hosts do not name. Asked again at submit, as DNS and lists change."""
+    repository's allowed hosts (and the run's own) do not name. Asked again at submit, as DNS
+    and lists change."""
     url = target_url or repository.preview_url
-    if problem := target_address_problem(url, repository.allowed_hosts):
+    if problem := target_address_problem(url, [*repository.allowed_hosts, *run_hosts]):
         raise RunInputInvalid(
             "target_url", problem if target_url else PREVIEW_URL_REFUSED.format(problem=problem)
         )
@@ -247,6 +264,7 @@ def run_again(
         target_framework=run.target_framework,
         base_branch=run.base_branch,
         target_url=run.target_url,
+        allowed_hosts=run.allowed_hosts,
         trigger=trigger,
         requested_by=requested_by,
         requester=requester,

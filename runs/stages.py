@@ -21,6 +21,7 @@ APPROVAL_SIGNAL = "approval_decided"
 START_RUN = "MarkRunRunningAndTakeSlot"  # the run marked running, its slot taken
 END_RUN = "EndRun"  # the run marked as the workflow decided (RunEnd), its slot given back
 CRAWL_REPO = "CrawlRepo"
+BOOT_APP = "BootApp"  # the run's own app started from its recipe (no target URL, no preview)
 EXPLORE_APP = "ExploreApp"
 GENERATE_TEST_CASES = "GenerateTestCases"
 GENERATE_TEST_CODE = "GenerateTestCode"
@@ -42,6 +43,7 @@ ACQUIRE_SLOT = "RateLimitCheckAndIncrRepoConcurrency"
 # (Stage.ORDER) are built from this table.
 STAGES = (
     (CRAWL_REPO, "crawl_repo"),
+    (BOOT_APP, "boot_app"),
     (EXPLORE_APP, "explore_app"),
     (GENERATE_TEST_CASES, "generate_test_cases"),
     (GENERATE_TEST_CODE, "generate_test_code"),

@@ -130,9 +130,18 @@ def opened(files: list[dict]) -> dict[tuple[str, str], set[str]]:
     out = {}
     for f in files:
         for block in spec_blocks.blocks(f["contents"]):
-            paths = {m["path"].split("?")[0].split("#")[0] for m in _OPENS.finditer(block.text)}
-            out[(f["path"], block.title)] = {p.rstrip("/") or "/" for p in paths}
+            out[(f["path"], block.title)] = {
+                p for m in _OPENS.finditer(block.text) for p in _route_paths(m["path"])
+            }
     return out
+
+
+def _route_paths(opened_path: str) -> set[str]:
+    """The path a test opens, query and fragment dropped, trailing slash too; and, for a hash
+    route (``/#/active``), the path with its route, which a route list may name."""
+    path, _, fragment = opened_path.partition("#")
+    path = path.split("?")[0].rstrip("/") or "/"
+    return {path, f"{path}#{fragment.rstrip('/')}"} if fragment.startswith("/") else {path}
 
 
 def covered(routes: list[dict], paths: set[str]) -> list[dict]:
@@ -206,6 +215,13 @@ def measure_at(app, url: str, depth: str) -> dict:
         "passing": covered(app.routes, set().union(*(by_test.get(k, set()) for k in passing))),
         "flows": len(flows),
         "flows_passing": sum(t["status"] in after for t in flows),
+        # The code of each passing test as it last ran (healed, where healing changed it).
+        "passing_code": [
+            b.text
+            for f in report.get("files") or files
+            for b in spec_blocks.blocks(f["contents"])
+            if (f["path"], b.title) in passing and not b.modifier
+        ],
         "not_passing": [
             {"title": t["title"], "status": t["status"], "reason": (t.get("reason") or "")[:300]}
             for t in tests

@@ -37,8 +37,8 @@ def _stub(name: str, seconds: float):
         await sync_to_async(_in_thread, thread_sensitive=False)(
             lifecycle.stage_pass, run_id, stage_name
         )
-        if name == t.CRAWL_REPO:  # ExploreApp runs, as it does with a target URL
-            return t.RepoMap(f"stub-{name}", exploration_skipped=False)
+        if name == t.CRAWL_REPO:  # BootApp and ExploreApp run, as they do without a target
+            return t.RepoMap(f"stub-{name}", exploration_skipped=False, boot_skipped=False)
         if name == t.GENERATE_TEST_CODE:  # VerifyTests runs, as it does with a target URL
             return t.TestCode(f"stub-{name}", verification_skipped=False)
         return f"stub-{name}"

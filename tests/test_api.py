@@ -147,6 +147,7 @@ def test_create_run_defaults_from_the_repository_and_queues_its_start(client, re
     assert "API token amtp_" in body["requested_by"]
     assert [s["name"] for s in body["stages"]] == [
         "crawl_repo",
+        "boot_app",
         "explore_app",
         "generate_test_cases",
         "generate_test_code",

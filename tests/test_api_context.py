@@ -35,7 +35,7 @@ def test_context_of_a_fresh_run(client):
     assert document["workflow_id"] == str(run.run_id) and document["version"] == "1.0"
     assert (document["current_agent"], document["next_agent"], document["phase"]) == (
         "repo-crawler",
-        "app-explorer",
+        "app-booter",
         "crawl_repo",
     )
     assert "run stage crawl_repo (repo-crawler)" in document["pending_actions"]

@@ -190,6 +190,17 @@ def test_without_a_shape_the_title_says_only_the_status_is_checked():
     assert weak == sorted(weak) and weak[-1] and not weak[0], same
 
 
+def test_a_write_test_fails_when_its_route_answers_404():
+    """A route the app does not have (a prefix missed at discovery) answers 404 below 500:
+    the write test must not pass on it."""
+    request = crawl(NOTES_REPO) | {"depth_level": "core"}
+    cases = generate_cases(request, "core")
+    cases["test_cases"] = [c for c in cases["test_cases"] if c["id"] == "tc_api_post_notes"]
+    (spec,) = generate_files(engineer_input(cases, "playwright"), test_dir=TEST_DIR, app_id=None)
+    assert "expect(response.status()).toBeLessThan(500);" in spec["contents"]
+    assert "expect(response.status(), 'the route exists').not.toBe(404);" in spec["contents"]
+
+
 def test_the_llm_prompts_ask_for_the_status_and_the_shape():
     prompts = Path(__file__).resolve().parent.parent / "agents" / "prompts"
     planner = " ".join((prompts / "test_case_generator.md").read_text().split())

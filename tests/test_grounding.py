@@ -72,8 +72,8 @@ def test_the_live_heading_and_fields_replace_the_guess_from_source():
     assert 'the textbox "Search notes" is visible' in home["expected"]
     assert 'the button "Go" is visible' in home["expected"]
     text = spec_text(cases)
-    assert "getByRole('heading', { name: \"My Notes\" })" in text
-    assert 'getByRole("textbox", { name: "Search notes" })' in text
+    assert "getByRole('heading', { name: \"My Notes\", exact: true })" in text
+    assert 'getByRole("textbox", { name: "Search notes", exact: true })' in text
     # /login: the source took it for JSON; the browser saw a page with a heading.
     assert "tc_page_login" in cases and "tc_api_get_login" not in cases
     assert "tc_api_get_login" in cases_with(NOTES_REPO, None)  # without the map: a JSON guess

@@ -98,7 +98,8 @@ def test_the_login_canary_appears_nowhere(tmp_path, worker, monkeypatch, setting
     report = run.artifacts.get(kind="verification_report").content
     results = {t["title"]: t for t in report["tests"]}
     assert results["the report is shown"]["status"] == "passed"
-    assert "pw=[REDACTED:held-secret]" in results["leaks the password"]["error"]
+    # the specs' box gets the setup's storage state, never the password
+    assert "pw=undefined" in results["leaks the password"]["error"]
     assert any("healing session" in b for b in bodies)  # the failure went to the vendor
 
     (pull,) = LocalGitHost(repo.full_name, repo.local_path).pull_requests()

@@ -205,8 +205,15 @@ def test_playwright_code_shape() -> None:
     assert "await response.json();" in api and "process.env.APP_URL" in api
     home = files[f"{TEST_DIR}/pages-home.spec.ts"]
     assert 'await page.goto("/");' in home and "page.on('pageerror'" in home
-    assert "getByRole('heading', { name: \"Welcome to Acme\" })" in home
+    assert "getByRole('heading', { name: \"Welcome to Acme\", exact: true })" in home
     assert "toBe(404)" in home and "toHaveTitle" in home
+    # the home page test fails on a redirect (to a login page): it must see its own page
+    assert (
+        "expect(new URL(page.url()).pathname.replace(/\\/+$/, ''), "
+        "'the page it opened, not a redirect').toBe(\"\");" in home
+    )
+    # page errors count unless another origin's request did not load (a refused CDN)
+    assert "expect(unloaded.length ? [] : errors, 'uncaught page errors')" in home
     with pytest.raises(ValueError):
         generate_files(
             engineer_input(cases, "playwright"),

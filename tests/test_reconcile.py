@@ -68,6 +68,7 @@ def test_a_terminated_workflow_ends_its_run_truthfully_and_gives_everything_back
     assert "was terminated on Temporal (operator pulled the plug)" in run.error_message
     assert dict(run.stages.values_list("name", "status")) == {
         "crawl_repo": "failed",
+        "boot_app": "skipped",
         "explore_app": "skipped",
         "generate_test_cases": "skipped",
         "generate_test_code": "skipped",

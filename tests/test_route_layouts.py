@@ -13,10 +13,11 @@ from agents.offline.stack import MAX_ITEMS
 from repositories.depth import DEPTH_LEVELS, min_depth_level
 from tests.offline_checks import assert_valid, crawl
 from tests.samples_routes_py import LAYOUTS_PY, ROUTES_PY
+from tests.samples_routes_real import LAYOUTS_REAL, ROUTES_REAL
 from tests.samples_routes_web import LAYOUTS_WEB, PAGES_WEB, ROUTES_WEB
 
-LAYOUTS = {**LAYOUTS_PY, **LAYOUTS_WEB}
-ROUTES = {**ROUTES_PY, **ROUTES_WEB}
+LAYOUTS = {**LAYOUTS_PY, **LAYOUTS_WEB, **LAYOUTS_REAL}
+ROUTES = {**ROUTES_PY, **ROUTES_WEB, **ROUTES_REAL}
 
 
 def at_depth(repo: dict[str, str], depth: str = "standard") -> dict[str, str]:
@@ -159,3 +160,29 @@ def test_a_huge_urlconf_is_bounded() -> None:
     entry_points, stack = detect(sorted(repo), repo)
     assert time.monotonic() - started < 10
     assert 0 < len(stack["routes"]) <= MAX_ITEMS and len(stack["routes"]) <= MAX_FINDINGS
+
+
+def test_a_prefix_constant_set_twice_is_not_guessed() -> None:
+    """`prefix=settings.API_V1_STR` is read where the constant is set once; set to two values
+    (or to something not a path) it is not guessed: the routes keep the prefixes known."""
+    repo = dict(LAYOUTS["fastapi_template"])
+    assert ("GET", "/api/v1/utils/health-check/") in {
+        (r["method"], r["path"]) for r in crawl(repo)["detected_stack"]["routes"]
+    }
+    repo["app/core/staging.py"] = 'class Staging:\n    API_V1_STR: str = "/api/v2"\n'
+    routes = {(r["method"], r["path"]) for r in crawl(repo)["detected_stack"]["routes"]}
+    assert ("GET", "/utils/health-check/") in routes
+    assert not any(path.startswith(("/api/v1", "/api/v2")) for _, path in routes)
+    repo["app/core/staging.py"] = 'API_V1_STR = "javascript:alert(1)"\n'
+    routes = {(r["method"], r["path"]) for r in crawl(repo)["detected_stack"]["routes"]}
+    assert ("GET", "/api/v1/utils/health-check/") in routes
+
+
+def test_an_imported_blueprint_takes_the_prefix_it_is_registered_with() -> None:
+    """microblog's `@bp.route` in app/auth/routes.py, `bp` imported from app/auth: renaming the
+    registration's prefix moves every route of that blueprint, and only those."""
+    repo = dict(LAYOUTS["microblog"])
+    repo["app/__init__.py"] = repo["app/__init__.py"].replace("'/auth'", "'/account'")
+    routes = {(r["method"], r["path"]) for r in crawl(repo)["detected_stack"]["routes"]}
+    assert ("POST", "/account/login") in routes and ("GET", "/auth/login") not in routes
+    assert ("GET", "/explore") in routes and ("POST", "/api/tokens") in routes

@@ -25,9 +25,10 @@ from repositories.targets import (
     TARGET_URL_PRIVATE,
 )
 from runs.demo import demo_preview_set, ensure_demo_repositories
+from runs.errors import RunInputInvalid
 from runs.models import Run
 from runs.models_api import WebhookDelivery
-from runs.services import PREVIEW_URL_REFUSED, run_create
+from runs.services import PREVIEW_URL_REFUSED, run_again, run_create
 from runs.webhook_deliveries import TARGET_REFUSED
 from tests import api_support, webhook_support
 from tests.admin_helpers import client_for
@@ -153,12 +154,14 @@ def test_launch_run_refuses_a_private_target_and_allow_host_admits_it(shop, api_
             call_command("launch_run", "acme/shop", "--target-url", url)
         assert str(refused.value) == f"--target-url: {rule(host, kind)}"
         out = StringIO()
+        before = list(shop.allowed_hosts)
         call_command(
             "launch_run", "acme/shop", "--target-url", url, "--allow-host", entry, stdout=out
         )
-        assert "allowed hosts of acme/shop: added" in out.getvalue(), url
+        assert "allowed hosts of this run only" in out.getvalue(), url
         shop.refresh_from_db()
-        assert Run.objects.filter(target_url=url).exists()
+        assert shop.allowed_hosts == before  # the repository's list is not touched
+        assert Run.objects.get(target_url=url).allowed_hosts, url
         allow(shop, "example.com")
     for url, message in MALFORMED:
         with pytest.raises(CommandError, match=re.escape(message)):
@@ -182,8 +185,46 @@ def test_launch_run_refuses_a_bad_allow_host_and_changes_nothing(shop, api_env):
     call_command(
         "launch_run", "acme/shop", "--target-url", url, "--allow-host", "127.0.0.1:8000", stdout=out
     )
+    assert "allowed hosts of this run only: 127.0.0.1:8000" in out.getvalue()
+    shop.refresh_from_db()
+    assert shop.allowed_hosts == []
+    call_command(
+        "launch_run",
+        "acme/shop",
+        "--target-url",
+        url,
+        "--allow-host",
+        "127.0.0.1:8000",
+        "--remember",
+        stdout=out,
+    )
     call_command("launch_run", "acme/shop", "--allow-host", "127.0.0.1:8000", stdout=out)
+    assert "added 127.0.0.1:8000 (now 127.0.0.1:8000)" in out.getvalue()
     assert "already listed (now 127.0.0.1:8000)" in out.getvalue()
+    assert [run.allowed_hosts for run in Run.objects.order_by("created_at")] == [
+        ["127.0.0.1:8000"],
+        [],
+        [],
+    ]
+
+
+def test_a_runs_own_allowed_hosts_go_with_it_when_run_again(shop, api_env, admin_client):
+    """--allow-host with --target-url is the run's: running it again reaches the same app,
+    the repository never learns the host, and the run page says which app it verifies."""
+    url = "http://127.0.0.1:8000/"
+    call_command("launch_run", "acme/shop", "--target-url", url, "--allow-host", "127.0.0.1:8000")
+    first = Run.objects.get()
+    again = run_again(run=first, requested_by="ops")
+    assert (again.target_url, again.allowed_hosts) == (url, ["127.0.0.1:8000"])
+    shop.refresh_from_db()
+    assert shop.allowed_hosts == []
+    page = admin_client.get(f"/admin/runs/run/{again.pk}/change/").content.decode()
+    assert f"<code>{url}</code> (this run&#x27;s target URL)" in page
+    assert "this run may also reach <code>127.0.0.1:8000</code>" in page
+    with pytest.raises(RunInputInvalid) as refused:
+        run_create(repository=shop, target_url=url, allowed_hosts=["http://x/"])
+    assert refused.value.field == "allowed_hosts"
+    assert Run.objects.count() == 2
 
 
 # --- repository settings: admin and the service --------------------------------------------

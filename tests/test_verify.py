@@ -222,7 +222,7 @@ def test_a_heal_that_deletes_an_assertion_is_refused_and_the_test_dropped(tmp_pa
     assert tests["sign-in page answers"]["status"] == "passed"
     missing = tests["note 999 answers JSON"]
     assert missing["status"] == "quarantined"
-    assert missing["attempts"] == plan.runner.retries + 1
+    assert missing["attempts"] == min(plan.runner.retries, 1) + 1  # the same way twice
     assert missing["reason"].startswith(
         "possible app bug: the expectation still fails; the heal was refused: it tried to "
         "remove `expect(response.ok()).toBeTruthy()`; failed against"
@@ -283,6 +283,61 @@ def test_tests_failing_against_a_healthy_target_are_quarantined_not_blamed_on_it
     plan = make_plan(tmp_path, notes[1], [spec("wrong", wrong)], heal_rounds=0)
     report = v.verify(plan, heal=no_heal)
     assert [t["status"] for t in report["tests"]] == ["quarantined"]
+
+
+RETRIED = (
+    HEADER
+    + """test('same failure', async ({ request }) => {
+  expect((await request.get('/')).status()).toBe(201);
+});
+
+test('changing failure', async () => {
+  throw new Error('attempt ' + 'abc'[test.info().retry]);
+});
+"""
+)
+
+
+def test_a_test_failing_the_same_way_twice_is_not_run_a_third_time(tmp_path, notes):
+    runner = pw.Runner(**{**runner_from_settings().__dict__, "retries": 2})
+    plan = make_plan(tmp_path, notes[1], [spec("retried", RETRIED)], heal_rounds=0, runner=runner)
+    report = v.verify(plan, heal=no_heal)
+    schemas.validate("verification/report", report)
+    tests = {t["title"]: (t["status"], t["attempts"]) for t in report["tests"]}
+    assert tests == {
+        "same failure": ("quarantined", 2),
+        "changing failure": ("quarantined", 3),
+    }
+    assert [r["phase"] for r in report["timings"]["rounds"]] == ["run", "retry"]
+    # the third attempt runs in a process of its own, where Playwright counts retries anew
+    changing = next(t for t in report["tests"] if t["title"] == "changing failure")
+    assert "Error: attempt a" in changing["error"]
+
+
+EXPECTS_404 = (
+    HEADER
+    + """test('a missing page answers 404', async ({ page }) => {
+  const navigation = await page.goto('/no-such-page');
+  expect(navigation?.status()).toBe(404);
+  await expect(page.getByRole('heading', { name: 'Gone' })).toBeVisible({ timeout: 300 });
+});
+"""
+)
+
+
+def test_a_test_expecting_the_404_is_quarantined_for_what_failed_not_a_removed_page(
+    tmp_path, notes
+):
+    runner = pw.Runner(**{**runner_from_settings().__dict__, "retries": 0})
+    files = [spec("missing", EXPECTS_404)]
+    report = v.verify(
+        make_plan(tmp_path, notes[1], files, heal_rounds=0, runner=runner), heal=no_heal
+    )
+    (test,) = report["tests"]
+    assert test["status"] == "quarantined"
+    assert test["reason"].startswith(f"failed against {notes[1]} after 0 healing round(s)")
+    assert "getByRole('heading', { name: 'Gone' })" in test["reason"]
+    assert "page removed" not in test["reason"]
 
 
 def test_the_time_budget_stops_a_hanging_suite(tmp_path, notes):

@@ -18,7 +18,7 @@ import re
 from agents.file_policy import normalise_test_dir
 
 from .api_shape import shape_lines
-from .common import HEADER, area_of, one_line, slug
+from .common import HEADER, PAGE_ERRORS_CHECK, PAGE_ERRORS_WATCH, area_of, one_line, slug
 from .journey_code import (
     CLEAN_PREFIX,
     RUN_TOKEN,
@@ -32,6 +32,7 @@ from .journey_code import (
 from .maestro import maestro_flow
 
 NOT_FOUND_PAGE = "/amtp-page-that-does-not-exist"
+_QUOTE_LIMIT = 120  # characters of an expected text kept in the code
 MAX_FILES = 50  # the file policy's default limit per pull request
 _SEND = re.compile(r"\bSend\s+(GET|POST|PUT|PATCH|DELETE|HEAD)\s+(\S+)(.*)$", re.I)
 _OPEN = re.compile(r"^\s*(?:Open|Visit|Navigate to|Go to|Load)\s+(\S+)\s*$", re.I)
@@ -151,7 +152,7 @@ def _quoted(text: str | None) -> str | None:
         return None
     if not isinstance(value, str):
         return None
-    return one_line(value, 120) or None
+    return one_line(value, _QUOTE_LIMIT) or None
 
 
 def _heading(expected: str) -> str | None:
@@ -169,7 +170,8 @@ def _status_lines(var: str, expected: str, api: bool) -> list[str]:
     exp = expected.lower()
     value = f"{var}.status()" if api else f"{var}?.status()"
     if "below 500" in exp or "5xx" in exp:
-        return [f"expect({value}).toBeLessThan(500);"]
+        found = [f"expect({value}, 'the route exists').not.toBe(404);"] if "not 404" in exp else []
+        return [f"expect({value}).toBeLessThan(500);", *found]
     if exact := re.search(r"\bstatus ([1-5]\d\d)\b", exp):
         return [f"expect({value}).toBe({exact.group(1)});"]
     if "2xx" in exp or not api:
@@ -200,10 +202,7 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
     fixtures = ", ".join(k for k in ("page", "request") if k in kinds)
     body = [f"  test({title}, async ({{ {fixtures} }}) => {{", *comments]
     if "page" in kinds:
-        body += [
-            "    const errors: string[] = [];",
-            "    page.on('pageerror', (error) => errors.push(error.message));",
-        ]
+        body += ["    " + line for line in PAGE_ERRORS_WATCH]
         if uses_tag(actions, expected):
             body.append(TAG)
     lines, last = _step_lines([a for a in actions if a[0] != "cleanup"], "page" in kinds)
@@ -213,11 +212,26 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
     if last["page"]:
         if not last["request"]:
             lines += _status_lines(last["page"], expected, False)
+            if kinds <= {"page", "note"}:
+                lines += _stayed_lines(actions, expected)
         lines += _page_lines(expected)
     if cleanup := [a[3] for a in actions if a[0] == "cleanup"]:
         lines = ["try {", *("  " + line for line in lines), *clean_up_block(cleanup)]
     area = "journeys" if "expect" in kinds else _area(actions)
     return area, [*body, *("    " + line for line in lines), "  });"]
+
+
+def _stayed_lines(actions: list, expected: str) -> list[str]:
+    """A page test that expects a 2xx ends on the path it opened: a redirect (to a login
+    page, to the home page) answers 2xx too, and then the test never saw its subject."""
+    url = [a[1] for a in actions if a[0] == "page"][-1]
+    if not url.startswith("/") or "2xx" not in expected.lower():
+        return []
+    path = url.split("#")[0].split("?")[0].rstrip("/")
+    return [
+        "expect(new URL(page.url()).pathname.replace(/\\/+$/, ''), "
+        f"'the page it opened, not a redirect').toBe({_ts(path)});"
+    ]
 
 
 def _step_lines(actions: list, on_page: bool) -> tuple[list[str], dict[str, str]]:
@@ -256,18 +270,23 @@ def _page_lines(expected: str) -> list[str]:
     lines = ["await expect(page.locator('body')).toBeVisible();"]
     if heading := _heading(expected):
         lines.append(
-            f"await expect(page.getByRole('heading', {{ name: {_ts(heading)} }}).first())"
-            ".toBeVisible();"
+            f"await expect(page.getByRole('heading', {_name(heading)}).first()).toBeVisible();"
         )
     for role, name in _shown(expected):
         lines.append(
-            f"await expect(page.getByRole({_ts(role)}, {{ name: {_ts(name)} }}).first())"
-            ".toBeVisible();"
+            f"await expect(page.getByRole({_ts(role)}, {_name(name)}).first()).toBeVisible();"
         )
     lines += _outcome_lines(expected)
     if "document title" in expected.lower():
         lines.append("await expect(page).toHaveTitle(/\\S/);")
-    return [*lines, "expect(errors, 'uncaught page errors').toEqual([]);"]
+    return [*lines, PAGE_ERRORS_CHECK]
+
+
+def _name(name: str) -> str:
+    """An accessible name matched as seen: the whole name (`exact`), so heading "Notes" never
+    matches "Your notes"; a name cut at the quoting limit is matched as the start it is."""
+    exact = ", exact: true" if len(name) < _QUOTE_LIMIT else ""
+    return f"{{ name: {_ts(name)}{exact} }}"
 
 
 def _with_tag(text: str) -> str:

@@ -19,6 +19,30 @@ _DRF_INCLUDE = re.compile(r"include\(\s*(\w+)\.urls\s*\)")
 _DRF_REGISTER = re.compile(r"\.register\(\s*r?['\"]([^'\"]*)['\"]")
 _AS_VIEW = re.compile(r",\s*([\w.]+)\.as_view\s*\(")
 _NAME = re.compile(r"[A-Za-z_][\w.]*")
+# URLconfs of apps installed from PyPI, never in the repository: the routes a user meets.
+# Django: https://github.com/django/django/blob/main/django/contrib/auth/urls.py (LogoutView
+# answers POST only since Django 5.0); allauth: https://docs.allauth.org/en/latest/account/views.html
+_INSTALLED_URLCONFS = {
+    "django.contrib.auth.urls": (
+        ("GET", "login/"),
+        ("POST", "login/"),
+        ("POST", "logout/"),
+        ("GET", "password_change/"),
+        ("POST", "password_change/"),
+        ("GET", "password_reset/"),
+        ("POST", "password_reset/"),
+    ),
+    "allauth.urls": (
+        ("GET", "login/"),
+        ("POST", "login/"),
+        ("GET", "signup/"),
+        ("POST", "signup/"),
+        ("GET", "logout/"),
+        ("POST", "logout/"),
+        ("GET", "password/reset/"),
+        ("POST", "password/reset/"),
+    ),
+}
 MAX_CALLS = 3000  # patterns read per URLconf; real ones hold dozens
 MAX_REGIONS = 200  # included pattern lists per URLconf
 MAX_LIST_CHARS = 200_000
@@ -161,6 +185,8 @@ def _conf_routes(conf: _Conf, prefix: str, drf: bool, found: Findings) -> None:
             router_prefix[router.group(1)] = route
             continue
         if call.include_at is not None and "admin.site.urls" not in call.args:
+            for method, sub in _INSTALLED_URLCONFS.get(_included(call).strip("'\""), ()):
+                found.route(method, route + sub, path, json=False)
             continue
         is_api = drf and ("api" in route.split("/")[0] or "api" in path.split("/"))
         if "admin.site.urls" in call.args:

@@ -20,6 +20,8 @@ import re
 
 from agents import expectations, spec_blocks
 
+from .common import PAGE_ERRORS_CHECK, PAGE_ERRORS_WATCH
+
 _NOT_JSON = re.compile(r"is not valid JSON|Unexpected token|Unexpected end of JSON", re.I)
 _GET = re.compile(r"""\bawait\s+request\.get\(\s*("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')\s*\)""")
 _REQUEST = re.compile(r"\brequest\.\w+\(")
@@ -88,11 +90,10 @@ def _html_as_page(block: spec_blocks.TestBlock, failure: dict) -> tuple[str, str
         _FIXTURES.sub("({ page })", lines[0]),
         *lines[1:comments],
         f"{indent}// AMTP heal: {change}",
-        f"{indent}const errors: string[] = [];",
-        f"{indent}page.on('pageerror', (error) => errors.push(error.message));",
+        *(indent + line for line in PAGE_ERRORS_WATCH),
         *body,
         f"{indent}await expect(page.locator('body')).toBeVisible();",
-        f"{indent}expect(errors, 'uncaught page errors').toEqual([]);",
+        indent + PAGE_ERRORS_CHECK,
         lines[-1],
     ]
     text = "\n".join(healed)

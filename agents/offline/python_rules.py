@@ -4,7 +4,9 @@ Flask and FastAPI routes are found as the frameworks register them: decorators a
 `add_url_rule` on an app, Blueprint or APIRouter, whose prefix is the chain of
 `register_blueprint(..., url_prefix=...)` / `include_router(..., prefix=...)` calls above it
 (Flask: a registration prefix replaces the blueprint's own, nested ones join with one slash;
-FastAPI: include prefixes and the router's own prefix concatenate)."""
+FastAPI: include prefixes and the router's own prefix concatenate). A route decorated on an
+imported Blueprint (`from app.auth import bp`) belongs to that Blueprint; a prefix may be a
+constant set once elsewhere (`prefix=settings.API_V1_STR`)."""
 
 from __future__ import annotations
 
@@ -84,6 +86,7 @@ _METHODS = re.compile(r"methods\s*=\s*[\[({]([^\])}]*)")
 _VIEW_CLASS = re.compile(
     r"view_func\s*=\s*([\w.]+)\.as_view\s*\(|^[^,]*,[^,]*,\s*([\w.]+)\.as_view"
 )
+_PREFIX_NAME = re.compile(r"\b(?:url_prefix|prefix)\s*=\s*([A-Za-z_][\w.]*)\s*[,)]?")
 MAX_MOUNTS = 500  # real apps mount a handful; bounds hostile files
 MAX_NESTING = 20
 
@@ -97,9 +100,26 @@ def _objects(py_files: dict[str, str]) -> dict[Node, tuple[str, str]]:
         kinds = ("Flask", "FastAPI", "Blueprint", "APIRouter")
         for match in _PY_ASSIGN.finditer(text) if any(k in text for k in kinds) else ():
             args = balanced(text, match.end() - 1)
-            own = kwarg(args, "url_prefix") or kwarg(args, "prefix") or ""
+            own = _given_prefix(args, py_files) or ""
             out[(path, match.group(1))] = (match.group(2), own)
     return out
+
+
+def _given_prefix(args: str, py_files: dict[str, str]) -> str | None:
+    """`url_prefix=`/`prefix=` of a call: a literal, or a constant named there
+    (`prefix=settings.API_V1_STR` → `API_V1_STR: str = "/api/v1"` wherever it is set once)."""
+    literal = kwarg(args, "url_prefix") or kwarg(args, "prefix")
+    if literal is not None:
+        return literal
+    named = _PREFIX_NAME.search(args)
+    if named is None:
+        return None
+    name = named.group(1).rpartition(".")[2]
+    pattern = re.compile(
+        rf"^\s*{re.escape(name)}\s*(?::\s*[\w\[\]|. ]+)?=\s*(['\"])(/[^'\"]*)\1", re.M
+    )
+    values = {m.group(2) for t in py_files.values() if name in t for m in pattern.finditer(t)}
+    return values.pop() if len(values) == 1 else None  # set twice: ambiguous, not guessed
 
 
 def _mount_target(expr: str, path: str, imported: dict, objects: dict) -> Node | None:
@@ -135,7 +155,7 @@ def _mounts(py_files: dict[str, str], objects: dict) -> dict[Node, tuple[Node, s
             target = _mount_target(expr.group(1), path, imported, objects) if expr else None
             parent = (path, ident_before(text, match.start() + 1) or "")
             if target and target != parent:
-                given = kwarg(args, "url_prefix") or kwarg(args, "prefix")
+                given = _given_prefix(args, py_files)
                 parents.setdefault(target, (parent, given))
     return parents
 
@@ -157,12 +177,15 @@ def _decorated(py_files: dict[str, str], found: Findings) -> None:
     objects = _objects(py_files)
     parents = _mounts(py_files, objects)
     for path, text in sorted(py_files.items()):
+        imported = imported_names(text) if "import" in text else {}
         default = "FastAPI" if "fastapi" in text and "flask" not in text.lower() else "Flask"
         # Flask views return JSON or HTML; the file's helpers tell which (computed once).
         flask_json = True if "jsonify" in text else (False if "render_template" in text else None)
         for var, rule, methods in _registrations(text, py_files):
-            kind = objects.get((path, var), (default, ""))[0]
-            prefix = _prefix((path, var), objects, parents)
+            # `from app.auth import bp` then `@bp.route(...)`: the Blueprint of app/auth/__init__.py
+            node = _mount_target(var, path, imported, objects) or (path, var)
+            kind = objects.get(node, (default, ""))[0]
+            prefix = _prefix(node, objects, parents)
             if kind in ("FastAPI", "APIRouter"):
                 route, json = prefix + rule, True
             else:

@@ -40,6 +40,7 @@ from repositories.hosts.github_pulls import PullRequestWrites
 
 DEFAULT_API_URL = "https://api.github.com"
 REGULAR_FILE_MODES = ("100644", "100755")  # symlinks (120000) and submodules (160000) are skipped
+ARCHIVE_TIMEOUT_S = 120.0  # per read of a tarball download (requests' timeout)
 RETRY_WAITS = (1.0, 2.0, 4.0)  # in-process waits before a transient 422 goes to Temporal
 _FULL_SHA = re.compile(r"[0-9a-f]{40}")
 # What an operator should do, per failure.
@@ -199,6 +200,27 @@ class GitHubHost(PullRequestWrites, CheckRunWrites, RepositoryHost):
             yield prefix + el.path, el
             if el.type == "tree":
                 yield from self._walk(el.sha, f"{prefix}{el.path}/")
+
+    def archive(self, commit_sha: str, limit: int) -> bytes:
+        """The commit's tarball: the API answers 302 to a short-lived codeload URL that
+        carries its own token, fetched without the credential (docs.github.com/en/rest/repos/
+        contents#download-a-repository-archive-tar)."""
+        _check_sha(commit_sha)
+        with self._errors(f"download the archive of commit {commit_sha}"):
+            link = self._repo().get_archive_link("tarball", commit_sha)
+        what = f"{self.full_name}'s archive of {commit_sha}"
+        try:
+            with requests.get(link, timeout=ARCHIVE_TIMEOUT_S, stream=True) as answer:
+                if answer.status_code != 200:
+                    raise RepositoryAccessError(f"{what}: answered {answer.status_code}")
+                data = bytearray()
+                for chunk in answer.iter_content(1 << 16):
+                    data += chunk
+                    if len(data) > limit:
+                        raise RepositoryAccessError(f"{what} is larger than {limit} bytes")
+        except requests.RequestException as exc:
+            raise RepositoryAccessError(f"{what}: {type(exc).__name__}") from None
+        return bytes(data)
 
     def read_file(self, commit_sha: str, path: str) -> bytes:
         _check_sha(commit_sha)

@@ -208,6 +208,7 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
             "run_elapsed": show.elapsed(run.started_at, run.finished_at, not run.is_terminal),
             "run_pr": show.pull_request(run.pr_number, run.pr_url),
             "run_trace_id": tracing.trace_id(run.traceparent),
+            "run_app": selectors.run_app(run),
             "stages": stages,
             "artifacts": selectors.run_artifacts(run),
             "failure_report": highlighted(pretty_json(report, 20_000)[0]) if report else None,

@@ -28,6 +28,7 @@ from repositories.secrets import held_secrets
 from runs.exploration import interactions as acts
 from runs.exploration.trials import box_config, new_tag, trial
 from runs.verification import proxy, sandbox
+from runs.verification.box_text import line
 from runs.verification.errors import LoginFailed, VerifierNotInstalled
 from runs.verification.login import FAILED as LOGIN_FAILED
 from runs.verification.login import Login
@@ -141,7 +142,10 @@ def explore(
         "interactions": acted,
         "apis": apis,
         "truncated": False,
-        "sandbox": {"isolated": sandbox.sandboxed(), "blocked": policy.blocked[:100]},
+        "sandbox": {
+            "isolated": sandbox.sandboxed(),
+            "blocked": [line(b, 300) for b in policy.blocked[:100]],  # hosts a page named
+        },
     }
     return capped(content, bounds.max_bytes)
 
@@ -183,11 +187,11 @@ def _page(raw, work: Path, shots_dir: Path) -> dict:
         "path": path if _local(path, held) else "/",
         "depth": _int(raw.get("depth"), 0, 100),
         "status": _int(status, 0, 599),
-        "title": clean(_str(raw.get("title")), 300),
+        "title": line(_str(raw.get("title")), 300),
         "snapshot": clean(_str(raw.get("snapshot")), 20_000),
         "links": [p for p in _list(raw.get("links"))[:100] if _local(p, held)],
         "forms": [_form(f) for f in _list(raw.get("forms"))[:10]],
-        "console_errors": [clean(_str(e), 500) for e in _list(raw.get("console_errors"))[:20]],
+        "console_errors": [line(_str(e), 500) for e in _list(raw.get("console_errors"))[:20]],
         "screenshot": _keep_shot(raw.get("screenshot"), work, shots_dir),
         "error": clean(_str(raw.get("error")), 500),
     }

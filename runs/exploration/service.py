@@ -8,6 +8,7 @@ from django.conf import settings
 
 import schemas
 from agents.offline.common import clean_route, params
+from runs.boot import service as boot
 from runs.coverage import source_routes
 from runs.exploration.explore import Bounds, explore
 from runs.models import Artifact, ArtifactKind, Run
@@ -23,7 +24,9 @@ def exploration_skip_reason(run: Run) -> str:
     """Why ``run`` has nothing to explore ("" when it has)."""
     if run.target_framework != "playwright":
         return NO_BROWSER_APP
-    return "" if target_url_of(run) else NO_TARGET
+    if target_url_of(run) or boot.boots_app(run):
+        return ""
+    return boot.not_booted_reason(run) or NO_TARGET
 
 
 def app_map(run: Run) -> dict:
@@ -35,7 +38,7 @@ def app_map(run: Run) -> dict:
     with login_for(run.repository) as login:  # logged in when the repository says how
         content = explore(
             target_url,
-            allow_hosts=list(run.repository.allowed_hosts),
+            allow_hosts=[*run.repository.allowed_hosts, *run.allowed_hosts],
             runner=runner_from_settings(),
             bounds=bounds,
             shots_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),

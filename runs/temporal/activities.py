@@ -105,10 +105,12 @@ class AgentActivities:
 
     @activity.defn(name=t.CRAWL_REPO)
     async def crawl_repo(self, run_id: str) -> t.RepoMap:
-        """The repository map, then whether ExploreApp is skipped (decided and closed here)."""
+        """The repository map, then whether BootApp and ExploreApp are skipped (decided and
+        closed here)."""
         artifact_id = await self._stage(t.CRAWL_REPO, run_id)
+        boot_skipped = await bookkeeping(pipeline.skip_boot, run_id)
         skipped = await bookkeeping(pipeline.skip_exploration, run_id)
-        return t.RepoMap(artifact_id, skipped)
+        return t.RepoMap(artifact_id, skipped, boot_skipped)
 
     @activity.defn(name=t.GENERATE_TEST_CASES)
     async def generate_test_cases(self, run_id: str) -> str:
@@ -171,6 +173,12 @@ def _stopped(exc: Exception) -> CancelledError:
 
 
 # --- ExploreApp and CreatePullRequest (a worker thread each) ------------------------------
+
+
+@activity.defn(name=t.BOOT_APP)
+async def boot_app(run_id: str) -> str:
+    """The run's own app booted in the sandbox from a worker thread, then stopped."""
+    return await _stage_in_thread(t.BOOT_APP, pipeline.boot_app, run_id)
 
 
 @activity.defn(name=t.EXPLORE_APP)
@@ -292,6 +300,7 @@ async def start_scheduled_maintenance(start: t.ScheduledStart) -> str:
 
 
 ACTIVITIES = [
+    boot_app,
     explore_app,
     create_pull_request,
     open_maintenance_pull_request,

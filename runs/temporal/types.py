@@ -14,6 +14,7 @@ from runs.stages import (  # noqa: F401
     ACQUIRE_SLOT,
     AGENT_STAGES,
     APPROVAL_SIGNAL,
+    BOOT_APP,
     CANCELLED,
     CHECK,
     CRAWL_REPO,
@@ -62,6 +63,9 @@ class RepoMap:
 
     artifact_id: str
     exploration_skipped: bool
+    # Whether BootApp was closed as skipped (the run has a target, a mobile app). True by
+    # default: histories recorded before BootApp existed replay without it.
+    boot_skipped: bool = True
 
 
 @dataclass

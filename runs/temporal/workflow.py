@@ -108,6 +108,8 @@ class TestGenerationWorkflow:
 
     async def _stages(self, run_id: str) -> None:
         repo = await self._activity(t.CRAWL_REPO, run_id, result_type=t.RepoMap)
+        if not repo.boot_skipped:
+            await self._activity(t.BOOT_APP, run_id)
         if not repo.exploration_skipped:
             await self._activity(t.EXPLORE_APP, run_id)
         await self._activity(t.GENERATE_TEST_CASES, run_id)

@@ -43,3 +43,9 @@ class TestDataFailed(VerificationError):
 class LoginFailed(VerificationError):
     """The repository's login recipe did not log in ("login failed at <path>: <what was
     seen>"): wrong credentials, labels or button name, or a "logged in when" that never holds."""
+
+
+class ReportNotTrustworthy(VerificationError):
+    """What came back from the box is not a report of the listed tests: a test not in the
+    specs, a listed test missing, a malformed field. The specs are hostile input; a report
+    they may have forged never counts as passed."""

@@ -4,9 +4,11 @@ The repository's recipe (:mod:`repositories.login`) and its credentials
 (:mod:`repositories.credentials`, resolved here, in the stage's worker thread) become, for the
 box: the recipe in its config (no secret), the credentials as the environment variables
 ``AMTP_E2E_USERNAME`` and ``AMTP_E2E_PASSWORD`` of the sandboxed process only. For the tests,
-AMTP writes ``auth.setup.ts`` from the recipe (never a model): a Playwright ``setup`` project
-that logs in once and saves the storage state the test project starts from. The same file
-goes into the pull request, whose body says which variables to set and how to wire it.
+AMTP writes ``auth.setup.ts`` from the recipe (never a model) and runs it in a box execution
+of its own, the only one given the credentials: it logs in and saves the storage state, and
+the specs' box gets that state alone (``use.storageState``), never the password. The same
+file goes into the pull request, whose body says which variables to set and how to wire it
+as a Playwright ``setup`` project.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from repositories.login import PASSWORD_VAR, USERNAME_VAR, Recipe, recipe_of
 from runs.verification.errors import LoginFailed
 
 SETUP_FILE = "auth.setup.ts"
+SETUP_TITLE = "log in"  # its one test
 STATE_FILE = "playwright/.auth/user.json"
 FAILED = "login failed at {path}: {seen}"
 
@@ -65,7 +68,7 @@ def setup_source(recipe: Recipe) -> str:
             "",
             f"const authFile = {text(STATE_FILE)};",
             "",
-            "setup('log in', async ({ page }) => {",
+            f"setup({text(SETUP_TITLE)}, async ({{ page }}) => {{",
             f"  const username = process.env.{USERNAME_VAR};",
             f"  const password = process.env.{PASSWORD_VAR};",
             "  if (!username || !password) {",
@@ -86,22 +89,14 @@ def setup_source(recipe: Recipe) -> str:
     )
 
 
-def projects(setup_match: str, tests_match: str) -> list[dict]:
-    """Playwright's projects: ``setup`` (no trace or screenshot: they would hold what was
-    typed), then the tests, which start from its storage state."""
-    return [
-        {"name": "setup", "testMatch": setup_match, "use": {"trace": "off", "screenshot": "off"}},
-        {
-            "name": "tests",
-            "testMatch": tests_match,
-            "dependencies": ["setup"],
-            "use": {"storageState": STATE_FILE},
-        },
-    ]
+MAX_STATE_BYTES = 1 << 20
+NO_STATE = "the setup project logged in at {path} but left no storage state ({STATE_FILE})"
+# The setup's box records nothing: a trace or a screenshot would hold what was typed.
+SETUP_USE = {"trace": "off", "screenshot": "off", "video": "off"}
 
 
 def without_setup(results: list, recipe: Recipe | None) -> list:
-    """``results`` without the setup project's test; LoginFailed when it did not log in."""
+    """``results`` without the setup's test; LoginFailed when it did not log in."""
     if recipe is None:
         return results
     setup = [r for r in results if r.file == SETUP_FILE]

@@ -20,17 +20,34 @@ import shutil
 import socket
 import ssl
 import subprocess
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from agents import spec_blocks
 from repositories import targets
-from repositories.secrets import scrub
-from runs.verification import sandbox
-from runs.verification.errors import TargetUnreachable, VerificationTimedOut, VerifierNotInstalled
-from runs.verification.login import SETUP_FILE, Login, projects, setup_source, without_setup
+from runs.verification import sandbox, verdict
+from runs.verification.box_text import clean
+from runs.verification.errors import (
+    LoginFailed,
+    ReportNotTrustworthy,
+    TargetUnreachable,
+    VerificationTimedOut,
+    VerifierNotInstalled,
+)
+from runs.verification.login import (
+    MAX_STATE_BYTES,
+    NO_STATE,
+    SETUP_FILE,
+    SETUP_TITLE,
+    SETUP_USE,
+    STATE_FILE,
+    Login,
+    setup_source,
+    without_setup,
+)
 from runs.verification.proxy import Blocked, Policy
+from runs.verification.verdict import Attempt, TestResult
 
 CLI = "node_modules/@playwright/test/cli.js"
 NODE_MISSING = "Node.js is not installed: install node (v20 or later) on the worker"
@@ -51,13 +68,12 @@ TIMED_OUT = (
     "AMTP_VERIFY_TIMEOUT_S or use a shallower depth level, then run again"
 )
 NO_REPORT = "Playwright ended (exit code {code}) without a report: {tail}"
-BAD_REPORT = "Playwright's report is over {limit} or not JSON; the tests' output ends: {tail}"
+BAD_REPORT = "it is over 16 MiB or not a JSON object"
 HUNG = (
     "did not finish: the suite was stopped after {limit:.0f} s, as long as all its tests may "
     "take (an endless loop or a hang in this test or one before it)"
 )
 SUITE_SLACK_S = 20.0  # the runner's and the browser's start, on a busy machine
-MAX_REPORT_BYTES = 16 << 20
 TAIL_BYTES = 1500
 CHROMIUM_ARGS = [
     "--disable-gpu",
@@ -69,10 +85,6 @@ CHROMIUM_ARGS = [
     # Chromium asks Google about forms it sees: noise in every report's list of refused hosts.
     "--disable-features=AutofillServerCommunication",
 ]
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-# Control characters and lone surrogates: a test's error may carry anything it read (NUL bytes
-# of an environ file), and the text goes into a committed file, the PR and JSON.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
 GRACE_S = 15.0  # Playwright's own globalTimeout fires first; this catches a hung process
 
 
@@ -85,46 +97,6 @@ class Runner:
     retries: int
     test_timeout_s: float
     expect_timeout_s: float = 5.0  # Playwright's own default
-
-
-@dataclass
-class Attempt:
-    status: str  # passed | failed | timedOut | skipped | interrupted
-    duration_ms: int
-    error: str
-    attachments: list[tuple[str, str, str]]  # (name, content type, absolute path)
-
-
-@dataclass
-class TestResult:
-    __test__ = False  # not a pytest class
-
-    file: str
-    title: str
-    line: int
-    status: str  # passed | failed | flaky | skipped
-    attempts: list[Attempt] = field(default_factory=list)
-
-    @property
-    def id(self) -> str:
-        return f"{self.file}:{self.line} › {self.title}"
-
-    @property
-    def duration_ms(self) -> int:
-        return sum(a.duration_ms for a in self.attempts)
-
-    @property
-    def failure(self) -> Attempt | None:
-        """The last failed attempt (the evidence of a failed or flaky test)."""
-        failed = [a for a in self.attempts if a.status not in ("passed", "skipped")]
-        return failed[-1] if failed else None
-
-
-def clean(text: str, limit: int) -> str:
-    """Text from the tests, bounded, and scrubbed of every secret: it reaches the report, the
-    pull request, the LLM's heal request and the failure records."""
-    text = scrub(_CONTROL.sub(" ", _ANSI.sub("", text or ""))).strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def preflight(runner: Runner) -> None:
@@ -181,14 +153,18 @@ def tool_versions(runner: Runner) -> dict[str, str]:
 
 
 def _config(
+    verdict_reporter: str,
     runner: Runner,
     base_url: str,
     budget_s: float,
     login: Login | None = None,
     record_all: bool = False,
+    state: bool = False,
 ) -> str:
     """The box's Playwright config. ``record_all``: a trace and a screenshot of every test,
-    passing ones included (a healed test's passing attempt is the "after" of its heal)."""
+    passing ones included (a healed test's passing attempt is the "after" of its heal);
+    ``login``: the setup's box (its file alone, nothing recorded); ``state``: the tests start
+    from the storage state the setup's box saved."""
     config = {
         "testDir": ".",
         "testMatch": "**/*.spec.ts",
@@ -198,7 +174,8 @@ def _config(
         "timeout": int(runner.test_timeout_s * 1000),
         "expect": {"timeout": int(runner.expect_timeout_s * 1000)},
         "globalTimeout": max(1000, int(budget_s * 1000)),
-        "reporter": [["json", {"outputFile": "report.json"}], ["line"]],
+        # the verdict goes to the worker's pipe (verdict.py); the line reporter to the output
+        "reporter": [[verdict_reporter], ["line"]],
         "use": {
             "baseURL": base_url,
             "trace": "on" if record_all else "retain-on-failure",
@@ -207,8 +184,11 @@ def _config(
             "launchOptions": launch_options(runner),
         },
     }
-    if login is not None:  # the setup project logs in once; the tests start logged in
-        config["projects"] = projects(f"**/{SETUP_FILE}", config.pop("testMatch"))
+    if login is not None:
+        config["testMatch"] = f"**/{SETUP_FILE}"
+        config["use"].update(SETUP_USE)
+    if state:
+        config["use"]["storageState"] = STATE_FILE
     return f"export default {json.dumps(config, indent=2)};\n"
 
 
@@ -265,34 +245,31 @@ def execute(
     runner: Runner,
     budget_s: float,
     record_all: bool = False,
-    login: Login | None = None,
+    state: bytes | None = None,
+    only: list[str] | None = None,
 ) -> list[TestResult]:
     """Run ``files`` (``{"path", "contents"}``) in ``box`` (its proxy already listening),
-    logged in first when there is a ``login``; VerificationTimedOut past ``budget_s``,
-    VerifierNotInstalled when no report comes back, LoginFailed when the login did not.
-    ``record_all``: a trace and a screenshot of every test, passing ones included."""
-    runner_modules, modules = furnish(box, runner)
-    setup = [{"path": SETUP_FILE, "contents": setup_source(login.recipe)}] if login else []
-    for entry in [*files, *setup]:
-        target = box.work / entry["path"]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(entry["contents"], encoding="utf-8")
-    limit = min(budget_s, suite_seconds(files, runner) + len(setup) * runner.test_timeout_s)
-    config = _config(runner, base_url, limit, login, record_all)
-    (box.work / "playwright.config.mjs").write_text(config)
-    cli = f"{modules}/@playwright/test/cli.js"
-    outcome = box.run(
-        ["node", cli, "test", "--config", "playwright.config.mjs"],
-        env={**box_env(box, base_url), **(login.env() if login else {})},
-        runner=runner_modules,
-        limits=sandbox.Limits.from_settings(),
-        wall_s=budget_s + GRACE_S,
+    starting from the storage ``state`` of :func:`log_in` when there is one;
+    VerificationTimedOut past ``budget_s``, VerifierNotInstalled when no report comes back,
+    ReportNotTrustworthy when what comes back is not a report of ``files``. ``record_all``: a
+    trace and a screenshot of every test, passing ones included; ``only``: the titles of the
+    tests to run (Playwright's ``--grep``), all when None."""
+    if state is not None:
+        (box.work / STATE_FILE).parent.mkdir(parents=True, exist_ok=True)
+        (box.work / STATE_FILE).write_bytes(state)
+    limit = min(budget_s, suite_seconds(files, runner))
+    config = _config(
+        box.verdict_reporter, runner, base_url, limit, record_all=record_all, state=bool(state)
     )
-    if outcome.stopped == sandbox.WALL_CAP.format(limit=budget_s + GRACE_S):
-        raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
-    data = _report(box, outcome)
-    results = parse_report(data, where=lambda path: str(box.outside(path)))
-    results = without_setup(results, login.recipe if login else None)
+    grep = ["--grep", "|".join(re.escape(title) for title in only)] if only else []
+    data = _run(box, files, config, box_env(box, base_url), runner, budget_s, grep)
+    listed = None
+    if only:  # the verdict must name exactly the tests --grep selects
+        every, _ = verdict.listed_tests(files)
+        listed = Counter(
+            {key: n for key, n in every.items() if any(t in " ".join(key) for t in only)}
+        )
+    results = verdict.results(data, files, box.outside, box.work / "results", listed)
     if any("Timed out waiting" in e.get("message", "") for e in data.get("errors", [])):
         if limit >= budget_s:
             raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
@@ -304,6 +281,74 @@ def execute(
     return results
 
 
+def same_failure(first: str, second: str) -> bool:
+    """Two failed attempts failed the same way: the same message, numbers aside (a duration, a
+    port, a retry's tag differ from one attempt to the next)."""
+
+    def shape(error: str) -> str:
+        return re.sub(r"\d+", "#", error.split("Call log:")[0]).strip()
+
+    return shape(first) == shape(second)
+
+
+def log_in(
+    login: Login, *, box: sandbox.Box, base_url: str, runner: Runner, budget_s: float
+) -> bytes:
+    """Run the setup written from ``login``'s recipe in ``box`` (its proxy already listening),
+    the one box given the credentials; the storage state it saved. LoginFailed when it did not
+    log in (or left no state), as :func:`execute` otherwise."""
+    setup = [{"path": SETUP_FILE, "contents": setup_source(login.recipe)}]
+    limit = min(budget_s, runner.test_timeout_s * (runner.retries + 1) + SUITE_SLACK_S)
+    config = _config(box.verdict_reporter, runner, base_url, limit, login)
+    env = {**box_env(box, base_url), **login.env()}
+    data = _run(box, setup, config, env, runner, budget_s)
+    listed = Counter({(SETUP_FILE, SETUP_TITLE): 1})
+    without_setup(
+        verdict.results(data, setup, box.outside, box.work / "results", listed), login.recipe
+    )
+    saved = box.work / STATE_FILE
+    try:
+        found = saved.resolve(strict=True)
+        held = found.is_relative_to(box.work.resolve()) and found.is_file()
+        if held and found.stat().st_size <= MAX_STATE_BYTES:
+            return found.read_bytes()
+    except (OSError, RuntimeError):
+        pass
+    raise LoginFailed(NO_STATE.format(path=login.recipe.path, STATE_FILE=STATE_FILE))
+
+
+def _run(
+    box: sandbox.Box,
+    files: list[dict],
+    config: str,
+    env: dict,
+    runner: Runner,
+    budget_s: float,
+    args: list[str] = (),
+) -> dict:
+    """Playwright Test on ``files`` with ``config`` in ``box`` (more CLI ``args``, e.g.
+    ``--grep``): the verdict it sent."""
+    runner_modules, modules = furnish(box, runner)
+    for entry in files:
+        target = box.work / entry["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(entry["contents"], encoding="utf-8")
+    (box.work / "playwright.config.mjs").write_text(config)
+    cli = f"{modules}/@playwright/test/cli.js"
+    channel = verdict.Channel()
+    outcome = box.run(
+        ["node", cli, "test", "--config", "playwright.config.mjs", *args],
+        env=env,
+        runner=runner_modules,
+        limits=sandbox.Limits.from_settings(),
+        wall_s=budget_s + GRACE_S,
+        verdict_fd=channel.write_fd,
+    )
+    if outcome.stopped == sandbox.WALL_CAP.format(limit=budget_s + GRACE_S):
+        raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
+    return _verdict(box, outcome, channel)
+
+
 def suite_seconds(files: list[dict], runner: Runner) -> float:
     """What the files' tests may take at most (each test's timeout, each attempt): past it, a
     test holds the suite (an endless loop blocks Playwright's own per-test timeout)."""
@@ -311,10 +356,23 @@ def suite_seconds(files: list[dict], runner: Runner) -> float:
     return tests * runner.test_timeout_s * (runner.retries + 1) + SUITE_SLACK_S
 
 
-def _report(box: sandbox.Box, outcome: sandbox.Outcome) -> dict:
-    """Playwright's JSON report (see :func:`box_json`)."""
-    bad = BAD_REPORT.replace("{limit}", "16 MiB")
-    return box_json(box, outcome, "report.json", MAX_REPORT_BYTES, missing=NO_REPORT, bad=bad)
+def _verdict(box: sandbox.Box, outcome: sandbox.Outcome, channel: verdict.Channel) -> dict:
+    """The JSON object the runner sent down the verdict's pipe; VerifierNotInstalled (with
+    why the box was stopped, or the output's tail) when none came, ReportNotTrustworthy when
+    what came is not one."""
+    tail = clean(box.output_tail(TAIL_BYTES), TAIL_BYTES)
+    if outcome.stopped:
+        raise VerifierNotInstalled(f"{outcome.stopped}; the output ends: {tail}")
+    received = channel.received()
+    if not received:  # the runner ended (or was ended) before it reported
+        raise VerifierNotInstalled(NO_REPORT.format(code=outcome.returncode, tail=tail))
+    try:
+        data = json.loads(received) if len(received) <= channel.limit else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        raise ReportNotTrustworthy(verdict.UNTRUSTWORTHY.format(why=BAD_REPORT))
+    return data
 
 
 def box_json(
@@ -336,46 +394,3 @@ def box_json(
     if not isinstance(data, dict):
         raise VerifierNotInstalled(bad.format(code=outcome.returncode, tail=tail))
     return data
-
-
-def parse_report(data: dict, where: Callable[[str], str] = str) -> list[TestResult]:
-    """Playwright's JSON report as one row per test, in report order; ``where`` maps an
-    attachment's path (as the tests saw it) to where it lies for the worker."""
-    found: list[TestResult] = []
-    suites = list(data.get("suites", []))
-    while suites:
-        suite = suites.pop(0)
-        for spec in suite.get("specs", []):
-            for test in spec.get("tests", []):
-                found.append(_result(spec, test, where))
-        suites[:0] = suite.get("suites", [])
-    return found
-
-
-_STATUS = {"expected": "passed", "unexpected": "failed", "flaky": "flaky", "skipped": "skipped"}
-
-
-def _result(spec: dict, test: dict, where: Callable[[str], str]) -> TestResult:
-    attempts = [
-        Attempt(
-            status=r.get("status", "failed"),
-            duration_ms=int(r.get("duration", 0)),
-            error=clean((r.get("error") or {}).get("message", ""), 4000),
-            attachments=[
-                (a.get("name", ""), a.get("contentType", ""), where(str(a["path"])))
-                for a in r.get("attachments", [])
-                if a.get("path")
-            ],
-        )
-        for r in test.get("results", [])
-    ]
-    status = _STATUS.get(test.get("status", ""), "failed")
-    if status == "passed" and test.get("expectedStatus") == "skipped":
-        status = "skipped"
-    return TestResult(
-        file=spec.get("file", ""),
-        title=spec.get("title", ""),
-        line=int(spec.get("line", 0)),
-        status=status,
-        attempts=attempts,
-    )

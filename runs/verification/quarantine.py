@@ -21,6 +21,9 @@ NOT_LOCATED = "could not be quarantined automatically (its title is not a string
 
 _SNIPPET = re.compile(r"^\s*(>?\s*\d+ \||\|\s|at |Call log:)")
 # The first page a test opens: a same-origin path literal (nothing else is probed).
+# A test that expects the 404 itself (a "missing page" test): its 404 is its subject, so a
+# failure of it is something else (page errors, a heading), never a removed page.
+_EXPECTS_404 = re.compile(r"\b(?:toBe|toEqual|toHaveStatus)\(\s*404\s*\)")
 _GOTO = re.compile(r"""\bpage\.goto\(\s*(['"])(/[A-Za-z0-9._~!$&()*+,;=:@%/?-]{0,200})\1""")
 
 
@@ -37,9 +40,10 @@ def headline(error: str) -> str:
 
 def _page_removed(session: Session, test_source: str) -> str:
     """PAGE_REMOVED when the first page the test opens answers 404 now (asked the way the
-    tests' proxy would go: the pinned address, the network rule), else ""."""
+    tests' proxy would go: the pinned address, the network rule) and the test did not expect
+    that 404, else ""."""
     found = _GOTO.search(test_source)
-    if found is None or session.policy is None:
+    if found is None or session.policy is None or _EXPECTS_404.search(test_source):
         return ""
     url = session.plan.target_url
     try:

@@ -39,10 +39,12 @@ from runs.verification.cgroup import Cgroup, CgroupUnavailable
 from runs.verification.errors import SandboxUnavailable
 
 ENTRY = Path(__file__).with_name("box") / "entry.mjs"
+VERDICT = ENTRY.with_name("verdict.mjs")  # Playwright's reporter of the verdict (verdict.py)
 INSIDE = Path("/sandbox")
 INSIDE_RUNNER = "/runner/node_modules"
 INSIDE_PROXY = "/run/amtp/proxy"  # the socket's folder, bound by file descriptor
 INSIDE_ENTRY = "/run/amtp/entry.mjs"
+INSIDE_VERDICT = "/run/amtp/verdict.mjs"
 BRIDGE_PORT = 3128
 UID_RANGE = (400_000, 1_400_000)  # no account uses these: each box is alone under its uid
 POLL_S = 0.2
@@ -168,6 +170,8 @@ class Box:
         self.fs = self.root / "fs"
         self.fs.mkdir(mode=0o711)
         self.mounted = False
+        self.cgroup: Cgroup | None = None  # while a command runs (or a started server)
+        self.verdict_fd: int | None = None  # run()'s, while it runs
         if sandboxed():
             self._mount()
         self.work = self.fs / "work"
@@ -178,8 +182,10 @@ class Box:
         self.output = self.root / "output.log"
         self.user = _as_own_user(secrets.randbelow(UID_RANGE[1] - UID_RANGE[0]))
         self.entry = self.root / "entry.mjs"
-        shutil.copyfile(ENTRY, self.entry)
-        self.entry.chmod(0o644)
+        self.verdict = self.root / "verdict.mjs"
+        for source, copy in ((ENTRY, self.entry), (VERDICT, self.verdict)):
+            shutil.copyfile(source, copy)
+            copy.chmod(0o644)
 
     def _mount(self) -> None:
         size, inodes = self.limits.disk_bytes, self.limits.disk_inodes
@@ -196,6 +202,11 @@ class Box:
         self.mounted = True
         for name in ("tmp", "shm"):
             (self.fs / name).mkdir(mode=0o700)
+
+    @property
+    def verdict_reporter(self) -> str:
+        """The verdict's reporter as the code sees it (read-only, outside ``work/``)."""
+        return INSIDE_VERDICT if sandboxed() else str(self.verdict)
 
     @property
     def code_dir(self) -> str:
@@ -221,32 +232,69 @@ class Box:
                     os.lchown(path, self.user["user"], self.user["group"])
 
     def remove(self) -> None:
+        self._release()
         if self.mounted:
             subprocess.run(["umount", "--lazy", str(self.fs)], check=False)
             self.mounted = False
         shutil.rmtree(self.root, ignore_errors=True)
 
-    def run(self, command: list[str], *, env: dict, runner: Path, limits: Limits, wall_s: float):
-        """Run ``command`` (paths as the code sees them) in the box; an Outcome."""
+    def run(
+        self,
+        command: list[str],
+        *,
+        env: dict,
+        runner: Path,
+        limits: Limits,
+        wall_s: float,
+        verdict_fd: int | None = None,
+    ):
+        """Run ``command`` (paths as the code sees them) in the box; an Outcome. ``verdict_fd``:
+        the write end of the verdict's pipe, handed to the command alone (entry.mjs) and
+        closed here once the box holds it."""
+        if verdict_fd is not None:
+            env = {**env, "AMTP_VERDICT_FD": str(verdict_fd)}
+        self.verdict_fd = verdict_fd
+        try:
+            process = self.start(command, env=env, runner=runner, limits=limits)
+            return self._watch(process, limits, wall_s, self.cgroup)
+        finally:
+            self._release()
+            if verdict_fd is not None:  # the box's copy is the pipe's only write end now
+                with contextlib.suppress(OSError):
+                    os.close(verdict_fd)
+                self.verdict_fd = None
+
+    def start(self, command: list[str], *, env: dict, runner: Path, limits: Limits):
+        """Start ``command`` in the box, in the box's cgroup, and return its process at once
+        (a server the caller watches, then ends with :func:`stop`; :meth:`remove` gives its
+        cgroup back)."""
         self.hand_over()
         if not sandboxed():
-            return self._start([], command, env, limits, wall_s, None)
-        cgroup = _cgroup(limits)
+            return self._spawn([], command, env, limits)
+        self.cgroup = _cgroup(limits)
         fds = [
             os.open(runner, os.O_PATH | os.O_DIRECTORY),
             os.open(self.proxy_dir, os.O_PATH | os.O_DIRECTORY),
             seccomp.memfd(),
         ]
         try:
-            return self._start(fds, command, env, limits, wall_s, cgroup)
+            return self._spawn(fds, command, env, limits)
+        except BaseException:
+            self._release()
+            raise
         finally:
             for fd in fds:
                 os.close(fd)
-            cgroup.remove()
 
-    def _start(self, fds, command, env, limits, wall_s, cgroup) -> Outcome:
+    def _release(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
+
+    def _spawn(self, fds, command, env, limits) -> subprocess.Popen:
         argv = self._argv(command, *fds) if fds else self._direct(command)
         prefix = ["/usr/bin/prlimit", *_rlimits(limits), "--"]
+        cgroup = self.cgroup if fds else None
         if self.user and cgroup is not None:  # root joins the cgroup, then becomes the box's uid
             uid, gid = self.user["user"], self.user["group"]
             prefix = [
@@ -260,7 +308,7 @@ class Box:
         if cgroup is not None:
             prefix = [*cgroup.enter_argv(), *prefix]
         with self.output.open("ab") as out:
-            process = subprocess.Popen(
+            return subprocess.Popen(
                 [*prefix, *argv],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
@@ -270,10 +318,9 @@ class Box:
                 env=env,
                 cwd=self.work,
                 start_new_session=True,
-                pass_fds=tuple(fds),
+                pass_fds=(*fds, *([self.verdict_fd] if self.verdict_fd is not None else [])),
                 **({} if cgroup is not None else self.user),
             )
-        return self._watch(process, limits, wall_s, cgroup)
 
     def _direct(self, command: list[str]) -> list[str]:
         return ["node", str(self.entry), str(self.socket), str(BRIDGE_PORT), *command]
@@ -288,6 +335,7 @@ class Box:
         argv += ["--bind", str(self.work), str(INSIDE), "--chdir", str(INSIDE)]
         argv += ["--ro-bind-fd", str(runner_fd), INSIDE_RUNNER]
         argv += ["--ro-bind", str(self.entry), INSIDE_ENTRY]
+        argv += ["--ro-bind", str(self.verdict), INSIDE_VERDICT]
         # read-only (connect() needs no write access to the folder) and no path in the argv
         argv += ["--ro-bind-fd", str(proxy_fd), INSIDE_PROXY]
         # the tmpfs bubblewrap makes for / and /dev (unbounded) become read-only: only fs/ is left
@@ -368,6 +416,11 @@ def _rlimits(limits: Limits) -> list[str]:
         f"--cpu={limits.cpu_s}",
         "--core=0",
     ]
+
+
+def stop(process: subprocess.Popen) -> None:
+    """End a box started with :meth:`Box.start`: its session, and so its PID namespace."""
+    _kill(process)
 
 
 def _kill(process: subprocess.Popen) -> None:

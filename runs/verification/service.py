@@ -72,7 +72,7 @@ def _verification_report(
         budget_s=settings.AMTP_VERIFY_TIMEOUT_S,
         runner=runner_from_settings(),
         evidence_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
-        allow_hosts=list(run.repository.allowed_hosts),
+        allow_hosts=[*run.repository.allowed_hosts, *run.allowed_hosts],
         quarantine=not check,
         test_data=hooks_of(run.repository),
         login=login,

@@ -6,14 +6,23 @@ still fails)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from runs.verification import evidence, heals, proxy, sandbox, test_data
+from runs.verification.box_text import line
 from runs.verification.errors import VerificationTimedOut
 from runs.verification.login import Login
-from runs.verification.playwright import TIMED_OUT, Runner, TestResult, clean, execute
+from runs.verification.playwright import (
+    TIMED_OUT,
+    Runner,
+    TestResult,
+    clean,
+    execute,
+    log_in,
+    same_failure,
+)
 
 
 @dataclass(frozen=True)
@@ -55,8 +64,8 @@ class Row:
 
     def entry(self) -> dict:
         return {
-            "id": clean(f"{self.file}:{self.line} › {self.title}", 300),
-            "title": clean(self.title, 1000),
+            "id": line(f"{self.file}:{self.line} › {self.title}", 300),
+            "title": line(self.title, 1000),
             "file": self.file,
             "status": self.status,
             "duration_ms": self.duration_ms,
@@ -92,8 +101,38 @@ class Session:
             raise VerificationTimedOut(TIMED_OUT.format(budget=self.plan.budget_s))
         return left
 
-    def execute(self, phase: str, paths: list[str]) -> list[TestResult]:
+    def run_all(self, phase: str = "run", paths: list[str] | None = None) -> None:
+        """``paths`` (every file), retried as Playwright retries (``flaky`` or ``failed``),
+        except that a test failing the same way twice is not run a third time: the execution
+        allows one retry; only the tests whose two attempts failed differently get the rest,
+        in a ``retry`` execution of their own."""
+        retries = self.plan.runner.retries
+        results = self.execute(phase, paths or list(self.files), retries=min(retries, 1))
+        differing = [
+            r
+            for r in results
+            if r.status == "failed"
+            and len(r.attempts) >= 2
+            and not same_failure(r.attempts[-2].error, r.attempts[-1].error)
+        ]
+        if retries >= 2 and differing:
+            files = sorted({r.file for r in differing})
+            only = sorted({r.title for r in differing})
+            record_all = phase == "rerun"  # a healed test's passing attempt is its evidence
+            self.execute("retry", files, retries=retries - 2, only=only, record_all=record_all)
+
+    def execute(
+        self,
+        phase: str,
+        paths: list[str],
+        *,
+        retries: int | None = None,
+        only: list[str] | None = None,
+        record_all: bool | None = None,
+    ) -> list[TestResult]:
         began = time.monotonic()
+        runner = self.plan.runner if retries is None else replace(self.plan.runner, retries=retries)
+        state = self._log_in() if self.plan.login else None
         box = sandbox.Box()
         try:
             with proxy.serving(box.socket, self.policy):
@@ -101,10 +140,12 @@ class Session:
                     [{"path": p, "contents": self.files[p]} for p in paths],
                     box=box,
                     base_url=self.plan.target_url,
-                    runner=self.plan.runner,
+                    runner=runner,
                     budget_s=self.left(),
-                    record_all=phase == "rerun",  # the healed attempts' evidence too
-                    login=self.plan.login,
+                    # the healed attempts' evidence too
+                    record_all=phase == "rerun" if record_all is None else record_all,
+                    state=state,
+                    only=only,
                 )
             for result in results:
                 self._record(result, box.work, f"{phase}-{len(self.rounds) + 1}")
@@ -114,6 +155,24 @@ class Session:
             box.remove()
         self.rounds.append({"phase": phase, "duration_ms": elapsed_ms(began)})
         return results
+
+    def _log_in(self) -> bytes:
+        """The storage state of a login in a box of its own: the specs' box never holds the
+        credentials, only the session they opened."""
+        box = sandbox.Box()
+        try:
+            with proxy.serving(box.socket, self.policy):
+                return log_in(
+                    self.plan.login,
+                    box=box,
+                    base_url=self.plan.target_url,
+                    runner=self.plan.runner,
+                    budget_s=self.left(),
+                )
+        except VerificationTimedOut:
+            raise VerificationTimedOut(TIMED_OUT.format(budget=self.plan.budget_s)) from None
+        finally:
+            box.remove()
 
     def _record(self, result: TestResult, scratch: Path, prefix: str) -> None:
         key = (result.file, result.title)

@@ -8,6 +8,8 @@ import re
 
 from repositories.login import Recipe
 from runs.amtp_header import with_amtp_header
+from runs.verification.box_text import code as _code
+from runs.verification.box_text import line, markdown
 from runs.verification.heals import REFUSED_LEAD
 from runs.verification.login import SETUP_FILE, login_section, setup_source
 from schemas.errors import ContractViolation
@@ -66,12 +68,14 @@ NOT_SANDBOXED = (
 )
 
 
-def pr_section(report: dict, test_dir: str) -> str:
+def pr_section(report: dict, test_dir: str, how_to_run: list[str] | None = None) -> str:
+    """The body's verification section; ``how_to_run``: the run instructions that agree with
+    the files the pull request adds (runs.pr_harness), instead of the generic ones."""
     lines = ["", "## Verification", "", _headline(report), ""]
     if not report.get("sandbox", {}).get("isolated", True):
         lines += [NOT_SANDBOXED, ""]
     if blocked := report.get("sandbox", {}).get("blocked"):
-        shown = ", ".join(f"`{_cell(b, 80)}`" for b in blocked[:10])
+        shown = ", ".join(_code(line(b, 80)) for b in blocked[:10])
         lines += [f"Connections the network rule refused: {shown}.", ""]
     lines += test_data_lines(report)
     tests = report["tests"]
@@ -80,8 +84,8 @@ def pr_section(report: dict, test_dir: str) -> str:
         for test in tests[:MAX_ROWS]:
             note = test["heal"] or test["reason"] or test["error"]
             lines.append(
-                f"| {_cell(test['title'], 120)} | `{_cell(test['file'], 100)}` | "
-                f"{MARK[test['status']]} | {_cell(note)} |"
+                f"| {markdown(test['title'], 120)} | {_code(_cell(test['file'], 100))} | "
+                f"{MARK[test['status']]} | {markdown(note, 200)} |"
             )
         if len(tests) > MAX_ROWS:
             lines.append(f"| … {len(tests) - MAX_ROWS} more in the verification report | | | |")
@@ -98,7 +102,9 @@ def pr_section(report: dict, test_dir: str) -> str:
                 )
             )
             lines.append("")
-    if report["framework"] == "playwright":
+    if how_to_run:
+        lines += how_to_run
+    elif report["framework"] == "playwright":
         lines += [
             "Run the suite locally against your app:",
             "",
@@ -127,7 +133,7 @@ def heals_section(tests: list[dict]) -> list[str]:
     for shown, test in enumerate(healed):
         refused = test["reason"].startswith(REFUSED_LEAD)
         fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", test["diff"])), default=0))
-        title = html.escape(" ".join(test["title"].split())[:120])
+        title = html.escape(line(test["title"], 120))
         block = [
             f"<details><summary>{'🛑 heal refused' if refused else MARK[test['status']]}: "
             f"{title}</summary>",
@@ -182,12 +188,6 @@ def test_data_lines(report: dict) -> list[str]:
             text += " ⚠️ (the data it should remove may remain)"
         said.append(text)
     return [f"Test data: {'; '.join(said)}.", ""] if said else []
-
-
-def _code(text: str) -> str:
-    """``text`` as inline code, whatever backticks it holds."""
-    fence = "`" * (1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
-    return f"{fence} {text} {fence}" if fence != "`" else f"`{text}`"
 
 
 def totals_note(report: dict) -> str:
@@ -269,15 +269,18 @@ def pull_request_contents(
     test_dir: str,
     coverage: dict | None = None,
     login: Recipe | None = None,
+    harness: tuple[list[dict], list[str]] | None = None,
 ) -> tuple[list, str, str]:
     """(files, title, body) of the pull request: the Test Engineer's, with the verification's
     files (healed, quarantined, dropped) and its section in the body when there is a report,
     and the coverage map's section when there is one; the body opens with the provenance
     line. With a ``login`` recipe, the AMTP-written ``auth.setup.ts`` goes with the tests and
     the body says how to wire and feed it. Every Playwright spec opens with AMTP's header
-    comment (``runs.amtp_header``)."""
-    files, title, body = _contents(code, report, test_dir, coverage)
-    files = with_amtp_header(files)  # maintenance tells AMTP's own specs by it
+    comment (``runs.amtp_header``). ``harness``: the files AMTP adds so the tests run on their
+    own and the instructions that go with them (runs.pr_harness)."""
+    added, how_to_run = harness or ([], None)
+    files, title, body = _contents(code, report, test_dir, coverage, how_to_run)
+    files = with_amtp_header(files) + added  # maintenance tells AMTP's own specs by it
     if login is None or code["framework"] != "playwright":
         return files, title, body
     setup = {"path": f"{test_dir.strip('/')}/{SETUP_FILE}", "contents": setup_source(login)}
@@ -289,10 +292,10 @@ def pull_request_contents(
 
 
 def _contents(
-    code: dict, report: dict | None, test_dir: str, coverage: dict | None
+    code: dict, report: dict | None, test_dir: str, coverage: dict | None, how_to_run=None
 ) -> tuple[list, str, str]:
     if report is None:  # a run started before VerifyTests existed
-        section = coverage_section(coverage)
+        section = coverage_section(coverage) + "\n".join(["", *how_to_run] if how_to_run else [])
         body = code["pr_body"].rstrip("\n") + "\n" + section if section else code["pr_body"]
         body = provenance(None) + "\n\n" + body
         return code["files"], code["pr_title"], body
@@ -302,5 +305,5 @@ def _contents(
     if not report["files"]:
         raise ContractViolation(ALL_DROPPED)
     body = code["pr_body"].rstrip("\n") + "\n" + coverage_section(coverage)
-    body += pr_section(report, test_dir)
+    body += pr_section(report, test_dir, how_to_run)
     return report["files"], title, provenance(report) + "\n\n" + body

@@ -5,7 +5,8 @@
 1. Maestro flows cannot run here (no device): validated, reported ``not_executed``, each flow
    ``skipped``; never ``passed``. Without a target URL: ``skipped``, with the reason.
 2. Otherwise the tools and the target are checked (VerifierNotInstalled, TargetUnreachable),
-   then every spec runs once (Playwright's retries tell ``flaky`` from ``failed``).
+   then every spec runs once (Playwright's retries tell ``flaky`` from ``failed``; a test
+   that failed the same way twice is not retried a third time: ``Session.run_all``).
    When every test failed and the target answered only errors (5xx), the app is down, not
    the tests wrong: TargetAnswersErrors, before any healing.
 3. Each healing round hands the failing tests, their errors and snapshots to the Test Engineer
@@ -28,6 +29,7 @@ from agents.file_policy import check_generated_files
 from amtp_site.errors import AmtpError
 from repositories import targets
 from runs.verification import evidence, heals, sandbox, test_data
+from runs.verification.box_text import line
 from runs.verification.errors import TargetAnswersErrors
 from runs.verification.playwright import (
     clean,
@@ -75,7 +77,7 @@ def verify(plan: Plan, *, heal: Heal) -> dict:
         plan.test_data, target_url=plan.target_url, policy=session.policy, runner=plan.runner
     )
     with hooks:  # the set-up before the first execution, the tear-down after the last
-        session.execute("run", list(session.files))
+        session.run_all()
         _stop_if_errors_only(session, answered)
         for _ in range(plan.heal_rounds):
             if not session.failing():
@@ -179,7 +181,7 @@ def _heal_round(session: Session, heal: Heal) -> None:
             changed.append(path)
             session.files[path] = source
     if changed:
-        session.execute("rerun", changed)
+        session.run_all("rerun", changed)
 
 
 def _report(
@@ -221,7 +223,10 @@ def _report(
         "evidence_dir": str(plan.evidence_dir),
         "sandbox": {
             "isolated": sandbox.sandboxed(),
-            "blocked": session.policy.blocked[:100] if session.policy else [],
+            # the hosts the tests named: their text, scrubbed and on one line each
+            "blocked": [line(b, 300) for b in session.policy.blocked[:100]]
+            if session.policy
+            else [],
         },
     }
     return {**report, "test_data": hooks} if hooks else report

@@ -30,11 +30,14 @@ from __future__ import annotations
 import base64
 import fnmatch
 import hashlib
+import io
 import json
 import re
 import secrets
+import tarfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -50,6 +53,7 @@ from tests.fakes.github_labels import LabelsAndDrafts
 DOCS = "https://docs.github.com/rest"
 CREATE_REF_DOC = f"{DOCS}/git/refs#create-a-reference"
 WRITES = ("POST", "PATCH", "PUT", "DELETE")
+CODELOAD = "/_codeload/"  # codeload.github.com's part: where archive downloads redirect
 GHES_PREFIX = "/api/v3"  # GHES: "prefixed with the following URL: http(s)://HOSTNAME/api/v3"
 GHES_VERSION = "3.17.0"  # sent as X-GitHub-Enterprise-Version by every GHES API answer
 # What GitHub's web UI answers for a page that does not exist: HTML, not the API's JSON.
@@ -101,6 +105,7 @@ _ROUTES = [  # (verb, path pattern, handler); the first group is always the repo
         ("POST", _R + "/git/blobs", "create_blob"),
         ("GET", _R + "/git/tags/([^/]+)", "get_tag"),
         ("GET", _R + "/contents/?(.*)", "contents"),
+        ("GET", _R + "/tarball/?(.*)", "tarball"),
         ("GET", _R + "/pulls", "list_pulls"),
         ("POST", _R + "/pulls", "create_pull"),
         ("GET", _R + r"/pulls/(\d+)", "get_pull"),
@@ -178,6 +183,10 @@ class Protection:
 
 class Html(str):
     """A payload that is a web page, not JSON."""
+
+
+class Archive(bytes):
+    """A payload that is a gzipped tar file (codeload's answer), not JSON."""
 
 
 class FakeRepo:
@@ -449,6 +458,7 @@ class FakeGitHub(LabelsAndDrafts, CheckRuns):
         self._apps: dict[str, _App] = {}
         self._faults: list[_Fault] = []
         self._later: list[list] = []  # [calls_left, callback]
+        self._archives: dict[str, tuple[str, str]] = {}  # codeload token -> (repo, commit)
         self._clock = 1_700_000_000  # seeded commits get deterministic dates, hence SHAs
         self._used = 0
         self._server: ThreadingHTTPServer | None = None
@@ -721,6 +731,8 @@ class FakeGitHub(LabelsAndDrafts, CheckRuns):
         """(status, payload, extra headers) for one request; records it in the ledger. The
         payload is JSON, or Html where a web server (not the API) answers."""
         url_path = raw_path
+        if raw_path.startswith(CODELOAD):
+            return self._codeload(raw_path, query)
         if self.enterprise:  # the API lives under /api/v3; everything else is the web UI
             if not raw_path.startswith(GHES_PREFIX + "/"):
                 return self._web_page(method, raw_path, query, headers)
@@ -1124,6 +1136,37 @@ class FakeGitHub(LabelsAndDrafts, CheckRuns):
             "url": f"{repo.url}/git/tags/{sha}",
         }
 
+    def _tarball(self, repo: FakeRepo, ref: str, **_) -> tuple:
+        """Download a repository archive (tar): "302 Found" to a short-lived codeload URL
+        (https://docs.github.com/en/rest/repos/contents#download-a-repository-archive-tar).
+        The URL carries its own token: the client follows it without its credential."""
+        commit = repo.resolve(ref or repo.default_branch)
+        token = uuid.uuid4().hex
+        self._archives[token] = (repo.full_name, commit)
+        location = f"{self.url}{CODELOAD}{repo.full_name}/legacy.tar.gz/{commit}?token={token}"
+        return 302, None, {"Location": location}
+
+    def _codeload(self, raw_path: str, query: dict) -> tuple:
+        """codeload's answer: the commit's files in one top folder ``owner-repo-sha7/`` (as
+        GitHub names it), modes and symlinks kept; 404 for a URL it did not hand out."""
+        full_name, commit = self._archives.get(query.get("token", ""), ("", ""))
+        with self._lock:
+            self.ledger.append(("GET", unquote(raw_path), 200 if commit else 404))
+        if not commit or not raw_path.endswith("/" + commit):
+            return 404, Html("Not Found"), {"Content-Type": "text/plain"}
+        top = f"{full_name.replace('/', '-')}-{commit[:7]}/"
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w:gz") as tar:
+            for path, (mode, data) in sorted(self.files(full_name, commit).items()):
+                info = tarfile.TarInfo(top + path)
+                if mode == "120000":
+                    info.type, info.linkname = tarfile.SYMTYPE, data.decode()
+                    tar.addfile(info)
+                    continue
+                info.size, info.mode = len(data), 0o755 if mode == "100755" else 0o644
+                tar.addfile(info, io.BytesIO(data))
+        return 200, Archive(out.getvalue()), {"Content-Type": "application/x-gzip"}
+
     def _contents(self, repo: FakeRepo, path: str, query: dict, **_) -> tuple:
         commit = repo.resolve(query.get("ref") or repo.default_branch)
         found = repo.find(commit, path)
@@ -1254,7 +1297,9 @@ class _Handler(BaseHTTPRequestHandler):
         query = dict(parse_qsl(qs, keep_blank_values=True))
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         status, payload, headers = self.fake.handle(self.command, path, query, raw, self.headers)
-        if isinstance(payload, Html):
+        if isinstance(payload, Archive):
+            data = bytes(payload)
+        elif isinstance(payload, Html):
             data = payload.encode()
         else:
             data = b"" if payload is None else json.dumps(payload).encode()

@@ -22,6 +22,10 @@ POLL_SECONDS = 0.5
 WORKER_CHECK_SECONDS = 15  # while a waited-for run is pending: is a worker there to start it?
 TEMPORAL_TIMEOUT_S = 10
 
+RUN_HOSTS = (
+    "allowed hosts of this run only: {hosts} (kept for running it again; {repo}'s own list is "
+    "unchanged: add --remember to save them there)"
+)
 NO_WORKER = (
     "no worker polls task queue {queue} on {address}: the run stays pending until one does "
     "(start one: manage.py run_worker --task-queue {queue})"
@@ -63,8 +67,15 @@ class Command(temporal.ExitsWithoutFinalizing, BaseCommand):
             action="append",
             default=[],
             metavar="HOST[:PORT]",
-            help="add HOST (on PORT only, if given) to the repository's allowed hosts, so the "
-            "tests may reach it although it is a loopback or private address (repeatable)",
+            help="let the tests reach HOST (on PORT only, if given) although it is a loopback or "
+            "private address (repeatable). With --target-url it applies to this run (and to "
+            "running it again) only, unless --remember; without, it is added to the "
+            "repository's allowed hosts",
+        )
+        parser.add_argument(
+            "--remember",
+            action="store_true",
+            help="save --allow-host entries in the repository's allowed hosts for every run",
         )
         parser.add_argument("--wait", action="store_true")
         parser.add_argument("--timeout", type=float, default=3600, help="seconds to --wait")
@@ -75,7 +86,9 @@ class Command(temporal.ExitsWithoutFinalizing, BaseCommand):
         try:  # one transaction: a refused run leaves no registration or allow-list behind
             with transaction.atomic():
                 repository = repository_arg(repo, options["local"], self.stdout.write)
-                allowed = self._allow(repository, options["allow_host"])
+                for_run = bool(options["target_url"]) and not options["remember"]
+                hosts = options["allow_host"]
+                allowed = "" if for_run else self._allow(repository, hosts)
                 run = run_create(
                     repository=repository,
                     ref=ref,
@@ -83,16 +96,22 @@ class Command(temporal.ExitsWithoutFinalizing, BaseCommand):
                     target_framework=framework,
                     base_branch=base_branch,
                     target_url=options["target_url"],
+                    allowed_hosts=hosts if for_run else (),
                     trigger=Run.Trigger.CLI,
                     requested_by="cli",
                     kind=self.kind,
                 )
         except RunInputInvalid as exc:
-            raise CommandError(f"--{exc.field.replace('_', '-')}: {exc.rule}") from exc
+            flag = "allow-host" if exc.field == "allowed_hosts" else exc.field.replace("_", "-")
+            raise CommandError(f"--{flag}: {exc.rule}") from exc
         except AmtpError as exc:
             raise CommandError(exc.message) from exc
         if allowed:
             self.stdout.write(allowed)
+        if run.allowed_hosts:
+            self.stdout.write(
+                RUN_HOSTS.format(hosts=", ".join(run.allowed_hosts), repo=repository.full_name)
+            )
         self.stdout.write(
             f"{self.kind} run {run.run_id} started: {repository.full_name}@{run.ref} "
             f"({run.depth_level}, {run.target_framework})"

@@ -24,6 +24,7 @@ from django.db import DatabaseError, close_old_connections
 
 from agents.providers.probe import check_providers
 from amtp_site import devstack
+from amtp_site.ports import port_problem
 from repositories.hosts.probe import check_github
 from runs import demo, selectors
 from runs.demo_app import DemoTasks, serve
@@ -31,6 +32,7 @@ from runs.models import Run
 from runs.services import run_create
 
 ROOT = Path(__file__).resolve().parents[3]
+CHILD_DIED = "{name} exited with code {code}"
 
 
 class Command(BaseCommand):
@@ -46,6 +48,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, port, no_demo_run, stop_devstack, **options):
+        if problem := port_problem(port):  # before anything starts (make run asked too)
+            raise CommandError(problem)
         # The services must be up before this process loaded its settings (`make run` does
         # `manage.py devstack up` first), so only check them here.
         external = devstack.external_services()
@@ -82,16 +86,20 @@ class Command(BaseCommand):
             )
             threading.Thread(target=self._report, args=(run, stop), daemon=True).start()
         self.stdout.write("Press Ctrl-C to stop everything.\n")
+        died = ""
         try:
             while not stop.is_set():
                 for name, proc in children:
-                    if proc.poll() is not None:
-                        self.stderr.write(f"{name} exited with code {proc.returncode}; stopping")
+                    if proc.poll() is not None and not died:
+                        died = CHILD_DIED.format(name=name, code=proc.returncode)
+                        self.stderr.write(died + "; stopping")
                         stop.set()
                 stop.wait(1)
         finally:
             app.shutdown()
             self._shutdown(children, started)
+        if died:  # a system with a dead part is not a clean stop: make run exits non-zero
+            raise CommandError(died)
 
     def _serve_demo_app(self, repository):
         """The demo web app's stand-in on loopback, as demo/web's preview URL: the demo run's

@@ -1,0 +1,236 @@
+"""The hostile corpus, continued: specs that go after the verdict, the worker's file reads and
+the login's password, each through the real box (bubblewrap, the proxy, Playwright Test on
+Debian's Chromium) against a live app on loopback. A forged or inconsistent verdict ends as
+"report not trustworthy", never as passed; a path out of the box's results folder is never
+read; a password in any written form reaches no report, pull request body, heal request or
+evidence file. Where bubblewrap cannot start, these tests fail; they are never skipped."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import zipfile
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from repositories.credentials import Credentials, in_use
+from repositories.login import Recipe
+from runs.demo_app import serve
+from runs.verification import verify as v
+from runs.verification.errors import ReportNotTrustworthy
+from runs.verification.login import Login
+from runs.verification.service import runner_from_settings
+from runs.verification.summary import pr_section
+from tests.login_app import USERNAME, LoginApp
+from tests.test_verify import HEADER, make_plan, spec
+from tests.verify_apps import NotesApp
+
+ONCE = runner_from_settings()
+
+
+@pytest.fixture
+def notes():
+    server, url = serve(NotesApp(slow_seconds=0))
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
+def run(tmp_path, url, files, seen: list, **overrides) -> dict:
+    plan = make_plan(tmp_path, url, files, runner=dataclasses.replace(ONCE, retries=0), **overrides)
+
+    def heal(payload, seconds):
+        seen.append(json.dumps(payload))
+        raise v.AmtpError("no healing in the hostile corpus")
+
+    return v.verify(plan, heal=heal)
+
+
+def kept_files(tmp_path: Path) -> list[bytes]:
+    return [p.read_bytes() for p in (tmp_path / "evidence").rglob("*") if p.is_file()]
+
+
+REWRITES_THE_REPORT = """import fs from 'node:fs';
+test('fails for real', async () => {
+  expect(1).toBe(2);
+});
+test('rewrites the report', async () => {
+  const forged = { suites: [{ specs: [{ file: 'e2e/amtp/hostile.spec.ts', title: 'invented',
+    line: 1, tests: [{ status: 'expected', results: [{ status: 'passed', duration: 1 }] }] }] }],
+    tests: [], errors: [] };
+  for (const name of ['report.json', 'verdict.json', 'results.json']) {
+    fs.writeFileSync(name, JSON.stringify(forged));
+    fs.chmodSync(name, 0o444);
+  }
+});
+"""
+
+
+def test_a_rewritten_report_file_changes_nothing(tmp_path, notes):
+    seen: list = []
+    report = run(tmp_path, notes, [spec("hostile", HEADER + REWRITES_THE_REPORT)], seen)
+    statuses = {t["title"]: t["status"] for t in report["tests"]}
+    assert statuses == {"fails for real": "quarantined", "rewrites the report": "passed"}
+
+
+# Code at a spec's top level runs in Playwright's runner too (it loads the files to list their
+# tests): there it can write to the verdict's pipe (fd 3) before the reporter does, and close it.
+FORGES = """import fs from 'node:fs';
+if (process.env.TEST_WORKER_INDEX === undefined) {{
+  fs.writeSync(3, {verdict});
+  fs.closeSync(3);
+}}
+test('fails for real', async () => {{
+  expect(1).toBe(2);
+}});
+"""
+
+
+def _forged(title: str, duration: str = "5") -> str:
+    """A verdict as the reporter would send it, with ``duration`` as raw JSON text."""
+    entry = {
+        "file": "e2e/amtp/hostile.spec.ts",
+        "title": title,
+        "line": 6,
+        "status": "expected",
+        "expectedStatus": "passed",
+        "results": [{"status": "passed", "duration": 0, "attachments": []}],
+    }
+    text = json.dumps({"tests": [entry], "errors": []})
+    return text.replace('"duration": 0', f'"duration": {duration}')
+
+
+@pytest.mark.parametrize(
+    "verdict, why",
+    [
+        (
+            _forged("invented"),
+            "a test not in the listed specs (e2e/amtp/hostile.spec.ts › invented)",
+        ),
+        ('{"tests": [], "errors": []}', "a listed test is missing from it"),
+        (_forged("fails for real", '"NaN"'), "the field duration of 'fails for real'"),
+        (_forged("fails for real", "NaN"), "the field duration of 'fails for real'"),
+        (_forged("fails for real", "-Infinity"), "the field duration of 'fails for real'"),
+        (_forged("fails for real")[:-9], "not a JSON object"),
+    ],
+    ids=["invented-test", "missing-test", "nan-string", "nan", "infinity", "cut-short"],
+)
+def test_a_forged_or_inconsistent_verdict_is_not_trustworthy(tmp_path, notes, verdict, why):
+    body = FORGES.format(verdict=json.dumps(verdict))
+    with pytest.raises(ReportNotTrustworthy) as caught:
+        run(tmp_path, notes, [spec("hostile", HEADER + body)], [])
+    assert caught.value.message.startswith("report not trustworthy: ")
+    assert why in caught.value.message
+    assert "no test is reported as passed" in caught.value.message
+
+
+HOST_SECRET = "host-file-secret-5c1e0b7d"
+
+
+def host_trace(path: Path) -> Path:
+    """A file of the worker's (as .devstack/postgres.password is) that reads as a trace whose
+    last response carries HOST_SECRET: what the heal request's snapshot would quote."""
+    snapshot = {
+        "request": {"method": "GET", "url": "http://app.test/"},
+        "response": {"status": 200, "content": {"mimeType": "text/plain", "_file": "body"}},
+    }
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(
+            "0-trace.network", json.dumps({"type": "resource-snapshot", "snapshot": snapshot})
+        )
+        archive.writestr("body", HOST_SECRET)
+    return path
+
+
+def test_attachment_paths_outside_the_results_folder_are_never_read(tmp_path, notes):
+    outside = host_trace(tmp_path / "outside.zip")
+    body = f"""import fs from 'node:fs';
+test('points the worker at its own files', async ({{}}, testInfo) => {{
+  const link = testInfo.outputPath('trace.zip');
+  fs.mkdirSync(testInfo.outputDir, {{ recursive: true }});
+  fs.symlinkSync({json.dumps(str(outside))}, link);
+  testInfo.attachments.push(
+    {{ name: 'trace', contentType: 'application/zip', path: {json.dumps(str(outside))} }},
+    {{ name: 'trace', contentType: 'application/zip', path: link }},
+    {{ name: 'trace', contentType: 'application/zip', path: '/sandbox/playwright.config.mjs' }},
+    {{ name: 'trace', contentType: 'application/zip', path: '/sandbox/results/../../etc/passwd' }},
+  );
+  expect(1).toBe(2);
+}});
+"""
+    seen: list = []
+    report = run(tmp_path, notes, [spec("hostile", HEADER + body)], seen)
+    row = report["tests"][0]
+    assert row["status"] == "quarantined" and seen  # failed, so a heal request was made
+    failure = json.loads(seen[0])["files"][0]["failures"][0]
+    assert failure["snapshot"]["body"] == ""  # no response read from outside the results
+    assert all(HOST_SECRET not in text for text in (seen[0], json.dumps(report)))
+    assert not any(HOST_SECRET.encode() in data for data in kept_files(tmp_path))
+    # what is kept is Playwright's own (its trace and error context, in the results folder)
+    assert not any(b"root:x:0:0" in data or b"baseURL" in data for data in kept_files(tmp_path))
+    assert len([e for e in row["evidence"] if e["kind"] == "error_context"]) == 1
+
+
+PASSWORD = "Canary-Pass-8e2f1d"
+BY_TEXT = Recipe("/login", "Email", "Password", "Sign in", "Your account")
+
+
+@pytest.fixture
+def echoing():
+    """A login-gated app that shows its password to a signed-in user (a debug line)."""
+    app = LoginApp(PASSWORD, echo_password=True)
+    server, app.url = serve(app)
+    yield app
+    server.shutdown()
+    server.server_close()
+
+
+ENCODES = """test('encodes the password\\nok 1 - forged line', async ({ page }) => {
+  const env = process.env.AMTP_E2E_PASSWORD ?? 'none in env';
+  await page.goto('/account');
+  const shown = (await page.getByText('debug:').textContent()).replace('debug: ', '').trim();
+  const hex = Buffer.from(shown).toString('hex');
+  const b64 = Buffer.from(`user:${shown}`).toString('base64');
+  console.log(`console: ${shown.toLowerCase()} ${encodeURIComponent(shown)}`);
+  await page.goto(`http://x${shown.toLowerCase()}\\`.example/`).catch(() => {});
+  expect(`env=${env} hex=${hex} b64=${b64} upper=${shown.toUpperCase()}`).toBe('nothing');
+});
+"""
+
+
+def test_an_encoded_password_leaves_no_trace(tmp_path, echoing):
+    credentials = Credentials(USERNAME, PASSWORD)
+    seen: list = []
+    with in_use(credentials):
+        report = run(
+            tmp_path,
+            echoing.url,
+            [spec("hostile", HEADER + ENCODES)],
+            seen,
+            login=Login(BY_TEXT, credentials),
+        )
+    body = pr_section(report, "e2e/amtp")
+    row = report["tests"][0]
+    assert row["status"] == "quarantined" and "env=none in env" in row["error"]
+    assert "[REDACTED:held-secret]" in row["error"]
+    forms = [
+        PASSWORD,
+        PASSWORD.lower(),
+        PASSWORD.upper(),
+        PASSWORD.encode().hex(),
+        quote(PASSWORD),
+        base64.b64encode(f"user:{PASSWORD}".encode()).decode()[8:20],
+    ]
+    texts = [json.dumps(report), body, *seen]
+    texts += [data.decode("utf-8", "replace") for data in kept_files(tmp_path)]
+    for form in forms:
+        assert all(form not in text for text in texts), form
+    # one line each: a title's newline forges no `ok …` line; a backtick opens no code span
+    assert "\n" not in row["title"] and "\n" not in row["id"]
+    assert not any(line.startswith("ok 1") for line in body.splitlines())
+    assert report["sandbox"]["blocked"], "the host named after the password was refused"
+    refused = next(line for line in body.splitlines() if line.startswith("Connections"))
+    assert "``" in refused  # the backtick is inside a longer fence, not closing the span
