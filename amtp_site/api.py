@@ -30,6 +30,7 @@ from runs.errors import (
     RunError,
     RunInputInvalid,
 )
+from runs.oidc import OidcRefused, OidcUnavailable
 
 NOT_FOUND = "no such resource: {path}"
 METHOD_NOT_ALLOWED = "{method} is not allowed here; allowed: {allowed}"
@@ -151,6 +152,14 @@ def _unauthenticated(request, exc) -> HttpResponse:
     )
 
 
+def _oidc_refused(request, exc: OidcRefused) -> HttpResponse:
+    # RFC 6750 §3.1: an invalid token is 401 with error="invalid_token".
+    challenge = 'Bearer realm="amtp", error="invalid_token"'
+    return problem_response(
+        request, 401, "unauthenticated", str(exc), headers={"WWW-Authenticate": challenge}
+    )
+
+
 def _too_large(request, exc) -> HttpResponse:
     return problem_response(request, 413, "payload-too-large", TOO_LARGE)
 
@@ -200,6 +209,8 @@ def install_problem_handlers(api: NinjaAPI) -> None:
         HttpError: _http_error,
         AuthenticationError: _unauthenticated,
         ScopeMissing: _simple(403, "forbidden"),
+        OidcRefused: _oidc_refused,
+        OidcUnavailable: _simple(503, "oidc-issuer-unavailable"),
         CsrfFailed: _simple(403, "csrf-failed"),
         Http404: _simple(404, "not-found", "not found"),
         ObjectDoesNotExist: _simple(404, "not-found", "not found"),

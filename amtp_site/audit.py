@@ -20,7 +20,7 @@ MESSAGE = "{what} (via {surface}, as {name})"
 SURFACE_MARK = "(via {surface}, "  # what the admin's surface filter looks for
 SURFACES = ("admin", "api")
 
-__all__ = ["ADDITION", "CHANGE", "Actor", "record"]
+__all__ = ["ADDITION", "CHANGE", "Actor", "record", "refused"]
 
 
 @dataclass(frozen=True)
@@ -55,3 +55,10 @@ def record(actor: Actor | None, obj, what: str, *, flag: int = CHANGE) -> None:
         change_message=message,
         single_object=True,
     )
+
+
+def refused(surface: str, what: str) -> None:
+    """A refused credential that names nobody trusted (a forged or foreign token): logged to
+    ``amtp.audit`` only, as no user can file it and a row per forgery would let anyone fill
+    the table."""
+    logger.warning("refused (via %s): %s", surface, what)

@@ -211,6 +211,20 @@ GITHUB_APP_PRIVATE_KEY = os.environ.get("GITHUB_APP_PRIVATE_KEY", "")
 # whoever holds it can sign pushes for every such repository.
 GITHUB_WEBHOOK_SECRET = os.environ.get("GITHUB_WEBHOOK_SECRET", "")
 AMTP_WEBHOOK_MAX_BYTES = env_int("AMTP_WEBHOOK_MAX_BYTES", 1024 * 1024)
+# Keyless CI (runs.oidc): bearer OpenID Connect ID tokens from this issuer (empty: off), for
+# this audience, mapped to service identities by the trust rules in the admin.
+AMTP_OIDC_ISSUER = os.environ.get("AMTP_OIDC_ISSUER", "").strip()
+AMTP_OIDC_AUDIENCE = os.environ.get("AMTP_OIDC_AUDIENCE", "").strip()
+AMTP_OIDC_LEEWAY_S = env_int("AMTP_OIDC_LEEWAY_S", 30)  # clock skew allowed on exp/nbf/iat
+AMTP_OIDC_MAX_LIFETIME_S = env_int("AMTP_OIDC_MAX_LIFETIME_S", 3600)  # exp - iat at most
+AMTP_OIDC_JWKS_TTL_S = env_int("AMTP_OIDC_JWKS_TTL_S", 300)  # the issuer's keys are re-read
+# The least time between re-reads of the key set for a token naming a key it lacks.
+AMTP_OIDC_JWKS_COOLDOWN_S = env_int("AMTP_OIDC_JWKS_COOLDOWN_S", 30)
+if AMTP_OIDC_ISSUER and not AMTP_OIDC_AUDIENCE:
+    # Without an audience, a token any relying party of the issuer was given would do.
+    raise ImproperlyConfigured("AMTP_OIDC_AUDIENCE must be set when AMTP_OIDC_ISSUER is")
+if AMTP_OIDC_ISSUER and not DEBUG and not AMTP_OIDC_ISSUER.startswith("https://"):
+    raise ImproperlyConfigured("AMTP_OIDC_ISSUER must be an https:// URL")
 # GitHub asks integrations to space out content-creating requests (secondary rate limits).
 GITHUB_SECONDS_BETWEEN_WRITES = float(os.environ.get("GITHUB_SECONDS_BETWEEN_WRITES", "1.0"))
 AMTP_MCP_CACHE_TTL = env_int("AMTP_MCP_CACHE_TTL", 24 * 3600)
@@ -295,6 +309,9 @@ AMTP_EXPLORE_PAGE_TIMEOUT_S = float(os.environ.get("AMTP_EXPLORE_PAGE_TIMEOUT_S"
 AMTP_EXPLORE_MAX_BYTES = env_int("AMTP_EXPLORE_MAX_BYTES", 512 << 10)  # the app_map artifact
 # Forms ExploreApp submits once with test data on the preview (0: none).
 AMTP_EXPLORE_FORM_TRIALS = env_int("AMTP_EXPLORE_FORM_TRIALS", 5)
+# Without a login recipe, ExploreApp signs up through the app's sign-up form with a throwaway
+# account and explores signed in; the tests' setup project does the same.
+AMTP_EXPLORE_SIGN_UP = env_bool("AMTP_EXPLORE_SIGN_UP", True)
 # Actions outside forms (type and press Enter, toggle, filter, edit, delete the item it made)
 AMTP_EXPLORE_INTERACTIONS = env_int("AMTP_EXPLORE_INTERACTIONS", 12)
 # The Fernet key (comma-separated: the first encrypts, each decrypts) of repositories' stored

@@ -7,6 +7,7 @@ a lost window or counter only relaxes a limit for a while.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -218,3 +219,16 @@ def _renew(conn, key: str, run_id: str, ms: int, released: threading.Event) -> N
 def release_pr_lock(repo: str, run_id: str, conn=None) -> bool:
     conn = conn or client()
     return bool(conn.eval(_RELEASE, 1, pr_lock_key(repo), run_id))
+
+
+def oidc_jti_key(issuer: str, jti: str) -> str:
+    # A digest: ``jti`` is the caller's text (any length, any bytes); the key's length is fixed.
+    digest = hashlib.sha256(f"{issuer}\0{jti}".encode()).hexdigest()
+    return f"amtp:oidc:jti:{digest}"
+
+
+def oidc_jti_first_use(issuer: str, jti: str, ttl_ms: int, conn=None) -> bool:
+    """True the first time this token id of ``issuer`` is seen (``SET NX`` kept for the token's
+    remaining lifetime: after that, ``exp`` refuses it anyway); False for a replay."""
+    conn = conn or client()
+    return bool(conn.set(oidc_jti_key(issuer, jti), "1", nx=True, px=max(ttl_ms, 1000)))

@@ -28,7 +28,8 @@ from ninja.utils import check_csrf
 
 from amtp_site import audit, rows
 from repositories import access as repo_access
-from runs.models_api import ApiToken, Scope
+from runs import oidc
+from runs.models_api import ApiToken, OidcTrustRule, Scope
 
 TOKEN_PREFIX = "amtp_"
 PREFIX_LENGTH = 12  # "amtp_" + 7 characters of the secret: enough to recognise, useless to guess
@@ -286,7 +287,7 @@ class Principal:
     key: str
     name: str
     scopes: frozenset[str]
-    via: str  # "token" or "session"
+    via: str  # "token", "oidc" or "session"
     user: Any = None
     owner: Any = None
     only: frozenset[int] | None = None
@@ -309,6 +310,22 @@ class Principal:
             owner=user if token.user_id else None,  # a service token's rights are its list
             only=only,
             requester=f"user:{token.user_id}" if token.user_id else f"token:{token.pk}",
+        )
+
+    @classmethod
+    def for_oidc(cls, rule: OidcTrustRule, repository_id: int, claims: dict) -> Principal:
+        """A CI's OIDC token trusted by ``rule``: a service identity limited to the one
+        repository it names (its audit entries filed under the rule's creator)."""
+        name = f"{claims['repository']} CI (OIDC rule {rule.name})"[:200]
+        return cls(
+            f"oidc:{rule.pk}:{repository_id}",
+            name,
+            frozenset(rule.scopes),
+            "oidc",
+            rule.created_by,
+            owner=None,  # like a service token: its rights are its list
+            only=frozenset({repository_id}),
+            requester=f"oidc:{rule.pk}:{repository_id}",
         )
 
     @classmethod
@@ -366,6 +383,28 @@ class BearerToken(HttpBearer):
         return principal
 
 
+class OidcBearer(HttpBearer):
+    """``Authorization: Bearer <JWT>`` from the configured OIDC issuer (runs.oidc), when one is
+    configured; a token that fails is refused (401 naming the check), not passed on."""
+
+    def __init__(self, scope: str) -> None:
+        self.scope = scope
+        super().__init__()
+
+    def authenticate(self, request: HttpRequest, token: str) -> Principal | None:
+        token = token.strip()
+        if not oidc.configured() or not oidc.looks_like_jwt(token):
+            return None
+        rule, repository_id, claims = oidc.authenticate(token)
+        principal = Principal.for_oidc(rule, repository_id, claims)
+        try:
+            principal.require(self.scope)
+        except ScopeMissing as exc:
+            audit.record(principal.actor, rule, f"Refused an OIDC token: {exc}")
+            raise
+        return principal
+
+
 class StaffSession(APIKeyCookie):
     """A logged-in staff user with the operation's permission; unsafe methods must carry the
     CSRF token (cookie auth)."""
@@ -391,6 +430,6 @@ class StaffSession(APIKeyCookie):
 
 
 def scoped(access: Access) -> list:
-    """The ``auth=`` of an operation: a token with its scope, else a staff session with its
-    permission."""
-    return [BearerToken(access.scope), StaffSession(access)]
+    """The ``auth=`` of an operation: a token (AMTP's or a CI's OIDC token) with its scope,
+    else a staff session with its permission."""
+    return [BearerToken(access.scope), OidcBearer(access.scope), StaffSession(access)]

@@ -133,7 +133,8 @@ class Run(models.Model):
         default="",
         db_default="",
         help_text="Who asked, for the four-eyes rule: user:<id> (a person, or the owner of the "
-        "token used), token:<id> (a service token); empty for webhooks and the CLI.",
+        "token used), token:<id> (a service token), oidc:<rule id>:<repository id> (a CI by "
+        "OpenID Connect); empty for webhooks and the CLI.",
     )
     request_key = models.CharField(
         max_length=200,
@@ -310,6 +311,6 @@ class RunStart(models.Model):
         indexes = [models.Index(fields=["created_at"], name="run_starts_oldest_first")]
 
 
-from runs.models_api import ApiToken, WebhookDelivery  # noqa: E402,F401  (operator-surface tables)
+from runs.models_api import ApiToken, OidcTrustRule, WebhookDelivery  # noqa: E402,F401  (operator-surface tables)
 from runs.models_notify import Notification  # noqa: E402,F401  (what events told whom)
 from runs.models_stats import RunCost, RunDay, RunHealth, StageDay  # noqa: E402,F401

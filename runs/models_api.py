@@ -1,5 +1,6 @@
-"""Tables of the operator surfaces: API tokens (``api_tokens``) and GitHub webhook deliveries
-(``webhook_deliveries``). Imported at the end of ``runs/models.py`` so Django sees them."""
+"""Tables of the operator surfaces: API tokens (``api_tokens``), OIDC trust rules
+(``oidc_trust_rules``) and GitHub webhook deliveries (``webhook_deliveries``). Imported at
+the end of ``runs/models.py`` so Django sees them."""
 
 from __future__ import annotations
 
@@ -83,6 +84,64 @@ class ApiToken(models.Model):
     @property
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
+
+
+class OidcTrustRule(models.Model):
+    """Who a CI's OpenID Connect token is (runs.oidc): a token from the configured issuer whose
+    ``repository`` claim names one of ``repository_ids`` and whose ``ref``, ``workflow_ref``
+    and ``environment`` claims match the patterns set here acts with ``scopes`` on that one
+    repository, like a service token limited to it. Superusers configure rules in the admin."""
+
+    name = models.CharField(max_length=100, unique=True, help_text="Named in refusals (401).")
+    repository_ids = ArrayField(
+        models.BigIntegerField(),
+        help_text="The repositories whose CI this rule trusts; a token reaches only its own.",
+    )
+    ref = models.CharField(
+        max_length=255,
+        blank=True,
+        help_text="Pattern the 'ref' claim must match, e.g. refs/heads/main (* matches any "
+        "text; empty: any).",
+    )
+    workflow_ref = models.CharField(
+        max_length=255,
+        blank=True,
+        help_text="Pattern for 'workflow_ref', e.g. acme/shop/.github/workflows/e2e.yml@* "
+        "(empty: any).",
+    )
+    environment = models.CharField(
+        max_length=255,
+        blank=True,
+        help_text="Pattern for 'environment', e.g. production (empty: any, also none).",
+    )
+    scopes = models.JSONField(default=list, help_text="Any of: " + ", ".join(Scope.values))
+    enabled = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="+",
+        help_text="Who configured it; its identities' actions are audited under this user.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "oidc_trust_rules"
+        verbose_name = "OIDC trust rule"
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(scopes__contained_by=Scope.values), name="oidc_rules_scopes_known"
+            ),
+            models.CheckConstraint(
+                condition=Q(repository_ids__len__gt=0), name="oidc_rules_name_repositories"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class DeliveryOutcome(models.TextChoices):

@@ -51,6 +51,7 @@ from runs.stages import (
     VERIFY_TESTS,
 )
 from runs.verification.errors import VerificationError
+from runs.verification.login import signup_of
 from runs.verification.service import REPORT_SCHEMA, target_url_of, verification_report
 from runs.verification.summary import pull_request_contents, totals_note
 
@@ -396,7 +397,8 @@ def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False
         raise Artifact.DoesNotExist(f"run {run_id} has no {kinds[0]} artifact")
     code, report = content[kinds[0]], content.get(kinds[1])
     coverage = selectors.coverage(run)
-    login = recipe_of(run.repository)  # no credentials: the PR names their variables only
+    # No credentials: the PR names their variables only, or signs up an account of its own.
+    login = recipe_of(run.repository) or signup_of(selectors.app_map(run))
     files, title, body = pull_request_contents(
         code, report, run.repository.test_dir, coverage, login, harness_of(run)
     )

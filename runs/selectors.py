@@ -78,6 +78,15 @@ def app_map(run: Run) -> dict | None:
     return found.first()
 
 
+def signed_up_map(repository) -> dict | None:
+    """The latest app map of ``repository``'s runs whose exploration signed up and signed in
+    (a maintenance run or a check explores nothing: their tests sign up as that run's did)."""
+    found = Artifact.objects.filter(
+        run__repository=repository, kind=ArtifactKind.APP_MAP, content__signup__signed_in=True
+    )
+    return found.order_by("-created_at").values_list("content", flat=True).first()
+
+
 def evidence_names(run: Run) -> set[str]:
     """Every evidence file the run's reports list (verification evidence, the app map's
     screenshots), by its path under the run's evidence folder."""

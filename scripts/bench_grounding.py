@@ -26,10 +26,12 @@ import re
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench_verify import offline_crawl, offline_files, verified  # sets up Django
+from django.conf import settings
 
 from agents import spec_blocks
 from repositories.credentials import Credentials
@@ -38,7 +40,7 @@ from runs.demo_app import DemoTasks, serve
 from runs.demo_content import DEMO_WEB
 from runs.exploration.explore import Bounds, explore
 from runs.exploration.service import start_paths
-from runs.verification.login import Login
+from runs.verification.login import Login, signup_of, throwaway
 from runs.verification.service import runner_from_settings
 from tests.journey_app import JOURNEY_REPO, JourneyApp
 from tests.journey_app import PASSWORD as JOURNEY_PASSWORD
@@ -116,9 +118,13 @@ def apps() -> list[App]:
     ]
 
 
-def session_options(app: App) -> dict:
-    """What exploration and verification are given to sign in to ``app``."""
-    return {"login": app.login} if app.login else {}
+def session_options(app: App, app_map: dict | None = None) -> dict:
+    """What exploration and verification are given to sign in to ``app``: its recipe, else
+    (verification) the sign-up its exploration made, as a run does."""
+    if app.login:
+        return {"login": app.login}
+    signup = signup_of(app_map)
+    return {"login": Login(signup)} if signup else {}
 
 
 def kind(route: dict) -> str:
@@ -158,7 +164,8 @@ def covered(routes: list[dict], paths: set[str]) -> list[dict]:
 
 def explored(app: App, url: str) -> tuple[dict, float]:
     began = time.monotonic()
-    with tempfile.TemporaryDirectory() as shots:
+    signs_up = not app.login and settings.AMTP_EXPLORE_SIGN_UP
+    with tempfile.TemporaryDirectory() as shots, throwaway() if signs_up else nullcontext() as new:
         app_map = explore(
             url,
             allow_hosts=["127.0.0.1"],
@@ -166,6 +173,7 @@ def explored(app: App, url: str) -> tuple[dict, float]:
             bounds=(bounds := Bounds.from_settings()),
             shots_dir=Path(shots),
             start_paths=start_paths(offline_crawl(app.repo), "/", bounds.max_pages),
+            signup=new,
             **session_options(app),
         )
     return app_map, time.monotonic() - began
@@ -186,7 +194,7 @@ def measure_at(app, url: str, depth: str) -> dict:
     app_map, explore_s = explored(app, url)
     files = offline_files(app.repo, depth, app_map)
     began = time.monotonic()
-    report = verified(url, files, **session_options(app))
+    report = verified(url, files, **session_options(app, app_map))
     verify_s = time.monotonic() - began
     tests = report["tests"]
     after = {"passed", "flaky", "healed"}
@@ -208,6 +216,8 @@ def measure_at(app, url: str, depth: str) -> dict:
         ),
         "after": sum(t["status"] in after for t in tests),
         "pages": len(app_map["pages"]),
+        "behind_login": sum(1 for p in app_map["pages"] if p.get("login_redirect")),
+        "signed_in": bool(app_map.get("signup") and app_map["signup"]["signed_in"]),
         "trials": len(app_map.get("trials") or []),
         "explore_s": explore_s,
         "verify_s": verify_s,

@@ -95,7 +95,8 @@ def measure_one(key: str, depth: str) -> dict:
     from bench_grounding import measure_at  # sets up Django: only in the child
 
     app = load(key)
-    app.login = logins().get(key)
+    # AMTP_REALWORLD_NO_RECIPE=1: as a user who gives no login recipe (AMTP signs up).
+    app.login = None if os.environ.get("AMTP_REALWORLD_NO_RECIPE") else logins().get(key)
     began = time.monotonic()
     process, url = STARTERS[key](app)
     setup_s = time.monotonic() - began

@@ -20,9 +20,10 @@ from approvals.models import Approval
 from repositories.models import Repository, RepositoryGrant
 from runs import auth
 from runs.models import Run
-from runs.models_api import ApiToken
+from runs.models_api import ApiToken, OidcTrustRule
 from tests.admin_helpers import flashed
 from tests.factories import ApprovalFactory, ArtifactFactory, RepositoryFactory, RunFactory
+from tests.fakes.oidc_issuer import AUDIENCE, FakeIssuer
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "security.md"
 VIEWER = ("runs.view_run", "runs.view_artifact", "approvals.view_approval")
@@ -48,6 +49,19 @@ TOKENS = {  # service tokens limited to A
     "write token": "runs:write",
     "decide token": "approvals:decide",
 }
+CI = "CI token"  # A's CI by OIDC (runs.oidc): a trust rule on A with runs:read and runs:write
+
+
+class FreshTokenClient(Client):
+    """Sends a new OIDC token with every request (each token is good for one use: jti)."""
+
+    def __init__(self, issuer, repository: str) -> None:
+        super().__init__()
+        self.issuer, self.repository = issuer, repository
+
+    def request(self, **request):
+        request["HTTP_AUTHORIZATION"] = f"Bearer {self.issuer.mint(self.repository)}"
+        return super().request(**request)
 
 
 def matrix() -> list[tuple[str, str, bool]]:
@@ -84,8 +98,8 @@ class Place:
 class World:
     """The objects every action works on, and the caller in one role."""
 
-    def __init__(self, role: str) -> None:
-        self.role = role
+    def __init__(self, role: str, issuer=None) -> None:
+        self.role, self.issuer = role, issuer
         self.root = User.objects.create_superuser("root", password=None)  # no slow hashing
         self.other = self._with_perms(User.objects.create_user("someone-else"), VIEWER)
         self.a, self.b = Place("acme/shop"), Place("acme/other")
@@ -105,7 +119,7 @@ class World:
         Run.objects.filter(pk=self.own.pk).update(requester=self.identity)
 
     def _user(self):
-        if self.role in ("anonymous", *TOKENS):
+        if self.role in ("anonymous", *TOKENS, CI):
             return None
         if self.role == "superuser":
             return self.root
@@ -132,6 +146,15 @@ class World:
             )
             self.identity = f"token:{token.pk}"
             return Client(headers={"Authorization": f"Bearer {secret}"})
+        if self.role == CI:
+            rule = OidcTrustRule.objects.create(
+                name="shop-ci",
+                repository_ids=[self.repository.pk],
+                scopes=["runs:read", "runs:write"],
+                created_by=self.root,
+            )
+            self.identity = f"oidc:{rule.pk}:{self.repository.pk}"
+            return FreshTokenClient(self.issuer, self.repository.full_name)
         client = Client()
         if self.user is not None:
             client.force_login(self.user)
@@ -293,17 +316,27 @@ ACTIONS = {
 }
 
 
+@pytest.fixture(scope="module")
+def issuer():
+    with FakeIssuer() as running:
+        yield running
+
+
 def test_every_row_of_the_matrix_is_an_action_here():
     assert {action for action, _, _ in matrix()} == set(ACTIONS)
-    roles = {"anonymous", "superuser", *ROLES, *GRANTS, *TOKENS}
+    roles = {"anonymous", "superuser", *ROLES, *GRANTS, *TOKENS, CI}
     assert {role for _, role, _ in matrix()} == roles
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("action,role,allowed", matrix(), ids=lambda v: str(v))
-def test_the_matrix(action, role, allowed, settings, valkey):
+def test_the_matrix(action, role, allowed, settings, valkey, request):
     settings.TEMPORAL_ADDRESS = "127.0.0.1:1"  # nothing here may need a workflow to succeed
-    world = World(role)
+    issuer = None
+    if role == CI:
+        issuer = request.getfixturevalue("issuer")
+        settings.AMTP_OIDC_ISSUER, settings.AMTP_OIDC_AUDIENCE = issuer.url, AUDIENCE
+    world = World(role, issuer)
     assert ACTIONS[action](world) is allowed
     for approval in (world.pending, world.own_pending):  # no signal: undone
         assert Approval.objects.get(pk=approval.pk).decision == "pending"

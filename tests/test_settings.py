@@ -133,3 +133,13 @@ def test_the_web_entry_points_take_what_they_loaded_out_of_the_collectors_reach(
         )
         assert result.returncode == 0, result.stderr
         assert int(result.stdout) > 10_000, (module, result.stdout)  # Django and the apps
+
+
+def test_an_oidc_issuer_needs_an_audience_and_https_in_production():
+    key = "s" * 50
+    github = "https://token.actions.githubusercontent.com"
+    result = manage("check", DJANGO_SECRET_KEY=key, AMTP_OIDC_ISSUER=github)
+    assert "AMTP_OIDC_AUDIENCE must be set when AMTP_OIDC_ISSUER is" in result.stderr
+    plain = {"AMTP_OIDC_ISSUER": "http://issuer.example.com", "AMTP_OIDC_AUDIENCE": "amtp"}
+    result = manage("check", DJANGO_SECRET_KEY=key, **plain)
+    assert "AMTP_OIDC_ISSUER must be an https:// URL" in result.stderr

@@ -196,7 +196,7 @@ def test_the_contact_form_is_tried_once_with_the_runs_data_and_the_sign_in_never
     assert app.messages == [
         {
             "name": "AMTP spatrial01",
-            "email": "amtp+spatrial01@example.test",
+            "email": "amtp.spatrial01@example.com",
             "message": "AMTP spatrial01",
         }
     ]
@@ -230,4 +230,4 @@ def test_the_flow_planned_from_the_trial_passes_on_its_first_attempt(explored, t
     assert (test["status"], test["attempts"]) == ("passed", 1), test
     sent = app.messages[-1]  # the test's own data, not the exploration's
     assert sent["name"].startswith("AMTP ") and sent["name"] != "AMTP spatrial01"
-    assert sent["email"] == f"amtp+{sent['name'][5:]}@example.test"
+    assert sent["email"] == f"amtp.{sent['name'][5:]}@example.com"

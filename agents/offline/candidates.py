@@ -22,7 +22,15 @@ from .common import (
     ui_text,
 )
 from .journey_code import SIGN_OUT
-from .live import LivePage, absent_paths, api_shapes, live_pages, matches, unknown_path_status
+from .live import (
+    LivePage,
+    absent_paths,
+    api_shapes,
+    behind_login,
+    live_pages,
+    matches,
+    unknown_path_status,
+)
 
 NOT_FOUND_PAGE = "/amtp-page-that-does-not-exist"
 SAMPLE_NOTE = "Sample values fill the path parameters of {}; adjust them to existing data"
@@ -135,9 +143,10 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
 
 def _untestable(pages: dict[str, str | None], api: list, app_map: object) -> tuple[list, set]:
     """Drops what no test may open from ``pages`` and ``api``: a path that answered 404 when
-    explored, and an API route that logs out (the suite shares one signed-in session, and a
-    server-side logout ends it for every later test); returns the API left and those paths."""
-    absent = absent_paths(app_map)
+    explored or sent the browser to a login (no session to show it), and an API route that
+    logs out (the suite shares one signed-in session, and a server-side logout ends it for
+    every later test); returns the API left and those paths."""
+    absent = absent_paths(app_map) | behind_login(app_map)
     for route in [r for r in pages if r in absent]:
         del pages[route]
     gone = [a for a in api if logs_out(a[1]) or (a[0] == "GET" and a[1] in absent)]

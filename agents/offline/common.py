@@ -28,6 +28,15 @@ MAX_FINDINGS = 2000  # routes + pages + screens one crawl may record (bounds tim
 # A path that ends the session (``/auth/logout``, ``/signout``): a signed-in explorer never
 # visits it, and a test opens it only signed out (it would end the suite's shared session).
 LOGOUT_PATH = r"(log|sign)[-_]?(out|off)"
+# The domain of every e-mail address AMTP types, one that validators accept: python-email-validator
+# refuses the special-use names arpa, invalid, local, localhost, onion and test (its
+# SPECIAL_USE_DOMAIN_NAMES, https://github.com/JoshData/python-email-validator/blob/main/
+# email_validator/__init__.py) and leaves example.com/net/org out on purpose (RFC 6761 §6.5:
+# applications "SHOULD NOT" treat them as special); WTForms' Email() and pydantic's EmailStr
+# call it without its DNS check; validator.js isEmail() wants a fully qualified domain
+# (https://github.com/validatorjs/validator.js#validators). example.com publishes a null MX
+# (RFC 7505): no mail sent to it is delivered.
+EMAIL_DOMAIN = "example.com"
 _LOGOUT = re.compile(LOGOUT_PATH, re.I)
 
 # Entry-point kinds from the contract, strongest first: a file that defines API routes and

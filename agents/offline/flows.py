@@ -25,7 +25,7 @@ PLACEHOLDER = "{tag}"
 MAX_FLOWS = 10
 DATA_NOTE = (
     "The app accepts test data: the flow submits its form with values unique to each run and"
-    " retry (AMTP <tag>, amtp+<tag>@example.test)"
+    " retry (AMTP <tag>, amtp.<tag>@example.com)"
 )
 TRIED_NOTE = "Tried when the app was explored: after {} it showed what this flow expects"
 # What a form that failed says: such a trial shows no outcome worth expecting.

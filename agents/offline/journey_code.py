@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import re
 
+from .common import EMAIL_DOMAIN
+
 _Q = r'("(?:[^"\\]|\\.)*")'
 # The values a step types, as TypeScript expressions over the test's `tag`.
 VALUES = {
     "a unique text": "'AMTP ' + tag",
-    "a unique email": "'amtp+' + tag + '@example.test'",
-    "a unique URL": "'https://example.test/' + tag",
+    "a unique email": f"'amtp.' + tag + '@{EMAIL_DOMAIN}'",
+    "a unique URL": f"'https://{EMAIL_DOMAIN}/' + tag",
     "a unique username": "'amtp_' + tag",
     "a unique password": "'Pw-' + tag + '-9x!'",
     "an edited unique text": "'AMTP ' + tag + ' edited'",

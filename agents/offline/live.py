@@ -125,6 +125,19 @@ def absent_paths(app_map: object) -> set[str]:
     return out
 
 
+def behind_login(app_map: object) -> set[str]:
+    """The paths that sent the browser to a login when the app was explored without a
+    session (``behind_login`` of the map's view): a test opening one would see the login, so
+    none is tested as the page asked for (nor titled by the login's heading)."""
+    found = app_map.get("behind_login") if isinstance(app_map, dict) else None
+    paths = (
+        (clean_route(p) for p in found[:MAX_LIVE_PAGES] if isinstance(p, str) and "?" not in p)
+        if isinstance(found, list)
+        else ()
+    )
+    return {path for path in paths if path}
+
+
 def api_shapes(app_map: object) -> dict[str, dict]:
     """Static path → what a GET of it answered as JSON (``status`` and ``body`` shape), for the
     app map's ``apis`` records that pass the same checks as the worker's."""

@@ -23,15 +23,16 @@ from urllib.parse import unquote_plus
 from django.conf import settings
 
 from agents.offline.api_shape import clean_apis
-from agents.offline.common import LOGOUT_PATH
+from agents.offline.common import EMAIL_DOMAIN, LOGOUT_PATH
 from repositories.secrets import held_secrets
 from runs.exploration import interactions as acts
+from runs.exploration.signup import signup_record
 from runs.exploration.trials import box_config, new_tag, trial
 from runs.verification import proxy, sandbox
 from runs.verification.box_text import line
 from runs.verification.errors import LoginFailed, VerifierNotInstalled
 from runs.verification.login import FAILED as LOGIN_FAILED
-from runs.verification.login import Login
+from runs.verification.login import Login, Throwaway
 from runs.verification.playwright import (
     BOX_PROXY,
     Runner,
@@ -46,6 +47,7 @@ from runs.verification.playwright import (
 )
 
 SCRIPT = Path(__file__).with_name("box") / "explore.mjs"
+SCRIPTS = (SCRIPT, *(SCRIPT.with_name(f"{n}.mjs") for n in ("interact", "signup", "answers")))
 GRACE_S = 30.0  # the browser's start and shutdown, past the explorer's own deadline
 MAX_RAW_BYTES = 32 << 20
 MAX_SHOT_BYTES = 512 << 10
@@ -90,12 +92,15 @@ def explore(
     shots_dir: Path,
     start_paths: list[str],
     login: Login | None = None,
+    signup: Throwaway | None = None,
     tag: str = "",
 ) -> dict:
     """The ``app_map`` content for the app at ``target_url``, explored logged in when there
     is a ``login`` (its credentials scrubbed by the caller: ``login_for``), with up to
     ``bounds.form_trials`` forms submitted once with test data carrying ``tag`` (unique to
-    the run; a new one when empty). TargetUnreachable,
+    the run; a new one when empty). Without a ``login``, a ``signup`` account (scrubbed by
+    the caller: ``throwaway``) signs up through the first sign-up form met and the crawl goes
+    on signed in (``signup`` in the map says how it went). TargetUnreachable,
     VerifierNotInstalled, SandboxUnavailable or LoginFailed when it cannot be explored."""
     preflight(runner)
     sandbox.check_available()
@@ -105,17 +110,20 @@ def explore(
     box = sandbox.Box()
     try:
         modules, _inside = furnish(box, runner)
-        shutil.copyfile(SCRIPT, box.work / "explore.mjs")
-        shutil.copyfile(SCRIPT.with_name("interact.mjs"), box.work / "interact.mjs")
+        for script in SCRIPTS:
+            shutil.copyfile(script, box.work / script.name)
         config = _config(target_url, runner, bounds, start_paths)
         config["login"] = login.recipe.as_config() if login else None
         config["trials"] = box_config(bounds.form_trials, tag)
         config["interactions"] = acts.box_config(bounds.interactions, tag, bounds.page_timeout_s)
+        signup = None if login else signup
+        config["signup"] = signup is not None
+        account = login or signup  # its values reach the box's process environment only
         (box.work / "config.json").write_text(json.dumps(config))
         with proxy.serving(box.socket, policy):
             outcome = box.run(
                 ["node", "explore.mjs", "config.json"],
-                env={**box_env(box, target_url), **(login.env() if login else {})},
+                env={**box_env(box, target_url), **(account.env() if account else {})},
                 runner=modules,
                 limits=sandbox.Limits.from_settings(),
                 wall_s=bounds.time_s + GRACE_S,
@@ -127,6 +135,8 @@ def explore(
         unknown_path_status = _int(raw.get("unknown_path_status"), 0, 599)
         tried = _trials(raw.get("trials"), tag, pages, bounds.form_trials)
         apis = _apis(raw.get("apis"))
+        held = held_secrets()
+        signed_up = signup_record(raw.get("signup"), _form, lambda p: _local(p, held))
         acted = _interactions(raw.get("interactions"), tag, pages, bounds.interactions)
     finally:
         box.remove()
@@ -141,6 +151,7 @@ def explore(
         "trials": tried,
         "interactions": acted,
         "apis": apis,
+        "signup": signed_up if signup else None,
         "truncated": False,
         "sandbox": {
             "isolated": sandbox.sandboxed(),
@@ -156,6 +167,7 @@ def _config(target_url: str, runner: Runner, bounds: Bounds, start_paths: list[s
         "start_paths": start_paths,
         "logout": LOGOUT_PATH,
         "unknown_path": UNKNOWN_PATH,
+        "email_domain": EMAIL_DOMAIN,
         "max_pages": bounds.max_pages,
         "max_depth": bounds.max_depth,
         "max_links": 100,
@@ -194,6 +206,8 @@ def _page(raw, work: Path, shots_dir: Path) -> dict:
         "console_errors": [line(_str(e), 500) for e in _list(raw.get("console_errors"))[:20]],
         "screenshot": _keep_shot(raw.get("screenshot"), work, shots_dir),
         "error": clean(_str(raw.get("error")), 500),
+        # Where a page that sent the browser to a login form went: it showed the login.
+        "login_redirect": redirect if _local(redirect := raw.get("login_redirect"), held) else "",
     }
 
 

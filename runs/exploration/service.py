@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -14,7 +15,7 @@ from runs.coverage import source_routes
 from runs.exploration.explore import Bounds, explore
 from runs.models import Artifact, ArtifactKind, Run
 from runs.verification.errors import ERRORS_ONLY, TargetAnswersErrors
-from runs.verification.login import login_for
+from runs.verification.login import login_for, throwaway
 from runs.verification.service import runner_from_settings, target_url_of
 
 APP_MAP_SCHEMA = "exploration/app_map"
@@ -38,7 +39,10 @@ def app_map(run: Run) -> dict:
     bounds = Bounds.from_settings()
     crawl = Artifact.objects.filter(run=run, kind=ArtifactKind.REPO_CRAWLER_OUTPUT).first()
     first = urlsplit(target_url).path or "/"
-    with login_for(run.repository) as login:  # logged in when the repository says how
+    with (
+        login_for(run.repository) as login,  # logged in when the repository says how
+        _signup(login is None) as signup,  # else signed up, when the app lets anyone
+    ):
         content = explore(
             target_url,
             allow_hosts=[*run.repository.allowed_hosts, *run.allowed_hosts],
@@ -47,6 +51,7 @@ def app_map(run: Run) -> dict:
             shots_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
             start_paths=start_paths(crawl.content if crawl else {}, first, bounds.max_pages),
             login=login,
+            signup=signup,
             tag=run.run_id.hex[:10],  # the run's test data is told apart by it
         )
     content = schemas.validate(APP_MAP_SCHEMA, content)
@@ -67,6 +72,11 @@ def stop_if_errors_only(content: dict) -> None:
     raise TargetAnswersErrors(
         ERRORS_ONLY.format(what=what, statuses=shown, url=url), url=url, statuses=sorted(statuses)
     )
+
+
+def _signup(wanted: bool):
+    """A throwaway account (scrubbed within the block) when one may sign up, else none."""
+    return throwaway() if wanted and settings.AMTP_EXPLORE_SIGN_UP else contextlib.nullcontext()
 
 
 def start_paths(crawl: dict, first: str, limit: int) -> list[str]:
@@ -96,13 +106,17 @@ def _dicts(items) -> list[dict]:
 
 def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
     """What the agents get of an ``app_map`` (``app_map`` of their input schemas): the pages
-    as they rendered, the forms' trials and the JSON answers' shapes, without what only operators need (screenshots, settings, sandbox). The
+    as they rendered, the forms' trials and the JSON answers' shapes, without what only operators need (screenshots, settings, sandbox); the paths that sent the browser to a login
+    (``behind_login``: never shown as the pages they were asked for). The
     pages no route of the ``crawl``'s source covers come first (in the order visited), so a
     rendering cut to the context budget keeps what only the running app can tell."""
     if not content:
         return None
     routes = source_routes((crawl or {}).get("detected_stack"))
-    hidden = [routes.match(page["path"].split("?")[0]) is None for page in content["pages"]]
+    # A page that sent the browser to a login showed the login: it is not that page.
+    walled = [page["path"] for page in content["pages"] if page.get("login_redirect")]
+    shown = [page for page in content["pages"] if not page.get("login_redirect")]
+    hidden = [routes.match(page["path"].split("?")[0]) is None for page in shown]
     pages = [
         {
             "path": page["path"],
@@ -122,7 +136,7 @@ def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
                 for form in page["forms"]
             ],
         }
-        for page in content["pages"]
+        for page in shown
     ]
     pages = [p for p, h in zip(pages, hidden, strict=True) if h] + [
         p for p, h in zip(pages, hidden, strict=True) if not h
@@ -135,6 +149,7 @@ def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
         "trials": content.get("trials", []),
         "interactions": content.get("interactions", []),
         "apis": content.get("apis", []),
+        **({"behind_login": walled[:100]} if walled else {}),
     }
 
 
@@ -150,6 +165,16 @@ def exploration_note(content: dict) -> str:
         note += f", {len(acted)} action(s) outside forms"
     if failing:
         note += f", {failing}{ANSWERED_ERRORS}"
+    if walled := sum(1 for page in pages if page.get("login_redirect")):
+        note += f", {walled} behind a login"
+    if signup := content.get("signup"):
+        note += (
+            "; signed up and explored signed in"
+            if signup["signed_in"]
+            else (
+                f"; sign-up at {signup['path']} did not sign in: {signup['error'] or 'no reason'}"
+            )
+        )
     if content["stopped"]:
         note += f"; {content['stopped']}, {content['unvisited']} link(s) not visited"
     return note

@@ -85,6 +85,8 @@ def trial(raw, tag: str, pages: dict[str, dict]) -> dict | None:
         "appeared": [] if error else _appeared(before, after, tag),
         "shows_value": not error and _shows(after, f"AMTP {tag}"),
         "error": error,
+        "refused": clean(_str(raw.get("refused")), 300).replace(tag, PLACEHOLDER),
+        "retried": clean(_str(raw.get("retried")), 300).replace(tag, PLACEHOLDER),
     }
 
 

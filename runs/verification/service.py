@@ -17,6 +17,7 @@ from repositories.targets import (
     target_address_problem,
     target_url_problem,
 )
+from runs import selectors
 from runs.errors import RunInputInvalid
 from runs.models import Run
 from runs.verification.errors import VerificationError
@@ -54,7 +55,11 @@ def verification_report(
     A failure to run the tests at all (VerificationError) fails the stage, unless the
     repository opens the pull request anyway: then the report says ``unverified`` and why."""
     runs_tests = code["framework"] == "playwright" and bool(target_url_of(run))
-    with login_for(run.repository if runs_tests else None) as login:  # scrubbed from its texts
+    # The sign-up the run's exploration made, else (a run that explores nothing) the last one.
+    app_map = (
+        (selectors.app_map(run) or selectors.signed_up_map(run.repository)) if runs_tests else None
+    )
+    with login_for(run.repository if runs_tests else None, app_map) as login:  # scrubbed
         return _verification_report(run, code, sessions, login, check)
 
 
@@ -126,7 +131,7 @@ def check_repository_tests(
             NO_SPECS.format(repo=repository.full_name, ref=ref or sha, test_dir=repository.test_dir)
         )
     check_id = str(uuid.uuid4())
-    with login_for(repository) as login:
+    with login_for(repository, selectors.signed_up_map(repository)) as login:
         return _check(repository, files, target_url, allowed, check_id, login)
 
 

@@ -11,7 +11,7 @@ from runs.amtp_header import with_amtp_header
 from runs.verification.box_text import code as _code
 from runs.verification.box_text import line, markdown
 from runs.verification.heals import REFUSED_LEAD
-from runs.verification.login import SETUP_FILE, login_section, setup_source
+from runs.verification.login import SETUP_FILE, SignUp, login_section, setup_source
 from schemas.errors import ContractViolation
 
 # With the cell limits below, the table and the heals stay under GitHub's 65,536 characters.
@@ -268,7 +268,7 @@ def pull_request_contents(
     report: dict | None,
     test_dir: str,
     coverage: dict | None = None,
-    login: Recipe | None = None,
+    login: Recipe | SignUp | None = None,
     harness: tuple[list[dict], list[str]] | None = None,
 ) -> tuple[list, str, str]:
     """(files, title, body) of the pull request: the Test Engineer's, with the verification's

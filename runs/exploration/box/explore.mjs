@@ -5,7 +5,9 @@
 // worker checks and bounds it again: nothing here is trusted). Screenshots go to shots/.
 import fs from "node:fs";
 import { chromium } from "@playwright/test";
+import { fitted, markSent, pageText, refusal } from "./answers.mjs";
 import { interactionTrials } from "./interact.mjs";
+import { loginForm, trySignUp } from "./signup.mjs";
 
 const config = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
 const deadline = Date.now() + config.time_ms;
@@ -42,6 +44,8 @@ async function forms(page) {
           name: (el.getAttribute("name") || "").slice(0, 200),
           type: (el.type || el.tagName.toLowerCase()).slice(0, 40),
           required: el.required,
+          // Its limits (not stored): a value typed fits them (answers.mjs).
+          limits: { min_length: el.minLength, max_length: el.maxLength, min: el.min, max: el.max },
           // A select's choices (not stored): a trial never picks a destructive one.
           options: [...(el.options || [])]
             .filter((o) => o.value !== "")
@@ -70,7 +74,7 @@ async function visit(page, path, index, errors) {
   const hrefs = await page.$$eval("a[href]", (as) => as.map((a) => a.href));
   const shot = `shots/${index}.jpeg`;
   await page.screenshot({ path: shot, type: "jpeg", quality: 40, timeout: 5000 });
-  return {
+  const found = {
     path,
     status: response ? response.status() : 0,
     title: (await page.title()).slice(0, 300),
@@ -80,11 +84,19 @@ async function visit(page, path, index, errors) {
     console_errors: errors.splice(0).slice(0, 20),
     screenshot: shot,
   };
+  return { ...found, login_redirect: loginWall(path, local(page.url()) || "", found) };
+}
+
+function loginWall(path, landed, found) {
+  // Where a page that sent the browser to a login form went ("" otherwise): that page is
+  // the login, not the one asked for.
+  const base = (p) => new URL(p, origin).pathname;
+  return landed && base(landed) !== base(path) && loginForm(found) ? landed : "";
 }
 
 // A logged-in exploration neither starts from nor follows a path that would log it out.
 const LOGOUT = new RegExp(config.logout, "i");
-const leaves = (path) => Boolean(config.login) && LOGOUT.test(path);
+const leaves = (path) => (Boolean(config.login) || signup.signedIn) && LOGOUT.test(path);
 
 async function logIn(page, login) {
   // As a person logs in (whatever the app does underneath: a form POST, or fetch and a
@@ -124,9 +136,9 @@ const TEXT = {
   text: (tag) => `AMTP ${tag}`,
   search: (tag) => `AMTP ${tag}`,
   textarea: (tag) => `AMTP ${tag}`,
-  email: (tag) => `amtp+${tag}@example.test`,
+  email: (tag) => `amtp.${tag}@${config.email_domain}`,
   number: () => "1",
-  url: (tag) => `https://example.test/${tag}`,
+  url: (tag) => `https://${config.email_domain}/${tag}`,
   tel: () => "5550100",
 };
 
@@ -157,7 +169,7 @@ function trialForms(pages) {
   return out.slice(0, trialCfg.max);
 }
 
-async function fill(page, field, left, groups) {
+async function fill(page, field, left, groups, said = "", fields = []) {
   // What was filled ({label, type}), or null for a field left as it was. A radio group gets
   // its first choice (a vote form has nothing else to fill); a checkbox only when required.
   const input = page.getByLabel(field.label, { exact: true });
@@ -191,11 +203,22 @@ async function fill(page, field, left, groups) {
     if (field.required) throw new Error(`cannot fill a ${field.type} field`);
     return null;
   }
-  await input.fill(value(trialCfg.tag), { timeout: left() });
+  await input.fill(fitted(field, value(trialCfg.tag), said, fields), { timeout: left() });
   return { label: field.label, type: field.type === "textarea" ? "text" : field.type, option: "" };
 }
 
 async function trial(page, chosen) {
+  // Once, and when the form refused the values with a message that changes some of them
+  // (a length, a bound, a value taken), once more with values fitted to it.
+  const first = await trialOnce(page, chosen, "");
+  const fields = chosen.form.fields;
+  const typed = (f, said) => fitted(f, TEXT[f.type](trialCfg.tag), said, fields);
+  const changes = (f) => TEXT[f.type] && typed(f, first.refused) !== typed(f, "");
+  if (!first.refused || !fields.some(changes)) return { ...first, retried: "" };
+  return { ...(await trialOnce(page, chosen, first.refused)), retried: first.refused };
+}
+
+async function trialOnce(page, chosen, said) {
   const left = () => Math.max(1000, Math.min(config.page_timeout_ms, deadline - Date.now()));
   const snap = () => page.locator("body").ariaSnapshot({ timeout: 5000 }).catch(() => "");
   await page.goto(chosen.path, { timeout: left() });
@@ -204,9 +227,12 @@ async function trial(page, chosen) {
   const filled = [];
   const groups = new Set(); // radio groups given a choice
   for (const field of chosen.form.fields) {
-    const done = await fill(page, field, left, groups);
+    const done = await fill(page, field, left, groups, said, chosen.form.fields);
     if (done) filled.push(done);
   }
+  const form = page.locator("form").nth(chosen.index);
+  const text = await pageText(page);
+  await markSent(form, left());
   const button = page.getByRole("button", { name: chosen.form.submit, exact: true });
   if ((await button.count()) !== 1) throw new Error("no single button of that name");
   let status = 0;
@@ -226,7 +252,13 @@ async function trial(page, chosen) {
   page.off("response", navigated);
   const { submit } = chosen.form;
   const path_after = local(page.url()) || "";
-  return { path: chosen.path, form: chosen.index, submit, filled, path_after, status, before, after };
+  // A form that refuses its values shows its page again (the browser keeps it, a server
+  // re-renders it, at the page's path or the form's action); a page elsewhere is the answer,
+  // whatever its words.
+  const where = (p) => new URL(p, new URL(chosen.path, origin)).pathname;
+  const stayed = [chosen.path, chosen.form.action || chosen.path].map(where).includes(where(path_after || "/"));
+  const refused = stayed ? await refusal(page, form, text) : "";
+  return { path: chosen.path, form: chosen.index, submit, filled, path_after, status, before, after, refused };
 }
 
 // JSON answers: for each GET on the origin that answered 2xx JSON while the app was explored
@@ -307,10 +339,19 @@ if (config.login) {
   }
 }
 
+// Sign-up (config.signup: no login recipe, signup.mjs): the crawl goes on signed in.
+const signup = { signedIn: false, record: null };
+const signupCtx = {
+  left: () => Math.max(1000, Math.min(config.page_timeout_ms, deadline - Date.now())),
+  forms,
+  value: () => `AMTP ${trialCfg.tag}`,
+};
+
 fs.mkdirSync("shots", { recursive: true });
 const queue = config.start_paths.filter((p) => !leaves(p)).map((path) => ({ path, depth: 0 }));
 const visited = new Set(config.start_paths);
 const pages = [];
+let shots = 0; // screenshot names: a page visited again signed in gets a new one
 let stopped = "";
 while (queue.length) {
   if (pages.length >= config.max_pages) {
@@ -324,11 +365,12 @@ while (queue.length) {
   const { path, depth } = queue.shift();
   let found;
   try {
-    found = { ...(await visit(page, path, pages.length, errors)), depth };
+    found = { ...(await visit(page, path, shots++, errors)), depth };
   } catch (error) {
     found = { path, depth, status: 0, error: String(error.message || error).slice(0, 500) };
   }
   pages.push(found);
+  if (config.signup) await trySignUp(page, found, pages, queue, signup, signupCtx);
   for (const link of found.links || []) {
     if (depth + 1 <= config.max_depth && !visited.has(link) && !leaves(link)) {
       visited.add(link);
@@ -367,5 +409,6 @@ fs.writeFileSync(
     trials,
     interactions,
     apis,
+    signup: signup.record,
   }),
 );
