@@ -96,7 +96,9 @@ def pull_request_create(
     head_branch = head_branch_for(run)
     with valkey.pr_lock(run.repo_full_name, str(run.run_id)):
         _go_on(run, stop)
-        result = _update_earlier(run, host, files, title, earlier() if earlier else None)
+        found = earlier() if earlier else None
+        result = _update_earlier(run, host, files, title, found)
+        body = found.body if result else body  # what the pull request carries now
         result = result or host.open_pull_request(
             base_branch=run.base_branch,
             expected_base_sha=run.base_sha or run.commit_sha,
@@ -108,7 +110,7 @@ def pull_request_create(
             labels=run.repository.pull_request_labels,
         )
         try:
-            return _record(run, result, paths, key, stop)
+            return _record(run, result, paths, key, stop, title=title, body=body)
         except RunNotActive:
             if not result.updated:  # an earlier run's pull request is not this run's to close
                 host.discard_pull_request(head_branch=head_branch, base_branch=run.base_branch)
@@ -128,7 +130,14 @@ def _update_earlier(run, host, files, title, earlier: EarlierPull | None):
 
 
 def _record(
-    run: Run, result: PullRequestResult, paths: list[str], key: str, stop: Callable[[], bool]
+    run: Run,
+    result: PullRequestResult,
+    paths: list[str],
+    key: str,
+    stop: Callable[[], bool],
+    *,
+    title: str,
+    body: str,
 ) -> Artifact:
     content = schemas.validate(
         PR_SCHEMA,
@@ -145,6 +154,9 @@ def _record(
             "files": paths,
             "adopted": result.adopted,
             "updated": result.updated,
+            # The run page shows them for every host (a local one has no web page for it).
+            "title": title,
+            "body": body,
         },
     )
     with transaction.atomic():

@@ -186,6 +186,12 @@ def run_with_repository(run_id) -> Run:
     raise Run.DoesNotExist(f"run {run_id} does not exist")
 
 
+def pull_request(run: Run) -> dict | None:
+    """The content of the run's ``pull_request`` artifact, or None before it is opened."""
+    found = run.artifacts.filter(kind=ArtifactKind.PULL_REQUEST).order_by()
+    return found.values_list("content", flat=True).first()
+
+
 def run_app(run: Run) -> dict[str, object]:
     """The app a run verifies against, where that came from, and the hosts only it may
     reach: what the run page says, so "Run again" is seen to reach the same app."""

@@ -124,9 +124,14 @@ def test_launch_from_the_form_watch_it_pass_and_read_an_artifact(
         page.click("#launch-form input[type=submit]")
         expect(page.locator(".messagelist")).to_contain_text("launched on acme/web@main")
         wait_until_passed(page)
+        # BootApp is skipped (the run has a target URL: AMTP does not start the app); every
+        # other stage passed.
+        expect(page.locator("#amtp-timeline .amtp-badge-skipped")).to_have_count(1)
         expect(page.locator("#amtp-timeline .amtp-badge-passed")).to_have_count(
-            page.locator("#amtp-timeline tbody tr").count()
+            page.locator("#amtp-timeline tbody tr").count() - 1
         )
+        expect(page.locator("#amtp-verdict .amtp-verdict-detail")).to_have_text("4 tests")
+        expect(page.locator("#amtp-verdict.amtp-verdict-ok")).to_be_visible()
         report = page.locator("#amtp-verification")
         expect(report.locator("h2 .amtp-badge")).to_have_text("verified")
         expect(report).to_contain_text(f"against {demo_app}")

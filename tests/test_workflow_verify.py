@@ -190,7 +190,10 @@ def test_a_target_answering_only_errors_stops_the_run_before_the_pr(
     assert (run.status, run.error_type) == ("failed", "TargetAnswersErrors")
     assert run.error_message.startswith("target answers errors only: ")
     assert failing_app in run.error_message
-    assert run.stages.get(name="verify_tests").status == "failed"
+    # Stopped by ExploreApp: every page answered 500, so no test is written or run.
+    assert "every page the exploration visited" in run.error_message
+    assert run.stages.get(name="explore_app").status == "failed"
+    assert not run.artifacts.filter(kind__in=["test_engineer_output", "app_map"]).exists()
     assert run.stages.get(name="create_pull_request").status == "skipped"
     assert LocalGitHost(repo.full_name, repo.local_path).pull_requests() == []
 
@@ -198,6 +201,8 @@ def test_a_target_answering_only_errors_stops_the_run_before_the_pr(
     repo.save()
     run = wait_terminal(run_create(repository=repo, depth_level="smoke"), RUN_TIMEOUT)
     assert run.status == "passed", (run.error_type, run.error_message)
+    stage = run.stages.get(name="explore_app")
+    assert (stage.error_type, stage.note) == ("TargetAnswersErrors", UNEXPLORED_NOTE)
     stage = run.stages.get(name="verify_tests")
     assert (stage.error_type, stage.note) == ("TargetAnswersErrors", UNVERIFIED_NOTE)
     report = run.artifacts.get(kind="verification_report").content

@@ -9,14 +9,17 @@ from django.conf import settings
 
 import schemas
 from agents.offline.common import clean_route, params
+from repositories import targets
 from runs.boot import service as boot
 from runs.coverage import source_routes
 from runs.exploration.explore import Bounds, explore
 from runs.models import Artifact, ArtifactKind, Run
+from runs.verification.errors import ERRORS_ONLY, TargetAnswersErrors
 from runs.verification.login import login_for, throwaway
 from runs.verification.service import runner_from_settings, target_url_of
 
 APP_MAP_SCHEMA = "exploration/app_map"
+ANSWERED_ERRORS = " answered an error"  # in the stage's note: the run page shows it as a warning
 NO_TARGET = "no target URL: nothing to explore (set the repository's preview URL)"
 NO_BROWSER_APP = "a mobile app: nothing for a browser to explore"
 
@@ -51,7 +54,24 @@ def app_map(run: Run) -> dict:
             signup=signup,
             tag=run.run_id.hex[:10],  # the run's test data is told apart by it
         )
-    return schemas.validate(APP_MAP_SCHEMA, content)
+    content = schemas.validate(APP_MAP_SCHEMA, content)
+    stop_if_errors_only(content)
+    return content
+
+
+def stop_if_errors_only(content: dict) -> None:
+    """TargetAnswersErrors when every page the exploration visited answered a server error
+    (5xx): the app is up but failing, and generating and verifying tests against it would
+    spend minutes and tokens to fail the same way (VerifyTests' rule, applied first)."""
+    statuses = {page["status"] for page in content["pages"]}
+    if not statuses or min(statuses) < 500:
+        return
+    url = targets.display(content["target_url"])
+    what = f"every page the exploration visited ({len(content['pages'])})"
+    shown = ", ".join(str(s) for s in sorted(statuses))
+    raise TargetAnswersErrors(
+        ERRORS_ONLY.format(what=what, statuses=shown, url=url), url=url, statuses=sorted(statuses)
+    )
 
 
 def _signup(wanted: bool):
@@ -144,7 +164,7 @@ def exploration_note(content: dict) -> str:
     if acted := content.get("interactions"):
         note += f", {len(acted)} action(s) outside forms"
     if failing:
-        note += f", {failing} answered an error"
+        note += f", {failing}{ANSWERED_ERRORS}"
     if walled := sum(1 for page in pages if page.get("login_redirect")):
         note += f", {walled} behind a login"
     if signup := content.get("signup"):

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from amtp_site.errors import NonRetryableError
 
+# TargetAnswersErrors' message, raised by ExploreApp (every page) and VerifyTests (every test).
+ERRORS_ONLY = (
+    "target answers errors only: {what} answered a server error "
+    "({statuses}); the app at {url} is up but failing: fix or redeploy it (its log says why), or "
+    "correct the URL (repository preview URL or the run's target_url), then run again"
+)
+
 
 class VerificationError(NonRetryableError):
     """The generated tests could not be run (not: they ran and failed). The message says what

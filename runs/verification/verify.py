@@ -30,7 +30,7 @@ from amtp_site.errors import AmtpError
 from repositories import targets
 from runs.verification import evidence, heals, sandbox, test_data
 from runs.verification.box_text import line
-from runs.verification.errors import TargetAnswersErrors
+from runs.verification.errors import ERRORS_ONLY, TargetAnswersErrors
 from runs.verification.playwright import (
     clean,
     preflight,
@@ -47,11 +47,6 @@ NO_TARGET = (
 NO_DEVICE = "not executed: no device or emulator here; flow YAML and commands were validated"
 HEAL_FAILED = "the healing session failed ({error})"
 HEAL_UNSAID = "changed by the healing session (it did not say how)"
-ERRORS_ONLY = (
-    "target answers errors only: every test failed and {what} answered a server error "
-    "({statuses}); the app at {url} is up but failing: fix or redeploy it (its log says why), or "
-    "correct the URL (repository preview URL or the run's target_url), then run again"
-)
 
 # (heal input, seconds left) → heal output (both validated by the agent runner)
 Heal = Callable[[dict, float], dict]
@@ -97,9 +92,9 @@ def _stop_if_errors_only(session: Session, answered: int) -> None:
         return
     seen = set().union(*(row.statuses for row in rows))
     if answered >= 500:
-        what, statuses = "GET / of the target", {answered}
+        what, statuses = "every test failed and GET / of the target", {answered}
     elif seen and min(seen) >= 500 and all(row.statuses for row in rows):
-        what, statuses = "every response the tests got", seen
+        what, statuses = "every test failed and every response the tests got", seen
     else:
         return
     url = targets.display(session.plan.target_url)
