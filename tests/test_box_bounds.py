@@ -9,6 +9,7 @@ run on the same worker passes. Longer versions at the default caps: scripts/host
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import threading
@@ -187,7 +188,13 @@ def test_a_flood_stops_at_its_cap_and_the_host_keeps_its_resources(
     print(f"\n{case}: stopped after {took:.1f} s: {outcome.stopped!r}")
     print(f"  box peak memory {outcome.peak_memory / MIB:.0f} MiB (cap {768} MiB)")
     print("  host lost at worst: " + ", ".join(f"{k} {v:.0f}" for k, v in lost.items()))
-    assert report is None and cap in error, error
+    if report is not None and cap in ("the disk cap", "the inode cap"):
+        # The write that found the tmpfs full failed at once (ENOSPC) and the box ended before
+        # the watcher's next look at the tmpfs (freed again when the files closed): the cap
+        # held all the same, and the failing test says so.
+        assert "ENOSPC" in json.dumps(report), report
+    else:
+        assert report is None and cap in error, error
     assert took < 60, case
     assert outcome.peak_memory <= small.AMTP_SANDBOX_BOX_MEMORY_BYTES
     # nothing of the flood landed on the host's disk (other processes share it: some slack)

@@ -134,7 +134,8 @@ def test_a_pull_request_gets_one_check_run_with_its_failures_annotated(
     assert (note["path"], note["start_line"], note["end_line"]) == ("e2e/amtp/shop.spec.ts", 9, 9)
     assert note["title"].startswith("tc_cart")
     assert (
-        "| tc_home: the home page shows its heading | `e2e/amtp/shop.spec.ts:4` | passed"
+        # the title as Markdown text: its underscore escaped (box_text.markdown)
+        "| tc\\_home: the home page shows its heading | `e2e/amtp/shop.spec.ts:4` | passed"
         in (first["output"]["summary"])
     )
     assert last["external_id"] == str(second.run_id) and last["conclusion"] == "failure"

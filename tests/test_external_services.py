@@ -56,6 +56,7 @@ def external(tmp_path):
         "TEMPORAL_TASK_QUEUE": f"external-{uuid.uuid4()}",
         "AMTP_LLM_PROVIDER": "offline",
         "AMTP_LOG_LEVEL": "WARNING",
+        "AMTP_BOOT_APPS": "false",  # as in the whole suite (conftest.py): no app install here
     }
     yield env
     assert list(nowhere.iterdir()) in ([], [nowhere / "evidence"])  # no state.json appeared
