@@ -1,4 +1,4 @@
-"""Interaction trials on a real single-page app without forms (TodoMVC, tests/fixtures/todomvc):
+"""Interaction trials on a real single-page app without forms (TodoMVC, tests/fixtures/realworld/todomvc-es5):
 exploration acts as a user (types and presses Enter, toggles, filters by hash route, edits by
 double-click, deletes what it created), the records are checked as hostile input, and the
 offline engine turns them into a journey that passes against the live app."""
@@ -27,7 +27,7 @@ from tests.test_browser import chromium_path
 from tests.todomvc_app import FIXTURE, todomvc
 
 TAG = "todotrial01"
-# The app's own suite (tests/fixtures/todomvc/README.md): the step that exercises each
+# The app's own suite (tests/fixtures/realworld/todomvc-es5/README.md): the step that exercises each
 # behaviour, and the check after it that asserts its outcome.
 BEHAVIOURS = {
     "add a todo": ("Type a unique text into the textbox", "Expect the created text to be visible"),

@@ -1,7 +1,7 @@
 """TodoMVC (JavaScript ES5) served as its authors ship it: static files only, no back end.
 
-The files under tests/fixtures/todomvc are copied unchanged from tastejs/todomvc (MIT, see
-that folder's LICENSE.md and README.md): a real single-page app whose input is in no <form>
+The files under tests/fixtures/realworld/todomvc-es5/dist are copied unchanged from
+tastejs/todomvc (MIT, see the LICENSE and README.md beside dist/): a real single-page app whose input is in no <form>
 (type, press Enter), whose item controls exist only once an item does, and whose filters are
 hash routes (#/active). Its store is in memory: a reload starts empty.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "todomvc"
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "realworld" / "todomvc-es5" / "dist"
 _FILE = re.compile(r"^/([a-z]+\.(?:js|css|html))$")
 TYPES = {"js": "text/javascript", "css": "text/css", "html": "text/html; charset=utf-8"}
 
