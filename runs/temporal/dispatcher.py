@@ -89,6 +89,7 @@ def run_starts_dispatch(limit: int = 100, *, runs: list[Run] | None = None) -> i
             f"{settings.TEMPORAL_ADDRESS}: {exc}; they stay pending and are started when it "
             "answers",
             run_id=str(run_id),
+            taken=len(done),  # started and taken off all the same
         )
     return len(done)
 
@@ -168,6 +169,17 @@ class StartDispatcher:
         finally:
             connection.close()
 
+    def _dispatch(self) -> int:
+        """One claim; counted even when some of its runs could not be started (Temporal came
+        back in the middle of it), since the others were."""
+        try:
+            taken = run_starts_dispatch(self.batch)
+        except OrchestratorUnavailable as exc:
+            self.dispatched += exc.details.get("taken", 0)
+            raise
+        self.dispatched += taken
+        return taken
+
     def _serve(self) -> None:
         """LISTEN on this thread's database connection; drain the outbox whenever notified,
         and every POLL_S, until stopped (or until something fails: the caller backs off)."""
@@ -179,8 +191,7 @@ class StartDispatcher:
             if time.monotonic() >= due:
                 # Until a claim comes back short: the outbox was empty then, and a row added
                 # since has sent a notification, which psycopg keeps for notifies() below.
-                while taken := run_starts_dispatch(self.batch):
-                    self.dispatched += taken
+                while taken := self._dispatch():
                     if taken < self.batch:
                         break
                 self.drained.set()
