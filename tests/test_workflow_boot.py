@@ -7,6 +7,7 @@ goes on without a live app and the PR's first line says why."""
 import json
 import os
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,9 @@ from tests.worker_process import kill_worker, start_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 RUN_TIMEOUT = 180
-MARKER = "boot-e2e-app.js"  # the app's file: its processes are found by it
+# The app's file: its processes are found by it. One name per test process, so another
+# pytest-xdist worker's app running at the same moment is never counted as this test's.
+MARKER = f"boot-e2e-{uuid.uuid4().hex[:12]}.js"
 SERVER = """const http = require('http');
 const pages = {
   '/': '<h1>Tiny shop</h1><a href="/about">About us</a>',
