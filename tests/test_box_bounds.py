@@ -227,8 +227,11 @@ test('holds thousands of idle connections to the proxy', async () => {
     assert error == "", error
     statuses = {t["title"]: t["status"] for t in report["tests"]}
     assert set(statuses.values()) == {"passed"}, statuses
-    # the rest met a full listen queue (EAGAIN) and never reached the proxy
-    assert server.peak_open <= 32 and server.refused_busy > 500
+    # the rest met a full listen queue (EAGAIN) and never reached the proxy. How many of the
+    # 3,600 attempts reach it within the spec's 4 s depends on the machine's load (434 to
+    # 1,700 seen): the bound is that the cap was reached and held, under a flood several
+    # times its size.
+    assert server.peak_open == 32 and server.refused_busy > 3 * 32
     assert lost["threads"] <= 8  # one proxy thread and its DNS pool, whatever the flood
     assert_no_canary(report, seen)
 
