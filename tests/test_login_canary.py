@@ -108,25 +108,8 @@ def test_the_login_canary_appears_nowhere(tmp_path, worker, monkeypatch, setting
     (pull,) = LocalGitHost(repo.full_name, repo.local_path).pull_requests()
     setup = git(repo.local_path, "show", f"{run.head_branch}:e2e/amtp/auth.setup.ts")
     assert "process.env.AMTP_E2E_PASSWORD" in setup and "AMTP_E2E_USERNAME" in pull["body"]
-    files = [
-        git(repo.local_path, "show", f"{run.head_branch}:{path}")
-        for path in ("e2e/amtp/auth.setup.ts", "e2e/amtp/report.spec.ts", "e2e/amtp/leak.spec.ts")
-    ]
-    kept = [p.read_bytes().decode("latin-1") for p in evidence.rglob("*") if p.is_file()]
-    run.refresh_from_db()
-    texts = {
-        "artifacts": json.dumps([[a.content, a.meta] for a in run.artifacts.all()]),
-        "stages": json.dumps(list(run.stages.values()), default=str),
-        "run": json.dumps([run.error_message, run.error_type]),
-        "logs": caplog.text,
-        "history": run_history(run.run_id).to_json(),
-        "vendor requests": json.dumps(bodies),
-        "pull request": json.dumps(pull) + "".join(files),
-        "evidence": "".join(kept),
-    }
-    for secret in (CANARY, USERNAME):
-        found = {where: secret in text for where, text in texts.items()}
-        assert found == dict.fromkeys(texts, False), secret
+    specs = ("e2e/amtp/report.spec.ts", "e2e/amtp/leak.spec.ts")
+    assert_found_nowhere((CANARY, USERNAME), run, repo, pull, specs, evidence, caplog, bodies)
 
 
 SIGNED_IN_SPEC = """import { test, expect } from '@playwright/test';
@@ -212,9 +195,17 @@ def test_the_signup_canary_appears_nowhere(tmp_path, worker, monkeypatch, settin
     setup = git(repo.local_path, "show", f"{run.head_branch}:e2e/amtp/auth.setup.ts")
     assert "randomBytes" in setup and "process.env" not in setup
     assert "### Signing up" in pull["body"]
+    specs = ("e2e/amtp/create.spec.ts", "e2e/amtp/leak.spec.ts")
+    assert_found_nowhere(secrets, run, repo, pull, specs, evidence, caplog, bodies)
+
+
+def assert_found_nowhere(secrets, run, repo, pull, specs, evidence, caplog, bodies) -> None:
+    """None of ``secrets`` in the run's artifacts, stages, error, the logs, its Temporal
+    history, what the vendor was sent, the pull request with its setup and ``specs`` files,
+    or the evidence kept."""
     files = [
         git(repo.local_path, "show", f"{run.head_branch}:{path}")
-        for path in ("e2e/amtp/auth.setup.ts", "e2e/amtp/create.spec.ts", "e2e/amtp/leak.spec.ts")
+        for path in ("e2e/amtp/auth.setup.ts", *specs)
     ]
     kept = [p.read_bytes().decode("latin-1") for p in evidence.rglob("*") if p.is_file()]
     run.refresh_from_db()
