@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import secrets
 import signal
 import socket
@@ -106,7 +107,24 @@ def port_free(port: int) -> bool:
     return True
 
 
+def _ephemeral_range() -> range:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return range(int(low), int(high) + 1)
+    except (OSError, ValueError):
+        return range(32768, 61000)
+
+
 def _any_free_port() -> int:
+    """A free port below the kernel's ephemeral range. Temporal's dev server binds port 0
+    for its internal services after we chose its ports; a port we took from that range
+    (by binding 0 and closing) could be handed to one of them first, and the web UI then
+    fails with "address already in use"."""
+    ephemeral = _ephemeral_range()
+    candidates = [p for p in range(10000, 32768) if p not in ephemeral] or list(ephemeral)
+    for port in random.sample(candidates, 200):
+        if port_free(port):
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

@@ -13,7 +13,16 @@ import shutil
 import sys
 from pathlib import Path
 
-from amtp_site.devstack.base import STACK_DIR, Say, choose_port, pid_alive, port_open, spawn
+from amtp_site.devstack.base import (
+    STACK_DIR,
+    DevstackError,
+    Say,
+    choose_port,
+    log_tail,
+    pid_alive,
+    port_open,
+    spawn,
+)
 from amtp_site.devstack.base import wait_for_port as _wait
 
 FOLDER = STACK_DIR / "temporal"
@@ -32,6 +41,20 @@ def start(state: dict, say: Say) -> dict:
     log = FOLDER / "temporal.log"
     port = choose_port("temporal", entry.get("port"), say)
     ui_port = choose_port("temporal", entry.get("ui_port"), say, ui=True)
+    for attempt in range(3):
+        try:
+            return _start(port, ui_port, log)
+        except DevstackError:
+            # Another process may bind a port between our check and the server's own bind;
+            # that one failure is worth new ports, anything else is reported as it is.
+            if attempt == 2 or "address already in use" not in log_tail(log):
+                raise
+            port = choose_port("temporal", None, say)
+            ui_port = choose_port("temporal", None, say, ui=True)
+    raise AssertionError("unreachable")
+
+
+def _start(port: int, ui_port: int, log: Path) -> dict:
     cmd = [_binary(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port)]
     cmd += ["--ui-port", str(ui_port), "--db-filename", str(FOLDER / "temporal.db")]
     cmd += ["--log-level", "warn", "--ui-disable-news-fetch"]
