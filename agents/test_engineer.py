@@ -5,7 +5,7 @@ The files are untrusted: agents.file_policy checks paths, sizes and syntax befor
 stored. Branch names in the answer are never trusted: the run's own replace them. A heal's
 shape is checked here (agents.spec_blocks): only the files and failing tests it was given,
 none deleted, none added. Whether each healed test still expects what it expected is the rule
-of agents.expectations, judged test by test where the heal is applied (runs.verification), so
+of agents.expectations, judged test by test where the heal is applied (verification), so
 one weakening heal is refused without losing the honest ones beside it.
 """
 

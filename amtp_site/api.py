@@ -19,10 +19,11 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from temporalio.service import RPCError
 
+from access.auth import UNAUTHENTICATED, CsrfFailed, ScopeMissing
+from access.oidc import OidcRefused, OidcUnavailable
 from amtp_site.bodies import TOO_LARGE, LengthRequired
 from amtp_site.problems import CONTENT_TYPE, Problem, field_error, is_problem, problem_response
 from approvals.errors import ApprovalAlreadyDecided, ApprovalDecisionInvalid, SelfApprovalRefused
-from runs.auth import UNAUTHENTICATED, CsrfFailed, ScopeMissing
 from runs.errors import (
     IdempotencyKeyReused,
     OrchestratorUnavailable,
@@ -30,7 +31,6 @@ from runs.errors import (
     RunError,
     RunInputInvalid,
 )
-from runs.oidc import OidcRefused, OidcUnavailable
 
 NOT_FOUND = "no such resource: {path}"
 METHOD_NOT_ALLOWED = "{method} is not allowed here; allowed: {allowed}"
@@ -247,6 +247,6 @@ api = ProblemAPI(
 install_problem_handlers(api)
 api.add_router("/runs", "runs.api.router")
 api.add_router("/approvals", "approvals.api.router")
-api.add_router("/costs", "runs.api_costs.router")
-api.add_router("/repositories", "runs.api_health.router")
-api.add_router("/webhooks", "runs.webhooks.router")
+api.add_router("/costs", "reporting.api.costs.router")
+api.add_router("/repositories", "reporting.api.health.router")
+api.add_router("/webhooks", "triggers.api.router")

@@ -20,9 +20,9 @@ ERROR_MODULES = (
     "repositories.errors",
     "agents.errors",
     "runs.errors",
-    "runs.boot.errors",
-    "runs.verification.errors",
-    "runs.boot.failures",
+    "verification.boot.errors",
+    "verification.errors",
+    "verification.boot.failures",
     "approvals.errors",
 )
 

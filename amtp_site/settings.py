@@ -101,6 +101,11 @@ INSTALLED_APPS = [
     "django_prometheus",  # requests, database and cache metrics at /metrics
     "repositories",
     "runs",
+    "access",
+    "verification",
+    "notifications",
+    "reporting",
+    "triggers",
     "approvals",
 ]
 
@@ -211,7 +216,7 @@ GITHUB_APP_PRIVATE_KEY = os.environ.get("GITHUB_APP_PRIVATE_KEY", "")
 # whoever holds it can sign pushes for every such repository.
 GITHUB_WEBHOOK_SECRET = os.environ.get("GITHUB_WEBHOOK_SECRET", "")
 AMTP_WEBHOOK_MAX_BYTES = env_int("AMTP_WEBHOOK_MAX_BYTES", 1024 * 1024)
-# Keyless CI (runs.oidc): bearer OpenID Connect ID tokens from this issuer (empty: off), for
+# Keyless CI (access.oidc): bearer OpenID Connect ID tokens from this issuer (empty: off), for
 # this audience, mapped to service identities by the trust rules in the admin.
 AMTP_OIDC_ISSUER = os.environ.get("AMTP_OIDC_ISSUER", "").strip()
 AMTP_OIDC_AUDIENCE = os.environ.get("AMTP_OIDC_AUDIENCE", "").strip()
@@ -322,7 +327,7 @@ AMTP_CREDENTIALS_KEY = os.environ.get("AMTP_CREDENTIALS_KEY", "")
 if not AMTP_CREDENTIALS_KEY and DEBUG:
     _digest = hashlib.sha256(b"amtp-credentials:" + SECRET_KEY.encode()).digest()
     AMTP_CREDENTIALS_KEY = base64.urlsafe_b64encode(_digest).decode()
-# Generated code runs only in the bubblewrap box (runs/verification/sandbox.py). The override
+# Generated code runs only in the bubblewrap box (verification/sandbox.py). The override
 # runs it with the worker's own rights; every report and PR then says "not sandboxed".
 AMTP_VERIFY_UNSANDBOXED = env_bool("AMTP_VERIFY_UNSANDBOXED", False)
 # Limits of one execution in the box (docs/security.md).
@@ -340,12 +345,12 @@ AMTP_SANDBOX_BOX_MEMORY_BYTES = env_int("AMTP_SANDBOX_BOX_MEMORY_BYTES", 3 << 30
 AMTP_SANDBOX_BOX_PROCESSES = env_int("AMTP_SANDBOX_BOX_PROCESSES", 512)
 # Where each box's cgroup is made, under each cgroup hierarchy's root.
 AMTP_SANDBOX_CGROUP_PARENT = os.environ.get("AMTP_SANDBOX_CGROUP_PARENT", "amtp")
-# The allow-listing proxy of each box (runs/verification/proxy.py): open connections per box and
+# The allow-listing proxy of each box (verification/proxy.py): open connections per box and
 # in all (one worker), and seconds a connection may stay silent.
 AMTP_PROXY_MAX_CONNECTIONS = env_int("AMTP_PROXY_MAX_CONNECTIONS", 64)
 AMTP_PROXY_MAX_CONNECTIONS_TOTAL = env_int("AMTP_PROXY_MAX_CONNECTIONS_TOTAL", 256)
 AMTP_PROXY_IDLE_TIMEOUT_S = float(os.environ.get("AMTP_PROXY_IDLE_TIMEOUT_S", "30"))
-# BootApp (runs/boot): an app AMTP starts itself when a run has no target URL nor preview.
+# BootApp (verification/boot): an app AMTP starts itself when a run has no target URL nor preview.
 # Installed dependencies are kept per repository and lock files' contents (a second install of
 # the same lock files is a copy); each install (or seed) command and the readiness have a limit.
 AMTP_BOOT_APPS = env_bool("AMTP_BOOT_APPS", True)
@@ -363,7 +368,7 @@ AMTP_EVIDENCE_DAYS = env_int("AMTP_EVIDENCE_DAYS", 30)
 # repositories without a retention of their own; empty keeps them forever.
 AMTP_RETENTION_DAYS = env_int("AMTP_RETENTION_DAYS", 0) or None
 
-# Notifications (runs/notifications.py): where a run's link points, how long one delivery may
+# Notifications (notifications/services.py): where a run's link points, how long one delivery may
 # take and how often it is tried, and the hosts a webhook may reach although they are loopback
 # or private (HOST or HOST:PORT; never a metadata address).
 AMTP_PUBLIC_URL = os.environ.get("AMTP_PUBLIC_URL", "").rstrip("/")

@@ -4,10 +4,10 @@ from django.views.generic import RedirectView
 
 from amtp_site.api import api
 from amtp_site.metrics_view import metrics_view
-from runs.admin.dashboard import dashboard_view
-from runs.admin.health import health_view
+from reporting.admin.dashboard import dashboard_view
+from reporting.admin.health import health_view
 from runs.admin.launch import launch_run_view
-from runs.admin.maintenance import check_tests_now_view
+from triggers.admin import check_tests_now_view
 
 admin.site.site_header = "AMTP operations"
 admin.site.site_title = "AMTP"
@@ -15,9 +15,9 @@ admin.site.index_title = "Runs, approvals and repositories"
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
-    # Staff only, and runs.view_run on some repository: see runs/admin/dashboard.py.
+    # Staff only, and runs.view_run on some repository: see reporting/admin/dashboard.py.
     path("admin/dashboard/", admin.site.admin_view(dashboard_view), name="dashboard"),
-    # Staff only, and runs.view_run on that repository: see runs/admin/health.py.
+    # Staff only, and runs.view_run on that repository: see reporting/admin/health.py.
     path(
         "admin/repositories/repository/<int:pk>/health/",
         admin.site.admin_view(health_view),
@@ -28,7 +28,7 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),  # AMTP_METRICS_*: docs/operations.md
     # Staff only (admin login and is_staff), and runs.add_run: see runs/launch.py.
     path("launch/", admin.site.admin_view(launch_run_view), name="launch_run"),
-    # Staff only, POST, and the operator role on the repository: see runs/admin/maintenance.py.
+    # Staff only, POST, and the operator role on the repository: see triggers/admin.py.
     path(
         "repositories/<int:repository_id>/check-tests/",
         admin.site.admin_view(check_tests_now_view),

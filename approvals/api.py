@@ -9,12 +9,12 @@ from ninja import Field, Query, Router, Schema
 from ninja.pagination import paginate
 from pydantic import ConfigDict
 
+from access.auth import DECIDE_APPROVALS, READ_APPROVALS, scoped
 from amtp_site.pagination import Page
 from amtp_site.problems import documented
 from approvals.api_schemas import ApprovalOut
 from approvals.models import Approval, Decision
 from approvals.services import MAX_COMMENT_CHARS, approval_decide
-from runs.auth import DECIDE_APPROVALS, READ_APPROVALS, scoped
 
 router = Router(tags=["approvals"])
 

@@ -10,11 +10,11 @@ from django.db.models.functions import Now
 from amtp_site import audit, temporal
 from approvals.errors import ApprovalAlreadyDecided, ApprovalDecisionInvalid, SelfApprovalRefused
 from approvals.models import Approval, Decision
+from notifications.services import notify
 from repositories.models import NotifyEvent
 from runs import lifecycle
 from runs.errors import OrchestratorUnavailable
 from runs.models import Run
-from runs.notifications import notify
 from runs.stages import APPROVAL_SIGNAL, ApprovalDecision, ApprovalRequest
 
 ALREADY_DECIDED = (

@@ -1,5 +1,5 @@
 """The repository settings that override any field of the app recipe AMTP finds in a
-repository (runs.boot.recipe): the values as the recipe uses them, and their rules.
+repository (verification.boot.recipe): the values as the recipe uses them, and their rules.
 
 Environment values may be secrets (a Stripe test key, say): they are stored encrypted, as the
 login credentials are (:mod:`repositories.credentials`), and the recipe carries only their

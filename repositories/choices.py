@@ -33,7 +33,7 @@ DEFAULT_PULL_REQUEST_LABELS = ("amtp", "model-written")
 
 
 class NotifyEvent(models.TextChoices):
-    """What a repository's notifications may be about (``runs.notifications`` sends them).
+    """What a repository's notifications may be about (``notifications.services`` sends them).
     A new kind of event is one line here and one call where it is written."""
 
     RUN_HELD = "run_held", "a run waits for approval"

@@ -254,7 +254,7 @@ class Repository(models.Model):
     # login_username and login_password, never shown, never in a form.
     login_username_token = models.TextField(blank=True, default="", db_default="", editable=False)
     login_password_token = models.TextField(blank=True, default="", db_default="", editable=False)
-    # The app recipe's overrides (repositories.boot_settings, runs.boot.recipe): how AMTP
+    # The app recipe's overrides (repositories.boot_settings, verification.boot.recipe): how AMTP
     # installs and starts the app itself when a run has no target URL. Empty: found in the
     # repository's own files.
     boot_install = models.TextField(

@@ -13,6 +13,15 @@ from ninja import Header, Query, Router, Status
 from ninja.pagination import paginate
 
 import schemas
+from access.auth import (
+    CANCEL_RUNS,
+    READ_ARTIFACTS,
+    READ_RUNS,
+    START_RUNS,
+    Access,
+    Principal,
+    scoped,
+)
 from amtp_site.pagination import Page
 from amtp_site.problems import Problem, documented, field_error
 from repositories.models import Repository
@@ -26,7 +35,6 @@ from runs.api_schemas import (
     run_detail_out,
     run_url,
 )
-from runs.auth import CANCEL_RUNS, READ_ARTIFACTS, READ_RUNS, START_RUNS, Access, Principal, scoped
 from runs.context import run_context
 from runs.models import ArtifactKind, Run
 from runs.services import run_cancel, run_create

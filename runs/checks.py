@@ -21,8 +21,8 @@ from runs import lifecycle, selectors
 from runs.errors import RunNotActive
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
 from runs.stages import REPORT_CHECK_RUN, STAGE_OF
-from runs.verification.box_text import clean, code, line, markdown
-from runs.verification.quarantine import headline
+from verification.box_text import clean, code, line, markdown
+from verification.quarantine import headline
 
 CHECK_NAME = "AMTP end-to-end tests"
 NO_TESTS_TITLE = "No tests to run"

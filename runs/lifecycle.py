@@ -12,8 +12,8 @@ from django.db import connection, transaction
 from django.db.models.functions import Now
 
 import schemas
+from notifications import services as notifications
 from repositories.models import NotifyEvent
-from runs import notifications
 from runs.models import Artifact, ArtifactKind, Run, RunStatus, Stage, StageStatus
 from runs.signals import run_closed
 from runs.stages import Failure

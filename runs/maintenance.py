@@ -1,5 +1,5 @@
 """Maintenance and check runs: the Playwright tests a repository already holds, re-verified
-against a live app (``runs.verification``), then a maintenance pull request or a check run.
+against a live app (``verification``), then a maintenance pull request or a check run.
 
 Which tests: the ``*.spec.ts`` files under the repository's test directory that AMTP wrote (a
 comment naming AMTP in their first lines: every file AMTP writes opens with one), or every
@@ -18,14 +18,14 @@ from agents.runner import AgentResult
 from amtp_site.canonical import idempotency_key
 from repositories.hosts import host_for
 from runs import lifecycle, selectors
-from runs.amtp_header import is_amtp_file
 from runs.errors import RunNotActive
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
 from runs.pipeline import REPORT_NOT_STORED, _persist, _reuse
 from runs.pull_requests import EarlierPull, pull_request_create
 from runs.stages import CHECK, OPEN_MAINTENANCE_PR, REVERIFY_TESTS, STAGE_OF
-from runs.verification.service import REPORT_SCHEMA, target_url_of, verification_report
-from runs.verification.summary import pr_section, totals_note
+from verification.amtp_header import is_amtp_file
+from verification.service import REPORT_SCHEMA, target_url_of, verification_report
+from verification.summary import pr_section, totals_note
 
 MAX_FILES = 200
 NO_TESTS = "no tests to re-verify: {test_dir}/ holds no Playwright spec {whose}"

@@ -1,4 +1,5 @@
-"""The run tables: ``runs``, ``stages``, ``artifacts`` and ``activity_idempotency``.
+"""The run tables: ``runs``, ``stages``, ``artifacts``, ``activity_idempotency``,
+``run_starts`` and ``run_costs``.
 
 Every status/kind set is a PostgreSQL CHECK constraint, so a bad value is refused even through
 raw SQL."""
@@ -311,6 +312,34 @@ class RunStart(models.Model):
         indexes = [models.Index(fields=["created_at"], name="run_starts_oldest_first")]
 
 
-from runs.models_api import ApiToken, OidcTrustRule, WebhookDelivery  # noqa: E402,F401  (operator-surface tables)
-from runs.models_notify import Notification  # noqa: E402,F401  (what events told whom)
-from runs.models_stats import RunCost, RunDay, RunHealth, StageDay  # noqa: E402,F401
+class RunCost(models.Model):
+    # run_costs_one_per_agent_and_model starts with it.
+    run = models.ForeignKey(
+        "runs.Run", on_delete=models.CASCADE, related_name="costs", db_index=False
+    )
+    agent = models.CharField(max_length=40)
+    provider = models.CharField(max_length=40)
+    model = models.CharField(max_length=200)
+    calls = models.PositiveIntegerField(default=0)
+    input_tokens = models.BigIntegerField(
+        default=0, help_text="Every prompt token, cache reads and writes included."
+    )
+    output_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+    cost_usd = models.DecimalField(
+        max_digits=16,
+        decimal_places=8,
+        null=True,
+        blank=True,
+        help_text="At the prices of when it was stored; empty: the model's price is unknown.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "run_costs"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "agent", "model"], name="run_costs_one_per_agent_and_model"
+            ),
+        ]

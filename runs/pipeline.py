@@ -27,16 +27,8 @@ from repositories.errors import BranchProtectionViolation, GitHubForbidden
 from repositories.hosts import host_for
 from repositories.login import recipe_of
 from runs import artifacts, lifecycle, selectors
-from runs.boot import service as boot
 from runs.checks import pull_request_check_report
 from runs.errors import RunNotActive
-from runs.exploration.service import (
-    APP_MAP_SCHEMA,
-    app_map,
-    app_view,
-    exploration_note,
-    exploration_skip_reason,
-)
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
 from runs.pr_harness import harness_of, without_workflow, workflow_refused
 from runs.pull_requests import head_branch_for, pull_request_create
@@ -50,10 +42,18 @@ from runs.stages import (
     STAGE_OF,
     VERIFY_TESTS,
 )
-from runs.verification.errors import VerificationError
-from runs.verification.login import signup_of
-from runs.verification.service import REPORT_SCHEMA, target_url_of, verification_report
-from runs.verification.summary import pull_request_contents, totals_note
+from verification.boot import service as boot
+from verification.errors import VerificationError
+from verification.exploration.service import (
+    APP_MAP_SCHEMA,
+    app_map,
+    app_view,
+    exploration_note,
+    exploration_skip_reason,
+)
+from verification.login import signup_of
+from verification.service import REPORT_SCHEMA, target_url_of, verification_report
+from verification.summary import pull_request_contents, totals_note
 
 UNVERIFIED_NOTE = "the pull request is opened anyway, marked unverified"
 UNEXPLORED_NOTE = "the tests are written without a map of the app (the repository opens PRs anyway)"

@@ -25,11 +25,11 @@ from django.conf import settings
 from repositories.boot_settings import boot_settings_of
 from repositories.hosts import host_for
 from runs import pr_workflow
-from runs.boot.dependencies import NODE_LOCKS
-from runs.boot.errors import RecipeError
-from runs.boot.recipe import AppRecipe, recipe_at
-from runs.boot.recipe_sources import PLAYWRIGHT_CONFIGS
-from runs.verification.login import SETUP_FILE, projects
+from verification.boot.dependencies import NODE_LOCKS
+from verification.boot.errors import RecipeError
+from verification.boot.recipe import AppRecipe, recipe_at
+from verification.boot.recipe_sources import PLAYWRIGHT_CONFIGS
+from verification.login import SETUP_FILE, projects
 
 PACKAGE = "@playwright/test"
 CONFIG = "playwright.config.ts"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import yaml
 
 from repositories.paths import AMTP_CI_WORKFLOW
-from runs.boot.recipe import AppRecipe
+from verification.boot.recipe import AppRecipe
 
 PATH = AMTP_CI_WORKFLOW
 # Full commit SHAs of the actions' releases (the tag in the comment): a tag can be moved.

@@ -26,9 +26,10 @@ from django.db import transaction
 import schemas
 from amtp_site import valkey
 from amtp_site.canonical import idempotency_key
+from notifications import services as notifications
 from repositories.hosts import PullRequestResult, RepositoryHost, host_for
 from repositories.models import NotifyEvent
-from runs import artifacts, notifications
+from runs import artifacts
 from runs.errors import RunNotActive
 from runs.lifecycle import OPEN_RUN
 from runs.models import Artifact, ArtifactKind, Run

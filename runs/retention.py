@@ -27,20 +27,13 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from amtp_site import rows
+from notifications.models import Notification
+from reporting.models import RunHealth
 from repositories.hosts import host_for
 from repositories.models import Repository
-from runs.models import (
-    ActivityIdempotency,
-    Artifact,
-    Run,
-    RunHealth,
-    RunStart,
-    Stage,
-    WebhookDelivery,
-)
-from runs.models_notify import Notification
-from runs.models_stats import RunCost
+from runs.models import ActivityIdempotency, Artifact, Run, RunCost, RunStart, Stage
 from runs.signals import runs_pruning
+from triggers.models import WebhookDelivery
 
 logger = logging.getLogger(__name__)
 MAX_BATCH = 10_000

@@ -12,8 +12,8 @@ from django.db.models.functions import Cast
 
 from amtp_site import rows
 from repositories.models import Repository
-from runs.coverage import coverage_map
 from runs.models import Artifact, ArtifactKind, Run, Stage
+from verification.coverage import coverage_map
 
 
 class OctetLength(Func):
@@ -140,7 +140,7 @@ _COVERAGE_KINDS = [
 
 
 def coverage(run: Run) -> dict | None:
-    """The run's coverage map (runs.coverage), or None before the crawl is stored."""
+    """The run's coverage map (verification.coverage), or None before the crawl is stored."""
     with connection.cursor() as cursor:
         cursor.execute(_COVERAGE_SQL, [str(run.run_id), [str(k) for k in _COVERAGE_KINDS]])
         found = {kind: _json(content) for kind, content in cursor.fetchall()}

@@ -26,8 +26,8 @@ django.setup()
 from django.conf import settings  # noqa: E402
 
 from repositories.hosts.local import LocalGitHost  # noqa: E402
-from runs.boot.app import booted  # noqa: E402
 from tests.boot_apps import RECIPES, app_git_repo  # noqa: E402
+from verification.boot.app import booted  # noqa: E402
 
 GOALS = {"express-mvc": 20.0, "flaskr": 15.0}
 

@@ -23,9 +23,9 @@ import django  # noqa: E402
 
 django.setup()
 
-from runs.demo_app import serve  # noqa: E402
-from runs.exploration.explore import Bounds, explore  # noqa: E402
-from runs.verification.service import runner_from_settings  # noqa: E402
+from runs.demo.app import serve  # noqa: E402
+from verification.exploration.explore import Bounds, explore  # noqa: E402
+from verification.service import runner_from_settings  # noqa: E402
 
 
 def site(pages: int):

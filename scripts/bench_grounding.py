@@ -36,17 +36,17 @@ from django.conf import settings
 from agents import spec_blocks
 from repositories.credentials import Credentials
 from repositories.login import Recipe
-from runs.demo_app import DemoTasks, serve
-from runs.demo_content import DEMO_WEB
-from runs.exploration.explore import Bounds, explore
-from runs.exploration.service import start_paths
-from runs.verification.login import Login, signup_of, throwaway
-from runs.verification.service import runner_from_settings
+from runs.demo.app import DemoTasks, serve
+from runs.demo.content import DEMO_WEB
 from tests.journey_app import JOURNEY_REPO, JourneyApp
 from tests.journey_app import PASSWORD as JOURNEY_PASSWORD
 from tests.journey_app import USERNAME as JOURNEY_USER
 from tests.spa_app import FIXTURE, TEST_EMAIL, TEST_PASSWORD, SpaApp, spa_repository
 from tests.verify_apps import NOTES_REPO, NotesApp
+from verification.exploration.explore import Bounds, explore
+from verification.exploration.service import start_paths
+from verification.login import Login, signup_of, throwaway
+from verification.service import runner_from_settings
 
 KINDS = ("source", "live-only", "login")
 # A generated test opening a path of the app: a page, or an API request.

@@ -318,7 +318,7 @@ def granted_user(grants: int):
 def clients(user):
     from django.test import Client
 
-    from runs import auth
+    from access import auth
 
     admin = Client()
     admin.force_login(user)

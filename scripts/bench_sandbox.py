@@ -26,11 +26,11 @@ from django.conf import settings  # noqa: E402
 
 from agents.offline.cases import generate_cases  # noqa: E402
 from agents.offline.code import generate_files  # noqa: E402
-from runs.demo_app import DemoTasks, serve  # noqa: E402
-from runs.demo_content import DEMO_WEB  # noqa: E402
-from runs.verification import verify as v  # noqa: E402
-from runs.verification.service import runner_from_settings  # noqa: E402
+from runs.demo.app import DemoTasks, serve  # noqa: E402
+from runs.demo.content import DEMO_WEB  # noqa: E402
 from tests.offline_checks import RUN_ID, crawl, engineer_input  # noqa: E402
+from verification import verify as v  # noqa: E402
+from verification.service import runner_from_settings  # noqa: E402
 
 TEST_DIR = "e2e/amtp"
 

@@ -58,8 +58,8 @@ def prepare() -> str:
     """The repository (rate limit raised), a START_RUNS token and the anchor's table."""
     from django.db import connection
 
+    from access.auth import START_RUNS, api_token_create
     from repositories.models import Repository
-    from runs.auth import START_RUNS, api_token_create
 
     Repository.objects.create(
         full_name=REPO, rate_limit_runs=2_000_000_000, rate_limit_window_seconds=60

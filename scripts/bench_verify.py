@@ -31,12 +31,12 @@ django.setup()
 
 from agents.offline import detect, generate_cases, generate_files, plan_reads  # noqa: E402
 from agents.service import run_test_healer  # noqa: E402
-from runs.demo_app import DemoTasks, serve  # noqa: E402
-from runs.demo_content import DEMO_WEB  # noqa: E402
-from runs.exploration.service import app_view  # noqa: E402
-from runs.verification.service import runner_from_settings  # noqa: E402
-from runs.verification.verify import Plan, verify  # noqa: E402
+from runs.demo.app import DemoTasks, serve  # noqa: E402
+from runs.demo.content import DEMO_WEB  # noqa: E402
 from tests.verify_apps import NOTES_REPO, NotesApp  # noqa: E402
+from verification.exploration.service import app_view  # noqa: E402
+from verification.service import runner_from_settings  # noqa: E402
+from verification.verify import Plan, verify  # noqa: E402
 
 RUN_ID = "00000000-0000-4000-8000-000000000001"
 APPS = {"demo/web": (DEMO_WEB, DemoTasks), "notes (Flask)": (NOTES_REPO, NotesApp)}

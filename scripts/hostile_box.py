@@ -21,11 +21,11 @@ import django  # noqa: E402
 
 django.setup()
 
-from runs.demo_app import serve  # noqa: E402
-from runs.verification import sandbox  # noqa: E402
+from runs.demo.app import serve  # noqa: E402
 from tests.test_box_bounds import CASES, MIB, HostWatch, next_run_passes  # noqa: E402
 from tests.test_sandbox import run_alone  # noqa: E402
 from tests.verify_apps import NotesApp  # noqa: E402
+from verification import sandbox  # noqa: E402
 
 
 def main() -> int:

@@ -50,7 +50,7 @@ class RealApp:
     routes: list[dict] = field(default_factory=list)
     forms: list[dict] = field(default_factory=list)  # the forms a user fills (routes.json)
     repo: dict[str, str] = field(default_factory=dict)
-    login: object = None  # a runs.verification.login.Login, or None
+    login: object = None  # a verification.login.Login, or None
     held_out: bool = False  # measured, never tuned on (tests/realworld_apps.py SUITE)
     behaviours: list = field(default_factory=list)  # its own suite's (behaviours.yaml)
 

@@ -280,7 +280,7 @@ def logins() -> dict:
     login page names. microblog has none on purpose: it offers a sign-up form."""
     from repositories.credentials import Credentials
     from repositories.login import Recipe
-    from runs.verification.login import Login
+    from verification.login import Login
 
     return {
         "flaskr": Login(

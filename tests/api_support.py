@@ -14,8 +14,8 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from temporalio.service import RPCError
 
+from access import auth
 from amtp_site.temporal import connect
-from runs import auth
 from runs.models import Run
 from tests.factories import RepositoryFactory
 

@@ -1,15 +1,15 @@
 """Two vendored real apps (tests/fixtures/realworld) as local git repositories, each with the
 recipe that boots it: for the BootApp tests and ``scripts/bench_boot.py``. The recipes are
-written out here as the recipe finder (runs/boot/recipe.py) would give them."""
+written out here as the recipe finder (verification/boot/recipe.py) would give them."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from runs.boot.recipe import AppRecipe
 from tests.gitrepo import make_git_repo
 from tests.realworld_apps import app_repository
+from verification.boot.recipe import AppRecipe
 
 # examples/mvc ran on the Express repository's own devDependencies at the vendored commit
 # (the same versions scripts/realworld.py installs).

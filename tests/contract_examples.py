@@ -26,7 +26,7 @@ CRAWLER_OUTPUT = {
     "cache_hits": 0,
 }
 
-# What the agents get of an explored app, beside the payload (runs.exploration.service.app_view).
+# What the agents get of an explored app, beside the payload (verification.exploration.service.app_view).
 APP_VIEW = {
     "target_url": "http://127.0.0.1:8000",
     "pages": [

@@ -5,7 +5,7 @@
 live in per-family modules to keep each file small.
 """
 
-from runs.demo_content import DEMO_MOBILE, DEMO_WEB
+from runs.demo.content import DEMO_MOBILE, DEMO_WEB
 from tests.samples_mobile import ANDROID, EXPO, IOS
 from tests.samples_python import DJANGO, FASTAPI, FLASK
 from tests.samples_web import EXPRESS, NEXTJS, REACT

@@ -6,7 +6,7 @@ the real format, so the redaction rules meet what they would meet in the wild.
 request or Valkey.
 """
 
-from runs.demo_content import DEMO_WEB
+from runs.demo.content import DEMO_WEB
 
 AWS_KEY_ID = "AKIAPLANTEDFAKE2TEST"  # base32, as AWS key ids are
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYPLANTED0KEY"

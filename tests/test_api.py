@@ -12,12 +12,12 @@ from django.test import Client
 from django.utils import timezone
 from temporalio.client import WorkflowExecutionStatus
 
+from access import auth
+from access.models import ApiToken
 from amtp_site import api as site_api
 from amtp_site.valkey import window_key
 from runs import api as runs_api
-from runs import auth
 from runs.models import Run, RunStart
-from runs.models_api import ApiToken
 from runs.services import RUN_FINISHED
 from runs.temporal.dispatcher import run_starts_dispatch
 from tests import api_support

@@ -9,11 +9,11 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.utils import timezone
 
+from access import auth
+from access.models import ApiToken
 from approvals.models import Approval
 from approvals.services import ALREADY_DECIDED
-from runs import auth
 from runs.models import Run
-from runs.models_api import ApiToken
 from runs.temporal.dispatcher import run_starts_dispatch
 from tests import api_support
 from tests.api_support import assert_problem, bearer, post, signals_of
@@ -124,7 +124,7 @@ def test_unknown_approval_is_404(client):
 def test_admin_shows_a_new_secret_once_and_revokes(rf, monkeypatch):
     from django.contrib import admin
 
-    from runs.admin.tokens import REVOKED, ApiTokenAdmin
+    from access.admin.tokens import REVOKED, ApiTokenAdmin
 
     model_admin = ApiTokenAdmin(ApiToken, admin.site)
     request = rf.post("/admin/runs/apitoken/add/")

@@ -7,9 +7,9 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.test import Client
 
-from runs import auth
+from access import auth
+from access.models import ApiToken
 from runs.models import Run
-from runs.models_api import ApiToken
 from tests.admin_helpers import staff
 from tests.api_support import assert_problem, post
 from tests.factories import ApprovalFactory, ArtifactFactory, RepositoryFactory, RunFactory

@@ -19,15 +19,15 @@ from agents.offline import generate_cases, generate_files
 from agents.offline.api_shape import MAX_KEYS, clean_apis, describe, parse, summary
 from agents.rendering import render_envelope, text_tokens
 from amtp_site.canonical import canonical_text
-from runs.demo_app import serve
-from runs.exploration.explore import Bounds, explore
-from runs.exploration.service import app_view, start_paths
-from runs.verification.service import runner_from_settings
+from runs.demo.app import serve
 from tests.contract_examples import APP_VIEW, ENVELOPE
 from tests.offline_checks import RUN_ID, TEST_DIR, check_playwright, crawl, engineer_input
 from tests.test_browser import chromium_path
 from tests.test_journeys_live import verified
 from tests.verify_apps import NOTES_REPO, NotesApp
+from verification.exploration.explore import Bounds, explore
+from verification.exploration.service import app_view, start_paths
+from verification.service import runner_from_settings
 
 NOTES_SHAPE = {
     "type": "array",

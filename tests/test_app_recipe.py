@@ -7,10 +7,10 @@ import pytest
 
 from repositories.boot_settings import RepositoryBootSettings
 from repositories.hosts.local import LocalGitHost
-from runs.boot.errors import RecipeNotFound, RecipeUnsupported
-from runs.boot.playwright_config import web_servers
-from runs.boot.recipe import AppRecipe, find_recipe, recipe_at, recipe_paths
 from tests.gitrepo import make_git_repo
+from verification.boot.errors import RecipeNotFound, RecipeUnsupported
+from verification.boot.playwright_config import web_servers
+from verification.boot.recipe import AppRecipe, find_recipe, recipe_at, recipe_paths
 
 # Shape of vercel/next.js examples/with-playwright/playwright.config.ts: a typed const config,
 # `port: process.env.PORT || 3000`, exported at the end.

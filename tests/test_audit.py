@@ -7,11 +7,11 @@ from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.contrib.auth.models import User
 from django.urls import reverse
 
+from access import auth
+from access.models import ApiToken
 from amtp_site.audit import Actor
 from repositories.models import Repository, RepositoryGrant
-from runs import auth
 from runs.models import Run
-from runs.models_api import ApiToken
 from runs.services import run_create
 from runs.temporal.dispatcher import run_starts_dispatch
 from tests import api_support

@@ -13,9 +13,9 @@ import pytest
 from django.test import Client
 
 from amtp_site.bodies import BoundedBodies
-from runs import webhooks
 from tests import api_support
 from tests.api_support import assert_problem
+from triggers import api as webhooks
 
 make_token = api_support.make_token
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from repositories.hosts.local import LocalGitHost
-from runs.boot import failures
-from runs.boot.app import booted
-from runs.boot.recipe import AppRecipe
 from tests.boot_apps import RECIPES, app_git_repo
 from tests.gitrepo import make_git_repo
+from verification.boot import failures
+from verification.boot.app import booted
+from verification.boot.recipe import AppRecipe
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/usr/bin/bwrap"), reason="bubblewrap is a requirement of the worker"
@@ -251,7 +251,7 @@ def _tarball(members: list[tuple[str, bytes | str]]) -> bytes:
 
 
 def test_a_hostile_archive_writes_only_regular_files_inside_the_box(tmp_path, settings):
-    from runs.boot.app import _write_archive
+    from verification.boot.app import _write_archive
 
     root = tmp_path / "work"
     root.mkdir()

@@ -11,10 +11,10 @@ from repositories.credentials import app_environment
 from repositories.errors import CredentialsUnavailable, RepositoryInvalid
 from repositories.models import Repository
 from repositories.services import repository_create, repository_update
-from runs.boot.recipe import find_recipe
 from tests.admin_helpers import change_url
 from tests.gitrepo import make_git_repo
 from tests.test_admin import _repository_form
+from verification.boot.recipe import find_recipe
 
 pytestmark = pytest.mark.django_db
 

@@ -17,11 +17,11 @@ import time
 
 import pytest
 
-from runs.verification import proxy, sandbox
-from runs.verification import verify as v
 from tests import test_sandbox
 from tests.test_sandbox import assert_no_canary, healer, plan, run_alone
 from tests.test_verify import HEADER, spec
+from verification import proxy, sandbox
+from verification import verify as v
 
 app = test_sandbox.app  # the live app on loopback, a canary credential in the environment
 

@@ -9,7 +9,7 @@ from urllib.parse import quote
 import pytest
 
 from repositories.secrets import also_scrubbed, written_forms
-from runs.verification.box_text import clean, code, line, markdown
+from verification.box_text import clean, code, line, markdown
 
 SECRET = "Canary-Pass-8e2f1d"
 
@@ -64,7 +64,7 @@ def test_everything_is_bounded():
 
 def test_a_loops_template_titles_are_listed_by_their_line():
     from agents import spec_blocks
-    from runs.verification.verdict import listed_tests
+    from verification.verdict import listed_tests
 
     source = """import { test } from '@playwright/test';
 test('plain', async () => {});

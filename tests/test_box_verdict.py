@@ -18,15 +18,15 @@ import pytest
 
 from repositories.credentials import Credentials, in_use
 from repositories.login import Recipe
-from runs.demo_app import serve
-from runs.verification import verify as v
-from runs.verification.errors import ReportNotTrustworthy
-from runs.verification.login import Login
-from runs.verification.service import runner_from_settings
-from runs.verification.summary import pr_section
+from runs.demo.app import serve
 from tests.login_app import USERNAME, LoginApp
 from tests.test_verify import HEADER, make_plan, spec
 from tests.verify_apps import NotesApp
+from verification import verify as v
+from verification.errors import ReportNotTrustworthy
+from verification.login import Login
+from verification.service import runner_from_settings
+from verification.summary import pr_section
 
 ONCE = runner_from_settings()
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect, sync_playwright
 
 from approvals.models import Approval
-from runs.demo_app import DemoTasks, serve
+from runs.demo.app import DemoTasks, serve
 from runs.models import Run
 from tests.factories import RepositoryFactory
 from tests.gitrepo import make_git_repo

@@ -8,9 +8,8 @@ import requests
 from django.urls import reverse
 
 from repositories.models import Repository
-from runs.demo_app import serve
-from runs.models import Run, WebhookDelivery
-from runs.webhook_checks import ACTION_IGNORED, DRAFT_IGNORED
+from runs.demo.app import serve
+from runs.models import Run
 from tests import webhook_support
 from tests.factories import RepositoryFactory
 from tests.temporal_worker import wait_terminal, worker_setting
@@ -18,6 +17,8 @@ from tests.test_admin import _repository_form
 from tests.test_browser import chromium_path
 from tests.test_workflow import record_histories  # noqa: F401  (AMTP_RECORD_HISTORIES=1)
 from tests.webhook_support import SECRET, deliver, pull_request
+from triggers.checks import ACTION_IGNORED, DRAFT_IGNORED
+from triggers.models import WebhookDelivery
 
 pytestmark = pytest.mark.django_db(transaction=True)
 hub = webhook_support.hub  # shared fixture: acme/shop on the fake GitHub

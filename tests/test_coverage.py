@@ -6,13 +6,13 @@ import time
 import pytest
 
 import schemas
-from runs import coverage
-from runs.coverage import concrete_path, coverage_map, route_key, source_routes
-from runs.verification.summary import pull_request_contents
 from tests.admin_helpers import VIEW, change_url, client_for, staff
 from tests.api_support import client, make_token  # noqa: F401  (fixtures)
 from tests.factories import ArtifactFactory, RunFactory
 from tests.test_verify_surfaces import APP_MAP
+from verification import coverage
+from verification.coverage import concrete_path, coverage_map, route_key, source_routes
+from verification.summary import pull_request_contents
 
 TARGET = "https://preview.acme.test"
 STACK = {

@@ -12,9 +12,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from reporting import dashboard
+from reporting.models import RunDay
 from repositories.models import RepositoryGrant
-from runs import dashboard
-from runs.models import Run, RunCost, RunDay, Stage
+from runs.models import Run, RunCost, Stage
 from tests.admin_helpers import client_for, staff
 from tests.api_support import assert_problem, bearer, make_token  # noqa: F401 (fixture)
 from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory, StageFactory

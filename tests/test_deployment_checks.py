@@ -18,11 +18,9 @@ from repositories.targets import (
 )
 from runs import lifecycle, pipeline
 from runs.checks import CHECK_NAME, PR_NOT_CHECKED
-from runs.demo_app import serve
+from runs.demo.app import serve
 from runs.models import Run
 from runs.temporal.worker_thread import WorkerThread
-from runs.webhook_checks import FROM_DEPLOYMENTS, NO_SENDER
-from runs.webhook_deployments import NO_URL, PRODUCTION_IGNORED, STATE_IGNORED
 from tests import webhook_support
 from tests.contract_examples import ENGINEER_OUTPUT, VERIFICATION_REPORT
 from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
@@ -32,6 +30,8 @@ from tests.test_browser import chromium_path
 from tests.test_check_runs import SPEC
 from tests.test_check_runs import shop as shop_app
 from tests.webhook_support import SECRET, deliver, pull_request
+from triggers.checks import FROM_DEPLOYMENTS, NO_SENDER
+from triggers.deployments import NO_URL, PRODUCTION_IGNORED, STATE_IGNORED
 
 pytestmark = pytest.mark.django_db
 hub = webhook_support.hub  # shared fixture: acme/shop on the fake GitHub

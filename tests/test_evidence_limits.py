@@ -6,8 +6,8 @@ from io import StringIO
 
 from django.core.management import call_command
 
-from runs.verification import evidence
-from runs.verification.playwright import Attempt
+from verification import evidence
+from verification.playwright import Attempt
 
 
 def attempt_with(scratch, count: int, size: int) -> Attempt:

@@ -1,6 +1,6 @@
 """The heal rule (agents.expectations) with hostile heals: every way of loosening a test is
 refused, with what it tried; the heals a healer should make (a new locator, a wait, another
-path) are taken. And the rule applied to a file (runs.verification.heals): a refused heal is
+path) are taken. And the rule applied to a file (verification.heals): a refused heal is
 put back, the honest one beside it kept, each shown as a bounded diff."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from agents import expectations, spec_blocks
-from runs.verification import heals
+from verification import heals
 
 TEST = """test('home shows the notes', async ({ page }) => {
   await page.goto('/');

@@ -7,13 +7,13 @@ import pytest
 
 import schemas
 from agents.offline.flows import flow_candidates
-from runs.demo_app import serve
-from runs.exploration.explore import Bounds, _page, capped, explore
-from runs.exploration.service import exploration_note
-from runs.exploration.trials import trial
-from runs.verification.errors import TargetUnreachable
-from runs.verification.service import runner_from_settings
+from runs.demo.app import serve
 from tests.test_browser import chromium_path
+from verification.errors import TargetUnreachable
+from verification.exploration.explore import Bounds, _page, capped, explore
+from verification.exploration.service import exploration_note
+from verification.exploration.trials import trial
+from verification.service import runner_from_settings
 
 CANARY = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape
 

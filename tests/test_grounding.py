@@ -14,10 +14,10 @@ from agents.providers.base import ProviderOptions
 from agents.providers.offline import OfflineProvider
 from agents.rendering import render_envelope, text_tokens
 from amtp_site.canonical import canonical_text
-from runs.exploration.service import app_view
 from tests.offline_checks import RUN_ID, TEST_DIR, check_playwright, crawl, engineer_input
 from tests.samples import SAMPLE_REPOS
 from tests.verify_apps import NOTES_REPO
+from verification.exploration.service import app_view
 
 STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
 UPSTREAM = {

@@ -18,10 +18,10 @@ from agents.test_engineer import (
     heal_problems,
 )
 from repositories import targets
-from runs.amtp_header import SPEC_HEADER, is_amtp_file, with_amtp_header
-from runs.verification import summary
 from schemas.errors import ContractViolation
 from tests.contract_examples import VERIFICATION_REPORT
+from verification import summary
+from verification.amtp_header import SPEC_HEADER, is_amtp_file, with_amtp_header
 
 SPEC = """import { test, expect } from '@playwright/test';
 

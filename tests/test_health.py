@@ -1,5 +1,5 @@
 """A repository's test health: ``run_health`` as PostgreSQL fills it when runs end, what
-``runs.health`` reads from it (points, oldest quarantined test, flaky tests, maintenance
+``reporting.health`` reads from it (points, oldest quarantined test, flaky tests, maintenance
 runs), the admin page and ``/api/repositories/{owner}/{name}/health``, each only for those who
 may see the repository's runs; and the page in Chromium, its chart read back."""
 
@@ -15,9 +15,10 @@ from django.db import connection
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from reporting import health
+from reporting.models import RunHealth
 from repositories.models import RepositoryGrant
-from runs import health
-from runs.models import Artifact, Run, RunHealth
+from runs.models import Artifact, Run
 from tests.admin_helpers import change_url, client_for, staff
 from tests.api_support import assert_problem, bearer, make_token  # noqa: F401 (fixture)
 from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory

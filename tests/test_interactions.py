@@ -15,16 +15,16 @@ from agents.offline import generate_cases, generate_files
 from agents.offline.interaction_journeys import interaction_candidates
 from agents.rendering import render_envelope, text_tokens
 from amtp_site.canonical import canonical_text
-from runs.demo_app import serve
-from runs.exploration.explore import Bounds, explore
-from runs.exploration.interactions import interaction
-from runs.exploration.service import app_view, exploration_note
-from runs.verification.service import runner_from_settings
-from runs.verification.verify import Plan, verify
+from runs.demo.app import serve
 from tests.contract_examples import ENVELOPE
 from tests.offline_checks import TEST_DIR, check_playwright, crawl, engineer_input
 from tests.test_browser import chromium_path
 from tests.todomvc_app import FIXTURE, todomvc
+from verification.exploration.explore import Bounds, explore
+from verification.exploration.interactions import interaction
+from verification.exploration.service import app_view, exploration_note
+from verification.service import runner_from_settings
+from verification.verify import Plan, verify
 
 TAG = "todotrial01"
 # The app's own suite (tests/fixtures/realworld/todomvc-es5/README.md): the step that exercises each

@@ -9,16 +9,16 @@ from pathlib import Path
 from agents.offline import generate_cases, generate_files
 from repositories.credentials import Credentials
 from repositories.login import Recipe
-from runs.demo_app import serve
-from runs.exploration.explore import Bounds, explore
-from runs.exploration.service import app_view
-from runs.verification.login import Login
-from runs.verification.service import runner_from_settings
-from runs.verification.verify import verify
+from runs.demo.app import serve
 from tests.journey_app import JOURNEY_REPO, PASSWORD, USERNAME, JourneyApp
 from tests.offline_checks import TEST_DIR, check_playwright, crawl, engineer_input
 from tests.test_browser import chromium_path
 from tests.test_verify import make_plan
+from verification.exploration.explore import Bounds, explore
+from verification.exploration.service import app_view
+from verification.login import Login
+from verification.service import runner_from_settings
+from verification.verify import verify
 
 # The explorer signs in as the app's test account, so it sees the create and edit forms.
 EXPLORER = Login(

@@ -10,14 +10,14 @@ import pytest
 
 from repositories.credentials import Credentials, in_use
 from repositories.login import Recipe
-from runs.demo_app import serve
-from runs.exploration.explore import Bounds, explore
-from runs.verification.errors import LoginFailed
-from runs.verification.login import Login
-from runs.verification.service import runner_from_settings
-from runs.verification.verify import Plan, verify
+from runs.demo.app import serve
 from tests.login_app import USERNAME, LoginApp
 from tests.test_browser import chromium_path
+from verification.errors import LoginFailed
+from verification.exploration.explore import Bounds, explore
+from verification.login import Login
+from verification.service import runner_from_settings
+from verification.verify import Plan, verify
 
 PASSWORD = "canary-login-7f3Kq9"
 BY_PATH = Recipe("/login", "Email", "Password", "Sign in", "/account")

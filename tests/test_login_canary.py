@@ -12,10 +12,8 @@ import pytest
 
 from repositories.credentials import encrypt
 from repositories.hosts.local import LocalGitHost
-from runs.demo_app import serve
+from runs.demo.app import serve
 from runs.services import run_create
-from runs.verification import login
-from runs.verification.login import new_throwaway
 from tests.factories import RepositoryFactory
 from tests.gitrepo import git, make_git_repo
 from tests.histories import run_history
@@ -26,6 +24,8 @@ from tests.temporal_worker import wait_terminal
 from tests.test_browser import chromium_path
 from tests.test_login_browser import REPORT_SPEC
 from tests.verify_apps import NOTES_REPO
+from verification import login
+from verification.login import new_throwaway
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,12 +16,12 @@ from repositories.errors import CredentialsUnavailable, RepositoryInvalid
 from repositories.login import recipe_of
 from repositories.models import Repository
 from repositories.services import repository_create, repository_update
-from runs.amtp_header import with_amtp_header
-from runs.verification import summary
-from runs.verification.login import setup_source
 from tests.admin_helpers import change_url
 from tests.factories import RunFactory
 from tests.test_admin import _repository_form
+from verification import summary
+from verification.amtp_header import with_amtp_header
+from verification.login import setup_source
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,7 @@ nothing."""
 import pytest
 
 from repositories.hosts.local import LocalGitHost
-from runs.amtp_header import is_amtp_file
-from runs.demo_app import serve
+from runs.demo.app import serve
 from runs.models import Run
 from tests.factories import RepositoryFactory
 from tests.gitrepo import git, make_git_repo
@@ -16,6 +15,7 @@ from tests.histories import fixture_name, record_history
 from tests.temporal_worker import wait_terminal, worker_setting
 from tests.test_browser import chromium_path
 from tests.webhook_support import SECRET, deliver
+from verification.amtp_header import is_amtp_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -19,12 +19,11 @@ from repositories.errors import GitHubUnavailable
 from repositories.hosts.local import LocalGitHost
 from runs import artifacts, lifecycle
 from runs.checks import CANCELLED_TITLE, CHECK_NAME
-from runs.demo_app import serve
+from runs.demo.app import serve
 from runs.models import Run
 from runs.services import run_cancel, run_create
 from runs.stages import REVERIFY_TESTS
 from runs.temporal.worker_thread import WorkerThread
-from runs.verification.service import REPORT_SCHEMA
 from schemas import schema_id
 from tests import webhook_support
 from tests.contract_examples import valid
@@ -39,6 +38,7 @@ from tests.test_worker_crash import finish_on_a_second_worker
 from tests.test_workflow import record_histories  # noqa: F401  (AMTP_RECORD_HISTORIES=1)
 from tests.webhook_support import SHA
 from tests.worker_process import kill_worker, start_worker
+from verification.service import REPORT_SCHEMA
 
 pytestmark = pytest.mark.django_db(transaction=True)
 hub = webhook_support.hub  # acme/shop on the fake GitHub, main at SHA

@@ -20,7 +20,6 @@ from repositories.schedules import (
     schedule_id,
 )
 from repositories.services import repository_update
-from runs import maintenance_starts
 from runs.models import Run
 from runs.temporal.worker_thread import WorkerThread
 from tests.admin_helpers import change_url, client_for, csrf_post, flashed, staff
@@ -28,6 +27,7 @@ from tests.factories import RepositoryFactory
 from tests.gitrepo import make_git_repo
 from tests.temporal_worker import wait_terminal
 from tests.test_repository_rules import GITHUB_FORM
+from triggers import maintenance as maintenance_starts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

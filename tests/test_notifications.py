@@ -11,13 +11,14 @@ import pytest
 from django.core import mail
 
 from approvals.services import approval_request
+from notifications import services as notifications
+from notifications.models import Notification
+from notifications.webhook import post_json
 from repositories.errors import RepositoryInvalid
 from repositories.services import repository_validate
-from runs import lifecycle, notifications
+from runs import lifecycle
 from runs.errors import NotificationRefused
 from runs.models import Run
-from runs.models_notify import Notification
-from runs.notify_webhook import post_json
 from runs.temporal import types as t
 from tests.factories import RepositoryFactory, RunFactory
 from tests.notify_receiver import local_receiver

@@ -1,4 +1,4 @@
-"""Keyless CI (runs.oidc): a CI's OpenID Connect token, from a strict fake issuer on loopback
+"""Keyless CI (access.oidc): a CI's OpenID Connect token, from a strict fake issuer on loopback
 (tests/fakes/oidc_issuer.py), starts a run on its repository and nowhere else; every hostile
 token is a 401 naming the check that failed (RFC 7519 / 7517 / 8725), and audited."""
 
@@ -14,9 +14,9 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.urls import reverse
 
-from runs import oidc
+from access import oidc
+from access.models import OidcTrustRule
 from runs.models import Run
-from runs.models_api import OidcTrustRule
 from tests.api_support import assert_problem, post
 from tests.factories import RepositoryFactory
 from tests.fakes.oidc_issuer import AUDIENCE, FakeIssuer

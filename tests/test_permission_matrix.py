@@ -16,11 +16,11 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from access import auth
+from access.models import ApiToken, OidcTrustRule
 from approvals.models import Approval
 from repositories.models import Repository, RepositoryGrant
-from runs import auth
 from runs.models import Run
-from runs.models_api import ApiToken, OidcTrustRule
 from tests.admin_helpers import flashed
 from tests.factories import ApprovalFactory, ArtifactFactory, RepositoryFactory, RunFactory
 from tests.fakes.oidc_issuer import AUDIENCE, FakeIssuer
@@ -49,7 +49,7 @@ TOKENS = {  # service tokens limited to A
     "write token": "runs:write",
     "decide token": "approvals:decide",
 }
-CI = "CI token"  # A's CI by OIDC (runs.oidc): a trust rule on A with runs:read and runs:write
+CI = "CI token"  # A's CI by OIDC (access.oidc): a trust rule on A with runs:read and runs:write
 
 
 class FreshTokenClient(Client):

@@ -16,10 +16,10 @@ from django.conf import settings
 from repositories.hosts.base import check_files
 from repositories.paths import GIT_DIRECTORY
 from runs import pr_workflow
-from runs.boot.playwright_config import web_servers
-from runs.boot.recipe import AppRecipe, find_recipe
 from runs.pr_harness import harness_for, playwright_version
 from schemas.errors import ContractViolation
+from verification.boot.playwright_config import web_servers
+from verification.boot.recipe import AppRecipe, find_recipe
 
 ROOT = Path(settings.BASE_DIR)
 ACTIONLINT = ROOT / "infra" / "actionlint"

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from repositories import targets
-from runs.verification import proxy
+from verification import proxy
 
 
 class _App(BaseHTTPRequestHandler):

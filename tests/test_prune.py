@@ -13,13 +13,13 @@ from django.db import connection
 from django.utils import timezone
 
 from approvals.models import Approval
+from notifications.models import Notification
 from repositories.hosts import host_for
 from runs import lifecycle
-from runs.models import ActivityIdempotency, Artifact, Run, Stage, WebhookDelivery
-from runs.models_notify import Notification
-from runs.models_stats import RunCost
+from runs.models import ActivityIdempotency, Artifact, Run, RunCost, Stage
 from tests.factories import ApprovalFactory, ArtifactFactory, RepositoryFactory, RunFactory
 from tests.gitrepo import make_git_repo
+from triggers.models import WebhookDelivery
 
 
 @pytest.fixture

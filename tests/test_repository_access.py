@@ -13,14 +13,14 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from access import auth
+from access.models import ApiToken
 from amtp_site.audit import Actor
 from approvals.models import Approval
 from approvals.services import SELF_APPROVAL, SELF_APPROVAL_AUDIT
 from repositories import access
 from repositories.models import RepositoryGrant
-from runs import auth
 from runs.models import Run
-from runs.models_api import ApiToken
 from tests import api_support
 from tests.admin_helpers import (
     APPROVALS,

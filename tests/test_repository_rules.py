@@ -276,7 +276,7 @@ def test_the_demo_registers_its_repositories_through_the_service(tmp_path):
 
 @pytest.mark.parametrize("full_name", [n for n in BAD_FULL_NAMES if 3 <= len(n) <= 200])
 def test_the_api_refuses_a_full_name_with_the_rule_admin_uses(full_name):
-    from runs.auth import api_token_create
+    from access.auth import api_token_create
     from tests.api_support import bearer, token_owner
 
     token = api_token_create(name="test", scopes=["runs:write"], actor=None, user=token_owner())[1]

@@ -8,10 +8,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, transaction
 
+from access.models import ApiToken
 from amtp_site import rows
 from repositories.models import Repository
 from runs import lifecycle
-from runs.models import ActivityIdempotency, ApiToken, Artifact, Run, RunStart, Stage
+from runs.models import ActivityIdempotency, Artifact, Run, RunStart, Stage
 from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
 
 pytestmark = pytest.mark.django_db

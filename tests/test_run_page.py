@@ -9,12 +9,12 @@ from django.utils import timezone
 from runs import lifecycle
 from runs.admin.markdown import render
 from runs.admin.verdict import ATTENTION, FAILED, OK, RUNNING, verdict
-from runs.exploration.service import stop_if_errors_only
 from runs.models import Stage
-from runs.verification.errors import TargetAnswersErrors
 from tests.admin_helpers import VIEW, XSS, change_url, client_for, staff
 from tests.contract_examples import PULL_REQUEST, VERIFICATION_REPORT
 from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
+from verification.errors import TargetAnswersErrors
+from verification.exploration.service import stop_if_errors_only
 
 pytestmark = pytest.mark.django_db
 

@@ -25,15 +25,15 @@ import pytest
 from django.conf import settings
 
 import schemas
-from runs.demo_app import serve
-from runs.verification import playwright as pw
-from runs.verification import sandbox
-from runs.verification import verify as v
-from runs.verification.errors import SandboxUnavailable, VerifierNotInstalled
-from runs.verification.playwright import clean
-from runs.verification.summary import NOT_SANDBOXED, pr_section
+from runs.demo.app import serve
 from tests.test_verify import HEADER, make_plan, spec
 from tests.verify_apps import NotesApp
+from verification import playwright as pw
+from verification import sandbox
+from verification import verify as v
+from verification.errors import SandboxUnavailable, VerifierNotInstalled
+from verification.playwright import clean
+from verification.summary import NOT_SANDBOXED, pr_section
 
 CANARY = "amtp-canary-7f3c9e21d4b8a6"
 PROJECT = Path(__file__).resolve().parent.parent
@@ -295,7 +295,7 @@ test('ships a zip bomb as its trace', async ({{}}, testInfo) => {{
 def _runner(**changes):
     from dataclasses import replace
 
-    from runs.verification.service import runner_from_settings
+    from verification.service import runner_from_settings
 
     return replace(runner_from_settings(), **changes)
 

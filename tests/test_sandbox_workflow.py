@@ -10,7 +10,7 @@ import json
 import pytest
 
 from repositories.hosts.local import LocalGitHost
-from runs.demo_app import serve
+from runs.demo.app import serve
 from runs.services import run_create
 from tests.factories import RepositoryFactory
 from tests.gitrepo import make_git_repo

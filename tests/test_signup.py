@@ -12,11 +12,16 @@ import schemas
 from agents.offline import generate_cases
 from agents.offline.live import live_pages
 from runs import selectors
-from runs.demo_app import serve
-from runs.exploration.explore import Bounds, _form, _page, explore
-from runs.exploration.service import app_view, exploration_note
-from runs.exploration.signup import signup_record
-from runs.verification.login import (
+from runs.demo.app import serve
+from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
+from tests.offline_checks import crawl
+from tests.realworld_apps import app_repository
+from tests.signup_app import SPECIAL_USE, SignupApp
+from tests.test_browser import chromium_path
+from verification.exploration.explore import Bounds, _form, _page, explore
+from verification.exploration.service import app_view, exploration_note
+from verification.exploration.signup import signup_record
+from verification.login import (
     EMAIL_DOMAIN,
     Login,
     login_for,
@@ -25,13 +30,8 @@ from runs.verification.login import (
     signup_of,
     throwaway,
 )
-from runs.verification.service import runner_from_settings
-from runs.verification.verify import Plan, verify
-from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
-from tests.offline_checks import crawl
-from tests.realworld_apps import app_repository
-from tests.signup_app import SPECIAL_USE, SignupApp
-from tests.test_browser import chromium_path
+from verification.service import runner_from_settings
+from verification.verify import Plan, verify
 
 
 @pytest.fixture

@@ -12,14 +12,14 @@ import pytest
 
 import schemas
 from agents.offline import generate_cases, generate_files
-from runs.demo_app import serve
-from runs.exploration.explore import Bounds, explore
-from runs.exploration.service import app_view
-from runs.verification.service import runner_from_settings
-from runs.verification.verify import Plan, verify
+from runs.demo.app import serve
 from tests.offline_checks import TEST_DIR, check_playwright, crawl, engineer_input
 from tests.spa_app import FIXTURE, TEST_EMAIL, TEST_PASSWORD, SpaApp, spa_repository
 from tests.test_browser import chromium_path
+from verification.exploration.explore import Bounds, explore
+from verification.exploration.service import app_view
+from verification.service import runner_from_settings
+from verification.verify import Plan, verify
 
 ROUTES = json.loads((FIXTURE / "routes.json").read_text())["routes"]
 LOGIN = json.dumps({"email": TEST_EMAIL, "password": TEST_PASSWORD}).encode()

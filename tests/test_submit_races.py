@@ -14,16 +14,16 @@ from amtp_site.valkey import window_key
 from runs import slots
 from runs.errors import RateLimitExceeded
 from runs.models import Run
-from runs.models_api import WebhookDelivery
 from runs.services import run_create
 from runs.temporal.worker_thread import WorkerThread
-from runs.webhook_deliveries import PUSH_SEEN
 from tests import api_support, webhook_support
 from tests.api_support import bearer, post
 from tests.factories import RepositoryFactory
 from tests.stub_stages import stub_activities
 from tests.temporal_worker import FAST_RETRY, wait_terminal
 from tests.webhook_support import SECRET, SHA, push
+from triggers.models import WebhookDelivery
+from triggers.services import PUSH_SEEN
 
 pytestmark = pytest.mark.django_db(transaction=True)
 api_env, make_token = api_support.api_env, api_support.make_token

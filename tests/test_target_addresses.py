@@ -27,9 +27,7 @@ from repositories.targets import (
 from runs.demo import demo_preview_set, ensure_demo_repositories
 from runs.errors import RunInputInvalid
 from runs.models import Run
-from runs.models_api import WebhookDelivery
 from runs.services import PREVIEW_URL_REFUSED, run_again, run_create
-from runs.webhook_deliveries import TARGET_REFUSED
 from tests import api_support, webhook_support
 from tests.admin_helpers import client_for
 from tests.api_support import assert_problem, post
@@ -37,6 +35,8 @@ from tests.factories import RepositoryFactory
 from tests.test_admin import _repository_form
 from tests.test_admin_launch import LAUNCH, form_data, launcher  # noqa: F401  (fixture)
 from tests.webhook_support import SECRET, deliver, push
+from triggers.models import WebhookDelivery
+from triggers.services import TARGET_REFUSED
 
 pytestmark = pytest.mark.django_db
 hub = webhook_support.hub  # shared fixture: the fake GitHub the webhook asks for heads

@@ -10,15 +10,15 @@ from repositories import test_data as rules
 from repositories.errors import RepositoryInvalid
 from repositories.forms import RepositoryForm
 from repositories.services import repository_validate
-from runs.demo_app import serve
-from runs.verification import proxy, summary
-from runs.verification import test_data as hooks
-from runs.verification import verify as v
-from runs.verification.errors import TestDataFailed
-from runs.verification.service import runner_from_settings
+from runs.demo.app import serve
 from tests.test_repository_rules import GITHUB_FORM
 from tests.test_verify import HEADER, by_title, make_plan, no_heal, spec
 from tests.verify_apps import SeededApp
+from verification import proxy, summary
+from verification import test_data as hooks
+from verification import verify as v
+from verification.errors import TestDataFailed
+from verification.service import runner_from_settings
 
 PREVIEW = "https://preview.acme.test"
 TOO_MANY_ARGS = ["node", *["x"] * rules.MAX_ARGS]

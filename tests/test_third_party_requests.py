@@ -8,11 +8,11 @@ import pytest
 
 from agents.offline.code import _stayed_lines
 from agents.offline.common import PAGE_ERRORS_CHECK, PAGE_ERRORS_WATCH
-from runs.demo_app import serve
-from runs.verification import playwright as pw
-from runs.verification import verify as v
-from runs.verification.service import runner_from_settings
+from runs.demo.app import serve
 from tests.test_verify import HEADER, chromium, make_plan, no_heal, spec  # noqa: F401
+from verification import playwright as pw
+from verification import verify as v
+from verification.service import runner_from_settings
 
 # A server-rendered page as many apps ship it: jQuery from a public CDN, then a script using it.
 SHOP = b"""<!doctype html><title>Shop</title><h1>Shop</h1>

@@ -19,18 +19,18 @@ from agents.providers.base import Completion, Provider, ProviderOptions
 from agents.runner import AgentContext, run_agent
 from agents.service import run_test_healer
 from agents.test_engineer import HealingTestEngineer
-from runs.demo_app import serve
-from runs.verification import playwright as pw
-from runs.verification import verify as v
-from runs.verification.errors import (
+from runs.demo.app import serve
+from tests.test_browser import chromium_path
+from tests.verify_apps import FailingApp, NotesApp
+from verification import playwright as pw
+from verification import verify as v
+from verification.errors import (
     TargetAnswersErrors,
     TargetUnreachable,
     VerificationTimedOut,
     VerifierNotInstalled,
 )
-from runs.verification.service import runner_from_settings
-from tests.test_browser import chromium_path
-from tests.verify_apps import FailingApp, NotesApp
+from verification.service import runner_from_settings
 
 RUN_ID = "3f2b8c1e-9a4d-4e6f-8b21-5c7d9e0f1a2b"
 HEADER = "import { test, expect } from '@playwright/test';\n\n"

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from runs.demo_app import serve
+from runs.demo.app import serve
 from tests.factories import RepositoryFactory
 from tests.gitrepo import make_git_repo
 from tests.test_browser import chromium_path

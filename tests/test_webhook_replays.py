@@ -9,13 +9,13 @@ from django.db import IntegrityError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
-from runs import webhook_deliveries
 from runs.models import Run
-from runs.models_api import WebhookDelivery
 from runs.services import run_again
 from tests import api_support, webhook_support
 from tests.factories import RepositoryFactory
 from tests.webhook_support import SECRET, SHA, deliver, push
+from triggers import services as webhook_deliveries
+from triggers.models import WebhookDelivery
 
 pytestmark = pytest.mark.django_db
 api_env, hub = api_support.api_env, webhook_support.hub  # shared fixtures

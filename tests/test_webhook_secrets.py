@@ -10,15 +10,15 @@ from django.urls import reverse
 
 from repositories import services as repository_services
 from repositories.models import Repository
-from runs import webhooks
 from runs.models import Run
-from runs.models_api import WebhookDelivery
 from tests import api_support, webhook_support
 from tests.admin_helpers import change_url
 from tests.api_support import assert_problem
 from tests.factories import RepositoryFactory
 from tests.test_admin import _repository_form
 from tests.webhook_support import SECRET, deliver, push
+from triggers import api as webhooks
+from triggers.models import WebhookDelivery
 
 pytestmark = pytest.mark.django_db
 api_env, hub = api_support.api_env, webhook_support.hub  # shared fixtures

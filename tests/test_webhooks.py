@@ -7,9 +7,8 @@ import uuid
 import pytest
 from temporalio.client import WorkflowExecutionStatus
 
-from runs import pipeline, webhook_deliveries, webhooks
+from runs import pipeline
 from runs.models import Run, RunStart
-from runs.models_api import WebhookDelivery
 from runs.services import run_again
 from runs.temporal.dispatcher import run_starts_dispatch
 from tests import api_support, webhook_support
@@ -19,6 +18,9 @@ from tests.gitrepo import commit_files, git, make_git_repo
 from tests.samples import DEMO_WEB
 from tests.temporal_worker import wait_terminal
 from tests.webhook_support import SECRET, SHA, deliver, push
+from triggers import api as webhooks
+from triggers import services as webhook_deliveries
+from triggers.models import WebhookDelivery
 
 pytestmark = pytest.mark.django_db
 

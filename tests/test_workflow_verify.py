@@ -15,14 +15,11 @@ from temporalio.worker import Interceptor
 
 from repositories.hosts.local import LocalGitHost
 from runs import selectors
-from runs.demo_app import serve
-from runs.exploration.service import NO_TARGET as NOTHING_TO_EXPLORE
+from runs.demo.app import serve
 from runs.models import Run
 from runs.pipeline import UNEXPLORED_NOTE, UNVERIFIED_NOTE
 from runs.services import run_create
 from runs.temporal.worker_thread import WorkerThread
-from runs.verification import summary
-from runs.verification.verify import NO_TARGET
 from tests.factories import RepositoryFactory
 from tests.gitrepo import git, make_git_repo
 from tests.histories import fixture_name, record_history
@@ -30,6 +27,9 @@ from tests.temporal_worker import wait_terminal
 from tests.test_browser import chromium_path
 from tests.verify_apps import NOTES_REPO, FailingApp, NotesApp
 from tests.worker_process import start_worker, stop_worker
+from verification import summary
+from verification.exploration.service import NO_TARGET as NOTHING_TO_EXPLORE
+from verification.verify import NO_TARGET
 
 pytestmark = pytest.mark.django_db(transaction=True)
 RUN_TIMEOUT = 150

@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from runs import webhooks
 from tests.fakes.github_api import FakeGitHub
+from triggers import api as webhooks
 
 SECRET = "webhook-test-secret"
 FILES = {"README.md": "# shop\n"}

@@ -5,7 +5,7 @@ visited, a bounded shape of the body (``box/explore.mjs``): for an object its to
 and each value's JSON type; for a list whether it was empty and the shape of its first item.
 Never a value: values may carry secrets or hostile text. The box is not trusted, and neither is
 an app map that reached a model, so :func:`clean_apis` checks every record again here, one
-definition for the worker (``runs.exploration``) and the offline rules.
+definition for the worker (``verification.exploration``) and the offline rules.
 
 A key is kept only when its name is 1-40 characters of ``[A-Za-z0-9_$.-]``: a clipped or
 rewritten name would be a false claim about the app, and a narrow set keeps quotes, backticks,

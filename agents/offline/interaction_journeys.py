@@ -3,7 +3,7 @@
 ExploreApp typed its value into a text field no ``<form>`` holds and pressed Enter, and when
 the value then showed, tried the item it had created: its checkbox, the page's filter links
 (``#/active``), a double-click to edit it (Enter saves, Escape cancels), its delete button
-(``interactions`` of the app map; ``runs/exploration/interactions.py``). The journey replays
+(``interactions`` of the app map; ``verification/exploration/interactions.py``). The journey replays
 those actions in the same order with the test's own unique text, and expects what each one
 showed: create → see → change → filter → edit → delete, as far as the trials went. It finds
 the item by its own text, never by an id or a position. An action that failed, or whose

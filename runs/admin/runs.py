@@ -35,7 +35,7 @@ from runs.admin.verdict import note_warns, verdict
 from runs.errors import RunError
 from runs.models import Run
 from runs.services import run_again, run_cancel
-from runs.verification.service import evidence_file
+from verification.service import evidence_file
 
 MAX_BULK_RUNS = 50
 REFRESH_SECONDS = 5

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from django.utils.text import Truncator
 
 from runs import checks
-from runs.exploration.service import ANSWERED_ERRORS
 from runs.models import Run, Stage, StageStatus
+from verification.exploration.service import ANSWERED_ERRORS
 
 OK, ATTENTION, FAILED, RUNNING, NEUTRAL = "ok", "attention", "failed", "running", "neutral"
 COLOURS = {

@@ -28,19 +28,11 @@ from temporalio import activity
 from temporalio.exceptions import CancelledError
 
 from repositories.schedules import START_SCHEDULED_MAINTENANCE
-from runs import (
-    checks,
-    lifecycle,
-    maintenance,
-    maintenance_starts,
-    outcome,
-    pipeline,
-    pull_requests,
-    slots,
-)
+from runs import checks, lifecycle, maintenance, outcome, pipeline, pull_requests, slots
 from runs.temporal import types as t
 from runs.temporal.agent_gate import beat_interval
 from runs.temporal.failures import activity_failure, bounded, stage_failure
+from triggers import maintenance as maintenance_starts
 
 # Heartbeats also carry a cancel request to the agent process (the answer to a heartbeat
 # says so): at least this often, and the worker sends them on as often (worker.py).

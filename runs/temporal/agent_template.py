@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 PRELOAD = (
     "runs.temporal.agent_process",  # the pool's initializer, and what wraps each task
-    "runs.verification.healer",  # the healing session, unpickled by the pool
+    "verification.healer",  # the healing session, unpickled by the pool
     "agents.service",
     "agents.crawler",  # the MCP SDK
     "repositories.mcp_server",  # the MCP server the crawler runs in its own process

@@ -27,7 +27,7 @@ from amtp_site import devstack
 from amtp_site.ports import port_problem
 from repositories.hosts.probe import check_github
 from runs import demo, selectors
-from runs.demo_app import DemoTasks, serve
+from runs.demo.app import DemoTasks, serve
 from runs.models import Run
 from runs.services import run_create
 
@@ -103,7 +103,7 @@ class Command(BaseCommand):
 
     def _serve_demo_app(self, repository):
         """The demo web app's stand-in on loopback, as demo/web's preview URL: the demo run's
-        tests are verified against it (runs/demo_app.py says why a stand-in)."""
+        tests are verified against it (runs/demo/app.py says why a stand-in)."""
         server, url = serve(DemoTasks())
         demo.demo_preview_set(repository, url)
         self.stdout.write(

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from amtp_site.errors import AmtpError
 from runs.errors import RunInputInvalid
 from runs.management.repository_arg import repository_arg
-from runs.verification.service import check_repository_tests
+from verification.service import check_repository_tests
 
 MARK = {"passed": "ok  ", "flaky": "ok~ ", "skipped": "skip", "failed": "FAIL"}
 

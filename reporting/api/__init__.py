@@ -1,0 +1,1 @@
+"""The reporting routers: ``/api/costs`` (costs.py) and ``/api/repositories`` (health.py)."""

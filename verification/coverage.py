@@ -1,0 +1,317 @@
+"""The coverage map of a run: the app's routes found in the repository × reached by
+exploration × exercised by the generated tests.
+
+Pure and Django-free: computed from the artifacts whenever a surface shows it (run page, API,
+pull request body), so it needs no table of its own. Source routes are cleaned with the offline
+rules' ``clean_route`` (so ``/notes/:id``, ``/notes/<int:id>``, ``[id]`` and ``{id}`` all become
+``/notes/{id}``) and kept in a segment trie, so matching a concrete path costs its depth, not
+the number of routes. A test exercises a route when it navigates there (``page.goto``,
+``request.get/post/…``, Maestro's ``openLink``); once the tests were verified, only a test that
+passed (at once, after a heal, or flaky) counts: a quarantined or dropped one does not. Every
+input is untrusted (a model may have written the crawl and the tests); whatever cannot be read
+as a same-origin path is ignored. The answer is bounded: ``MAX_ROWS`` rows, the rest counted.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+from urllib.parse import unquote, urlsplit
+
+from agents.offline.common import clean_route
+from verification.coverage_tests import Test, tests_of
+
+MAX_ROWS = 200
+# Routes, pages and screens read from the crawl; the rest are counted, not mapped. The offline
+# rules record 2,000 at most; a model's crawl could list any number.
+MAX_SOURCE_ITEMS = 5_000
+MAX_TESTS_PER_ROW = 5
+MAX_NOT_COVERED = 20  # routes named in ``not_covered``
+HEADLINE_CHARS = 300
+MAX_PATH = 500
+MATCH_STEPS = 2_000  # trie nodes one match may visit (many overlapping patterns)
+PASSING = frozenset({"passed", "healed", "flaky"})
+_PARAM = re.compile(r"\{\w+\}")
+_BAD_CHARS = re.compile(r"[\x00-\x20\x7f\\{}]")
+_DEEP_LINK = re.compile(r"^[a-z][a-z0-9+.\-]*://", re.I)
+
+
+@dataclass
+class Row:
+    route: str  # "/notes/{id}"; a concrete path for live-only rows; "" for a screen with no route
+    kind: str  # page | api | screen | live
+    name: str = ""  # a screen's name
+    methods: set[str] = field(default_factory=set)
+    labels: set[str] = field(default_factory=set)  # a route-less screen's tab label and title
+    root: bool = False  # the screen the app launches to
+    live_path: str = ""
+    live_status: int | None = None
+    tests: list[str] = field(default_factory=list)
+
+    def out(self) -> dict:
+        return {
+            "route": self.route,
+            "kind": self.kind,
+            "name": self.name,
+            "methods": sorted(self.methods),
+            "in_source": self.kind != "live",
+            "live_path": self.live_path,
+            "live_status": self.live_status,
+            "tests": self.tests[:MAX_TESTS_PER_ROW],
+            "more_tests": max(0, len(self.tests) - MAX_TESTS_PER_ROW),
+            "covered": bool(self.tests),
+        }
+
+
+class _Node:
+    __slots__ = ("params", "route", "static")
+
+    def __init__(self) -> None:
+        self.static: dict[str, _Node] = {}
+        self.params: dict[str, tuple[re.Pattern[str] | None, _Node]] = {}
+        self.route: str | None = None
+
+
+class Routes:
+    """The source routes by key, and a trie that finds the one a concrete path belongs to."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, Row] = {}
+        self.root = _Node()
+        self.left_off = 0  # source items past MAX_SOURCE_ITEMS
+        self.screens: dict[str, Row] = {}  # the rows of screens, by key
+
+    def add(self, route: str, kind: str) -> Row:
+        row = self.rows.get(route)
+        if row is None:
+            row = self.rows[route] = Row(route, kind)
+            node = self.root
+            for seg in _segments(route):
+                if "{" not in seg:
+                    node = node.static.setdefault(seg, _Node())
+                    continue
+                if seg not in node.params:
+                    node.params[seg] = (_segment_pattern(seg), _Node())
+                node = node.params[seg][1]
+            node.route = route
+        elif kind == "page" and row.kind == "api":
+            row.kind = "page"  # a page is what a reader looks for first
+        return row
+
+    def match(self, path: str) -> str | None:
+        """The route ``path`` belongs to: static segments before parameters, at each level."""
+        segs = _segments(path)
+        stack, steps = [(self.root, 0)], 0
+        while stack and steps < MATCH_STEPS:
+            node, i = stack.pop()
+            steps += 1
+            if i == len(segs):
+                if node.route is not None:
+                    return node.route
+                continue
+            seg = segs[i]
+            for pattern, child in reversed(node.params.values()):
+                if pattern is None or pattern.fullmatch(seg):
+                    stack.append((child, i + 1))
+            if seg in node.static:
+                stack.append((node.static[seg], i + 1))
+        return None
+
+
+def _segments(path: str) -> list[str]:
+    return [s for s in path.split("/") if s]
+
+
+def _segment_pattern(seg: str) -> re.Pattern[str] | None:
+    """None for a whole-segment parameter (matches any segment), else a regex for ``{id}.json``."""
+    if _PARAM.fullmatch(seg):
+        return None
+    parts = _PARAM.split(seg)
+    return re.compile("[^/]+".join(re.escape(p) for p in parts))
+
+
+def route_key(raw: object) -> str | None:
+    """A route found in source → its key (``/notes/{id}``, no trailing slash), or None."""
+    route = clean_route(raw) if isinstance(raw, str) else None
+    return None if route is None else _tidy(unquote(route))
+
+
+def concrete_path(target: object, origin: str = "") -> str | None:
+    """A navigation target or an app map path → a same-origin path without query, fragment,
+    dot segments or trailing slash; None for anything else (another host, ``//evil``,
+    ``javascript:``, overlong, control characters)."""
+    if not isinstance(target, str) or len(target) > MAX_PATH:
+        return None
+    text = target.strip()
+    if "://" in text[:12]:
+        parts = urlsplit(text)
+        if parts.scheme not in ("http", "https") or not origin or parts.netloc != origin:
+            return None
+        text = parts.path or "/"
+    if not text.startswith("/") or text.startswith("//"):
+        return None
+    text = unquote(text.split("#", 1)[0].split("?", 1)[0])
+    if _BAD_CHARS.search(text):
+        return None
+    return _tidy(text)
+
+
+def _tidy(path: str) -> str:
+    path = posixpath.normpath(path)
+    return "/" + path.lstrip("/") if path.startswith("//") else path
+
+
+def deep_link_path(link: object) -> str | None:
+    """``acmehabits://habit/1`` → ``/habit/1`` (a custom scheme's host is its first segment)."""
+    if not isinstance(link, str) or not _DEEP_LINK.match(link):
+        return None
+    if link.lower().startswith(("http://", "https://")):
+        return None  # a web URL in a flow: matched as a path by the caller
+    return concrete_path("/" + link.split("://", 1)[1])
+
+
+def source_routes(stack: object) -> Routes:
+    """The routes, pages and screens of a ``detected_stack`` (model-written ones too)."""
+    routes = Routes()
+    stack = stack if isinstance(stack, dict) else {}
+    lists, budget = [_dicts(stack.get(k)) for k in ("pages", "routes", "screens")], MAX_SOURCE_ITEMS
+    for n, found in enumerate(lists):
+        lists[n], budget = found[:budget], max(0, budget - len(found))
+        routes.left_off += len(found) - len(lists[n])
+    pages, items, screens = lists
+    for item in pages:
+        if key := route_key(item.get("route")):
+            routes.add(key, "page")
+    for item in items:
+        key, method = route_key(item.get("path")), item.get("method")
+        if key is None or not isinstance(method, str):
+            continue
+        api = item.get("json") is True or "api" in key.split("/") or method.upper() != "GET"
+        routes.add(key, "api" if api else "page").methods.add(method.upper()[:10])
+    for item in screens:
+        _add_screen(routes, item)
+    return routes
+
+
+def _add_screen(routes: Routes, item: dict) -> None:
+    name = item.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return
+    key = route_key(item["route"]) if isinstance(item.get("route"), str) else None
+    if key is None:
+        key = f"screen:{name.strip()[:100]}"  # matched by the labels a flow taps, not by path
+        if key in routes.rows:
+            return
+        row = routes.rows[key] = Row("", "screen")
+    else:
+        row = routes.add(key, "screen")
+        row.kind = "screen"
+    routes.screens[key] = row
+    row.name = " ".join(name.split())[:100]
+    row.root = item.get("root") is True
+    row.labels |= {
+        v.strip() for k in ("tab_label", "title", "name") if isinstance(v := item.get(k), str)
+    }
+
+
+def _dicts(items: object) -> list[dict]:
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def coverage_map(
+    crawl: dict | None, app_map: dict | None, code: dict | None, report: dict | None
+) -> dict:
+    """The run's coverage map. ``crawl`` is the crawler's output (its ``detected_stack`` is
+    all that is read), ``app_map`` the ExploreApp artifact, ``code`` the Test Engineer's
+    output and ``report`` the verification report; any may be None (not made yet). Without
+    ``code`` it answers which routes the source has and which the live app showed."""
+    routes = source_routes((crawl or {}).get("detected_stack"))
+    origin = urlsplit(str((app_map or report or {}).get("target_url") or "")).netloc
+    _reach(routes, app_map, origin)
+    verified = bool(report) and report.get("status") == "verified"
+    for test in tests_of(code, report):
+        if test.status in PASSING or not (verified or test.status):
+            _exercise(routes, test, origin)
+    return _summary(routes, verified)
+
+
+def _reach(routes: Routes, app_map: dict | None, origin: str) -> None:
+    """Each page of the app map onto its route; a page that answered and matches no source
+    route is a route of its own (the live app revealed it)."""
+    for page in _dicts((app_map or {}).get("pages")):
+        path, status = concrete_path(page.get("path"), origin), page.get("status")
+        if path is None or not isinstance(status, int):
+            continue
+        key = routes.match(path)
+        if key is None:
+            if not 200 <= status < 400:
+                continue  # a broken link is not a route of the app
+            key = path
+            routes.add(key, "live")
+        row = routes.rows[key]
+        answered = row.live_status is not None and 200 <= row.live_status < 400
+        if row.live_status is None or (not answered and 200 <= status < 400):
+            row.live_path, row.live_status = path, status
+
+
+def _exercise(routes: Routes, test: Test, origin: str) -> None:
+    keys = set()
+    for target in test.targets:
+        path = deep_link_path(target) if _DEEP_LINK.match(target) and test.mobile else None
+        path = path or concrete_path(target, origin)
+        if path is not None and (key := routes.match(path)) is not None:
+            keys.add(key)
+    for key, row in routes.screens.items() if test.mobile else ():
+        if (row.root and test.launches) or (not row.route and row.labels & test.taps):
+            keys.add(key)
+    for key in keys:
+        routes.rows[key].tests.append(test.title)
+
+
+def _summary(routes: Routes, verified: bool) -> dict:
+    rows = sorted(routes.rows.values(), key=lambda r: (bool(r.tests), r.route or r.name))
+    missing = [r for r in rows if not r.tests]
+    totals = {
+        "routes": len(rows),
+        "in_source": sum(1 for r in rows if r.kind != "live"),
+        "reached": sum(1 for r in rows if r.live_status is not None),
+        "live_only": sum(1 for r in rows if r.kind == "live"),
+        "covered": len(rows) - len(missing),
+        "not_covered": len(missing),
+        "source_left_off": routes.left_off,
+    }
+    labels = [_label(r) for r in missing[:50]]
+    return {
+        "headline": headline(totals["covered"], len(rows), labels, routes.left_off),
+        "verified": verified,
+        "totals": totals,
+        "not_covered": [_label(r) for r in missing[:MAX_NOT_COVERED]],
+        "rows": [r.out() for r in rows[:MAX_ROWS]],
+        "rows_left_off": max(0, len(rows) - MAX_ROWS),
+    }
+
+
+def _label(row: Row) -> str:
+    return row.route or f"{row.name} (screen)"
+
+
+def headline(covered: int, total: int, missing: list[str], left_off: int = 0) -> str:
+    """``14 of 17 routes covered; not covered: /admin/export, …`` within HEADLINE_CHARS."""
+    if not total:
+        return "no routes found in the repository or reached in the app"
+    text = f"{covered} of {total} routes covered"
+    if left_off:
+        text += f" ({left_off} more found in the source, past the map's limit)"
+    if not missing:
+        return text
+    text += "; not covered: "
+    shown: list[str] = []
+    for label in missing:
+        label = label if len(label) <= 100 else label[:99] + "…"
+        if len(text) + len(", ".join([*shown, label])) > HEADLINE_CHARS - 20:
+            break
+        shown.append(label)
+    text += ", ".join(shown)
+    left = total - covered - len(shown)
+    return text + ((", " if shown else "") + f"… ({left} more)" if left > 0 else "")

@@ -1,0 +1,206 @@
+// Interaction trials (imported by explore.mjs, runs inside the sandbox): what a user does on a
+// page whose input is not in a <form>. On a few live pages, each text field outside any form is
+// typed into with the run's test value and sent with Enter; when the value then shows (an item
+// was created), the item is tried as a user would: its checkbox toggled, the page's filter links
+// (same page, another #hash or ?query) clicked, a double-click to edit it (Enter saves, Escape
+// cancels), then its own delete button, so exploration leaves nothing behind. Only the item the
+// run created is changed or deleted. Each action hands back the page's accessibility snapshot
+// before and after and the URL after; the worker (verification/exploration/interactions.py) works out
+// what changed and trusts nothing here. Bounded by config.interactions.max and the deadline.
+
+// An item's delete button: "Delete", "Remove todo", or a lone "×" drawn by CSS.
+const DELETE = /^(delete|remove|destroy)\b|^[×✕✖x]$/i;
+// A focused field; the same selector as the generated test's (agents/offline/journey_code.py).
+const FOCUSED = "input:focus, textarea:focus, [contenteditable]:focus";
+const NONE = Symbol("no such action on this app");
+const ROLE_NAME = /^- (\w+)(?: "((?:[^"\\]|\\.)*)")?/;
+
+function url(page, origin) {
+  // The page's path, query and #/hash route (a fragment that is not a route is dropped).
+  const here = new URL(page.url());
+  if (here.origin !== origin) return "";
+  return here.pathname + here.search + (/^#!?\//.test(here.hash) ? here.hash : "");
+}
+
+async function settle(page, snap, before) {
+  // The page differs from before and two snapshots agree, or about 2 s passed.
+  let after = before;
+  for (let i = 0; i < 8; i++) {
+    await page.waitForTimeout(250);
+    const now = await snap();
+    if (now && now !== before && now === after) break;
+    after = now;
+  }
+  return after;
+}
+
+async function roleName(locator) {
+  // The [role, accessible name] of one element, as its own accessibility snapshot says.
+  const line = (await locator.ariaSnapshot({ timeout: 2000 }).catch(() => "")).split("\n")[0];
+  const match = ROLE_NAME.exec(line.trim());
+  if (!match) return ["", ""];
+  try {
+    return [match[1], match[2] ? JSON.parse(`"${match[2]}"`) : ""];
+  } catch {
+    return [match[1], ""];
+  }
+}
+
+async function looseFields(page, limit) {
+  // [role, name] of the visible, named text fields that no <form> holds.
+  const fields = page.locator(
+    "input:not(form input):not([type]), input[type=text]:not(form input)," +
+      " input[type=search]:not(form input), textarea:not(form textarea)",
+  );
+  const out = [];
+  for (const field of (await fields.all()).slice(0, 10)) {
+    if (!(await field.isVisible().catch(() => false))) continue;
+    const [role, name] = await roleName(field);
+    if (["textbox", "searchbox", "combobox"].includes(role) && name && name.length <= 120) {
+      out.push([role, name]);
+    }
+    if (out.length >= limit) break;
+  }
+  return out;
+}
+
+function itemOf(page, value, control) {
+  // The created item: the innermost element holding both its text and a control of that kind
+  // (the generated test finds it the same way: agents/offline/journey_code.py).
+  return page
+    .locator("body *")
+    .filter({ hasText: value })
+    .filter({ has: page.getByRole(control) })
+    .last();
+}
+
+async function filterLinks(page, origin, limit) {
+  // [name, address] of the links that stay on this page and change its #hash or ?query.
+  const here = new URL(page.url());
+  const hrefs = await page.$$eval("a[href]", (as) => as.map((a) => [a.innerText, a.href]));
+  const out = [];
+  for (const [text, href] of hrefs) {
+    let target;
+    try {
+      target = new URL(href);
+    } catch {
+      continue;
+    }
+    const name = (text || "").trim();
+    const same = target.origin === origin && target.pathname === here.pathname;
+    const moves = target.hash !== here.hash || target.search !== here.search;
+    if (same && moves && name && name.length <= 120 && !out.some(([n]) => n === name)) {
+      out.push([name, href]);
+    }
+    if (out.length >= limit) break;
+  }
+  return out;
+}
+
+export async function interactionTrials(page, pages, cfg, origin, deadline) {
+  const out = [];
+  if (!cfg || !cfg.max) return out;
+  const value = `AMTP ${cfg.tag}`;
+  const left = () => Math.max(1000, Math.min(cfg.step_timeout_ms, deadline - Date.now()));
+  const room = () => out.length < cfg.max && deadline - Date.now() > 3000;
+  const snap = () => page.locator("body").ariaSnapshot({ timeout: 5000 }).catch(() => "");
+  const open = async (path) => {
+    await page.goto(path, { timeout: left() });
+    await page.waitForLoadState("networkidle", { timeout: 2000 }).catch(() => {});
+  };
+  // One action: its snapshots and the URL after, or what went wrong (then the item is left);
+  // nothing when the app offers no such action (run() answers NONE before acting).
+  const act = async (path, action, target, run) => {
+    const before = await snap();
+    try {
+      if ((await run()) === NONE) return false;
+    } catch (error) {
+      const said = String(error.message || error).split("\n")[0].slice(0, 500);
+      out.push({ path, action, target, error: said });
+      return false;
+    }
+    const after = await settle(page, snap, before);
+    out.push({ path, action, target, before, after, url_after: url(page, origin), error: "" });
+    return true;
+  };
+
+  const live = pages.filter((p) => p.status >= 200 && p.status < 300 && !p.error);
+  for (const { path } of live.slice(0, cfg.max_pages)) {
+    if (!room()) break;
+    await open(path).catch(() => {});
+    for (const [role, name] of await looseFields(page, 2)) {
+      if (!room()) break;
+      await open(path).catch(() => {});
+      const field = page.getByRole(role, { name, exact: true }).first();
+      const typed = await act(path, "enter", { role, name }, async () => {
+        await field.fill(value, { timeout: left() });
+        await field.press("Enter", { timeout: left() });
+      });
+      const created = page.getByText(value).first();
+      if (typed && (await created.isVisible().catch(() => false))) {
+        await itemTrials(path, name);
+        return out; // one created item, tried whole, is the lifecycle the journey follows
+      }
+    }
+  }
+  return out;
+
+  async function shown() {
+    return page.getByText(value).first().isVisible().catch(() => false);
+  }
+
+  async function itemTrials(path, entered) {
+    const box = itemOf(page, value, "checkbox").getByRole("checkbox");
+    if (room() && (await box.count()) === 1) {
+      const [, name] = await roleName(box);
+      await act(path, "toggle", { role: "checkbox", name }, () => box.check({ timeout: left() }));
+    }
+    const links = await filterLinks(page, origin, 3);
+    const filter = async ([name]) => {
+      const link = page.getByRole("link", { name, exact: true }).first();
+      await act(path, "filter", { role: "link", name }, () => link.click({ timeout: left() }));
+    };
+    for (const link of links) if (room()) await filter(link);
+    // Back to the first filter (often "All") when the last one hid the item.
+    if (links.length && !(await shown())) await filter(links[0]);
+    if (!(await shown())) await open(path).catch(() => {});
+    const edit = (target, text, key) => async () => {
+      await page.getByText(value).first().dblclick({ timeout: left() });
+      // The field that took the focus (an app may focus it after its next render), else the
+      // one named text field that opened (target.name: the test finds it by that name).
+      // The field typed into first, still focused, is no edit field: typing there adds items.
+      let field = page.locator(FOCUSED).last();
+      const focused = await field.waitFor({ timeout: 2000 }).then(() => true, () => false);
+      if (!focused || (await roleName(field))[1] === entered) {
+        const opened = [];
+        for (const [role, name] of await looseFields(page, 5)) {
+          if (role === "textbox" && name !== entered) opened.push(name);
+        }
+        if (opened.length !== 1) return NONE; // a double-click edits nothing here
+        target.name = opened[0];
+        field = page.getByRole("textbox", { name: target.name, exact: true });
+      }
+      await field.fill(text, { timeout: left() });
+      await field.press(key, { timeout: left() });
+    };
+    const editing = { role: "textbox", name: "" };
+    if (room() && (await act(path, "edit", editing, edit(editing, `${value} edited`, "Enter")))) {
+      const cancel = { role: "textbox", name: "" };
+      if (room()) await act(path, "cancel_edit", cancel, edit(cancel, `${value} dropped`, "Escape"));
+    }
+    // Its delete button, often shown only while the pointer is over the item.
+    const item = itemOf(page, value, "button");
+    await item.hover({ timeout: left() }).catch(() => {});
+    const buttons = [];
+    for (const button of (await item.getByRole("button").all()).slice(0, 5)) {
+      buttons.push([button, (await roleName(button))[1]]);
+    }
+    const named = buttons.filter(([, name]) => DELETE.test(name.trim()));
+    const chosen = named.length === 1 ? named[0] : buttons.length === 1 ? buttons[0] : null;
+    if (chosen && (!chosen[1] || DELETE.test(chosen[1].trim()))) {
+      page.once("dialog", (dialog) => dialog.accept().catch(() => {}));
+      const [button, name] = chosen;
+      await act(path, "delete", { role: "button", name }, () => button.click({ timeout: left() }));
+    }
+  }
+}
