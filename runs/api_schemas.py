@@ -147,9 +147,18 @@ class CoverageRowOut(Schema):
     in_source: bool = Field(description="Found in the repository by the crawl.")
     live_path: str = Field(description="The path ExploreApp reached it at; empty if not reached.")
     live_status: int | None = Field(description="The HTTP status it answered (0: no answer).")
+    live_state: str = Field(
+        description="What ExploreApp saw there: answered, login_redirect (it showed the login "
+        "instead), not_found (404/410), error; empty if not reached."
+    )
+    state: str = Field(
+        description="covered; or why not: empty_write (a write with no body), anonymous_write "
+        "(a write without credentials on an app behind a login), login_redirect (only the "
+        "login was seen there), not_found, not_covered (no test went there)."
+    )
     tests: list[str] = Field(description="Titles of the tests that exercise it (at most 5).")
     more_tests: int = Field(description="Tests that exercise it beyond those listed.")
-    covered: bool = Field(description="At least one test exercises it.")
+    covered: bool = Field(description="At least one test exercises it (state covered).")
 
 
 class CoverageTotalsOut(Schema):
@@ -157,10 +166,15 @@ class CoverageTotalsOut(Schema):
 
     routes: int = Field(description="Rows in all: routes in source and routes only seen live.")
     in_source: int
-    reached: int = Field(description="Rows the exploration reached.")
+    reached: int = Field(description="Rows where the exploration got the page itself.")
     live_only: int
     covered: int
     not_covered: int
+    login_redirect: int = Field(description="Not covered: only the login was seen there.")
+    not_found: int = Field(description="Not covered: the live app answered 404 or 410.")
+    uncounted_writes: int = Field(
+        description="Not covered: tests wrote there only with an empty body or no credentials."
+    )
     source_left_off: int = Field(
         description="Routes, pages and screens of the crawl past the map's limit (not mapped)."
     )
@@ -175,6 +189,7 @@ class CoverageOut(Schema):
         "or flaky) count; quarantined and dropped ones do not. False: a written test counts "
         "unless it is test.fixme/test.skip."
     )
+    basis: str = Field(description="What counted, in a sentence (the run page's note).")
     totals: CoverageTotalsOut
     not_covered: list[str] = Field(description="The first 20 routes no test exercises.")
     rows: list[CoverageRowOut] = Field(description="Not covered first; at most 200.")
