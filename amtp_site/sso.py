@@ -47,6 +47,8 @@ from mozilla_django_oidc import auth as oidc_auth
 from mozilla_django_oidc import middleware as oidc_middleware
 from mozilla_django_oidc import views as oidc_views
 
+from amtp_site import audit
+
 logger = logging.getLogger("amtp.sso")
 
 DISCOVERY_TTL_S = 300
@@ -296,7 +298,7 @@ class Callback(oidc_views.OIDCAuthenticationCallbackView):
         return self.refuse(reason or "the sign-in did not complete; start it again", status=403)
 
     def refuse(self, reason: str, *, status: int) -> HttpResponse:
-        logger.warning("single sign-on refused: %s", reason)
+        audit.refused("admin", f"a single sign-on: {reason}")
         self._sign_out()
         message = REFUSED.format(name=settings.AMTP_SSO_NAME, reason=reason)
         return problem(self.request, message, status=status)
