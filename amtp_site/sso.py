@@ -172,6 +172,10 @@ class SsoBackend(oidc_auth.OIDCAuthenticationBackend):
             )
         except jwt.PyJWTError as exc:
             raise SuspiciousOperation(f"the ID token is not valid: {exc}") from exc
+        audience = payload["aud"]
+        if isinstance(audience, list) and len(audience) > 1:
+            if payload.get("azp") != self.OIDC_RP_CLIENT_ID:  # OpenID Connect Core 1.0 §3.1.3.7
+                raise SuspiciousOperation("the ID token has several audiences and is not ours")
         if kwargs.get("nonce") != payload.get("nonce"):
             raise SuspiciousOperation("the ID token's nonce is not this sign-in's")
         return payload
@@ -187,6 +191,13 @@ class SsoBackend(oidc_auth.OIDCAuthenticationBackend):
                 raise SuspiciousOperation("the userinfo answer is not the ID token's subject")
             claims.update(info)
         return claims
+
+    def get_or_create_user(self, access_token, id_token, payload):
+        try:
+            return super().get_or_create_user(access_token, id_token, payload)
+        except SuspiciousOperation as exc:  # the library turns it into "no user": keep why
+            self.request.sso_refusal = str(exc)
+            raise
 
     def verify_claims(self, claims):
         sub = claims.get("sub")

@@ -194,6 +194,7 @@ def test_a_provider_subject_never_signs_in_to_a_local_account(sso_on, repositori
     client = Client()
     answer = client.get(to_callback(client, at_provider(sso_on, "olaf")))
     assert answer.status_code == 403 and signed_in(client) is None
+    assert "is a local account with a password" in answer.content.decode()
     assert User.objects.get(username=f"sso-{sub}").groups.count() == 0
 
 
