@@ -289,6 +289,9 @@ class Callback(oidc_views.OIDCAuthenticationCallbackView):
     def get(self, request):
         if not enabled():
             raise Http404("single sign-on is not configured")
+        # The provider's own words are shown only for a sign-in this browser started: anyone
+        # can link to this page with an error_description of their choosing.
+        self.ours = request.GET.get("state") in request.session.get("oidc_states", {})
         try:
             return super().get(request)
         except (ProviderDown, requests.RequestException) as exc:
@@ -301,9 +304,11 @@ class Callback(oidc_views.OIDCAuthenticationCallbackView):
         request = self.request
         reason = getattr(request, "sso_refusal", "")
         if not reason and request.GET.get("error"):
-            reason = f"the provider answered '{request.GET['error'][:100]}'"
-            if request.GET.get("error_description"):
-                reason += f": {request.GET['error_description'][:300]}"
+            reason = "the provider answered an error to a sign-in this browser did not start"
+            if self.ours:
+                reason = f"the provider answered '{request.GET['error'][:100]}'"
+                if request.GET.get("error_description"):
+                    reason += f": {request.GET['error_description'][:300]}"
         if not reason and self.user is not None and not self.user.is_active:
             reason = "this account is deactivated in AMTP"
         return self.refuse(reason or "the sign-in did not complete; start it again", status=403)
@@ -319,6 +324,7 @@ class Callback(oidc_views.OIDCAuthenticationCallbackView):
             auth.logout(self.request)
 
     user = None  # set by the library once authenticate() answered
+    ours = False
 
 
 class SignOut(oidc_views.OIDCLogoutView):

@@ -145,6 +145,11 @@ def test_a_state_or_nonce_that_is_not_this_sign_ins_is_refused(sso_on, repositor
     assert answer.status_code == 400 and signed_in(client) is None
     assert "Sign-in through Example IdP refused" in answer.content.decode()
 
+    client = Client()  # a link anyone can send: the provider's "words" are not shown
+    answer = client.get("/oidc/callback/?error=access_denied&error_description=Call+555-0100")
+    assert answer.status_code == 403 and "555-0100" not in answer.content.decode()
+    assert "a sign-in this browser did not start" in answer.content.decode()
+
     client = Client()  # a callback in a browser that started no sign-in
     answer = client.get(to_callback(Client(), browser))
     assert answer.status_code == 403 and signed_in(client) is None
