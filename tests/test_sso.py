@@ -203,6 +203,32 @@ def test_a_provider_subject_never_signs_in_to_a_local_account(sso_on, repositori
     assert User.objects.get(username=f"sso-{sub}").groups.count() == 0
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_stale_session_changes_nothing_and_a_provider_gone_mid_sign_in_says_so(
+    sso_on, repositories, settings
+):
+    sso_on.user("sam", groups=["shop-operators"])
+    browser = at_provider(sso_on, "sam")
+    client = Client()
+    client.get(to_callback(client, browser))
+    assert signed_in(client) is not None
+    session = client.session
+    session["oidc_id_token_expiration"] = 0  # the re-check is due
+    session.save()
+    launch = client.post("/launch/", {"repository": repositories[0].pk})
+    assert launch.status_code == 403 and b"reload the page" in launch.content
+    recheck = client.get("/admin/runs/run/")  # a page load goes to the provider, no prompt
+    assert recheck.status_code == 302
+    assert parse_qs(urlsplit(recheck["Location"]).query)["prompt"] == ["none"]
+
+    client = Client()
+    callback = to_callback(client, browser)
+    settings.AMTP_SSO_ISSUER = "http://127.0.0.1:1/o"  # gone before the code is exchanged
+    answer = client.get(callback)
+    assert answer.status_code == 503 and signed_in(client) is None
+    assert "Example IdP cannot be reached" in answer.content.decode()
+
+
 @pytest.mark.django_db
 def test_the_provider_down_is_a_clear_page_and_break_glass_still_works(settings):
     settings.AMTP_SSO_ISSUER = "http://127.0.0.1:1/o"  # nothing listens on port 1
