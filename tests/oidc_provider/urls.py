@@ -1,4 +1,5 @@
 import json
+import os
 
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.models import Group, User
@@ -16,8 +17,6 @@ from tests.oidc_provider import CONTROL_HEADER
 def directory(request, username):
     """The test's hand on the provider's directory: create or change a user and their groups
     (what an identity team does in the provider's console). Only with the control token."""
-    import os
-
     if not constant_time_compare(
         request.headers.get(CONTROL_HEADER, ""), os.environ["PROVIDER_CONTROL"]
     ):
