@@ -20,6 +20,7 @@ reason reported.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import os
@@ -39,12 +40,13 @@ from runs.verification.cgroup import Cgroup, CgroupUnavailable
 from runs.verification.errors import SandboxUnavailable
 
 ENTRY = Path(__file__).with_name("box") / "entry.mjs"
-VERDICT = ENTRY.with_name("verdict.mjs")  # Playwright's reporter of the verdict (verdict.py)
+RUNNER = ENTRY.with_name("runner.mjs")  # Playwright's runner, the verdict's one holder
 INSIDE = Path("/sandbox")
 INSIDE_RUNNER = "/runner/node_modules"
 INSIDE_PROXY = "/run/amtp/proxy"  # the socket's folder, bound by file descriptor
 INSIDE_ENTRY = "/run/amtp/entry.mjs"
-INSIDE_VERDICT = "/run/amtp/verdict.mjs"
+INSIDE_RUNNER_SCRIPT = "/run/amtp/runner.mjs"
+INSIDE_SEALED_NODE = "/run/amtp/node"  # execute-only: what runs from it is non-dumpable
 BRIDGE_PORT = 3128
 UID_RANGE = (400_000, 1_400_000)  # no account uses these: each box is alone under its uid
 POLL_S = 0.2
@@ -182,8 +184,8 @@ class Box:
         self.output = self.root / "output.log"
         self.user = _as_own_user(secrets.randbelow(UID_RANGE[1] - UID_RANGE[0]))
         self.entry = self.root / "entry.mjs"
-        self.verdict = self.root / "verdict.mjs"
-        for source, copy in ((ENTRY, self.entry), (VERDICT, self.verdict)):
+        self.runner_script = self.root / "runner.mjs"
+        for source, copy in ((ENTRY, self.entry), (RUNNER, self.runner_script)):
             shutil.copyfile(source, copy)
             copy.chmod(0o644)
 
@@ -204,9 +206,12 @@ class Box:
             (self.fs / name).mkdir(mode=0o700)
 
     @property
-    def verdict_reporter(self) -> str:
-        """The verdict's reporter as the code sees it (read-only, outside ``work/``)."""
-        return INSIDE_VERDICT if sandboxed() else str(self.verdict)
+    def playwright_runner(self) -> list[str]:
+        """How the code starts ``runner.mjs`` (read-only, outside ``work/``): in the box, from the
+        execute-only copy of node (:func:`sealed_node`)."""
+        if sandboxed():
+            return [INSIDE_SEALED_NODE, INSIDE_RUNNER_SCRIPT]
+        return ["node", str(self.runner_script)]
 
     @property
     def code_dir(self) -> str:
@@ -335,7 +340,8 @@ class Box:
         argv += ["--bind", str(self.work), str(INSIDE), "--chdir", str(INSIDE)]
         argv += ["--ro-bind-fd", str(runner_fd), INSIDE_RUNNER]
         argv += ["--ro-bind", str(self.entry), INSIDE_ENTRY]
-        argv += ["--ro-bind", str(self.verdict), INSIDE_VERDICT]
+        argv += ["--ro-bind", str(self.runner_script), INSIDE_RUNNER_SCRIPT]
+        argv += ["--ro-bind", str(sealed_node()), INSIDE_SEALED_NODE]
         # read-only (connect() needs no write access to the folder) and no path in the argv
         argv += ["--ro-bind-fd", str(proxy_fd), INSIDE_PROXY]
         # the tmpfs bubblewrap makes for / and /dev (unbounded) become read-only: only fs/ is left
@@ -405,6 +411,23 @@ def _node() -> str:
             UNAVAILABLE.format(why=f"node at {node} is outside /usr, which the box mounts")
         )
     return node
+
+
+@functools.cache
+def sealed_node() -> Path:
+    """An execute-only copy of node (root's, mode 0111), made once per worker process. The
+    kernel marks a process that executes a file it may not read non-dumpable (execve(2) and
+    ``would_dump`` in fs/exec.c): its ``/proc/<pid>`` files become root's, and ptrace access
+    to it (opening its ``fd/*``, reading or writing its ``mem``) needs ``CAP_SYS_PTRACE``,
+    which no process in the box has (ptrace(2), "Ptrace access mode checking"). Node cannot
+    call ``prctl(PR_SET_DUMPABLE, 0)`` itself; this is the same effect without native code."""
+    folder = Path(tempfile.mkdtemp(prefix="amtp-node-"))
+    folder.chmod(0o711)
+    atexit.register(shutil.rmtree, folder, True)
+    copy = folder / "node"
+    shutil.copyfile(_node(), copy)
+    copy.chmod(0o111)
+    return copy
 
 
 def _rlimits(limits: Limits) -> list[str]:
