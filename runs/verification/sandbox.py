@@ -7,7 +7,9 @@ box's uid may enter, and the output file. Inside: new user, PID, IPC, UTS, cgrou
 network namespaces, no nested user namespace, a seccomp filter (``seccomp.py``); ``/usr`` and a
 few files of ``/etc`` read-only; no project tree, no home, no ``/proc`` of the worker; an empty
 environment plus what the tests need; the box dies with the worker. Network: loopback only,
-whose one listener pipes to the worker's allow-listing proxy (``proxy.py``).
+whose one listener pipes to the worker's allow-listing proxy (``proxy.py``). Playwright's runner
+runs from an execute-only copy of node (``sealed_node``), so no process of the box can reach
+its descriptors (the verdict's pipe, ``verdict.py``) through ``/proc``.
 
 Limits (docs/security.md): the worker runs as root, mounts the tmpfs and starts the box as an
 unprivileged uid of its own (drawn per execution), so ``RLIMIT_NPROC`` holds; per box: one
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import functools
 import os
 import secrets
@@ -191,16 +194,12 @@ class Box:
 
     def _mount(self) -> None:
         size, inodes = self.limits.disk_bytes, self.limits.disk_inodes
-        options = f"size={size},nr_inodes={inodes},mode=0711,nosuid,nodev"
-        mount = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", options, "amtp-box", str(self.fs)],
-            capture_output=True,
-            text=True,
-        )
-        if mount.returncode:
+        try:
+            _mount_tmpfs(self.fs, f"size={size},nr_inodes={inodes},mode=0711")
+        except OSError as exc:
             self.remove()
-            why = f"cannot mount the box's tmpfs: {mount.stderr.strip()}"
-            raise SandboxUnavailable(UNAVAILABLE.format(why=why))
+            why = f"cannot mount the box's tmpfs: {exc.strerror}"
+            raise SandboxUnavailable(UNAVAILABLE.format(why=why)) from None
         self.mounted = True
         for name in ("tmp", "shm"):
             (self.fs / name).mkdir(mode=0o700)
@@ -239,7 +238,7 @@ class Box:
     def remove(self) -> None:
         self._release()
         if self.mounted:
-            subprocess.run(["umount", "--lazy", str(self.fs)], check=False)
+            _libc.umount2(os.fsencode(self.fs), MNT_DETACH)  # lazily: a straggler's file held open
             self.mounted = False
         shutil.rmtree(self.root, ignore_errors=True)
 
@@ -411,6 +410,19 @@ def _node() -> str:
             UNAVAILABLE.format(why=f"node at {node} is outside /usr, which the box mounts")
         )
     return node
+
+
+# mount(2) and umount2(2) called directly: the mount(8) and umount(8) commands cost two process
+# starts per box (about 50 ms on a loaded machine, scripts/bench_sandbox.py)
+_libc = ctypes.CDLL(None, use_errno=True)
+MS_NOSUID, MS_NODEV, MNT_DETACH = 2, 4, 2  # <sys/mount.h>
+
+
+def _mount_tmpfs(path: Path, options: str) -> None:
+    flags = MS_NOSUID | MS_NODEV
+    if _libc.mount(b"amtp-box", os.fsencode(path), b"tmpfs", flags, options.encode()) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), str(path))
 
 
 @functools.cache

@@ -13,6 +13,7 @@
 // or trace it (ptrace(2), "Ptrace access mode checking").
 //
 //   runner.mjs MODULES CONFIG RETRIES TIMEOUT_MS [GREP]
+import childProcess from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
@@ -75,6 +76,24 @@ class VerdictReporter {
     fs.closeSync(VERDICT_FD);
   }
 }
+
+// A loader that ends before it is told to stop (a spec that exits at its top level) would leave
+// the TestRunner waiting for its answer: the run ends there, without a verdict, as Playwright's
+// command line ends when a spec exits while it loads.
+const fork = childProcess.fork;
+childProcess.fork = function (script, ...rest) {
+  const child = fork.call(this, script, ...rest);
+  if (String(script).endsWith("loaderProcessEntry.js")) {
+    let stopping = false;
+    const send = child.send.bind(child);
+    child.send = (message, ...more) => {
+      stopping ||= message?.method === "__stop__";
+      return send(message, ...more);
+    };
+    child.on("exit", (code) => stopping || process.exit(code || 1));
+  }
+  return child;
+};
 
 const reporter = new VerdictReporter();
 const runner = new testRunner.TestRunner(configLoader.resolveConfigLocation(path.resolve(config)), {});
