@@ -268,7 +268,8 @@ def execute(
         )
     errors = data.get("errors")  # the box's word: read as a list only when it is one
     timed_out = isinstance(errors, list) and any("Timed out waiting" in str(e) for e in errors)
-    if timed_out and limit >= budget_s:  # whatever ran or was listed by then
+    # out of budget, or stopped before the specs were even listed (a spec that loops at load)
+    if timed_out and (limit >= budget_s or not data.get("tests")):
         raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
     results = verdict.results(data, files, box.outside, box.work / "results", listed)
     if timed_out:

@@ -32,6 +32,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -425,21 +426,28 @@ def _mount_tmpfs(path: Path, options: str) -> None:
         raise OSError(code, os.strerror(code), str(path))
 
 
-@functools.cache
+_sealed: list[Path] = []  # the copy, once made
+_sealing = threading.Lock()
+
+
 def sealed_node() -> Path:
-    """An execute-only copy of node (root's, mode 0111), made once per worker process. The
-    kernel marks a process that executes a file it may not read non-dumpable (execve(2) and
-    ``would_dump`` in fs/exec.c): its ``/proc/<pid>`` files become root's, and ptrace access
-    to it (opening its ``fd/*``, reading or writing its ``mem``) needs ``CAP_SYS_PTRACE``,
-    which no process in the box has (ptrace(2), "Ptrace access mode checking"). Node cannot
-    call ``prctl(PR_SET_DUMPABLE, 0)`` itself; this is the same effect without native code."""
-    folder = Path(tempfile.mkdtemp(prefix="amtp-node-"))
-    folder.chmod(0o711)
-    atexit.register(shutil.rmtree, folder, True)
-    copy = folder / "node"
-    shutil.copyfile(_node(), copy)
-    copy.chmod(0o111)
-    return copy
+    """An execute-only copy of node (root's, mode 0111), made once per worker process (again if
+    something removed it). The kernel marks a process that executes a file it may not read
+    non-dumpable (``would_dump`` in fs/exec.c): its ``/proc/<pid>`` files become root's, and
+    ptrace access to it (opening its ``fd/*``, reading or writing its ``mem``) needs
+    ``CAP_SYS_PTRACE``, which no process in the box has (ptrace(2), "Ptrace access mode
+    checking"). Node cannot call ``prctl(PR_SET_DUMPABLE, 0)`` itself; this is the same effect
+    without native code."""
+    with _sealing:
+        if not (_sealed and _sealed[0].is_file()):
+            folder = Path(tempfile.mkdtemp(prefix="amtp-node-"))
+            folder.chmod(0o711)
+            atexit.register(shutil.rmtree, folder, True)
+            copy = folder / "node"
+            shutil.copyfile(_node(), copy)
+            copy.chmod(0o111)
+            _sealed[:] = [copy]
+        return _sealed[0]
 
 
 def _rlimits(limits: Limits) -> list[str]:

@@ -105,7 +105,8 @@ const timer = setTimeout(() => {
   process.exit(1);
 }, Number(timeoutMs));
 await runner.initialize({});
-const { status } = await runner.runTests(reporter, { grep: grep || undefined });
+// a spec that fails to load fails the run, as on the command line
+const { status } = await runner.runTests(reporter, { grep: grep || undefined, failOnLoadErrors: true });
 clearTimeout(timer);
 reporter.send();
 process.exit(status === "passed" ? 0 : 1);
