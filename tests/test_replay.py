@@ -4,11 +4,11 @@ The fixtures are the histories of real test runs (`AMTP_RECORD_HISTORIES=1`, see
 tests/histories.py), one per path a workflow takes. TestGenerationWorkflow: passed (web,
 mobile), VerifyTests skipped and run with heals, a hold approved, rejected and expired, a
 stale base, a cancel in each stage, retries after a worker kill and service restarts.
-MaintenanceWorkflow: a maintenance run that heals and opens its PR, a check run reported and
-run again, each cancelled in ReverifyTests, retries through GitHub 5xx and after a worker
-kill. A change to either workflow that would break a running workflow fails here. Before
-1.0.0 such a change re-records them; from 1.0.0 on, a released history keeps replaying
-(CHANGELOG.md).
+MaintenanceWorkflow: a maintenance run that heals and opens its PR, one cancelled in
+ReverifyTests, retries through GitHub 5xx and after a worker kill. CheckWorkflow: a check run
+reported and run again, one cancelled, one reported through GitHub 5xx. A change to a
+workflow that would break a running workflow fails here. Before 1.0.0 such a change
+re-records them; from 1.0.0 on, a released history keeps replaying (CHANGELOG.md).
 """
 
 import json
@@ -19,8 +19,7 @@ from asgiref.sync import async_to_sync
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from runs.temporal.maintenance_workflow import MaintenanceWorkflow
-from runs.temporal.workflow import TestGenerationWorkflow
+from runs.temporal.worker import WORKFLOWS
 
 HISTORIES = sorted((Path(__file__).resolve().parent / "fixtures" / "histories").glob("*.json"))
 
@@ -33,12 +32,13 @@ def workflow_type(path: Path) -> str:
 def test_there_are_histories_to_replay():
     types = [workflow_type(path) for path in HISTORIES]
     assert types.count("TestGenerationWorkflow") >= 20
-    assert types.count("MaintenanceWorkflow") >= 6
+    assert types.count("MaintenanceWorkflow") >= 3
+    assert types.count("CheckWorkflow") >= 3
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
 def test_history_replays_deterministically(path):
     history = WorkflowHistory.from_json(path.stem, path.read_text())
-    replayer = Replayer(workflows=[TestGenerationWorkflow, MaintenanceWorkflow])
+    replayer = Replayer(workflows=list(WORKFLOWS))
     result = async_to_sync(replayer.replay_workflow)(history, raise_on_replay_failure=True)
     assert result.replay_failure is None
