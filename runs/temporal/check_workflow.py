@@ -25,8 +25,6 @@ FORK_APPROVAL = (
 
 @workflow.defn(name=t.CHECK_WORKFLOW)
 class CheckWorkflow:
-    __test__ = False
-
     @workflow.run
     async def run(self, params: t.WorkflowParams) -> str:
         self.steps = steps.RunSteps(params)

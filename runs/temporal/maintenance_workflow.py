@@ -16,8 +16,6 @@ with workflow.unsafe.imports_passed_through():
 
 @workflow.defn(name=t.MAINTENANCE_WORKFLOW)
 class MaintenanceWorkflow:
-    __test__ = False
-
     @workflow.run
     async def run(self, params: t.WorkflowParams) -> str:
         self.steps = steps.RunSteps(params)
