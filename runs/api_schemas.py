@@ -5,12 +5,13 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 from ninja import Field, Schema
 from pydantic import ConfigDict, field_validator
 
 from amtp_site import tracing
+from approvals.api_schemas import ApprovalOut
+from approvals.selectors import run_approvals
 from repositories.models import DepthLevel, Framework
 from repositories.names import FULL_NAME_PATTERN, full_name_problem
 from repositories.refnames import ref_problem
@@ -20,7 +21,7 @@ from repositories.targets import (
     display,
     target_url_problem,
 )
-from runs import costs, parts, selectors
+from runs import costs, selectors
 from runs.models import Run, RunStatus, Trigger
 
 DATE_OUT_OF_RANGE = "date out of range"
@@ -261,6 +262,8 @@ class RunOut(Schema):
 
 
 class RunDetailOut(RunOut):
+    """The run detail, its approvals included."""
+
     trace_id: str = Field(
         description="The OpenTelemetry trace of the request that accepted the run and of its "
         "workflow (32 hex digits; empty when tracing is off)."
@@ -278,9 +281,10 @@ class RunDetailOut(RunOut):
         description="Tokens the vendors reported and their cost in USD, per agent and in all."
     )
 
+    approvals: list[ApprovalOut]
+
     # A run inserted by this request (``run_create``) has its stages at hand and no artifact,
     # approval or verification yet: answering it reads nothing (bench_submit.py).
-    # The apps above runs add their parts to it (runs.parts; approvals: the run's approvals).
 
     @staticmethod
     def resolve_trace_id(run: Run) -> str:
@@ -307,18 +311,14 @@ class RunDetailOut(RunOut):
     def resolve_artifacts(run: Run) -> list:
         return [] if just_inserted(run) else list(selectors.run_artifacts(run))
 
+    @staticmethod
+    def resolve_approvals(run: Run) -> list:
+        return [] if just_inserted(run) else list(run_approvals(run))
+
 
 def just_inserted(run: Run) -> bool:
     """A run inserted by this request: it has nothing yet beside its stages."""
     return getattr(run, "inserted_stages", None) is not None
-
-
-def run_detail_out() -> type[RunDetailOut]:
-    """The run detail as the apps above runs extend it (runs.parts)."""
-    extended = [part.detail for part in parts.registered() if part.detail is not None]
-    if len(extended) > 1:
-        raise ImproperlyConfigured(f"runs.parts: one part may extend RunDetailOut: {extended}")
-    return extended[0] if extended else RunDetailOut
 
 
 class RunFilters(Schema):
