@@ -5,6 +5,7 @@ from django.views.generic import RedirectView
 from amtp_site import sso
 from amtp_site.api import api
 from amtp_site.metrics_view import metrics_view
+from amtp_site.problems import problem_type_view
 from runs.admin.dashboard import dashboard_view
 from runs.admin.health import health_view
 from runs.admin.launch import launch_run_view
@@ -30,6 +31,7 @@ urlpatterns = [
     path("oidc/callback/", sso.Callback.as_view(), name="oidc_authentication_callback"),
     path("admin/logout/", sso.SignOut.as_view(), name="oidc_logout"),
     path("admin/", admin.site.urls),
+    path("api/problems/<slug:slug>", problem_type_view, name="problem_type"),
     path("api/", api.urls),
     path("metrics", metrics_view, name="metrics"),  # AMTP_METRICS_*: docs/operations.md
     # Staff only (admin login and is_staff), and runs.add_run: see runs/launch.py.
