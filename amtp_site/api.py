@@ -116,10 +116,15 @@ def _validation(request, exc: ValidationError) -> HttpResponse:
         location = loc[0] if loc else "body"
         # Body errors are located under the view's argument name: drop it.
         path = loc[2:] if location == "body" else loc[1:]
+        # A validator's own ValueError is our sentence: pydantic prefixes it ("Value error, …");
+        # django-ninja hands the ValueError over as its text.
+        cause = (
+            (error.get("ctx") or {}).get("error") if error.get("type") == "value_error" else None
+        )
         errors.append(
             field_error(
                 ".".join(path),
-                str(error.get("msg", "invalid")),
+                str(cause) if cause else str(error.get("msg", "invalid")),
                 location=location,
                 type=str(error.get("type", "invalid")),
             )

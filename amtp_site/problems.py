@@ -19,6 +19,7 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse
+from django.utils.html import format_html
 from django.utils.regex_helper import _lazy_re_compile
 from django.views.debug import SafeExceptionReporterFilter
 from ninja import Field, Schema
@@ -26,7 +27,49 @@ from ninja import Field, Schema
 logger = logging.getLogger("amtp.errors")
 
 CONTENT_TYPE = "application/problem+json"
-TYPE_BASE = "https://amtp.zagtrader.internal/problems/"
+# A relative reference with its full path (RFC 9457, section 3.1.1): it resolves on the AMTP
+# that answered, whose page there says what the problem means; no host we do not own is named.
+TYPE_BASE = "/api/problems/"
+
+# Each problem type: what it means and what to do. ``GET /api/problems/<slug>`` shows it, and a
+# test holds every slug the code answers with to this list.
+PROBLEM_TYPES: dict[str, str] = {
+    "validation-error": "A field broke a rule. `errors` names each field, where it was (body, "
+    "query, path, header) and the rule. Correct those fields and send again: nothing changed.",
+    "invalid-json": "The body is not JSON. Send `Content-Type: application/json` and a JSON "
+    "object.",
+    "unsupported-media-type": "The body's Content-Type is not one this endpoint reads: send "
+    "`application/json`.",
+    "payload-too-large": "The body is larger than the endpoint accepts; `detail` gives the limit.",
+    "length-required": "The request has a body but no Content-Length: send one.",
+    "unauthenticated": "No valid credentials: send `Authorization: Bearer <API token>` (or a "
+    "CI's OpenID Connect token), or sign in to the admin.",
+    "forbidden": "The credentials are valid but lack the right: a token scope or a role on the "
+    "repository. `detail` names which.",
+    "csrf-failed": "A session's unsafe request without its CSRF token: send the `X-CSRFToken` "
+    "header, or use an API token.",
+    "not-found": "No such resource, or none the caller may see.",
+    "method-not-allowed": "The path exists but not with this HTTP method.",
+    "run-conflict": "The run is not in a state that allows this (e.g. cancelling a run that has "
+    "ended).",
+    "approval-already-decided": "Someone decided this approval first; reload the run.",
+    "idempotency-key-reused": "This Idempotency-Key was used with another request body: use a "
+    "new key for a new request.",
+    "rate-limited": "Too many requests: wait `retry_after` seconds (also the Retry-After header).",
+    "bad-webhook": "The webhook's payload is not what the event promises.",
+    "bad-signature": "The webhook's `X-Hub-Signature-256` is missing or does not match the "
+    "repository's secret.",
+    "webhook-secret-missing": "The repository has no webhook secret, so no delivery can be "
+    "trusted: set one in the admin and at the host.",
+    "host-unavailable": "The repository host (e.g. GitHub) did not answer; try again later.",
+    "oidc-issuer-unavailable": "The OpenID Connect issuer of the presented token did not "
+    "answer; try again later.",
+    "orchestrator-unavailable": "Temporal did not answer; nothing was started. Try again "
+    "later (the operator sees why in the log).",
+    "internal-error": "AMTP failed. Quote `error_id` to the operator: the log has the details "
+    "under it.",
+    "http-error": "The request failed as its status says.",
+}
 
 
 class FieldError(Schema):
@@ -146,6 +189,21 @@ def problem_response(
     for name, value in (headers or {}).items():
         response[name] = value
     return response
+
+
+def problem_type_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """``GET /api/problems/<slug>``: what a problem type means, for whoever follows ``type``."""
+    meaning = PROBLEM_TYPES.get(slug)
+    if meaning is None:
+        return problem_response(request, 404, "not-found", f"no problem type {slug!r}")
+    page = format_html(
+        "<!doctype html><title>AMTP problem: {0}</title><h1>{0}</h1><p>{1}</p>"
+        '<p>Every API error is an RFC 9457 problem document: <a href="/api/docs">the API '
+        "reference</a>.</p>",
+        slug,
+        meaning,
+    )
+    return HttpResponse(page, content_type="text/html; charset=utf-8")
 
 
 def is_problem(response: HttpResponse) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -117,15 +118,18 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "amtp_site.sso.SessionRefresh",  # single sign-on users re-checked with the provider
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
-# A permission held the ordinary way holds on every repository (ModelBackend); a grant gives a
-# role on one repository (repositories.access, docs/security.md).
+# A permission held the ordinary way holds on every repository (ModelBackend, under both ways to
+# sign in: a password or the identity provider, amtp_site.sso); a grant gives a role on one
+# repository (repositories.access, docs/security.md).
 AUTHENTICATION_BACKENDS = [
-    "django.contrib.auth.backends.ModelBackend",
+    "amtp_site.sso.PasswordBackend",
+    "amtp_site.sso.SsoBackend",
     "repositories.access.RepositoryBackend",
 ]
 
@@ -143,6 +147,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "amtp_site.sso.context",
             ],
         },
     },
@@ -230,6 +235,64 @@ if AMTP_OIDC_ISSUER and not AMTP_OIDC_AUDIENCE:
     raise ImproperlyConfigured("AMTP_OIDC_AUDIENCE must be set when AMTP_OIDC_ISSUER is")
 if AMTP_OIDC_ISSUER and not DEBUG and not AMTP_OIDC_ISSUER.startswith("https://"):
     raise ImproperlyConfigured("AMTP_OIDC_ISSUER must be an https:// URL")
+
+
+def _group_map(text: str) -> dict[str, tuple[str, ...]]:
+    """AMTP_SSO_GROUP_MAP: a JSON object, each provider group to a Django group name or a list
+    of them."""
+    rule = "a JSON object mapping each provider group to a Django group name or a list of names"
+    try:
+        found = json.loads(text or "{}")
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"AMTP_SSO_GROUP_MAP must be {rule}: {exc}") from exc
+    if not isinstance(found, dict):
+        raise ImproperlyConfigured(f"AMTP_SSO_GROUP_MAP must be {rule}")
+    mapping = {}
+    for group, names in found.items():
+        names = [names] if isinstance(names, str) else names
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise ImproperlyConfigured(f"AMTP_SSO_GROUP_MAP[{group!r}] must be {rule}")
+        mapping[group] = tuple(names)
+    return mapping
+
+
+# Single sign-on for the admin (amtp_site.sso, docs/deployment.md): OpenID Connect with this
+# issuer (empty: off), its endpoints read from its discovery document.
+AMTP_SSO_ISSUER = os.environ.get("AMTP_SSO_ISSUER", "").strip()
+AMTP_SSO_NAME = os.environ.get("AMTP_SSO_NAME", "").strip() or "single sign-on"
+AMTP_SSO_GROUPS_CLAIM = os.environ.get("AMTP_SSO_GROUPS_CLAIM", "groups").strip()
+AMTP_SSO_GROUP_MAP = _group_map(os.environ.get("AMTP_SSO_GROUP_MAP", ""))
+# Off: only superusers sign in with a password (the break-glass accounts); everyone else
+# through the provider.
+AMTP_SSO_PASSWORD_LOGIN = env_bool("AMTP_SSO_PASSWORD_LOGIN", True)
+AMTP_SSO_TIMEOUT_S = float(os.environ.get("AMTP_SSO_TIMEOUT_S", "10"))  # each call to it
+AMTP_SSO_LEEWAY_S = env_int("AMTP_SSO_LEEWAY_S", 30)  # clock skew allowed on the ID token
+if AMTP_SSO_ISSUER:
+    if not DEBUG and not AMTP_SSO_ISSUER.startswith("https://"):
+        raise ImproperlyConfigured("AMTP_SSO_ISSUER must be an https:// URL")
+    for _name in ("AMTP_SSO_CLIENT_ID", "AMTP_SSO_CLIENT_SECRET"):
+        if not os.environ.get(_name):
+            raise ImproperlyConfigured(f"{_name} must be set when AMTP_SSO_ISSUER is")
+    if not AMTP_SSO_PASSWORD_LOGIN and not AMTP_SSO_GROUP_MAP:
+        raise ImproperlyConfigured(
+            "AMTP_SSO_GROUP_MAP must map at least one provider group when "
+            "AMTP_SSO_PASSWORD_LOGIN is off: else nobody but superusers could work in AMTP"
+        )
+# mozilla-django-oidc's own settings (mozilla-django-oidc.readthedocs.io/en/stable/settings.html)
+OIDC_RP_CLIENT_ID = os.environ.get("AMTP_SSO_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = os.environ.get("AMTP_SSO_CLIENT_SECRET", "")
+OIDC_RP_SCOPES = os.environ.get("AMTP_SSO_SCOPES", "openid email profile")
+OIDC_RP_SIGN_ALGO = os.environ.get("AMTP_SSO_SIGN_ALGO", "RS256")
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+OIDC_STORE_ID_TOKEN = True  # the hint for the provider's end-session endpoint at sign-out
+OIDC_TIMEOUT = AMTP_SSO_TIMEOUT_S
+# How often a signed-in user's groups are re-read from the provider (on their next page load).
+OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS = env_int("AMTP_SSO_RECHECK_S", 900)
+OIDC_OP_LOGOUT_URL_METHOD = "amtp_site.sso.provider_logout_url"
+LOGIN_REDIRECT_URL = "/admin/"
+LOGIN_REDIRECT_URL_FAILURE = "/admin/login/"
+LOGOUT_REDIRECT_URL = "/admin/login/"
 # GitHub asks integrations to space out content-creating requests (secondary rate limits).
 GITHUB_SECONDS_BETWEEN_WRITES = float(os.environ.get("GITHUB_SECONDS_BETWEEN_WRITES", "1.0"))
 AMTP_MCP_CACHE_TTL = env_int("AMTP_MCP_CACHE_TTL", 24 * 3600)

@@ -1,7 +1,6 @@
 """The workflow's approval bookkeeping, as Temporal activities over ``approvals.services``
 (local activities of the workflow, run in a worker thread).
-
-The worker finds them through ``ApprovalsConfig.temporal_activities``.
+Listed in ``runs.temporal.worker.ACTIVITIES``.
 """
 
 from temporalio import activity
@@ -21,6 +20,3 @@ async def request_approval(request: t.ApprovalRequest) -> str:
 async def expire_approval(approval_id: str) -> None:
     """Nobody decided in time: the approval rejected by the timeout."""
     await bookkeeping(approval_expire, approval_id)
-
-
-ACTIVITIES = [request_approval, expire_approval]

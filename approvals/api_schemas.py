@@ -1,13 +1,10 @@
-"""The response bodies of ``/api/approvals``, and the run detail of ``/api/runs`` with the
-run's approvals (registered as a part of a run: runs.parts)."""
+"""The response bodies of ``/api/approvals``; the run detail of ``/api/runs`` lists a run's
+approvals with the same schema."""
 
 import uuid
 from datetime import datetime
 
 from ninja import Field, Schema
-
-from approvals.selectors import run_approvals
-from runs import api_schemas
 
 
 class ApprovalOut(Schema):
@@ -25,13 +22,3 @@ class ApprovalOut(Schema):
     @staticmethod
     def resolve_stage(approval) -> str:
         return approval.stage.name
-
-
-class RunDetailOut(api_schemas.RunDetailOut):
-    """The run detail, its approvals included (the name stays: the API documents it so)."""
-
-    approvals: list[ApprovalOut]
-
-    @staticmethod
-    def resolve_approvals(run) -> list:
-        return [] if api_schemas.just_inserted(run) else list(run_approvals(run))

@@ -6,6 +6,7 @@ import uuid
 
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Now
 
 from amtp_site.indexes import newest_first, prefix_search
 
@@ -16,8 +17,19 @@ class Decision(models.TextChoices):
     REJECTED = "rejected"
 
 
+class ApprovalQuerySet(models.QuerySet):
+    def close(self, why: str) -> int:
+        """The run failed or was cancelled: its pending approval can no longer release
+        anything, so it is rejected with ``why`` (``runs.lifecycle``, in the run's
+        transaction)."""
+        return self.filter(decision=Decision.PENDING).update(
+            decision=Decision.REJECTED, decided_by="amtp", decided_at=Now(), decision_comment=why
+        )
+
+
 class Approval(models.Model):
     Decision = Decision
+    objects = ApprovalQuerySet.as_manager()
 
     approval_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="approvals")

@@ -1,6 +1,7 @@
-"""Every write to ``approvals``: request (the workflow holds a run), decide (a person, through
-admin or the API: the row first, then the signal), expire (nobody decided in time) and close
-(the run failed or was cancelled)."""
+"""The writes to ``approvals``: request (the workflow holds a run), decide (a person, through
+admin or the API: the row first, then the signal) and expire (nobody decided in time). Closing
+a failed or cancelled run's approval is ``ApprovalQuerySet.close`` (``runs.lifecycle`` calls
+it, and this module calls ``runs.lifecycle``)."""
 
 from __future__ import annotations
 
@@ -143,15 +144,3 @@ def approval_expire(approval_id: str) -> None:
         decided_at=Now(),
         decision_comment=EXPIRED,
     )
-
-
-def approvals_close(*, run_id: str, why: str, **_signal) -> None:
-    """The run failed or was cancelled: its pending approval can no longer release anything."""
-    Approval.objects.filter(run_id=run_id, decision=Decision.PENDING).update(
-        decision=Decision.REJECTED, decided_by="amtp", decided_at=Now(), decision_comment=why
-    )
-
-
-def approvals_prune(*, run_ids: list, **_signal) -> None:
-    """Retention removes these runs: their approvals go with them."""
-    Approval.objects.filter(run_id__in=run_ids).delete()  # one DELETE: nothing hangs off it

@@ -29,19 +29,16 @@ from runs import selectors
 from runs.api_schemas import (
     IDEMPOTENCY_KEY_PATTERN,
     ArtifactOut,
+    RunDetailOut,
     RunFilters,
     RunIn,
     RunOut,
-    run_detail_out,
     run_url,
 )
 from runs.context import run_context
 from runs.models import ArtifactKind, Run
 from runs.services import run_cancel, run_create
 from schemas.errors import SchemaValidationError
-
-# The run detail with the parts the apps above runs add (runs.parts: approvals).
-RUN_DETAIL = run_detail_out()
 
 router = Router(tags=["runs"])
 
@@ -96,8 +93,8 @@ def _visible_run(request: HttpRequest, run_id: uuid.UUID, *also: Access) -> Run:
 @router.post(
     "",
     response={
-        200: RUN_DETAIL,
-        201: RUN_DETAIL,
+        200: RunDetailOut,
+        201: RunDetailOut,
         **documented(400, 401, 403, 413, 415, 422, 429),
     },
     auth=scoped(START_RUNS),
@@ -160,7 +157,7 @@ def list_runs(request: HttpRequest, filters: Query[RunFilters]):
 
 @router.get(
     "/{run_id}",
-    response={200: RUN_DETAIL, **documented(401, 403, 404, 422)},
+    response={200: RunDetailOut, **documented(401, 403, 404, 422)},
     auth=scoped(READ_RUNS),
     url_name="run_detail",
     summary="A run",
@@ -186,7 +183,7 @@ def get_artifact(request: HttpRequest, run_id: uuid.UUID, kind: ArtifactKind):
 
 @router.post(
     "/{run_id}/cancel",
-    response={202: RUN_DETAIL, **documented(401, 403, 404, 409, 422, 503)},
+    response={202: RunDetailOut, **documented(401, 403, 404, 409, 422, 503)},
     auth=scoped(CANCEL_RUNS),
     url_name="run_cancel",
     summary="Cancel a run",

@@ -5,12 +5,13 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 from ninja import Field, Schema
 from pydantic import ConfigDict, field_validator
 
 from amtp_site import tracing
+from approvals.api_schemas import ApprovalOut
+from approvals.selectors import run_approvals
 from repositories.models import DepthLevel, Framework
 from repositories.names import FULL_NAME_PATTERN, full_name_problem
 from repositories.refnames import ref_problem
@@ -20,7 +21,7 @@ from repositories.targets import (
     display,
     target_url_problem,
 )
-from runs import costs, parts, selectors
+from runs import costs, selectors
 from runs.models import Run, RunStatus, Trigger
 
 DATE_OUT_OF_RANGE = "date out of range"
@@ -147,9 +148,18 @@ class CoverageRowOut(Schema):
     in_source: bool = Field(description="Found in the repository by the crawl.")
     live_path: str = Field(description="The path ExploreApp reached it at; empty if not reached.")
     live_status: int | None = Field(description="The HTTP status it answered (0: no answer).")
+    live_state: str = Field(
+        description="What ExploreApp saw there: answered, login_redirect (it showed the login "
+        "instead), not_found (404/410), error; empty if not reached."
+    )
+    state: str = Field(
+        description="covered; or why not: empty_write (a write with no body), anonymous_write "
+        "(a write without credentials on an app behind a login), login_redirect (only the "
+        "login was seen there), not_found, not_covered (no test went there)."
+    )
     tests: list[str] = Field(description="Titles of the tests that exercise it (at most 5).")
     more_tests: int = Field(description="Tests that exercise it beyond those listed.")
-    covered: bool = Field(description="At least one test exercises it.")
+    covered: bool = Field(description="At least one test exercises it (state covered).")
 
 
 class CoverageTotalsOut(Schema):
@@ -157,10 +167,15 @@ class CoverageTotalsOut(Schema):
 
     routes: int = Field(description="Rows in all: routes in source and routes only seen live.")
     in_source: int
-    reached: int = Field(description="Rows the exploration reached.")
+    reached: int = Field(description="Rows where the exploration got the page itself.")
     live_only: int
     covered: int
     not_covered: int
+    login_redirect: int = Field(description="Not covered: only the login was seen there.")
+    not_found: int = Field(description="Not covered: the live app answered 404 or 410.")
+    uncounted_writes: int = Field(
+        description="Not covered: tests wrote there only with an empty body or no credentials."
+    )
     source_left_off: int = Field(
         description="Routes, pages and screens of the crawl past the map's limit (not mapped)."
     )
@@ -175,6 +190,7 @@ class CoverageOut(Schema):
         "or flaky) count; quarantined and dropped ones do not. False: a written test counts "
         "unless it is test.fixme/test.skip."
     )
+    basis: str = Field(description="What counted, in a sentence (the run page's note).")
     totals: CoverageTotalsOut
     not_covered: list[str] = Field(description="The first 20 routes no test exercises.")
     rows: list[CoverageRowOut] = Field(description="Not covered first; at most 200.")
@@ -246,6 +262,8 @@ class RunOut(Schema):
 
 
 class RunDetailOut(RunOut):
+    """The run detail, its approvals included."""
+
     trace_id: str = Field(
         description="The OpenTelemetry trace of the request that accepted the run and of its "
         "workflow (32 hex digits; empty when tracing is off)."
@@ -263,9 +281,10 @@ class RunDetailOut(RunOut):
         description="Tokens the vendors reported and their cost in USD, per agent and in all."
     )
 
+    approvals: list[ApprovalOut]
+
     # A run inserted by this request (``run_create``) has its stages at hand and no artifact,
     # approval or verification yet: answering it reads nothing (bench_submit.py).
-    # The apps above runs add their parts to it (runs.parts; approvals: the run's approvals).
 
     @staticmethod
     def resolve_trace_id(run: Run) -> str:
@@ -292,18 +311,14 @@ class RunDetailOut(RunOut):
     def resolve_artifacts(run: Run) -> list:
         return [] if just_inserted(run) else list(selectors.run_artifacts(run))
 
+    @staticmethod
+    def resolve_approvals(run: Run) -> list:
+        return [] if just_inserted(run) else list(run_approvals(run))
+
 
 def just_inserted(run: Run) -> bool:
     """A run inserted by this request: it has nothing yet beside its stages."""
     return getattr(run, "inserted_stages", None) is not None
-
-
-def run_detail_out() -> type[RunDetailOut]:
-    """The run detail as the apps above runs extend it (runs.parts)."""
-    extended = [part.detail for part in parts.registered() if part.detail is not None]
-    if len(extended) > 1:
-        raise ImproperlyConfigured(f"runs.parts: one part may extend RunDetailOut: {extended}")
-    return extended[0] if extended else RunDetailOut
 
 
 class RunFilters(Schema):

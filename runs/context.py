@@ -12,12 +12,14 @@ from datetime import UTC, datetime
 from django.utils import timezone
 
 import schemas
-from runs import parts, selectors
+from approvals.selectors import run_approvals
+from runs import selectors
 from runs.models import ArtifactKind, Run, RunStatus, Stage, StageStatus
 
 SCHEMA = "context/workflow_context"
 VERSION = "1.0"
 SUMMARY_LIMIT = 500
+APPROVE_ACTION = "approve or reject the held pull request (approval {id}, {approver}): {why}"
 
 AGENT_OF_STAGE = {
     Stage.Name.CRAWL_REPO: "repo-crawler",
@@ -70,6 +72,23 @@ def _files(run: Run, artifacts: dict) -> list[str]:
         return list(artifacts[ArtifactKind.PULL_REQUEST].content.get("files", []))
     code = artifacts.get(ArtifactKind.TEST_ENGINEER_OUTPUT)
     return [f["path"] for f in code.content.get("files", [])] if code else []
+
+
+def _approval_lines(run: Run) -> tuple[list[str], list[str]]:
+    """The decisions taken on the run's approvals, and the holds waiting for one."""
+    approvals = list(run_approvals(run))
+    taken = [
+        f"{a.approver} approval {a.decision} by {a.decided_by or 'someone'} at "
+        f"{iso(a.decided_at)}" + (f": {a.decision_comment}" if a.decision_comment else "")
+        for a in approvals
+        if not a.is_pending
+    ]
+    held = [
+        APPROVE_ACTION.format(id=a.approval_id, approver=a.approver, why=a.comment[:200])
+        for a in approvals
+        if a.is_pending
+    ]
+    return taken, held
 
 
 def _decisions(run: Run, taken: list[str]) -> list[str]:
@@ -150,9 +169,7 @@ def _summary(run: Run, phase: str, files: list[str]) -> str:
 def run_context(run: Run) -> dict:
     """The context document of ``run``; raises SchemaValidationError if it would be invalid."""
     stages = selectors.run_stages(run)
-    # What the apps above runs add (runs.parts): approvals, the decisions and the holds.
-    added = [part.context(run) for part in parts.registered() if part.context]
-    taken, held = [line for d, _ in added for line in d], [line for _, a in added for line in a]
+    taken, held = _approval_lines(run)
     artifacts = {a.kind: a for a in selectors.run_artifacts(run, content=True)}
     current = _current_stage(run, stages) if stages else None
     current_name = current.name if current else Stage.Name.CRAWL_REPO

@@ -12,10 +12,10 @@ from django.db import connection, transaction
 from django.db.models.functions import Now
 
 import schemas
+from approvals.models import Approval
 from notifications import services as notifications
 from repositories.models import NotifyEvent
 from runs.models import Artifact, ArtifactKind, Run, RunStatus, Stage, StageStatus
-from runs.signals import run_closed
 from runs.stages import Failure
 from schemas.errors import SchemaValidationError
 
@@ -169,7 +169,7 @@ def mark_failed(failure: Failure) -> bool:
             error_message=failure.message[:10_000],
         )
     _close_open_stages(failure.run_id, StageStatus.SKIPPED)
-    run_closed.send(sender=Run, run_id=failure.run_id, why=f"run failed: {failure.error_type}")
+    Approval.objects.filter(run_id=failure.run_id).close(f"run failed: {failure.error_type}")
     _report(failure)
     notifications.notify(failure.run_id, NotifyEvent.RUN_FAILED, reason=failure.message)
     return True
@@ -202,7 +202,7 @@ def mark_cancelled(run_id: str) -> bool:
         status=RunStatus.CANCELLED, finished_at=Now()
     )
     _close_open_stages(run_id, StageStatus.CANCELLED)
-    run_closed.send(sender=Run, run_id=run_id, why="run cancelled")
+    Approval.objects.filter(run_id=run_id).close("run cancelled")
     return bool(changed)
 
 

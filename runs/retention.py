@@ -9,8 +9,7 @@ host cannot say, every run of that repository with a pull request is kept.
 Each batch is one short transaction over at most ``batch_size`` runs picked in page order
 (keyset over ``(created_at, run_id)`` on ``runs_repository_page``): it locks only the rows it
 deletes, old finished runs nothing writes any more, and the lists read without locks, so
-nothing waits for it. The apps above ``runs`` remove their own rows of the batch on
-``runs.signals.runs_pruning``, in the same transaction.
+nothing waits for it.
 """
 
 from __future__ import annotations
@@ -27,12 +26,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from amtp_site import rows
+from approvals.models import Approval
 from notifications.models import Notification
 from reporting.models import RunHealth
 from repositories.hosts import host_for
 from repositories.models import Repository
 from runs.models import ActivityIdempotency, Artifact, Run, RunCost, RunStart, Stage
-from runs.signals import runs_pruning
 from triggers.models import WebhookDelivery
 
 logger = logging.getLogger(__name__)
@@ -125,9 +124,17 @@ def _keeps_pull_request(repository: Repository, result: Pruned) -> Callable[[int
 
 def _delete(ids: list) -> None:
     """The batch's rows, children first (foreign keys have no ON DELETE in the database)."""
-    runs_pruning.send(sender=Run, run_ids=ids)
     with connection.cursor() as cursor:
-        tables = (ActivityIdempotency, Artifact, Notification, RunCost, RunHealth, RunStart, Stage)
+        tables = (
+            Approval,
+            ActivityIdempotency,
+            Artifact,
+            Notification,
+            RunCost,
+            RunHealth,
+            RunStart,
+            Stage,
+        )
         for model in tables:
             cursor.execute(f"DELETE FROM {rows.table(model)} WHERE run_id = ANY(%s)", [ids])  # noqa: S608
         cursor.execute(

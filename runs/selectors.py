@@ -11,9 +11,11 @@ from django.db.models import F, Func, IntegerField, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from amtp_site import rows
+from repositories.login import recipe_of
 from repositories.models import Repository
 from runs.models import Artifact, ArtifactKind, Run, Stage
 from verification.coverage import coverage_map
+from verification.login import signup_of
 
 
 class OctetLength(Func):
@@ -146,7 +148,10 @@ def coverage(run: Run) -> dict | None:
         found = {kind: _json(content) for kind, content in cursor.fetchall()}
     if ArtifactKind.REPO_CRAWLER_OUTPUT not in found:
         return None
-    return coverage_map(*(found.get(kind) for kind in _COVERAGE_KINDS))
+    app_map = found.get(ArtifactKind.APP_MAP)
+    repository = run.repository if run.repository_id else None
+    session = bool(repository and recipe_of(repository)) or bool(signup_of(app_map))
+    return coverage_map(*(found.get(kind) for kind in _COVERAGE_KINDS), session=session)
 
 
 def _json(value):

@@ -13,8 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 WORKFLOW_NAME = "TestGenerationWorkflow"
-# Maintenance and check runs: the tests a repository already holds, re-verified.
+# Maintenance and check runs: the tests a repository already holds, re-verified (a
+# maintenance run heals them and opens a PR; a check run reports them on a pull request).
 MAINTENANCE_WORKFLOW = "MaintenanceWorkflow"
+CHECK_WORKFLOW = "CheckWorkflow"
 APPROVAL_SIGNAL = "approval_decided"
 
 # Activities, by their stable names (the workflow refers to them by name only).
@@ -30,7 +32,7 @@ CREATE_PULL_REQUEST = "CreatePullRequest"
 REQUEST_APPROVAL = "RequestApproval"
 EXPIRE_APPROVAL = "ExpireApproval"
 DISCARD_PULL_REQUEST = "DiscardPullRequest"
-# MaintenanceWorkflow's: the repository's tests re-verified (healed and quarantined in a
+# MaintenanceWorkflow's and CheckWorkflow's: the repository's tests re-verified (healed and quarantined in a
 # maintenance run, only reported in a check run), then its PR or its GitHub check run.
 REVERIFY_TESTS = "ReverifyTests"
 OPEN_MAINTENANCE_PR = "OpenMaintenancePullRequest"

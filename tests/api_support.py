@@ -15,6 +15,7 @@ from django.test import Client
 from temporalio.service import RPCError
 
 from access import auth
+from amtp_site.problems import PROBLEM_TYPES
 from amtp_site.temporal import connect
 from runs.models import Run
 from tests.factories import RepositoryFactory
@@ -110,7 +111,8 @@ def assert_problem(response, status, slug=None):
     assert {"type", "title", "status", "detail", "instance", "errors"} <= set(body)
     assert body["status"] == status and body["instance"].startswith("/api/")
     if slug:
-        assert body["type"].endswith("/" + slug)
+        assert body["type"] == "/api/problems/" + slug
+    assert body["type"].removeprefix("/api/problems/") in PROBLEM_TYPES, body["type"]
     return body
 
 

@@ -13,7 +13,7 @@ from temporalio.activity import _Definition
 
 from runs import lifecycle
 from runs.temporal import types as t
-from runs.temporal.worker import app_activities
+from runs.temporal.worker import ACTIVITIES
 
 
 def _in_thread(fn, *args):
@@ -51,7 +51,7 @@ def stub_activities(seconds: float = 0.0, slow: str | None = None) -> list:
     """Every stage a stub that takes no time, or ``seconds`` for the stage named ``slow``
     (every stage if None); every other activity the real one (bookkeeping, approvals)."""
     stubs = [_stub(name, seconds if slow in (None, stage) else 0.0) for name, stage in t.STAGES]
-    others = [a for a in app_activities() if _name(a) not in t.STAGE_OF]
+    others = [a for a in ACTIVITIES if _name(a) not in t.STAGE_OF]
     return [*stubs, *others]
 
 

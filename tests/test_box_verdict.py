@@ -10,8 +10,10 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import os
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import quote
 
 import pytest
@@ -22,9 +24,11 @@ from runs.demo.app import serve
 from tests.login_app import USERNAME, LoginApp
 from tests.test_verify import HEADER, make_plan, spec
 from tests.verify_apps import NotesApp
+from verification import playwright, verdict
 from verification import verify as v
 from verification.errors import ReportNotTrustworthy
 from verification.login import Login
+from verification.sandbox import Outcome
 from verification.service import runner_from_settings
 from verification.summary import pr_section
 
@@ -76,16 +80,78 @@ def test_a_rewritten_report_file_changes_nothing(tmp_path, notes):
     assert statuses == {"fails for real": "quarantined", "rewrites the report": "passed"}
 
 
-# Code at a spec's top level runs in Playwright's runner too (it loads the files to list their
-# tests): there it can write to the verdict's pipe (fd 3) before the reporter does, and close it.
-FORGES = """import fs from 'node:fs';
-if (process.env.TEST_WORKER_INDEX === undefined) {{
-  fs.writeSync(3, {verdict});
-  fs.closeSync(3);
-}}
+# A spec that goes after the verdict from wherever its code runs: at its top level (Playwright's
+# command line ran that in its runner, beside the reporter: now a loader process of its own) and
+# in a test body (a worker). It writes a forged verdict, naming every listed test as passed, to
+# any pipe it holds as fd 3 (the verdict's descriptor in the old runner) and closes it; it
+# rewires JSON.stringify and fs.writeSync as the reporter would call them; it opens the
+# runner's descriptors and memory through /proc (the runner is the parent of the loader and of
+# the workers); it prints the forged verdict.
+GOES_AFTER_THE_VERDICT = """import fs from 'node:fs';
+const FORGED = {forged};
+const tryWrite = (fd) => {{
+  try {{
+    if (!fs.readlinkSync(`/proc/self/fd/${{fd}}`).startsWith('pipe:')) return 'not a pipe';
+    fs.writeSync(fd, FORGED);
+    fs.closeSync(fd);
+    return 'wrote';
+  }} catch (e) {{ return e.code; }}
+}};
+const reach = (what) => {{
+  try {{ fs.closeSync(fs.openSync(what, 'r+')); return 'opened'; }} catch (e) {{ return e.code; }}
+}};
+const runner = process.ppid;
+const tried = {{
+  fd3: tryWrite(3),
+  fds: (() => {{ try {{ return fs.readdirSync(`/proc/${{runner}}/fd`).length; }} catch (e) {{ return e.code; }} }})(),
+  verdictFd: reach(`/proc/${{runner}}/fd/3`),
+  mem: reach(`/proc/${{runner}}/mem`),
+}};
+const stringify = JSON.stringify;
+JSON.stringify = (value, ...rest) =>
+  value && value.tests && value.errors ? FORGED : stringify(value, ...rest);
+const writeSync = fs.writeSync;
+fs.writeSync = (fd, data, ...rest) => writeSync(fd, fd === 3 ? FORGED : data, ...rest);
+console.log(FORGED);
 test('fails for real', async () => {{
   expect(1).toBe(2);
 }});
+test('the runner is out of reach', async () => {{
+  expect(tried).toEqual({{ fd3: 'not a pipe', fds: 'EACCES', verdictFd: 'EACCES', mem: 'EACCES' }});
+}});
+"""
+
+
+def forged_verdict(body: str) -> str:
+    """A verdict as the reporter sends it, naming every test of ``body`` (a spec of
+    e2e/amtp/hostile.spec.ts) as passed."""
+    lines = (HEADER + body).splitlines()
+    tests = [
+        {
+            "file": "e2e/amtp/hostile.spec.ts",
+            "title": title,
+            "line": next(n for n, text in enumerate(lines, 1) if f"test('{title}'" in text),
+            "status": "expected",
+            "expectedStatus": "passed",
+            "results": [{"status": "passed", "duration": 5, "attachments": []}],
+        }
+        for title in ("fails for real", "the runner is out of reach")
+    ]
+    return json.dumps({"tests": tests, "errors": []})
+
+
+def test_spec_code_cannot_reach_the_verdict(tmp_path, notes):
+    body = GOES_AFTER_THE_VERDICT.format(forged=json.dumps(forged_verdict(GOES_AFTER_THE_VERDICT)))
+    seen: list = []
+    report = run(tmp_path, notes, [spec("hostile", HEADER + body)], seen)
+    statuses = {t["title"]: (t["status"], t["error"][:300]) for t in report["tests"]}
+    assert statuses["the runner is out of reach"][0] == "passed", statuses
+    assert statuses["fails for real"][0] == "quarantined", statuses  # its real outcome
+
+
+FAILS = """test('fails for real', async () => {
+  expect(1).toBe(2);
+});
 """
 
 
@@ -94,7 +160,7 @@ def _forged(title: str, duration: str = "5") -> str:
     entry = {
         "file": "e2e/amtp/hostile.spec.ts",
         "title": title,
-        "line": 6,
+        "line": 3,
         "status": "expected",
         "expectedStatus": "passed",
         "results": [{"status": "passed", "duration": 0, "attachments": []}],
@@ -104,7 +170,7 @@ def _forged(title: str, duration: str = "5") -> str:
 
 
 @pytest.mark.parametrize(
-    "verdict, why",
+    "sent, why",
     [
         (
             _forged("invented"),
@@ -118,13 +184,25 @@ def _forged(title: str, duration: str = "5") -> str:
     ],
     ids=["invented-test", "missing-test", "nan-string", "nan", "infinity", "cut-short"],
 )
-def test_a_forged_or_inconsistent_verdict_is_not_trustworthy(tmp_path, notes, verdict, why):
-    body = FORGES.format(verdict=json.dumps(verdict))
+def test_an_inconsistent_verdict_is_not_trustworthy(tmp_path, sent, why):
+    """What arrives down the verdict's pipe is checked as hostile (whoever sent it)."""
+    channel = verdict.Channel()
+    os.write(channel.write_fd, sent.encode())
+    os.close(channel.write_fd)
+    box = SimpleNamespace(output_tail=lambda limit: "")
+    files = [spec("hostile", HEADER + FAILS)]
     with pytest.raises(ReportNotTrustworthy) as caught:
-        run(tmp_path, notes, [spec("hostile", HEADER + body)], [])
+        data = playwright._verdict(box, Outcome(1, ""), channel)
+        verdict.results(data, files, Path, tmp_path)
     assert caught.value.message.startswith("report not trustworthy: ")
     assert why in caught.value.message
     assert "no test is reported as passed" in caught.value.message
+    # the genuine verdict of the same spec passes the check
+    channel = verdict.Channel()
+    os.write(channel.write_fd, _forged("fails for real").encode())
+    os.close(channel.write_fd)
+    data = playwright._verdict(box, Outcome(1, ""), channel)
+    assert [r.title for r in verdict.results(data, files, Path, tmp_path)] == ["fails for real"]
 
 
 HOST_SECRET = "host-file-secret-5c1e0b7d"

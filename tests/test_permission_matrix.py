@@ -7,17 +7,19 @@ authorization (e.g. cancelling a finished run is a 409, not a 403); one is denie
 401, 403, or (for what the caller may not see) 404 or "not registered"."""
 
 import json
+import time
 import uuid
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import Group, Permission, User
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from access import auth
 from access.models import ApiToken, OidcTrustRule
+from amtp_site import sso
 from approvals.models import Approval
 from repositories.models import Repository, RepositoryGrant
 from runs.models import Run
@@ -50,6 +52,11 @@ TOKENS = {  # service tokens limited to A
     "decide token": "approvals:decide",
 }
 CI = "CI token"  # A's CI by OIDC (access.oidc): a trust rule on A with runs:read and runs:write
+# Signed in through the identity provider (amtp_site.sso): its groups claim names a group mapped
+# to one with the operator role on A, and "admins", which is not mapped although a Django group
+# of that name holds global rights.
+SSO = "SSO operator"
+SSO_GROUPS = {"shop-operators": ("Shop operators",)}
 
 
 class FreshTokenClient(Client):
@@ -123,11 +130,29 @@ class World:
             return None
         if self.role == "superuser":
             return self.root
+        if self.role == SSO:
+            return self._sso_user()
         user = User.objects.create_user(self.role.replace(" ", "-"), is_staff=True)
         if self.role in GRANTS:
             RepositoryGrant.objects.create(repository=self.repository, user=user, role=self.role)
             return User.objects.get(pk=user.pk)
         return self._with_perms(user, ROLES[self.role])
+
+    def _sso_user(self):
+        """The user a sign-in with these claims makes (the backend's own code; the flow itself
+        is tests/test_sso.py's)."""
+        operators = Group.objects.create(name=SSO_GROUPS["shop-operators"][0])
+        RepositoryGrant.objects.create(repository=self.repository, group=operators, role="operator")
+        admins = Group.objects.create(name="admins")
+        for perm in ROLES["global operator"]:
+            app, codename = perm.split(".")
+            admins.permissions.add(
+                Permission.objects.get(content_type__app_label=app, codename=codename)
+            )
+        claims = {"sub": "00u-sam", "given_name": "Sam", "groups": ["shop-operators", "admins"]}
+        user = sso.SsoBackend().create_user(claims)
+        assert sorted(user.groups.values_list("name", flat=True)) == ["Shop operators"]
+        return User.objects.get(pk=user.pk)
 
     @staticmethod
     def _with_perms(user, perms):
@@ -156,7 +181,12 @@ class World:
             self.identity = f"oidc:{rule.pk}:{self.repository.pk}"
             return FreshTokenClient(self.issuer, self.repository.full_name)
         client = Client()
-        if self.user is not None:
+        if self.role == SSO:
+            client.force_login(self.user, backend="amtp_site.sso.SsoBackend")
+            session = client.session
+            session["oidc_id_token_expiration"] = time.time() + 3600  # checked a moment ago
+            session.save()
+        elif self.user is not None:
             client.force_login(self.user)
         return client
 
@@ -324,7 +354,7 @@ def issuer():
 
 def test_every_row_of_the_matrix_is_an_action_here():
     assert {action for action, _, _ in matrix()} == set(ACTIONS)
-    roles = {"anonymous", "superuser", *ROLES, *GRANTS, *TOKENS, CI}
+    roles = {"anonymous", "superuser", *ROLES, *GRANTS, *TOKENS, CI, SSO}
     assert {role for _, role, _ in matrix()} == roles
 
 
@@ -336,6 +366,9 @@ def test_the_matrix(action, role, allowed, settings, valkey, request):
     if role == CI:
         issuer = request.getfixturevalue("issuer")
         settings.AMTP_OIDC_ISSUER, settings.AMTP_OIDC_AUDIENCE = issuer.url, AUDIENCE
+    if role == SSO:  # signed in through an identity provider (never asked here)
+        settings.AMTP_SSO_ISSUER = "https://idp.example.com"
+        settings.AMTP_SSO_GROUP_MAP = SSO_GROUPS
     world = World(role, issuer)
     assert ACTIONS[action](world) is allowed
     for approval in (world.pending, world.own_pending):  # no signal: undone

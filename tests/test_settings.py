@@ -143,3 +143,19 @@ def test_an_oidc_issuer_needs_an_audience_and_https_in_production():
     plain = {"AMTP_OIDC_ISSUER": "http://issuer.example.com", "AMTP_OIDC_AUDIENCE": "amtp"}
     result = manage("check", DJANGO_SECRET_KEY=key, **plain)
     assert "AMTP_OIDC_ISSUER must be an https:// URL" in result.stderr
+
+
+def test_single_sign_on_settings_name_what_is_wrong():
+    key = "s" * 50
+    sso = {"AMTP_SSO_ISSUER": "https://sso.example.com/realms/acme", "DJANGO_SECRET_KEY": key}
+    result = manage("check", **sso)
+    assert "AMTP_SSO_CLIENT_ID must be set when AMTP_SSO_ISSUER is" in result.stderr
+    client = {"AMTP_SSO_CLIENT_ID": "amtp", "AMTP_SSO_CLIENT_SECRET": "s"}
+    result = manage("check", **sso, **client, AMTP_SSO_GROUP_MAP='{"ops": ["Operators", 7]}')
+    assert "AMTP_SSO_GROUP_MAP['ops'] must be a JSON object mapping each provider group" in (
+        result.stderr
+    )
+    result = manage("check", **sso, **client, AMTP_SSO_PASSWORD_LOGIN="false")
+    assert "AMTP_SSO_GROUP_MAP must map at least one provider group" in result.stderr
+    result = manage("check", **{**sso, "AMTP_SSO_ISSUER": "http://sso.example.com"}, **client)
+    assert "AMTP_SSO_ISSUER must be an https:// URL" in result.stderr

@@ -26,7 +26,7 @@ SHOW_DEFAULTS = """
 import json
 from django.conf import settings
 from runs.temporal.client import retry_settings
-from runs.temporal.workflow import _retry_policy
+from runs.temporal.run_steps import _retry_policy
 from runs.management.commands.run_worker import Command
 policy = _retry_policy(retry_settings())
 parser = Command().create_parser("manage.py", "run_worker")

@@ -7,7 +7,10 @@ rules' ``clean_route`` (so ``/notes/:id``, ``/notes/<int:id>``, ``[id]`` and ``{
 ``/notes/{id}``) and kept in a segment trie, so matching a concrete path costs its depth, not
 the number of routes. A test exercises a route when it navigates there (``page.goto``,
 ``request.get/post/…``, Maestro's ``openLink``); once the tests were verified, only a test that
-passed (at once, after a heal, or flaky) counts: a quarantined or dropped one does not. Every
+passed (at once, after a heal, or flaky) counts: a quarantined or dropped one does not. Nor
+does a test that could not have reached its route: a write with an empty body, a write without
+credentials on an app behind a login, a page that showed the login instead of itself (each is
+the row's ``state``, so the map says why). Every
 input is untrusted (a model may have written the crawl and the tests); whatever cannot be read
 as a same-origin path is ignored. The answer is bounded: ``MAX_ROWS`` rows, the rest counted.
 """
@@ -20,7 +23,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 from agents.offline.common import clean_route
-from verification.coverage_tests import Test, tests_of
+from verification.coverage_tests import Test, Write, tests_of
 
 MAX_ROWS = 200
 # Routes, pages and screens read from the crawl; the rest are counted, not mapped. The offline
@@ -47,7 +50,22 @@ class Row:
     root: bool = False  # the screen the app launches to
     live_path: str = ""
     live_status: int | None = None
+    live_state: str = ""  # answered | login_redirect | not_found | error; "" when not reached
+    uncounted: str = ""  # why a test that went there did not count (a state below)
     tests: list[str] = field(default_factory=list)
+
+    @property
+    def state(self) -> str:
+        """covered, or why not: a test tried but could not reach it (empty_write,
+        anonymous_write, login_redirect), the live app has no such page (not_found) or
+        showed the login (login_redirect), or nothing went there (not_covered)."""
+        if self.tests:
+            return "covered"
+        if self.uncounted:
+            return self.uncounted
+        if self.live_state in ("login_redirect", "not_found"):
+            return self.live_state
+        return "not_covered"
 
     def out(self) -> dict:
         return {
@@ -58,6 +76,8 @@ class Row:
             "in_source": self.kind != "live",
             "live_path": self.live_path,
             "live_status": self.live_status,
+            "live_state": self.live_state,
+            "state": self.state,
             "tests": self.tests[:MAX_TESTS_PER_ROW],
             "more_tests": max(0, len(self.tests) - MAX_TESTS_PER_ROW),
             "covered": bool(self.tests),
@@ -220,71 +240,129 @@ def _dicts(items: object) -> list[dict]:
 
 
 def coverage_map(
-    crawl: dict | None, app_map: dict | None, code: dict | None, report: dict | None
+    crawl: dict | None,
+    app_map: dict | None,
+    code: dict | None,
+    report: dict | None,
+    *,
+    session: bool = False,
 ) -> dict:
     """The run's coverage map. ``crawl`` is the crawler's output (its ``detected_stack`` is
     all that is read), ``app_map`` the ExploreApp artifact, ``code`` the Test Engineer's
     output and ``report`` the verification report; any may be None (not made yet). Without
-    ``code`` it answers which routes the source has and which the live app showed."""
+    ``code`` it answers which routes the source has and which the live app showed.
+    ``session``: the tests ran signed in (a login recipe, or the sign-up exploration made)."""
     routes = source_routes((crawl or {}).get("detected_stack"))
     origin = urlsplit(str((app_map or report or {}).get("target_url") or "")).netloc
-    _reach(routes, app_map, origin)
+    wall = _reach(routes, app_map, origin)
     verified = bool(report) and report.get("status") == "verified"
     for test in tests_of(code, report):
         if test.status in PASSING or not (verified or test.status):
-            _exercise(routes, test, origin)
-    return _summary(routes, verified)
+            _exercise(routes, test, origin, wall=wall, session=session)
+    return _summary(routes, verified, _basis(report))
 
 
-def _reach(routes: Routes, app_map: dict | None, origin: str) -> None:
+def _basis(report: dict | None) -> str:
+    """What the map counted, in a sentence for the run page."""
+    if report and report.get("status") == "verified":
+        return "Only tests that passed against the app count (quarantined and dropped ones do not)."
+    if report:
+        why = " ".join(str(report.get("reason") or "").split())[:200]
+        why = f" ({why.rstrip('.')})" if why else ""
+        return f"The tests did not run against the app{why}: a written test counts."
+    return "No tests have run against the app yet: a written test counts."
+
+
+def _reach(routes: Routes, app_map: dict | None, origin: str) -> bool:
     """Each page of the app map onto its route; a page that answered and matches no source
-    route is a route of its own (the live app revealed it)."""
+    route is a route of its own (the live app revealed it). True when the app is behind a
+    login (a page showed the login, or answered 401/403)."""
+    wall = False
     for page in _dicts((app_map or {}).get("pages")):
         path, status = concrete_path(page.get("path"), origin), page.get("status")
         if path is None or not isinstance(status, int):
             continue
+        login = bool(page.get("login_redirect"))
+        wall = wall or login or status in (401, 403)
         key = routes.match(path)
         if key is None:
-            if not 200 <= status < 400:
-                continue  # a broken link is not a route of the app
+            if not 200 <= status < 400 or login:
+                continue  # a broken link, or the login page under another name
             key = path
             routes.add(key, "live")
-        row = routes.rows[key]
-        answered = row.live_status is not None and 200 <= row.live_status < 400
-        if row.live_status is None or (not answered and 200 <= status < 400):
-            row.live_path, row.live_status = path, status
+        row, state = routes.rows[key], _live_state(status, login)
+        if row.live_state != "answered" and (not row.live_state or state == "answered"):
+            row.live_path, row.live_status, row.live_state = path, status, state
+        if state == "answered" and row.kind == "api" and _html(page):
+            row.kind = "page"  # the browser showed a page there, whatever the crawl guessed
+    return wall
 
 
-def _exercise(routes: Routes, test: Test, origin: str) -> None:
-    keys = set()
+def _live_state(status: int, login: bool) -> str:
+    if login:
+        return "login_redirect"
+    if 200 <= status < 400:
+        return "answered"
+    return "not_found" if status in (404, 410) else "error"
+
+
+def _html(page: dict) -> bool:
+    return bool(page.get("title") or page.get("links") or page.get("forms"))
+
+
+def _exercise(routes: Routes, test: Test, origin: str, *, wall: bool, session: bool) -> None:
+    keys: dict[str, str] = {}  # route → "" (counts) or why it does not
     for target in test.targets:
         path = deep_link_path(target) if _DEEP_LINK.match(target) and test.mobile else None
         path = path or concrete_path(target, origin)
-        if path is not None and (key := routes.match(path)) is not None:
-            keys.add(key)
+        if path is None or (key := routes.match(path)) is None:
+            continue
+        why = _uncounted(routes.rows[key], test.writes.get(target), wall=wall, session=session)
+        keys[key] = "" if keys.get(key) == "" else why
     for key, row in routes.screens.items() if test.mobile else ():
         if (row.root and test.launches) or (not row.route and row.labels & test.taps):
-            keys.add(key)
-    for key in keys:
-        routes.rows[key].tests.append(test.title)
+            keys[key] = ""
+    for key, why in keys.items():
+        if why:
+            routes.rows[key].uncounted = why
+        else:
+            routes.rows[key].tests.append(test.title)
 
 
-def _summary(routes: Routes, verified: bool) -> dict:
+def _uncounted(row: Row, write: Write | None, *, wall: bool, session: bool) -> str:
+    """Why a navigation to ``row`` could not have reached it ("" when it could)."""
+    if write is not None and write.verb != "DELETE" and not write.body:
+        return "empty_write"
+    if write is not None and wall and not (session or write.auth):
+        return "anonymous_write"
+    if write is None and row.live_state == "login_redirect" and not session:
+        return "login_redirect"
+    if write is None and row.live_state == "not_found":
+        return "not_found"  # the app has no such page: a test that passed there saw none
+    return ""
+
+
+def _summary(routes: Routes, verified: bool, basis: str) -> dict:
     rows = sorted(routes.rows.values(), key=lambda r: (bool(r.tests), r.route or r.name))
     missing = [r for r in rows if not r.tests]
+    states = [r.state for r in missing]
     totals = {
         "routes": len(rows),
         "in_source": sum(1 for r in rows if r.kind != "live"),
-        "reached": sum(1 for r in rows if r.live_status is not None),
+        "reached": sum(1 for r in rows if r.live_state == "answered"),
         "live_only": sum(1 for r in rows if r.kind == "live"),
         "covered": len(rows) - len(missing),
         "not_covered": len(missing),
+        "login_redirect": states.count("login_redirect"),
+        "not_found": states.count("not_found"),
+        "uncounted_writes": states.count("empty_write") + states.count("anonymous_write"),
         "source_left_off": routes.left_off,
     }
     labels = [_label(r) for r in missing[:50]]
     return {
         "headline": headline(totals["covered"], len(rows), labels, routes.left_off),
         "verified": verified,
+        "basis": basis,
         "totals": totals,
         "not_covered": [_label(r) for r in missing[:MAX_NOT_COVERED]],
         "rows": [r.out() for r in rows[:MAX_ROWS]],

@@ -3,6 +3,9 @@ flows the pull request gets (``verification.coverage`` matches them to routes).
 
 Only literal targets count: ``page.goto('/notes')``, ``request.post("/api/notes")``, a template
 ``\\`/notes/${id}\\``` (a substitution stands for a sample value), ``openLink: app://notes/1``.
+A write (``post``/``put``/``patch``/``delete`` through an API client) also records whether its
+options carry a body and an ``Authorization`` header: ``verification.coverage`` does not count a write
+that could not have reached the handler's work.
 Navigations in hooks (``beforeEach``) belong to every test of their file. Files are untrusted:
 bounded in number and size, and a flow that does not parse adds no navigation.
 """
@@ -29,6 +32,10 @@ _NAV = re.compile(
     r"(?:'([^'\\\n]{0,600})'|\"([^\"\\\n]{0,600})\"|`([^`\\]{0,600})`)"
 )
 _API_CLIENT = re.compile(r"(?i)request|api|context|client")
+_WRITES = frozenset({"post", "put", "patch", "delete"})
+_BODY = re.compile(r"\b(?:data|form|multipart)\s*:(?!\s*(?:\{\s*\}|''|\"\"|null\b|undefined\b))")
+_AUTH = re.compile(r"(?i)\bauthorization\b|\bstorageState\b|\bhttpCredentials\b")
+OPTIONS_CHARS = 600  # of a call's options read after its target
 _LEADING_SUB = re.compile(r"^\$\{[^}]*\}")
 _SUB = re.compile(r"\$\{[^}]*\}")
 
@@ -42,6 +49,14 @@ class Test:
     mobile: bool = False
     launches: bool = False  # a flow that launches the app shows its first screen
     taps: set[str] = field(default_factory=set)  # texts a flow taps (tab labels, titles)
+    writes: dict[str, Write] = field(default_factory=dict)  # by target
+
+
+@dataclass(frozen=True)
+class Write:
+    verb: str  # POST, PUT, PATCH, DELETE
+    body: bool  # its options carry a non-empty data/form/multipart
+    auth: bool  # its options (or the test's file) carry credentials
 
 
 def tests_of(code: dict | None, report: dict | None) -> list[Test]:
@@ -78,7 +93,13 @@ def tests_of(code: dict | None, report: dict | None) -> list[Test]:
 
 def targets(text: str) -> list[str]:
     """The literal navigation targets in a piece of a spec, in order."""
-    found = []
+    return [target for target, _ in navigations(text)]
+
+
+def navigations(text: str) -> list[tuple[str, Write | None]]:
+    """Each literal navigation target in a piece of a spec, in order, with what a write
+    carries (None for a read)."""
+    found: list[tuple[str, Write | None]] = []
     for match in _NAV.finditer(text):
         receiver, verb = match.group(1), match.group(2)
         if verb != "goto" and not _API_CLIENT.search(receiver):
@@ -87,10 +108,28 @@ def targets(text: str) -> list[str]:
         target = single if single is not None else double
         if target is None:
             target = _SUB.sub("1", _LEADING_SUB.sub("", template or ""))
-        found.append(target)
+        write = None
+        if verb in _WRITES:
+            options = _options(text, match.end())
+            write = Write(verb.upper(), bool(_BODY.search(options)), bool(_AUTH.search(options)))
+        found.append((target, write))
         if len(found) >= MAX_TARGETS:
             break
     return found
+
+
+def _options(text: str, start: int) -> str:
+    """The rest of a call's arguments after its target: up to its closing parenthesis."""
+    depth, end = 0, min(len(text), start + OPTIONS_CHARS)
+    for i in range(start, end):
+        char = text[i]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:
+                return text[start:i]
+            depth -= 1
+    return text[start:end]
 
 
 def _spec(path: str, text: str) -> list[Test]:
@@ -100,16 +139,18 @@ def _spec(path: str, text: str) -> list[Test]:
     for block in blocks:
         hooks.append(data[last : block.start].decode("utf-8", "replace"))
         last = max(last, block.end)
-    shared = targets("\n".join([*hooks, data[last:].decode("utf-8", "replace")]))
-    return [
-        Test(
-            title=block.title,
-            file=path,
-            status=QUARANTINED.get(block.modifier, ""),
-            targets=(shared + targets(block.text))[:MAX_TARGETS],
-        )
-        for block in blocks
-    ]
+    shared = navigations("\n".join([*hooks, data[last:].decode("utf-8", "replace")]))
+    # Credentials set for the whole file (test.use, a header built once) hold for its writes.
+    file_auth = bool(_AUTH.search(text))
+    tests = []
+    for block in blocks:
+        found = (shared + navigations(block.text))[:MAX_TARGETS]
+        test = Test(block.title, path, QUARANTINED.get(block.modifier, ""), [t for t, _ in found])
+        for target, write in found:
+            if write is not None and target not in test.writes:
+                test.writes[target] = Write(write.verb, write.body, write.auth or file_auth)
+        tests.append(test)
+    return tests
 
 
 def _flow(path: str, text: str) -> Test:

@@ -6,8 +6,10 @@ Each execution gets a scratch directory holding only the spec files, a generated
 runs with an environment that carries no secret of this process: PATH, HOME and TMPDIR inside
 the scratch directory, BASE_URL, and Playwright's own switches. Chromium is Debian's
 (``AMTP_VERIFY_CHROMIUM``), headless. Playwright retries each failing test (``retries``) so a
-test that passes on a retry is reported ``flaky``, not ``failed``; its JSON report is read back
-into :class:`TestResult` rows.
+test that passes on a retry is reported ``flaky``, not ``failed``. The runner is AMTP's
+``box/runner.mjs`` (Playwright's TestRunner: the specs load in a process of their own, never
+beside the verdict); its verdict comes back over a pipe and is read into :class:`TestResult`
+rows (``verdict.py``).
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ CHROMIUM_ARGS = [
     # Chromium asks Google about forms it sees: noise in every report's list of refused hosts.
     "--disable-features=AutofillServerCommunication",
 ]
-GRACE_S = 15.0  # Playwright's own globalTimeout fires first; this catches a hung process
+GRACE_S = 15.0  # the runner's own time limit fires first; this catches a hung process
 
 
 @dataclass(frozen=True)
@@ -153,10 +155,8 @@ def tool_versions(runner: Runner) -> dict[str, str]:
 
 
 def _config(
-    verdict_reporter: str,
     runner: Runner,
     base_url: str,
-    budget_s: float,
     login: Login | None = None,
     record_all: bool = False,
     state: bool = False,
@@ -169,13 +169,12 @@ def _config(
         "testDir": ".",
         "testMatch": "**/*.spec.ts",
         "outputDir": "results",
-        "retries": runner.retries,
         "workers": 1,
         "timeout": int(runner.test_timeout_s * 1000),
         "expect": {"timeout": int(runner.expect_timeout_s * 1000)},
-        "globalTimeout": max(1000, int(budget_s * 1000)),
-        # the verdict goes to the worker's pipe (verdict.py); the line reporter to the output
-        "reporter": [[verdict_reporter], ["line"]],
+        # the verdict goes to the worker's pipe (runner.mjs); the line reporter to the output.
+        # Retries and the suite's time limit are the runner's arguments (``_run``).
+        "reporter": [["line"]],
         "use": {
             "baseURL": base_url,
             "trace": "on" if record_all else "retain-on-failure",
@@ -258,21 +257,22 @@ def execute(
         (box.work / STATE_FILE).parent.mkdir(parents=True, exist_ok=True)
         (box.work / STATE_FILE).write_bytes(state)
     limit = min(budget_s, suite_seconds(files, runner))
-    config = _config(
-        box.verdict_reporter, runner, base_url, limit, record_all=record_all, state=bool(state)
-    )
-    grep = ["--grep", "|".join(re.escape(title) for title in only)] if only else []
-    data = _run(box, files, config, box_env(box, base_url), runner, budget_s, grep)
+    config = _config(runner, base_url, record_all=record_all, state=bool(state))
+    grep = "|".join(re.escape(title) for title in only) if only else ""
+    data = _run(box, files, config, box_env(box, base_url), runner, budget_s, limit, grep)
     listed = None
     if only:  # the verdict must name exactly the tests --grep selects
         every, _ = verdict.listed_tests(files)
         listed = Counter(
             {key: n for key, n in every.items() if any(t in " ".join(key) for t in only)}
         )
+    errors = data.get("errors")  # the box's word: read as a list only when it is one
+    timed_out = isinstance(errors, list) and any("Timed out waiting" in str(e) for e in errors)
+    # out of budget, or stopped before the specs were even listed (a spec that loops at load)
+    if timed_out and (limit >= budget_s or not data.get("tests")):
+        raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
     results = verdict.results(data, files, box.outside, box.work / "results", listed)
-    if any("Timed out waiting" in e.get("message", "") for e in data.get("errors", [])):
-        if limit >= budget_s:
-            raise VerificationTimedOut(TIMED_OUT.format(budget=budget_s))
+    if timed_out:
         for result in results:  # the test that hung, and those it kept from running
             said = result.failure.error if result.failure else ""
             if result.status in ("skipped", "failed") and not said:
@@ -299,9 +299,9 @@ def log_in(
     log in (or left no state), as :func:`execute` otherwise."""
     setup = [{"path": SETUP_FILE, "contents": setup_source(login.recipe)}]
     limit = min(budget_s, runner.test_timeout_s * (runner.retries + 1) + SUITE_SLACK_S)
-    config = _config(box.verdict_reporter, runner, base_url, limit, login)
+    config = _config(runner, base_url, login)
     env = {**box_env(box, base_url), **login.env()}
-    data = _run(box, setup, config, env, runner, budget_s)
+    data = _run(box, setup, config, env, runner, budget_s, limit)
     listed = Counter({(SETUP_FILE, SETUP_TITLE): 1})
     without_setup(
         verdict.results(data, setup, box.outside, box.work / "results", listed), login.recipe
@@ -324,20 +324,23 @@ def _run(
     env: dict,
     runner: Runner,
     budget_s: float,
-    args: list[str] = (),
+    limit_s: float,
+    grep: str = "",
 ) -> dict:
-    """Playwright Test on ``files`` with ``config`` in ``box`` (more CLI ``args``, e.g.
-    ``--grep``): the verdict it sent."""
+    """Playwright Test on ``files`` with ``config`` in ``box``, the suite stopped after
+    ``limit_s``, only the tests whose titles match ``grep`` (all when empty): the verdict the
+    runner sent."""
     runner_modules, modules = furnish(box, runner)
     for entry in files:
         target = box.work / entry["path"]
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(entry["contents"], encoding="utf-8")
     (box.work / "playwright.config.mjs").write_text(config)
-    cli = f"{modules}/@playwright/test/cli.js"
     channel = verdict.Channel()
+    limit_ms = str(max(1000, int(limit_s * 1000)))
     outcome = box.run(
-        ["node", cli, "test", "--config", "playwright.config.mjs", *args],
+        [*box.playwright_runner, modules, "playwright.config.mjs", str(runner.retries), limit_ms]
+        + ([grep] if grep else []),
         env=env,
         runner=runner_modules,
         limits=sandbox.Limits.from_settings(),

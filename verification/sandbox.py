@@ -7,7 +7,9 @@ box's uid may enter, and the output file. Inside: new user, PID, IPC, UTS, cgrou
 network namespaces, no nested user namespace, a seccomp filter (``seccomp.py``); ``/usr`` and a
 few files of ``/etc`` read-only; no project tree, no home, no ``/proc`` of the worker; an empty
 environment plus what the tests need; the box dies with the worker. Network: loopback only,
-whose one listener pipes to the worker's allow-listing proxy (``proxy.py``).
+whose one listener pipes to the worker's allow-listing proxy (``proxy.py``). Playwright's runner
+runs from an execute-only copy of node (``sealed_node``), so no process of the box can reach
+its descriptors (the verdict's pipe, ``verdict.py``) through ``/proc``.
 
 Limits (docs/security.md): the worker runs as root, mounts the tmpfs and starts the box as an
 unprivileged uid of its own (drawn per execution), so ``RLIMIT_NPROC`` holds; per box: one
@@ -20,7 +22,9 @@ reason reported.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import ctypes
 import functools
 import os
 import secrets
@@ -28,6 +32,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -39,12 +44,13 @@ from verification.cgroup import Cgroup, CgroupUnavailable
 from verification.errors import SandboxUnavailable
 
 ENTRY = Path(__file__).with_name("box") / "entry.mjs"
-VERDICT = ENTRY.with_name("verdict.mjs")  # Playwright's reporter of the verdict (verdict.py)
+RUNNER = ENTRY.with_name("runner.mjs")  # Playwright's runner, the verdict's one holder
 INSIDE = Path("/sandbox")
 INSIDE_RUNNER = "/runner/node_modules"
 INSIDE_PROXY = "/run/amtp/proxy"  # the socket's folder, bound by file descriptor
 INSIDE_ENTRY = "/run/amtp/entry.mjs"
-INSIDE_VERDICT = "/run/amtp/verdict.mjs"
+INSIDE_RUNNER_SCRIPT = "/run/amtp/runner.mjs"
+INSIDE_SEALED_NODE = "/run/amtp/node"  # execute-only: what runs from it is non-dumpable
 BRIDGE_PORT = 3128
 UID_RANGE = (400_000, 1_400_000)  # no account uses these: each box is alone under its uid
 POLL_S = 0.2
@@ -182,31 +188,30 @@ class Box:
         self.output = self.root / "output.log"
         self.user = _as_own_user(secrets.randbelow(UID_RANGE[1] - UID_RANGE[0]))
         self.entry = self.root / "entry.mjs"
-        self.verdict = self.root / "verdict.mjs"
-        for source, copy in ((ENTRY, self.entry), (VERDICT, self.verdict)):
+        self.runner_script = self.root / "runner.mjs"
+        for source, copy in ((ENTRY, self.entry), (RUNNER, self.runner_script)):
             shutil.copyfile(source, copy)
             copy.chmod(0o644)
 
     def _mount(self) -> None:
         size, inodes = self.limits.disk_bytes, self.limits.disk_inodes
-        options = f"size={size},nr_inodes={inodes},mode=0711,nosuid,nodev"
-        mount = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", options, "amtp-box", str(self.fs)],
-            capture_output=True,
-            text=True,
-        )
-        if mount.returncode:
+        try:
+            _mount_tmpfs(self.fs, f"size={size},nr_inodes={inodes},mode=0711")
+        except OSError as exc:
             self.remove()
-            why = f"cannot mount the box's tmpfs: {mount.stderr.strip()}"
-            raise SandboxUnavailable(UNAVAILABLE.format(why=why))
+            why = f"cannot mount the box's tmpfs: {exc.strerror}"
+            raise SandboxUnavailable(UNAVAILABLE.format(why=why)) from None
         self.mounted = True
         for name in ("tmp", "shm"):
             (self.fs / name).mkdir(mode=0o700)
 
     @property
-    def verdict_reporter(self) -> str:
-        """The verdict's reporter as the code sees it (read-only, outside ``work/``)."""
-        return INSIDE_VERDICT if sandboxed() else str(self.verdict)
+    def playwright_runner(self) -> list[str]:
+        """How the code starts ``runner.mjs`` (read-only, outside ``work/``): in the box, from the
+        execute-only copy of node (:func:`sealed_node`)."""
+        if sandboxed():
+            return [INSIDE_SEALED_NODE, INSIDE_RUNNER_SCRIPT]
+        return ["node", str(self.runner_script)]
 
     @property
     def code_dir(self) -> str:
@@ -234,7 +239,7 @@ class Box:
     def remove(self) -> None:
         self._release()
         if self.mounted:
-            subprocess.run(["umount", "--lazy", str(self.fs)], check=False)
+            _libc.umount2(os.fsencode(self.fs), MNT_DETACH)  # lazily: a straggler's file held open
             self.mounted = False
         shutil.rmtree(self.root, ignore_errors=True)
 
@@ -335,7 +340,8 @@ class Box:
         argv += ["--bind", str(self.work), str(INSIDE), "--chdir", str(INSIDE)]
         argv += ["--ro-bind-fd", str(runner_fd), INSIDE_RUNNER]
         argv += ["--ro-bind", str(self.entry), INSIDE_ENTRY]
-        argv += ["--ro-bind", str(self.verdict), INSIDE_VERDICT]
+        argv += ["--ro-bind", str(self.runner_script), INSIDE_RUNNER_SCRIPT]
+        argv += ["--ro-bind", str(sealed_node()), INSIDE_SEALED_NODE]
         # read-only (connect() needs no write access to the folder) and no path in the argv
         argv += ["--ro-bind-fd", str(proxy_fd), INSIDE_PROXY]
         # the tmpfs bubblewrap makes for / and /dev (unbounded) become read-only: only fs/ is left
@@ -405,6 +411,43 @@ def _node() -> str:
             UNAVAILABLE.format(why=f"node at {node} is outside /usr, which the box mounts")
         )
     return node
+
+
+# mount(2) and umount2(2) called directly: the mount(8) and umount(8) commands cost two process
+# starts per box (about 50 ms on a loaded machine, scripts/bench_sandbox.py)
+_libc = ctypes.CDLL(None, use_errno=True)
+MS_NOSUID, MS_NODEV, MNT_DETACH = 2, 4, 2  # <sys/mount.h>
+
+
+def _mount_tmpfs(path: Path, options: str) -> None:
+    flags = MS_NOSUID | MS_NODEV
+    if _libc.mount(b"amtp-box", os.fsencode(path), b"tmpfs", flags, options.encode()) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), str(path))
+
+
+_sealed: list[Path] = []  # the copy, once made
+_sealing = threading.Lock()
+
+
+def sealed_node() -> Path:
+    """An execute-only copy of node (root's, mode 0111), made once per worker process (again if
+    something removed it). The kernel marks a process that executes a file it may not read
+    non-dumpable (``would_dump`` in fs/exec.c): its ``/proc/<pid>`` files become root's, and
+    ptrace access to it (opening its ``fd/*``, reading or writing its ``mem``) needs
+    ``CAP_SYS_PTRACE``, which no process in the box has (ptrace(2), "Ptrace access mode
+    checking"). Node cannot call ``prctl(PR_SET_DUMPABLE, 0)`` itself; this is the same effect
+    without native code."""
+    with _sealing:
+        if not (_sealed and _sealed[0].is_file()):
+            folder = Path(tempfile.mkdtemp(prefix="amtp-node-"))
+            folder.chmod(0o711)
+            atexit.register(shutil.rmtree, folder, True)
+            copy = folder / "node"
+            shutil.copyfile(_node(), copy)
+            copy.chmod(0o111)
+            _sealed[:] = [copy]
+        return _sealed[0]
 
 
 def _rlimits(limits: Limits) -> list[str]:

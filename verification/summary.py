@@ -229,6 +229,14 @@ def _route_code(text: str) -> str:
     return "`" + _cell(text.replace("`", "'"), 100) + "`"
 
 
+_NOT_COVERED = {
+    "empty_write": "not covered (written to with an empty body only)",
+    "anonymous_write": "not covered (written to without signing in only)",
+    "login_redirect": "not covered (only the login seen)",
+    "not_found": "not covered (404)",
+}
+
+
 def coverage_section(coverage: dict | None) -> str:
     """The coverage map in the body: its headline, and a folded table when it is small."""
     if not coverage:
@@ -251,7 +259,10 @@ def coverage_section(coverage: dict | None) -> str:
             live = (
                 f"{row['live_status']} {_route_code(row['live_path'])}" if row["live_path"] else "—"
             )
-            tests = ", ".join(html.escape(_cell(t, 80)) for t in row["tests"]) or "**not covered**"
+            if row.get("live_state") == "login_redirect":
+                live = f"the login, at {_route_code(row['live_path'])}"
+            why = _NOT_COVERED.get(row.get("state", ""), "not covered")
+            tests = ", ".join(html.escape(_cell(t, 80)) for t in row["tests"]) or f"**{why}**"
             label = (
                 _route_code(row["route"]) if row["route"] else html.escape(_cell(row["name"], 80))
             )

@@ -2,15 +2,14 @@
 that they describe the specs the worker listed.
 
 The channel: a pipe. The worker keeps the read end; the write end goes into the box as the
-runner's fd 3 (``entry.mjs`` hands it to the Playwright runner alone, ``box/verdict.mjs`` is
-the reporter writing to it). It is never a file in the box's writable space, so a spec that
-rewrites or locks a report file changes nothing, and Playwright's test workers (the processes
-running test bodies), the browser and whatever a test starts do not inherit it. What remains
-(docs/security.md): Playwright loads spec files in the runner to list their tests, so code at
-a spec's top level runs beside the reporter; and a same-uid process may open another's
-descriptors under ``/proc``. Hence the check: whatever arrives is read as hostile, bounded,
-field by field, and must name exactly the listed specs' tests, or the verification ends as
-"report not trustworthy" (ReportNotTrustworthy), never as passed.
+runner's fd 3 (``entry.mjs`` hands it to the Playwright runner alone, ``box/runner.mjs``). It is
+never a file in the box's writable space, so a spec that rewrites or locks a report file
+changes nothing. No spec code runs in the runner: the specs load in a loader process and run
+in worker processes, which do not inherit the pipe, and the runner is non-dumpable, so they
+cannot open it through ``/proc/<pid>/fd`` either (docs/security.md, "The verdict"). Still,
+whatever arrives is read as hostile, bounded, field by field, and must name exactly the listed
+specs' tests, or the verification ends as "report not trustworthy" (ReportNotTrustworthy),
+never as passed: the loader's list of tests and each worker's results are the specs' word.
 
 Attachment paths are the box's word too: each is resolved (symlinks followed) and kept only
 inside the box's ``results/`` folder, so the evidence and the heal request read nothing else.

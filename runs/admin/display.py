@@ -127,12 +127,33 @@ def verification(report: dict | None) -> dict | None:
 
 
 def coverage(content: dict | None) -> dict | None:
-    """The coverage map for the run page: a badge per row for its live answer."""
+    """The coverage map for the run page: what exploration saw on each row (a badge and the
+    path), what found it, and what a row that is not covered is instead."""
     if content is None:
         return None
     rows = []
     for row in content["rows"]:
-        status = row["live_status"]
-        live = None if status is None else badge("passed" if 200 <= status < 400 else "failed")
-        rows.append({**row, "live_badge": live})
+        found = f"source ({row['kind']})" if row["in_source"] else "exploration only"
+        state = ROW_STATES.get(row.get("state") or "", "not covered")
+        rows.append({**row, "live": _live(row), "found_by": found, "state_label": state})
     return {**content, "rows": rows}
+
+
+ROW_STATES = {
+    "empty_write": "not covered: tests wrote here only with an empty body",
+    "anonymous_write": "not covered: tests wrote here only without signing in",
+    "login_redirect": "not covered: only the login was seen here",
+    "not_found": "not covered: the app answers 404 here",
+    "not_covered": "not covered",
+}
+
+
+def _live(row: dict) -> SafeString | str:
+    state, status, path = row.get("live_state"), row["live_status"], row["live_path"]
+    if not state:
+        return "—"
+    if state == "login_redirect":
+        return format_html("{} <code>{}</code> showed the login", badge("login"), path)
+    return format_html(
+        "{} {} <code>{}</code>", badge("passed" if state == "answered" else "failed"), status, path
+    )

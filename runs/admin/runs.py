@@ -26,7 +26,7 @@ from amtp_site.errors import AmtpError
 from amtp_site.lists import EstimatedCountPaginator, PrefixSearchMixin
 from repositories import access
 from repositories.models import Repository
-from runs import costs, parts, selectors
+from runs import costs, selectors
 from runs.admin import display as show
 from runs.admin.launch import LAUNCH_PERMISSION
 from runs.admin.pull_request import pull_request as pull_request_view
@@ -46,6 +46,7 @@ FINISHED_SKIPPED = "{count} finished run(s) skipped: there is nothing to cancel.
 NOT_ALLOWED = "Run {run_id}: {rule}"
 CANCEL = "runs.change_run"
 EVIDENCE = "runs.view_artifact"
+APPROVALS_SECTION = "admin/approvals/approval/_run_section.html"
 
 RUN_REQUEST = (
     "run_id",
@@ -232,12 +233,7 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
             "can_run_again": self.has_launch_permission(request, run),
             "auto_refresh": not run.is_terminal,
             "refresh_seconds": REFRESH_SECONDS,
-            # What the apps above runs add to the page (runs.parts): approvals.
-            "run_sections": [
-                section
-                for part in parts.registered()
-                if part.admin_section and (section := part.admin_section(request, run))
-            ],
+            "run_sections": [section] if (section := _approvals_section(request, run)) else [],
         }
 
     def _run_or_404(self, request, object_id) -> Run:
@@ -341,3 +337,13 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
         runs = self._bounded(request, queryset.select_related("repository"))
         for run in runs or []:
             self._run_again(request, run)
+
+
+def _approvals_section(request, run: Run) -> dict | None:
+    """The run page's approvals, each with a decision form where the user may decide."""
+    # Imported here: approvals.admin imports runs.admin (display), so importing it at the top
+    # would make the two admin modules' loading depend on which one is imported first.
+    from approvals.admin import approval_rows
+
+    found = approval_rows(request, run)
+    return {"template": APPROVALS_SECTION, "rows": found} if found else None

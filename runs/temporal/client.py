@@ -5,8 +5,18 @@ from __future__ import annotations
 from django.conf import settings
 
 from amtp_site.errors import non_retryable_error_types
-from runs.stages import GENERATION, MAINTENANCE_WORKFLOW, WORKFLOW_NAME
-from runs.temporal.types import MaintenanceParams, RetrySettings, WorkflowParams
+from runs.stages import (
+    CHECK,
+    CHECK_WORKFLOW,
+    GENERATION,
+    MAINTENANCE,
+    MAINTENANCE_WORKFLOW,
+    WORKFLOW_NAME,
+)
+from runs.temporal.types import RetrySettings, WorkflowParams
+
+# A run's kind -> its workflow type.
+WORKFLOW_OF = {GENERATION: WORKFLOW_NAME, MAINTENANCE: MAINTENANCE_WORKFLOW, CHECK: CHECK_WORKFLOW}
 
 
 def retry_settings(*, bookkeeping: bool = False) -> RetrySettings:
@@ -25,16 +35,10 @@ def retry_settings(*, bookkeeping: bool = False) -> RetrySettings:
 
 def workflow_of(run) -> str:
     """The workflow type of the run's kind."""
-    return WORKFLOW_NAME if run.kind == GENERATION else MAINTENANCE_WORKFLOW
+    return WORKFLOW_OF[run.kind]
 
 
 def workflow_params(run) -> WorkflowParams:
-    if run.kind != GENERATION:
-        return MaintenanceParams(**vars(_params(run)), kind=run.kind)
-    return _params(run)
-
-
-def _params(run) -> WorkflowParams:
     return WorkflowParams(
         run_id=str(run.run_id),
         require_approval=run.repository.require_approval or run.held,

@@ -1,4 +1,4 @@
-"""Serialisable inputs and answers of TestGenerationWorkflow (its parameters, retry settings,
+"""Serialisable inputs and answers of the run workflows (their parameters, retry settings,
 CrawlRepo's and GenerateTestCode's answers, EndRun's input); the names it schedules come from the stage
 vocabulary, :mod:`runs.stages`.
 
@@ -17,6 +17,7 @@ from runs.stages import (  # noqa: F401
     BOOT_APP,
     CANCELLED,
     CHECK,
+    CHECK_WORKFLOW,
     CRAWL_REPO,
     CREATE_PULL_REQUEST,
     DISCARD_PULL_REQUEST,
@@ -96,13 +97,6 @@ class WorkflowParams:
     approval_timeout_s: float = 7 * 24 * 3600.0
     # How long a run waits for a concurrency slot (retrying at the policy's longest interval).
     slot_wait_s: float = 24 * 3600.0
-
-
-@dataclass
-class MaintenanceParams(WorkflowParams):
-    """MaintenanceWorkflow's: a maintenance run (MAINTENANCE) or a check run (CHECK)."""
-
-    kind: str = MAINTENANCE
 
 
 @dataclass

@@ -29,19 +29,20 @@ from collections.abc import Sequence
 from concurrent.futures.process import BrokenProcessPool, _RemoteTraceback
 from datetime import timedelta
 
-from django.apps import apps
 from django.conf import settings
 from django.db import connections
-from django.utils.module_loading import import_string
 from temporalio.worker import Interceptor, Worker
 
 from amtp_site import metrics
 from amtp_site.temporal import connect, metrics_runtime
+from approvals import activities as approval_activities
 from repositories.schedules import maintenance_schedules_reconcile, scheduled_repositories
 from runs.errors import AgentProcessDied
+from runs.temporal import activities as run_activities
 from runs.temporal.activities import CANCEL_NOTICE_S, AgentActivities
 from runs.temporal.agent_gate import AgentPoolGate
 from runs.temporal.agent_process import WorkerStdio, agent_process_setup, in_agent_process
+from runs.temporal.check_workflow import CheckWorkflow
 from runs.temporal.dispatcher import StartDispatcher
 from runs.temporal.log_context import StageLogContext
 from runs.temporal.maintenance_workflow import MaintenanceWorkflow
@@ -171,15 +172,27 @@ def _without_remote_traceback(exc: BaseException) -> BaseException:
     return exc
 
 
-def app_activities() -> list:
-    """Every installed app's activities (``AppConfig.temporal_activities``, a dotted path to a
-    list), so apps above ``runs`` contribute theirs without ``runs`` importing them."""
-    found = []
-    for config in apps.get_app_configs():
-        path = getattr(config, "temporal_activities", None)
-        if path:
-            found.extend(import_string(path))
-    return found
+# The workflows the worker runs, and the activities beside the agent stages: each listed here,
+# none found by name.
+WORKFLOWS = (
+    TestGenerationWorkflow,
+    MaintenanceWorkflow,
+    CheckWorkflow,
+    ScheduledMaintenanceWorkflow,
+)
+ACTIVITIES = (
+    run_activities.start_run,
+    run_activities.end_run,
+    approval_activities.request_approval,
+    approval_activities.expire_approval,
+    run_activities.boot_app,
+    run_activities.explore_app,
+    run_activities.create_pull_request,
+    run_activities.discard_pull_request,
+    run_activities.open_maintenance_pull_request,
+    run_activities.report_check_run,
+    run_activities.start_scheduled_maintenance,
+)
 
 
 def max_concurrent_activities() -> int:
@@ -207,22 +220,18 @@ def build_worker(
     *,
     task_queue: str,
     pool: concurrent.futures.Executor,
-    workflows: Sequence[type] = (
-        TestGenerationWorkflow,
-        MaintenanceWorkflow,
-        ScheduledMaintenanceWorkflow,
-    ),
+    workflows: Sequence[type] = WORKFLOWS,
     activities: Sequence | None = None,
     interceptors: Sequence[Interceptor] = (),
 ) -> Worker:
-    """AMTP's worker configuration; ``activities`` defaults to every app's and the agent
+    """AMTP's worker configuration; ``activities`` defaults to :data:`ACTIVITIES` and the agent
     activities, whose agent processes come from ``pool``. Benchmarks pass other
     workflows/activities and tests pass interceptors (fault injection) to the same setup."""
     if activities is None:
         agents = pool
         for interceptor in interceptors:  # a test's interceptor may wrap it (fault injection)
             agents = getattr(interceptor, "agent_pool", lambda p: p)(agents)
-        activities = [*app_activities(), *AgentActivities(agents).all()]
+        activities = [*ACTIVITIES, *AgentActivities(agents).all()]
     compile_workflow_modules(workflows)
     return Worker(
         client,

@@ -3,7 +3,7 @@
 // code it returns. The sandbox's network namespace has only loopback, so this bridge is the one
 // way out, and the proxy decides what it reaches. With AMTP_VERDICT_FD, the descriptor of the
 // verdict's pipe (verification/verdict.py) is handed to the command alone, as its fd 3,
-// and closed here: only the runner's reporter (verdict.mjs) holds it.
+// and closed here: only the Playwright runner (runner.mjs) holds it.
 import fs from "node:fs";
 import net from "node:net";
 import { spawn } from "node:child_process";

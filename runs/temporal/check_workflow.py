@@ -1,0 +1,52 @@
+"""CheckWorkflow: a pull request's check run. ReverifyTests against the pull request's preview
+(no heal, no file changed), then ReportCheckRun, which reports the result on GitHub; a check
+run whose tests could not run at all still reports why before it fails.
+
+Start, hold and end are :class:`runs.temporal.run_steps.RunSteps`' (composed). A cancelled
+check run is then reported to GitHub as concluded ``cancelled``, so the pull request shows why
+it has no result and offers "Re-run".
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.exceptions import FailureError, is_cancelled_exception
+
+with workflow.unsafe.imports_passed_through():
+    import runs.temporal.run_steps as steps
+    import runs.temporal.types as t
+
+FORK_APPROVAL = (
+    "Code that is not the repository's own (a pull request from a fork or by an author without "
+    "write access, or a deployment of anything but a branch head): its tests run only once "
+    "someone approves."
+)
+
+
+@workflow.defn(name=t.CHECK_WORKFLOW)
+class CheckWorkflow:
+    @workflow.run
+    async def run(self, params: t.WorkflowParams) -> str:
+        self.steps = steps.RunSteps(params)
+        return await self.steps.run(self._stages, after_cancel=self._report_cancel)
+
+    async def _stages(self) -> None:
+        run = self.steps
+        if run.params.require_approval:  # a fork's code runs only once someone approved
+            await run.hold("policy", FORK_APPROVAL)
+        try:
+            await run.activity(t.REVERIFY_TESTS, result_type=t.Reverified)
+        except FailureError as err:
+            if is_cancelled_exception(err):
+                raise
+            await run.activity(t.REPORT_CHECK_RUN)  # GitHub is told why
+            raise
+        await run.activity(t.REPORT_CHECK_RUN)
+
+    async def _report_cancel(self) -> None:
+        try:  # a report cut short by the cancel finished first: this one then leaves it
+            await self.steps.activity(t.REPORT_CHECK_RUN)
+        except FailureError as err:  # the run is cancelled; GitHub keeps what it has
+            workflow.logger.warning(
+                "could not report run %s's cancel on GitHub: %s", self.steps.run_id, err
+            )
