@@ -249,8 +249,8 @@ def verify_tests(
         code = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_ENGINEER_OUTPUT)
         key_input = {"upstream": str(code.artifact_id), "target_url": target_url_of(run)}
         key = idempotency_key(run_id, VERIFY_TESTS, key_input)
-        with boot.live_app(run, stop):
-            content, meta = verification_report(run, code.content, sessions)
+        with boot.live_app(run, stop) as app:  # a test that crashes it: restarted, set aside
+            content, meta = verification_report(run, code.content, sessions, app=app)
         if content["status"] == "skipped" and (why := boot.not_booted_reason(run)):
             content["reason"] = why  # the PR's first line says why it has no live app
         if stop():

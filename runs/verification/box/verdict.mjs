@@ -38,6 +38,7 @@ export default class VerdictReporter {
       results: test.results.map((result) => ({
         status: result.status,
         duration: result.duration,
+        startTime: result.startTime?.getTime?.(),
         error: result.error ? { message: String(result.error.message ?? "") } : undefined,
         attachments: result.attachments
           .filter((a) => a.path)
