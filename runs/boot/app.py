@@ -65,8 +65,9 @@ class Booted:
     process: Popen = field(repr=False)
     secrets: tuple[str, ...] = field(default=(), repr=False)
     start: Callable[[], Popen] | None = field(default=None, repr=False)  # the start command
-    ended_at: float | None = None  # time.time() when the current process ended
+    ended_at: float | None = None  # time.time() when the current process ended by itself
     restarts: int = 0
+    stopping: bool = False  # stopped on purpose (a cancel): its end is no crash
 
     def __post_init__(self) -> None:
         self._watch()
@@ -77,7 +78,7 @@ class Booted:
 
         def wait() -> None:
             process.wait()
-            if self.process is process:
+            if self.process is process and not self.stopping:
                 self.ended_at = time.time()
 
         threading.Thread(target=wait, name="amtp-app-exit", daemon=True).start()

@@ -103,6 +103,7 @@ def _stopping(app, stop: Callable[[], bool]) -> Iterator[None]:
     def watch() -> None:
         while not done.wait(STOP_POLL_S):
             if stop():
+                app.stopping = True  # not a crash to recover from
                 sandbox.stop(app.process)
                 return
 
