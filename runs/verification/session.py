@@ -168,10 +168,12 @@ class Session:
             culprit = next((r for r in results if any(a.ran_at(moment) for a in r.attempts)), None)
             if culprit is None:
                 return  # nothing to blame: what failed is healed or quarantined as usual
-            row = self.rows[(culprit.file, culprit.title)]
-            shown = request.shown if request else ""
-            reason = CRASHED.format(request=shown, how=how) if shown else ""
-            set_aside(self, row, reason or CRASHED_UNNAMED.format(how=how))
+            why = (
+                CRASHED.format(request=request.shown, how=how)
+                if request
+                else CRASHED_UNNAMED.format(how=how)
+            )
+            set_aside(self, self.rows[(culprit.file, culprit.title)], why)
             failing = self.failing()
             if not failing:
                 return
