@@ -94,7 +94,8 @@ class Policy:
 
     def last_before(self, moment: float) -> Request | None:
         """The last request to the origin that arrived before ``moment`` (a time.time())."""
-        return next((r for r in reversed(self.requests) if r.at <= moment), None)
+        requests = list(self.requests)  # a copy: the proxy's thread may still append
+        return next((r for r in reversed(requests) if r.at <= moment), None)
 
     def stopped_answering(self) -> str:
         """When the origin answered, then answered nothing from some request on (to the end):
