@@ -249,8 +249,8 @@ def verify_tests(
         code = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_ENGINEER_OUTPUT)
         key_input = {"upstream": str(code.artifact_id), "target_url": target_url_of(run)}
         key = idempotency_key(run_id, VERIFY_TESTS, key_input)
-        with boot.live_app(run, stop):
-            content, meta = verification_report(run, code.content, sessions)
+        with boot.live_app(run, stop) as app:  # a test that crashes it: restarted, set aside
+            content, meta = verification_report(run, code.content, sessions, app=app)
         if content["status"] == "skipped" and (why := boot.not_booted_reason(run)):
             content["reason"] = why  # the PR's first line says why it has no live app
         if stop():
@@ -346,8 +346,8 @@ def explore_app(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> str
         artifact_id, content = str(done[0]), done[1]
     else:
         try:
-            with boot.live_app(run, stop):
-                content = app_map(run)
+            with boot.live_app(run, stop) as app:  # a crash of it: named in the map
+                content = app_map(run, app)
         except VerificationError as exc:
             if not run.repository.open_pr_unverified:
                 raise

@@ -17,6 +17,7 @@ from runs.models import Artifact, ArtifactKind, Run
 from runs.verification.errors import ERRORS_ONLY, TargetAnswersErrors
 from runs.verification.login import login_for, throwaway
 from runs.verification.service import runner_from_settings, target_url_of
+from runs.verification.session import LiveApp
 
 APP_MAP_SCHEMA = "exploration/app_map"
 ANSWERED_ERRORS = " answered an error"  # in the stage's note: the run page shows it as a warning
@@ -33,8 +34,9 @@ def exploration_skip_reason(run: Run) -> str:
     return boot.not_booted_reason(run) or NO_TARGET
 
 
-def app_map(run: Run) -> dict:
-    """The validated ``app_map`` content for ``run``'s target app."""
+def app_map(run: Run, app: LiveApp | None = None) -> dict:
+    """The validated ``app_map`` content for ``run``'s target app (``app``: the app AMTP
+    started for it, whose crash the map's ``stopped`` names)."""
     target_url = target_url_of(run)
     bounds = Bounds.from_settings()
     crawl = Artifact.objects.filter(run=run, kind=ArtifactKind.REPO_CRAWLER_OUTPUT).first()
@@ -53,6 +55,7 @@ def app_map(run: Run) -> dict:
             login=login,
             signup=signup,
             tag=run.run_id.hex[:10],  # the run's test data is told apart by it
+            app=app,
         )
     content = schemas.validate(APP_MAP_SCHEMA, content)
     stop_if_errors_only(content)

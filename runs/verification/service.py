@@ -24,6 +24,7 @@ from runs.verification.errors import VerificationError
 from runs.verification.healer import heal_in
 from runs.verification.login import Login, login_for
 from runs.verification.playwright import Runner
+from runs.verification.session import LiveApp
 from runs.verification.test_data import hooks_of
 from runs.verification.verify import Plan, not_run, verify
 
@@ -46,11 +47,17 @@ def target_url_of(run: Run) -> str:
 
 
 def verification_report(
-    run: Run, code: dict, sessions: Executor | None, *, check: bool = False
+    run: Run,
+    code: dict,
+    sessions: Executor | None,
+    *,
+    check: bool = False,
+    app: LiveApp | None = None,
 ) -> tuple[dict, dict]:
     """(report content, meta) for the run's ``code`` (test_engineer output, or the tests a
     repository holds); the healing sessions run in ``sessions``, the worker's agent process
-    pool. A ``check`` (a pull request's check run) heals nothing and changes no file.
+    pool. A ``check`` (a pull request's check run) heals nothing and changes no file. ``app``:
+    the app AMTP started for the run, restarted when a test crashes it.
 
     A failure to run the tests at all (VerificationError) fails the stage, unless the
     repository opens the pull request anyway: then the report says ``unverified`` and why."""
@@ -60,11 +67,16 @@ def verification_report(
         (selectors.app_map(run) or selectors.signed_up_map(run.repository)) if runs_tests else None
     )
     with login_for(run.repository if runs_tests else None, app_map) as login:  # scrubbed
-        return _verification_report(run, code, sessions, login, check)
+        return _verification_report(run, code, sessions, login, check, app)
 
 
 def _verification_report(
-    run: Run, code: dict, sessions: Executor | None, login: Login | None, check: bool
+    run: Run,
+    code: dict,
+    sessions: Executor | None,
+    login: Login | None,
+    check: bool,
+    app: LiveApp | None,
 ) -> tuple[dict, dict]:
     plan = Plan(
         run_id=str(run.run_id),
@@ -81,6 +93,7 @@ def _verification_report(
         quarantine=not check,
         test_data=hooks_of(run.repository),
         login=login,
+        app=app,
     )
     heals: list[dict] = []
 
