@@ -36,6 +36,7 @@ from runs.models import (
     RunHealth,
     RunStart,
     Stage,
+    StageStatus,
     WebhookDelivery,
 )
 from runs.models_notify import Notification
@@ -52,7 +53,7 @@ WHERE r.repository_id = %(repository)s AND r.created_at < %(cutoff)s
   AND (r.created_at, r.run_id) > (%(after_at)s, %(after_id)s)
   AND r.status = ANY(%(terminal)s)
   AND NOT EXISTS (
-    SELECT FROM stages s WHERE s.run_id = r.run_id AND s.status = 'awaiting_approval')
+    SELECT FROM stages s WHERE s.run_id = r.run_id AND s.status = %(held)s)
 ORDER BY r.created_at, r.run_id
 LIMIT %(limit)s
 """
@@ -90,6 +91,7 @@ def prune(
         "after_at": datetime.min.replace(tzinfo=cutoff.tzinfo),
         "after_id": "00000000-0000-0000-0000-000000000000",
         "terminal": TERMINAL,
+        "held": StageStatus.AWAITING_APPROVAL,
         "limit": min(max(1, batch_size), MAX_BATCH),
     }
     keep = _keeps_pull_request(repository, result)

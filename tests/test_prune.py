@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from approvals.models import Approval
 from repositories.hosts import host_for
-from runs import lifecycle
+from runs import transitions
 from runs.models import ActivityIdempotency, Artifact, Run, Stage, WebhookDelivery
 from runs.models_notify import Notification
 from runs.models_stats import RunCost
@@ -55,7 +55,7 @@ def old_run(repository, evidence, *, days=40, status="passed", pr=None, stage="p
     """A run ``days`` old with stages, artifacts, an idempotency row, a notification, a
     webhook delivery and an evidence folder."""
     run = RunFactory(repository=repository, status=status, pr_number=pr)
-    lifecycle.create_stages(run)
+    transitions.create_stages(run)
     Stage.objects.filter(run=run).update(status=stage)
     Run.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(days=days))
     ArtifactFactory(run=run)

@@ -18,7 +18,7 @@ from django.db import DatabaseError
 from temporalio.exceptions import ApplicationError, FailureError
 
 from amtp_site.errors import AmtpError, amtp_error_in
-from runs import lifecycle
+from runs import transitions
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +83,6 @@ def _note_error(run_id: str, stage: str, error_type: str, message: str) -> None:
     """Show the attempt's error on the stage, best effort: when PostgreSQL is the thing that
     is down, the attempt's own error must still reach Temporal (and its retry policy)."""
     try:
-        lifecycle.stage_error(run_id, stage, error_type, message)
+        transitions.stage_error(run_id, stage, error_type, message)
     except DatabaseError as exc:
         logger.warning("could not record %s on %s of run %s: %s", error_type, stage, run_id, exc)
