@@ -1,6 +1,6 @@
 """Retention: finished runs older than their repository's retention, removed with everything
-that hangs off them (stages, artifacts, approvals, idempotency and notification rows, the
-evidence folder), in small batches.
+that hangs off them (stages, artifacts, approvals, idempotency, notification and cost rows,
+their share of the daily rollups, the evidence folder), in small batches.
 
 Kept whatever their age: runs not finished (pending, running, and so held for approval) and
 runs whose pull request is still open, as their repository host says at the start. When the
@@ -136,6 +136,8 @@ def _delete(ids: list) -> None:
     """The batch's rows, children first (foreign keys have no ON DELETE in the database)."""
     runs_pruning.send(sender=Run, run_ids=ids)
     with connection.cursor() as cursor:
+        # Out of the daily rollups first: they count the runs that exist.
+        cursor.execute("SELECT amtp_rollup_runs(%s::uuid[], -1)", [ids])
         tables = (ActivityIdempotency, Artifact, Notification, RunCost, RunHealth, RunStart, Stage)
         for model in tables:
             cursor.execute(f"DELETE FROM {rows.table(model)} WHERE run_id = ANY(%s)", [ids])  # noqa: S608
