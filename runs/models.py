@@ -13,7 +13,7 @@ from django.db.models import Q
 from amtp_site.constraints import one_of
 from amtp_site.indexes import newest_first, prefix_search
 from repositories.models import DepthLevel, Framework, Repository
-from runs import stages
+from runs import stages as vocabulary
 from runs.stages import KIND_STAGES, STAGES
 
 
@@ -23,9 +23,9 @@ class RunStatus(models.TextChoices):
 
     PENDING = "pending"
     RUNNING = "running"
-    PASSED = stages.PASSED
-    FAILED = stages.FAILED
-    CANCELLED = stages.CANCELLED
+    PASSED = vocabulary.PASSED
+    FAILED = vocabulary.FAILED
+    CANCELLED = vocabulary.CANCELLED
 
 
 class Trigger(models.TextChoices):
