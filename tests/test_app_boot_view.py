@@ -4,7 +4,7 @@ where it came from, install and boot times, the scrubbed log tail; or the bad re
 
 import pytest
 
-from runs import lifecycle
+from runs import transitions
 from runs.boot.recipe import AppRecipe
 from runs.models import Stage
 from tests import api_support
@@ -45,7 +45,7 @@ def _booted_run():
 
 def _failed_run():
     run = RunFactory(status="failed", error_type="AppExited", error_message=FAILED_MESSAGE)
-    lifecycle.create_stages(run)
+    transitions.create_stages(run)
     Stage.objects.filter(run=run, name="boot_app").update(
         status="failed", error_type="AppExited", error_message=FAILED_MESSAGE
     )
@@ -79,7 +79,7 @@ def test_a_bad_recipe_error_is_on_the_page():
 
 def test_a_run_with_a_target_url_has_no_boot_section():
     run = RunFactory(status="passed", target_url="http://app.test/")
-    lifecycle.create_stages(run)
+    transitions.create_stages(run)
     assert _section(run) == ""
 
 

@@ -11,7 +11,7 @@ import schemas
 from agents.offline.common import clean_route, params
 from repositories import targets
 from runs.boot import service as boot
-from runs.coverage import source_routes
+from runs.coverage import dicts, source_routes
 from runs.exploration.explore import Bounds, explore
 from runs.models import Artifact, ArtifactKind, Run
 from runs.verification.errors import ERRORS_ONLY, TargetAnswersErrors
@@ -89,10 +89,10 @@ def start_paths(crawl: dict, first: str, limit: int) -> list[str]:
     at most ``limit``. The links the pages show lead to routes only the running app reveals."""
     stack = crawl.get("detected_stack")
     stack = stack if isinstance(stack, dict) else {}
-    found = [(False, p.get("route")) for p in _dicts(stack.get("pages"))]
+    found = [(False, p.get("route")) for p in dicts(stack.get("pages"))]
     found += [
         (r.get("json") is True or "/api/" in f"{r.get('path')}/", r.get("path"))
-        for r in _dicts(stack.get("routes"))
+        for r in dicts(stack.get("routes"))
         if str(r.get("method", "")).upper() == "GET"
     ]
     paths = [first]
@@ -101,10 +101,6 @@ def start_paths(crawl: dict, first: str, limit: int) -> list[str]:
         if route and not params(route) and route not in paths:
             paths.append(route)
     return paths[:limit]
-
-
-def _dicts(items) -> list[dict]:
-    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
 def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:

@@ -78,22 +78,18 @@ def _verification_report(
     check: bool,
     app: LiveApp | None,
 ) -> tuple[dict, dict]:
-    plan = Plan(
+    plan = _plan(
+        run.repository,
         run_id=str(run.run_id),
         framework=code["framework"],
         files=code["files"],
         target_url=target_url_of(run),
-        test_dir=run.repository.test_dir,
-        failing_tests=run.repository.failing_tests,
-        heal_rounds=0 if check else settings.AMTP_VERIFY_HEAL_ROUNDS,
-        budget_s=settings.AMTP_VERIFY_TIMEOUT_S,
-        runner=runner_from_settings(),
-        evidence_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
         allow_hosts=[*run.repository.allowed_hosts, *run.allowed_hosts],
-        quarantine=not check,
-        test_data=hooks_of(run.repository),
+        evidence=str(run.run_id),
         login=login,
         app=app,
+        heals=not check,
+        test_data=hooks_of(run.repository),
     )
     heals: list[dict] = []
 
@@ -149,22 +145,39 @@ def check_repository_tests(
 
 
 def _check(repository, files, target_url, allowed, check_id, login) -> dict:
-    plan = Plan(
+    plan = _plan(
+        repository,
         run_id=check_id,
         framework="playwright",
         files=files,
         target_url=target_url,
-        test_dir=repository.test_dir,
-        failing_tests=repository.failing_tests,
-        heal_rounds=0,
-        budget_s=settings.AMTP_VERIFY_TIMEOUT_S,
-        runner=runner_from_settings(),
-        evidence_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / f"check-{check_id}",
         allow_hosts=allowed,
-        quarantine=False,
+        evidence=f"check-{check_id}",
         login=login,
     )
     return schemas.validate(REPORT_SCHEMA, verify(plan, heal=_no_heal))
+
+
+def _plan(
+    repository,
+    *,
+    evidence: str,
+    heals: bool = False,
+    **given,
+) -> Plan:
+    """How ``repository``'s tests run: a run's (``heals``: healed and quarantined) or a check's
+    (reported only); ``evidence`` names its folder. ``given``: run_id, framework, files,
+    target_url, allow_hosts, login and test_data."""
+    return Plan(
+        test_dir=repository.test_dir,
+        failing_tests=repository.failing_tests,
+        heal_rounds=settings.AMTP_VERIFY_HEAL_ROUNDS if heals else 0,
+        budget_s=settings.AMTP_VERIFY_TIMEOUT_S,
+        runner=runner_from_settings(),
+        evidence_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / evidence,
+        quarantine=heals,
+        **given,
+    )
 
 
 def _check_inputs(target_url: str, allow_hosts: list[str], allowed: list[str]) -> None:
