@@ -223,41 +223,55 @@ async def run_agent(
             agent.restore_budget_state(resumed.state)
             tally.resumed_turns = sum(m["role"] == "tool" for m in messages)
             log.info("%s resumes after %d completed turn(s)", agent.name, tally.resumed_turns)
-    while True:
-        await check_budgets(agent, provider, system, messages, budgets, deadline, tally)
-        completion = await call_model(agent, ctx, provider, system, messages, tally)
-        if completion.tool_calls:
-            messages += await answer_tool_calls(agent, ctx, completion, budgets, tally)
+    try:
+        while True:
+            await check_budgets(agent, provider, system, messages, budgets, deadline, tally)
+            completion = await call_model(agent, ctx, provider, system, messages, tally)
+            if completion.tool_calls:
+                messages += await answer_tool_calls(agent, ctx, completion, budgets, tally)
+                if turns is not None:
+                    turns.save(messages, tally.tool_calls, agent.budget_state())
+                continue
+            tally.attempts += 1
+            try:
+                output = accept(agent, ctx, completion.text)
+            except (SchemaValidationError, ContractViolation) as exc:
+                if tally.attempts > repairs:
+                    raise
+                messages += repair_turn(completion, exc)
+                continue
+            meta = {
+                **spent(agent, provider, tally),
+                "sanitizer": SANITIZER_VERSION,
+                "rule_generated": provider.rule_generated,
+                "prompt_sha256": prompt_hash,
+                "prompt_version": prompt_version,
+                "input_tokens": tally.input_tokens,
+                "tool_calls": tally.tool_calls,
+                "attempts": tally.attempts,
+                "resumed_turns": tally.resumed_turns,
+                "pid": os.getpid(),
+            }
             if turns is not None:
-                turns.save(messages, tally.tool_calls, agent.budget_state())
-            continue
-        tally.attempts += 1
-        try:
-            output = accept(agent, ctx, completion.text)
-        except (SchemaValidationError, ContractViolation) as exc:
-            if tally.attempts > repairs:
-                raise
-            messages += repair_turn(completion, exc)
-            continue
-        meta = {
-            "agent": agent.name,
-            "sanitizer": SANITIZER_VERSION,
-            "provider": provider.name,
-            "model": provider.model,
-            "rule_generated": provider.rule_generated,
-            "prompt_sha256": prompt_hash,
-            "prompt_version": prompt_version,
-            "usage": tally.usage,
-            "input_tokens": tally.input_tokens,
-            "llm_calls": tally.llm_calls,
-            "tool_calls": tally.tool_calls,
-            "attempts": tally.attempts,
-            "resumed_turns": tally.resumed_turns,
-            "pid": os.getpid(),
-        }
-        if turns is not None:
-            turns.clear()
-        return AgentResult(output=output, meta=meta)
+                turns.clear()
+            return AgentResult(output=output, meta=meta)
+    except Exception as exc:
+        # What this failed attempt spent goes with its error (it pickles with it out of the
+        # agent process): the worker records it as the run's cost (runs.artifacts).
+        if tally.llm_calls:
+            exc.spent = spent(agent, provider, tally)
+        raise
+
+
+def spent(agent: Agent, provider: Provider, tally: Tally) -> dict:
+    """What an invocation spent, as ``runs.costs`` reads it from an artifact's meta."""
+    return {
+        "agent": agent.name,
+        "provider": provider.name,
+        "model": provider.model,
+        "usage": tally.usage,
+        "llm_calls": tally.llm_calls,
+    }
 
 
 async def check_budgets(

@@ -20,7 +20,7 @@ class Decision(models.TextChoices):
 class ApprovalQuerySet(models.QuerySet):
     def close(self, why: str) -> int:
         """The run failed or was cancelled: its pending approval can no longer release
-        anything, so it is rejected with ``why`` (``runs.lifecycle``, in the run's
+        anything, so it is rejected with ``why`` (``runs.transitions``, in the run's
         transaction)."""
         return self.filter(decision=Decision.PENDING).update(
             decision=Decision.REJECTED, decided_by="amtp", decided_at=Now(), decision_comment=why

@@ -1,7 +1,7 @@
 """The writes to ``approvals``: request (the workflow holds a run), decide (a person, through
 admin or the API: the row first, then the signal) and expire (nobody decided in time). Closing
-a failed or cancelled run's approval is ``ApprovalQuerySet.close`` (``runs.lifecycle`` calls
-it, and this module calls ``runs.lifecycle``)."""
+a failed or cancelled run's approval is ``ApprovalQuerySet.close`` (``runs.transitions`` calls
+it, and this module calls ``runs.transitions``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from approvals.errors import ApprovalAlreadyDecided, ApprovalDecisionInvalid, Se
 from approvals.models import Approval, Decision
 from notifications.services import notify
 from repositories.models import NotifyEvent
-from runs import lifecycle
+from runs import transitions
 from runs.errors import OrchestratorUnavailable
 from runs.models import Run
 from runs.stages import APPROVAL_SIGNAL, ApprovalDecision, ApprovalRequest
@@ -126,7 +126,7 @@ def approval_decide(
 @transaction.atomic
 def approval_request(request: ApprovalRequest) -> str:
     """One pending approval per run (partial unique index); the stage waits for it."""
-    stage = lifecycle.stage_await_approval(request.run_id)
+    stage = transitions.stage_await_approval(request.run_id)
     approval = Approval.objects.filter(run_id=request.run_id, decision=Decision.PENDING).first()
     if approval is None:
         approval = Approval.objects.create(

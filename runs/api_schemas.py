@@ -134,6 +134,37 @@ class VerificationOut(Schema):
     )
 
 
+class AppRecipeOut(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    status: str = Field(
+        description="booted (AMTP started the run's app from its recipe), failed (it did not "
+        "come up: error and message say why) or no_recipe (nothing says how the app starts)."
+    )
+    source: str = Field(
+        description='Where the recipe came from ("from playwright.config.ts webServer", '
+        '"repository settings"); empty without a recipe.'
+    )
+    recipe: dict | None = Field(
+        description="The recipe used: start, port, ready_path, install, env (plain values), "
+        "secret_env (names only), services, seed, workdir, lock_files, url."
+    )
+    install_s: float | None = Field(
+        description="Seconds the install commands took (a copy from the cache when "
+        "dependencies_from_cache)."
+    )
+    boot_s: float | None = Field(description="Seconds from the start command to readiness.")
+    dependencies_from_cache: bool | None
+    log_tail: str = Field(description="The last lines of the install and app log, scrubbed.")
+    error: str = Field(
+        description="The error class when it did not boot (InstallFailed, AppExited, "
+        "AppNotReady, PortNeverOpened, SeedFailed, RecipeNotFound, RecipeUnsupported)."
+    )
+    message: str = Field(
+        description="The error naming the command, its exit code and the last lines of its log."
+    )
+
+
 class CoverageRowOut(Schema):
     model_config = ConfigDict(extra="forbid")
 
@@ -277,6 +308,11 @@ class RunDetailOut(RunOut):
         description="The app's routes found in the repository × reached by exploration × "
         "exercised by the generated tests (null until the crawl is stored)."
     )
+    app_recipe: AppRecipeOut | None = Field(
+        description="The run's own app, when AMTP starts it (no target URL, no preview): the "
+        "recipe used and its source, install and boot times, the scrubbed log tail, or why it "
+        "did not boot (null otherwise, or before BootApp ended)."
+    )
     cost: RunCostOut = Field(
         description="Tokens the vendors reported and their cost in USD, per agent and in all."
     )
@@ -297,6 +333,10 @@ class RunDetailOut(RunOut):
     @staticmethod
     def resolve_coverage(run: Run) -> dict | None:
         return None if just_inserted(run) else selectors.coverage(run)
+
+    @staticmethod
+    def resolve_app_recipe(run: Run) -> dict | None:
+        return None if just_inserted(run) else selectors.app_boot(run)
 
     @staticmethod
     def resolve_cost(run: Run) -> dict:

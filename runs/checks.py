@@ -17,7 +17,7 @@ from django.conf import settings
 from amtp_site.errors import AmtpError
 from repositories.hosts import host_for
 from repositories.models import Host
-from runs import lifecycle, selectors
+from runs import selectors, transitions
 from runs.errors import RunNotActive
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
 from runs.stages import REPORT_CHECK_RUN, STAGE_OF
@@ -100,12 +100,12 @@ def check_run_report(run_id: str) -> str:
     if run.status == Run.Status.CANCELLED:
         return str(_report(run, run.commit_sha or run.ref, None)[0])
     stage = STAGE_OF[REPORT_CHECK_RUN]
-    if not lifecycle.stage_begin(run_id, stage):
+    if not transitions.stage_begin(run_id, stage):
         raise RunNotActive(f"run {run_id} is no longer active; {stage} was not started")
     found = Artifact.objects.filter(run=run, kind=ArtifactKind.VERIFICATION_REPORT).first()
     check_run_id, conclusion = _report(run, run.commit_sha or run.ref, found and found.content)
     note = REPORTED.format(check_run_id=check_run_id, conclusion=conclusion)
-    lifecycle.stage_close(run_id, stage, StageStatus.PASSED, note=note)
+    transitions.stage_close(run_id, stage, StageStatus.PASSED, note=note)
     return str(check_run_id)
 
 

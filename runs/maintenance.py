@@ -17,7 +17,7 @@ from concurrent.futures import Executor
 from agents.runner import AgentResult
 from amtp_site.canonical import idempotency_key
 from repositories.hosts import host_for
-from runs import lifecycle, selectors
+from runs import selectors, transitions
 from runs.errors import RunNotActive
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
 from runs.pipeline import REPORT_NOT_STORED, _persist, _reuse
@@ -94,7 +94,7 @@ def reverify_tests(
     if done := _reuse(run, ArtifactKind.VERIFICATION_REPORT, "content"):
         artifact_id, report = str(done[0]), done[1]
     else:
-        if not lifecycle.stage_begin(run_id, stage):
+        if not transitions.stage_begin(run_id, stage):
             raise RunNotActive(f"run {run_id} is no longer active; {stage} was not started")
         _pin(run)
         repository = run.repository
@@ -102,7 +102,7 @@ def reverify_tests(
         if not files:
             whose = "" if repository.maintain_all_specs else "that AMTP wrote"
             note = NO_TESTS.format(test_dir=repository.test_dir.strip("/"), whose=whose).strip()
-            lifecycle.stage_close(run_id, stage, StageStatus.SKIPPED, note=note)
+            transitions.stage_close(run_id, stage, StageStatus.SKIPPED, note=note)
             return "", False
         code = {"framework": "playwright", "files": files}
         content, meta = verification_report(run, code, sessions, check=run.kind == CHECK)
@@ -120,16 +120,16 @@ def reverify_tests(
         )
         artifact_id, report = str(artifact.artifact_id), artifact.content
     if report["status"] == "verified":
-        lifecycle.stage_close(run_id, stage, StageStatus.PASSED, note=totals_note(report))
+        transitions.stage_close(run_id, stage, StageStatus.PASSED, note=totals_note(report))
     else:
-        lifecycle.stage_close(run_id, stage, StageStatus.SKIPPED, note=report["reason"])
+        transitions.stage_close(run_id, stage, StageStatus.SKIPPED, note=report["reason"])
     if run.kind == CHECK:
         return artifact_id, False
     changed = bool(changed_files(report))
     if not changed:
         pr_stage = STAGE_OF[OPEN_MAINTENANCE_PR]
-        if lifecycle.stage_begin(run_id, pr_stage):
-            lifecycle.stage_close(run_id, pr_stage, StageStatus.SKIPPED, note=NOTHING_CHANGED)
+        if transitions.stage_begin(run_id, pr_stage):
+            transitions.stage_close(run_id, pr_stage, StageStatus.SKIPPED, note=NOTHING_CHANGED)
     return artifact_id, changed
 
 
@@ -156,7 +156,7 @@ def maintenance_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: 
     maintenance pull request per repository at a time. The stage says which."""
     run = selectors.run_with_repository(run_id)
     stage = STAGE_OF[OPEN_MAINTENANCE_PR]
-    if not lifecycle.stage_begin(run_id, stage):
+    if not transitions.stage_begin(run_id, stage):
         raise RunNotActive(f"run {run_id} is no longer active; {stage} was not started")
     report = Artifact.objects.get(run=run, kind=ArtifactKind.VERIFICATION_REPORT).content
     totals, test_dir = report["totals"], run.repository.test_dir.strip("/")
@@ -174,5 +174,5 @@ def maintenance_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: 
     pr = artifact.content
     said = PR_UPDATED if pr.get("updated") else PR_OPENED
     note = said.format(number=pr["number"], files=len(pr["files"]))
-    lifecycle.stage_close(run_id, stage, StageStatus.PASSED, note=note)
+    transitions.stage_close(run_id, stage, StageStatus.PASSED, note=note)
     return str(artifact.artifact_id)

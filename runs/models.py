@@ -14,15 +14,19 @@ from django.db.models import Q
 from amtp_site.constraints import one_of
 from amtp_site.indexes import newest_first, prefix_search
 from repositories.models import DepthLevel, Framework, Repository
+from runs import stages as vocabulary
 from runs.stages import KIND_STAGES, STAGES
 
 
 class RunStatus(models.TextChoices):
+    """A run's statuses; ``runs.transitions`` alone moves a run between them. How a run ends
+    is spelled in ``runs.stages``, which the (Django-free) workflow shares."""
+
     PENDING = "pending"
     RUNNING = "running"
-    PASSED = "passed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
+    PASSED = vocabulary.PASSED
+    FAILED = vocabulary.FAILED
+    CANCELLED = vocabulary.CANCELLED
 
 
 class Trigger(models.TextChoices):

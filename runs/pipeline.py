@@ -26,7 +26,7 @@ from amtp_site.canonical import idempotency_key
 from repositories.errors import BranchProtectionViolation, GitHubForbidden
 from repositories.hosts import host_for
 from repositories.login import recipe_of
-from runs import artifacts, lifecycle, selectors
+from runs import artifacts, selectors, transitions
 from runs.checks import pull_request_check_report
 from runs.errors import RunNotActive
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
@@ -63,7 +63,7 @@ REPORT_NOT_STORED = "run {run_id} is being cancelled; its {kind} was not stored"
 def _begin(run_id: str, activity: str, run: Run | None = None) -> Run:
     """The stage begun, and the run (``run``, when the caller has just loaded it)."""
     stage = STAGE_OF[activity]
-    if not lifecycle.stage_begin(run_id, stage):
+    if not transitions.stage_begin(run_id, stage):
         raise RunNotActive(f"run {run_id} is no longer active; {stage} was not started")
     return run or selectors.run_with_repository(run_id)
 
@@ -92,7 +92,7 @@ def _persist(
 
 
 def _finish(run: Run, activity: str, artifact_id: str) -> str:
-    lifecycle.stage_pass(str(run.run_id), STAGE_OF[activity])
+    transitions.stage_pass(str(run.run_id), STAGE_OF[activity])
     return artifact_id
 
 
@@ -249,8 +249,8 @@ def verify_tests(
         code = Artifact.objects.get(run=run, kind=ArtifactKind.TEST_ENGINEER_OUTPUT)
         key_input = {"upstream": str(code.artifact_id), "target_url": target_url_of(run)}
         key = idempotency_key(run_id, VERIFY_TESTS, key_input)
-        with boot.live_app(run, stop):
-            content, meta = verification_report(run, code.content, sessions)
+        with boot.live_app(run, stop) as app:  # a test that crashes it: restarted, set aside
+            content, meta = verification_report(run, code.content, sessions, app=app)
         if content["status"] == "skipped" and (why := boot.not_booted_reason(run)):
             content["reason"] = why  # the PR's first line says why it has no live app
         if stop():
@@ -262,10 +262,10 @@ def verify_tests(
         artifact_id, report = str(artifact.artifact_id), artifact.content
     stage = STAGE_OF[VERIFY_TESTS]
     if report["status"] == "verified":
-        lifecycle.stage_close(run_id, stage, StageStatus.PASSED, note=totals_note(report))
+        transitions.stage_close(run_id, stage, StageStatus.PASSED, note=totals_note(report))
     elif report["status"] == "unverified":
         error_type, _, message = report["reason"].partition(": ")
-        lifecycle.stage_close(
+        transitions.stage_close(
             run_id,
             stage,
             StageStatus.FAILED,
@@ -274,7 +274,7 @@ def verify_tests(
             note=UNVERIFIED_NOTE,
         )
     else:
-        lifecycle.stage_close(run_id, stage, StageStatus.SKIPPED, note=report["reason"])
+        transitions.stage_close(run_id, stage, StageStatus.SKIPPED, note=report["reason"])
     return artifact_id
 
 
@@ -283,8 +283,8 @@ def skip_boot(run_id: str) -> bool:
     one place that decides it, just after CrawlRepo, closing the stage with the reason."""
     run = selectors.run_with_repository(run_id)
     reason = boot.boot_skip_reason(run)
-    if reason and lifecycle.stage_begin(run_id, STAGE_OF[BOOT_APP]):
-        lifecycle.stage_close(run_id, STAGE_OF[BOOT_APP], StageStatus.SKIPPED, note=reason)
+    if reason and transitions.stage_begin(run_id, STAGE_OF[BOOT_APP]):
+        transitions.stage_close(run_id, STAGE_OF[BOOT_APP], StageStatus.SKIPPED, note=reason)
     return bool(reason)
 
 
@@ -311,11 +311,11 @@ def boot_app(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> str:
         schema = boot.APP_BOOT_SCHEMA
         _persist(run, ArtifactKind.APP_BOOT, schema, result, key, BOOT_APP)
     if content["status"] == boot.BOOTED:
-        lifecycle.stage_close(run_id, stage, StageStatus.PASSED, note=boot.booted_note(content))
+        transitions.stage_close(run_id, stage, StageStatus.PASSED, note=boot.booted_note(content))
     else:
         error, message = content["error"]["error"], content["error"]["message"]
         status = StageStatus.SKIPPED if content["status"] == boot.NO_RECIPE else StageStatus.FAILED
-        lifecycle.stage_close(
+        transitions.stage_close(
             run_id, stage, status, error_type=error, message=message, note=boot.NO_APP_NOTE
         )
     return ""
@@ -326,8 +326,8 @@ def skip_exploration(run_id: str) -> bool:
     Skipped (no target URL, a mobile app), the stage is closed as such here, with the reason."""
     run = selectors.run_with_repository(run_id)
     reason = exploration_skip_reason(run)
-    if reason and lifecycle.stage_begin(run_id, STAGE_OF[EXPLORE_APP]):
-        lifecycle.stage_close(run_id, STAGE_OF[EXPLORE_APP], StageStatus.SKIPPED, note=reason)
+    if reason and transitions.stage_begin(run_id, STAGE_OF[EXPLORE_APP]):
+        transitions.stage_close(run_id, STAGE_OF[EXPLORE_APP], StageStatus.SKIPPED, note=reason)
     return bool(reason)
 
 
@@ -340,19 +340,19 @@ def explore_app(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> str
     run = _begin(run_id, EXPLORE_APP)
     stage = STAGE_OF[EXPLORE_APP]
     if reason := exploration_skip_reason(run):  # the app it was to boot did not boot
-        lifecycle.stage_close(run_id, stage, StageStatus.SKIPPED, note=reason)
+        transitions.stage_close(run_id, stage, StageStatus.SKIPPED, note=reason)
         return ""
     if done := _reuse(run, ArtifactKind.APP_MAP, "content"):
         artifact_id, content = str(done[0]), done[1]
     else:
         try:
-            with boot.live_app(run, stop):
-                content = app_map(run)
+            with boot.live_app(run, stop) as app:  # a crash of it: named in the map
+                content = app_map(run, app)
         except VerificationError as exc:
             if not run.repository.open_pr_unverified:
                 raise
             error_type = type(exc).__name__
-            lifecycle.stage_close(
+            transitions.stage_close(
                 run_id,
                 stage,
                 StageStatus.FAILED,
@@ -368,7 +368,7 @@ def explore_app(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> str
         result = AgentResult(output=content, meta={"pid": os.getpid()})
         artifact = _persist(run, ArtifactKind.APP_MAP, APP_MAP_SCHEMA, result, key, EXPLORE_APP)
         artifact_id = str(artifact.artifact_id)
-    lifecycle.stage_close(run_id, stage, StageStatus.PASSED, note=exploration_note(content))
+    transitions.stage_close(run_id, stage, StageStatus.PASSED, note=exploration_note(content))
     return artifact_id
 
 
@@ -410,5 +410,7 @@ def create_pull_request(run_id: str, *, stop: Callable[[], bool] = lambda: False
         files, body = without_workflow(files, body)  # the tests still go, without their CI
         artifact = pull_request_create(run=run, files=files, title=title, body=body, stop=stop)
     if note := pull_request_check_report(run, artifact.content["head_sha"], report):
-        lifecycle.stage_close(run_id, STAGE_OF[CREATE_PULL_REQUEST], StageStatus.PASSED, note=note)
+        transitions.stage_close(
+            run_id, STAGE_OF[CREATE_PULL_REQUEST], StageStatus.PASSED, note=note
+        )
     return _finish(run, CREATE_PULL_REQUEST, str(artifact.artifact_id))

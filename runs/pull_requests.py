@@ -31,9 +31,9 @@ from repositories.hosts import PullRequestResult, RepositoryHost, host_for
 from repositories.models import NotifyEvent
 from runs import artifacts
 from runs.errors import RunNotActive
-from runs.lifecycle import OPEN_RUN
 from runs.models import Artifact, ArtifactKind, Run
 from runs.stages import CREATE_PULL_REQUEST
+from runs.transitions import OPEN_RUN
 
 PR_SCHEMA = "artifacts/pull_request"
 NOT_WRITTEN = "run {run_id} is {status}: its pull request is not written"

@@ -1,6 +1,6 @@
 """Retention: finished runs older than their repository's retention, removed with everything
-that hangs off them (stages, artifacts, approvals, idempotency and notification rows, the
-evidence folder), in small batches.
+that hangs off them (stages, artifacts, approvals, idempotency, notification and cost rows,
+their share of the daily rollups, the evidence folder), in small batches.
 
 Kept whatever their age: runs not finished (pending, running, and so held for approval) and
 runs whose pull request is still open, as their repository host says at the start. When the
@@ -31,7 +31,7 @@ from notifications.models import Notification
 from reporting.models import RunHealth
 from repositories.hosts import host_for
 from repositories.models import Repository
-from runs.models import ActivityIdempotency, Artifact, Run, RunCost, RunStart, Stage
+from runs.models import ActivityIdempotency, Artifact, Run, RunCost, RunStart, Stage, StageStatus
 from triggers.models import WebhookDelivery
 
 logger = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ WHERE r.repository_id = %(repository)s AND r.created_at < %(cutoff)s
   AND (r.created_at, r.run_id) > (%(after_at)s, %(after_id)s)
   AND r.status = ANY(%(terminal)s)
   AND NOT EXISTS (
-    SELECT FROM stages s WHERE s.run_id = r.run_id AND s.status = 'awaiting_approval')
+    SELECT FROM stages s WHERE s.run_id = r.run_id AND s.status = %(held)s)
 ORDER BY r.created_at, r.run_id
 LIMIT %(limit)s
 """
@@ -82,6 +82,7 @@ def prune(
         "after_at": datetime.min.replace(tzinfo=cutoff.tzinfo),
         "after_id": "00000000-0000-0000-0000-000000000000",
         "terminal": TERMINAL,
+        "held": StageStatus.AWAITING_APPROVAL,
         "limit": min(max(1, batch_size), MAX_BATCH),
     }
     keep = _keeps_pull_request(repository, result)
@@ -125,6 +126,8 @@ def _keeps_pull_request(repository: Repository, result: Pruned) -> Callable[[int
 def _delete(ids: list) -> None:
     """The batch's rows, children first (foreign keys have no ON DELETE in the database)."""
     with connection.cursor() as cursor:
+        # Out of the daily rollups first: they count the runs that exist.
+        cursor.execute("SELECT amtp_rollup_runs(%s::uuid[], -1)", [ids])
         tables = (
             Approval,
             ActivityIdempotency,

@@ -199,12 +199,47 @@ def pull_request(run: Run) -> dict | None:
 
 def run_app(run: Run) -> dict[str, object]:
     """The app a run verifies against, where that came from, and the hosts only it may
-    reach: what the run page says, so "Run again" is seen to reach the same app."""
+    reach: what the run page says, so "Run again" is seen to reach the same app. A run
+    that boots its own app: "started by AMTP" (``booted``), from the recipe named."""
+    booted = False
     if run.target_url:
         source = "this run's target URL"
     elif run.repository.preview_url:
         source = "the repository's preview URL"
+    elif (boot := app_boot(run)) and boot["status"] == "booted":
+        source, booted = boot["source"], True
     else:
         source = ""
     url = run.target_url or run.repository.preview_url
-    return {"url": url, "source": source, "hosts": list(run.allowed_hosts)}
+    return {"url": url, "source": source, "booted": booted, "hosts": list(run.allowed_hosts)}
+
+
+def app_boot(run: Run) -> dict | None:
+    """The run's own app as BootApp left it: its ``app_boot`` artifact (the recipe used and
+    where it came from, install and boot times, the scrubbed log tail; or the error), else
+    its failed stage's error (a boot failure that ended the run stores no artifact). None
+    when the run did not boot its app (a target URL, a preview) or has not got that far."""
+    content = (
+        run.artifacts.filter(kind=ArtifactKind.APP_BOOT).values_list("content", flat=True).first()
+    )
+    if content is None:
+        failed = run.stages.filter(name=Stage.Name.BOOT_APP, status=Stage.Status.FAILED)
+        row = failed.values("error_type", "error_message").first()
+        if row is None:
+            return None
+        content = {
+            "status": "failed",
+            "error": {"error": row["error_type"], "message": row["error_message"]},
+        }
+    recipe, error = content.get("recipe"), content.get("error") or {}
+    return {
+        "status": content["status"],
+        "source": recipe["source"] if recipe else "",
+        "recipe": recipe,
+        "install_s": content.get("install_s"),
+        "boot_s": content.get("boot_s"),
+        "dependencies_from_cache": content.get("dependencies_from_cache"),
+        "log_tail": content.get("log_tail", ""),
+        "error": error.get("error", ""),
+        "message": error.get("message", ""),
+    }

@@ -13,7 +13,7 @@ from amtp_site import audit, metrics, rows, temporal, tracing
 from repositories.models import Repository
 from repositories.services import allow_host_problems, normalised_allow_hosts
 from repositories.targets import target_address_problem, target_url_problem
-from runs import lifecycle, slots
+from runs import slots, transitions
 from runs.errors import IdempotencyKeyReused, OrchestratorUnavailable, RunError, RunInputInvalid
 from runs.models import Run, RunStart
 
@@ -175,7 +175,7 @@ def _insert(
     )
     # What the answer shows of a run inserted just now: these stages, nothing else yet
     # (RunDetailOut reads nothing more for it).
-    run.inserted_stages = lifecycle.new_stages(run)
+    run.inserted_stages = transitions.new_stages(run)
     new_rows = [run, *run.inserted_stages, _start_row(run)]
     keyed = admit and run.request_key is not None
     with transaction.atomic() if keyed else nullcontext():
@@ -227,7 +227,7 @@ def run_cancel(*, run: Run, actor: audit.Actor | None = None) -> None:
     # Not started yet: taken off the outbox, it never will be. (A dispatcher starting it
     # holds the row: this waits for it, finds nothing, and cancels the workflow it started.)
     if RunStart.objects.filter(run_id=run.run_id).delete()[0]:
-        lifecycle.mark_cancelled(str(run.run_id))
+        transitions.run_end(run_id=str(run.run_id), status=Run.Status.CANCELLED)
         audit.record(actor, run, CANCEL_RECORDED)
         return
 
@@ -239,7 +239,7 @@ def run_cancel(*, run: Run, actor: audit.Actor | None = None) -> None:
     except Exception as exc:  # no workflow (never started): cancel the row directly
         if run.status != Run.Status.PENDING:
             raise OrchestratorUnavailable(f"could not cancel run {run.run_id}: {exc}") from exc
-        lifecycle.mark_cancelled(str(run.run_id))
+        transitions.run_end(run_id=str(run.run_id), status=Run.Status.CANCELLED)
     audit.record(actor, run, CANCEL_RECORDED)
 
 

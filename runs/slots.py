@@ -23,11 +23,11 @@ from amtp_site import metrics, valkey
 from amtp_site.canonical import idempotency_key
 from amtp_site.valkey import WindowDecision
 from repositories.models import Repository
-from runs import lifecycle, selectors
+from runs import selectors, transitions
 from runs.errors import RateLimitExceeded, RepoConcurrencyLimited
-from runs.lifecycle import OPEN_RUN
 from runs.models import ActivityIdempotency, Run, Stage
 from runs.stages import ACQUIRE_SLOT
+from runs.transitions import OPEN_RUN
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ def slot_acquire(run_id: str) -> None:
             repo=run.repo_full_name, limit=repository.max_concurrent_runs
         )
         # The first stage shows it while the run waits; starting that stage clears it.
-        lifecycle.stage_error(run_id, Stage.ORDER[0], RepoConcurrencyLimited.__name__, message)
+        transitions.stage_error(run_id, Stage.ORDER[0], RepoConcurrencyLimited.__name__, message)
         metrics.refused("concurrency")
         raise RepoConcurrencyLimited(message)
 
@@ -147,7 +147,7 @@ def _forget_finished(repo: str) -> list[str]:
     finished = [m for m in members if m not in open_ids]
     for member in finished:
         logger.warning("%s: run %s had ended without releasing its slot", repo, member)
-        valkey.concurrency_decr(repo, member)
+        transitions.give_back(repo, member)
     return finished
 
 
@@ -157,8 +157,3 @@ def _is_uuid(value: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def slot_release(run_id: str) -> None:
-    repo = Run.objects.filter(pk=run_id).values_list("repo_full_name", flat=True).get()
-    valkey.concurrency_decr(repo, run_id)

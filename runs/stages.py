@@ -2,7 +2,7 @@
 stages in the order they run, how a run ends, and the plain values passed between the workflow
 and the domain.
 
-Django-free and Temporal-free, so the domain (models, lifecycle, slots, services) and the
+Django-free and Temporal-free, so the domain (models, transitions, slots, services) and the
 Temporal adapter (``runs/temporal/``, whose workflow sandbox passes this module through) share
 one vocabulary without the domain importing the adapter. Every name here is stored (recorded
 histories, idempotency keys, the database): never rename one.

@@ -11,7 +11,7 @@ from django.db import connections
 from temporalio import activity
 from temporalio.activity import _Definition
 
-from runs import lifecycle
+from runs import transitions
 from runs.temporal import types as t
 from runs.temporal.worker import ACTIVITIES
 
@@ -28,14 +28,14 @@ def _stub(name: str, seconds: float):
 
     async def stage(run_id: str):
         await sync_to_async(_in_thread, thread_sensitive=False)(
-            lifecycle.stage_begin, run_id, stage_name
+            transitions.stage_begin, run_id, stage_name
         )
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             activity.heartbeat()
             await asyncio.sleep(0.1)
         await sync_to_async(_in_thread, thread_sensitive=False)(
-            lifecycle.stage_pass, run_id, stage_name
+            transitions.stage_pass, run_id, stage_name
         )
         if name == t.CRAWL_REPO:  # BootApp and ExploreApp run, as they do without a target
             return t.RepoMap(f"stub-{name}", exploration_skipped=False, boot_skipped=False)

@@ -8,8 +8,8 @@ from jsonschema import Draft7Validator
 import schemas
 from approvals.models import Approval
 from runs.context import SCHEMA
-from runs.lifecycle import create_stages
 from runs.models import Artifact, Run
+from runs.transitions import create_stages
 from schemas.errors import SchemaValidationError
 from tests import api_support
 from tests.factories import ApprovalFactory, ArtifactFactory, RunFactory

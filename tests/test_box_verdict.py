@@ -155,8 +155,9 @@ FAILS = """test('fails for real', async () => {
 """
 
 
-def _forged(title: str, duration: str = "5") -> str:
-    """A verdict as the reporter would send it, with ``duration`` as raw JSON text."""
+def _forged(title: str, duration: str = "5", started: str = "") -> str:
+    """A verdict as the reporter would send it, with ``duration`` (and ``started``, its
+    startTime) as raw JSON text."""
     entry = {
         "file": "e2e/amtp/hostile.spec.ts",
         "title": title,
@@ -166,7 +167,8 @@ def _forged(title: str, duration: str = "5") -> str:
         "results": [{"status": "passed", "duration": 0, "attachments": []}],
     }
     text = json.dumps({"tests": [entry], "errors": []})
-    return text.replace('"duration": 0', f'"duration": {duration}')
+    start = f', "startTime": {started}' if started else ""
+    return text.replace('"duration": 0', f'"duration": {duration}{start}')
 
 
 @pytest.mark.parametrize(
@@ -203,6 +205,21 @@ def test_an_inconsistent_verdict_is_not_trustworthy(tmp_path, sent, why):
     os.close(channel.write_fd)
     data = playwright._verdict(box, Outcome(1, ""), channel)
     assert [r.title for r in verdict.results(data, files, Path, tmp_path)] == ["fails for real"]
+
+
+@pytest.mark.parametrize("started", ['"now"', "-1", "1e300", "true"])
+def test_a_start_time_that_is_not_one_is_not_trustworthy(tmp_path, started):
+    """The start of each attempt (which test ran when the app crashed) is checked like the
+    rest; checked here without a box (the forged reports above show the way in)."""
+    files = [spec("hostile", HEADER + "test('fails for real', async () => {});\n")]
+    data = json.loads(_forged("fails for real", started=started))
+    data["tests"][0]["line"] = 3
+    with pytest.raises(ReportNotTrustworthy, match="the field startTime of 'fails for real'"):
+        verdict.results(data, files, Path, tmp_path)
+    data["tests"][0]["results"][0]["startTime"] = 1_700_000_000_000
+    (found,) = verdict.results(data, files, Path, tmp_path)
+    assert found.attempts[0].ran_at(1_700_000_000.004)
+    assert not found.attempts[0].ran_at(1_700_000_000.006)  # its 5 ms had ended
 
 
 HOST_SECRET = "host-file-secret-5c1e0b7d"

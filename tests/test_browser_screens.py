@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import Page, expect
 
-from runs import lifecycle
+from runs import transitions
 from runs.admin.runs import RunAdmin
 from runs.models import Stage
 from tests.contract_examples import PULL_REQUEST, VERIFICATION_REPORT
@@ -73,7 +73,7 @@ def shoot(page: Page, name: str, width: int) -> None:
 
 def _run(repo, status: str, report: dict | None, **fields):
     run = RunFactory(repository=repo, status=status, ref="feature/checkout-flow", **fields)
-    lifecycle.create_stages(run)
+    transitions.create_stages(run)
     Stage.objects.filter(run=run).update(status="passed", note="done")
     if report is not None:
         ArtifactFactory(run=run, kind="verification_report", content=report)

@@ -5,6 +5,7 @@ page and in the API, per agent and in all."""
 from __future__ import annotations
 
 import json
+import pickle
 from decimal import Decimal
 
 import pytest
@@ -15,8 +16,11 @@ from agents.runner import assistant_turn
 from amtp_site.prices import Price, cost_usd, parse_override
 from runs import artifacts, costs
 from runs.models import RunCost
+from runs.temporal.failures import stage_failure
+from schemas.errors import SchemaValidationError
 from tests.factories import RunFactory
-from tests.fakes.llm_api import FakeAnthropic, FakeOpenAI, tool_use
+from tests.fakes.llm_api import FakeAnthropic, FakeOpenAI, HttpError, tool_use
+from tests.test_agent_runner import anthropic, generate
 from tests.test_openai_responses import provider as responses_provider
 from tests.test_providers import ANSWER, TOOLS, ask, make_claude, make_gpt
 
@@ -171,3 +175,45 @@ def test_a_meta_without_sessions_has_no_cost_rows():
     assert costs.cost_rows({}) == []
     assert costs.cost_rows({"heal_sessions": ["not a session", {"usage": 3}]}) == []
     assert json.dumps(costs.cost_rows(session("a", "gpt-4o", "openai", input_tokens=1)))
+
+
+@pytest.mark.django_db
+def test_a_failed_attempt_s_spend_is_recorded_and_its_retry_adds_to_it():
+    """An agent whose answers fail validation for good spent tokens all the same: they go with
+    its error (pickled out of the agent process), onto the run's cost when the stage records
+    the failure, and the attempt that then succeeds adds its own to the same row."""
+    run = RunFactory()
+    with FakeAnthropic() as fake:
+        fake.script(['{"not": "the contract"}', '{"still": "not"}'])
+        with pytest.raises(SchemaValidationError) as caught:
+            generate(anthropic(fake), repairs=1)
+        billed = [r.usage for r in fake.requests]
+    error = pickle.loads(pickle.dumps(caught.value))  # as the worker receives it
+    assert error.spent["llm_calls"] == 2
+    read = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    assert error.spent["usage"]["input_tokens"] == sum(u[k] for u in billed for k in read)
+    assert error.spent["usage"]["output_tokens"] == sum(u["output_tokens"] for u in billed) > 0
+    stage_failure(error, str(run.pk), "generate_test_cases")
+    (row,) = RunCost.objects.filter(run=run)
+    assert (row.agent, row.calls, row.input_tokens) == (
+        "test_case_generator",
+        2,
+        error.spent["usage"]["input_tokens"],
+    )
+    failed_cost = row.cost_usd
+    assert failed_cost > 0
+    meta = session("test_case_generator", "claude-sonnet-4-6", input_tokens=1000)
+    kind = "test_case_generator_output"
+    artifacts.store(run, kind, "s", {}, meta, "e" * 64, "GenerateTestCases")
+    row.refresh_from_db()
+    succeeded = cost_usd("anthropic", "claude-sonnet-4-6", meta["usage"], {})
+    assert (row.calls, row.cost_usd) == (4, failed_cost + succeeded)
+    assert costs.run_costs(run)["cost_usd"] == row.cost_usd
+
+
+def test_an_attempt_that_spent_nothing_carries_no_spend():
+    with FakeAnthropic() as fake:
+        fake.script([HttpError(400)])
+        with pytest.raises(Exception) as caught:
+            generate(anthropic(fake))
+    assert not hasattr(caught.value, "spent")

@@ -9,25 +9,19 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from reporting import dashboard
 from reporting.models import RunDay
 from repositories.models import RepositoryGrant
+from runs import transitions
 from runs.models import Run, RunCost, Stage
+from runs.stages import Failure
 from tests.admin_helpers import client_for, staff
 from tests.api_support import assert_problem, bearer, make_token  # noqa: F401 (fixture)
 from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory, StageFactory
 
 pytestmark = pytest.mark.django_db
-
-
-def commit_ends():
-    """What COMMIT does to the deferred rollup trigger, inside the test's transaction."""
-    with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS runs_rollup_on_end IMMEDIATE")
-        cursor.execute("SET CONSTRAINTS runs_rollup_on_end DEFERRED")
 
 
 def ended_run(repo, status, *, days_ago=0, crawl_s=40, tests=(), cost="0.01", cost_known=True):
@@ -56,7 +50,9 @@ def ended_run(repo, status, *, days_ago=0, crawl_s=40, tests=(), cost="0.01", co
         output_tokens=50,
         cost_usd=Decimal(cost) if cost_known else None,
     )
+    # Ended at a past time: the status written here, the rollup as transitions.run_end does.
     Run.objects.filter(pk=run.pk).update(status=status, finished_at=end)
+    transitions.roll_up([run.pk])
     return run
 
 
@@ -67,15 +63,14 @@ def two_repos():
     ended_run(shop, "passed", crawl_s=50, tests=[("passed", 1), ("skipped", 0)], cost="0.03")
     ended_run(shop, "failed", days_ago=1, crawl_s=200, cost_known=False)
     ended_run(blog, "cancelled", crawl_s=10, cost="5")
-    commit_ends()
     return shop, blog
 
 
 def test_each_ended_run_is_rolled_up_once_by_repository_day_and_status(two_repos):
     shop, blog = two_repos
     run = Run.objects.filter(repository=shop, status="passed").first()
-    Run.objects.filter(pk=run.pk).update(status="failed")  # terminal to terminal: not again
-    commit_ends()
+    failure = Failure(str(run.pk), "crawl_repo", "GitHubForbidden", "late")
+    assert not transitions.run_end(run_id=run.pk, status="failed", failure=failure)  # ended
     today = timezone.now().date()
     passed = RunDay.objects.get(repository=shop, day=today, status="passed")
     assert (passed.runs, passed.tests, passed.tests_first_attempt, passed.tests_passed) == (

@@ -16,7 +16,7 @@ from repositories.targets import (
     PREVIEW_TEMPLATE_PLACEHOLDER,
     TARGET_URL_CREDENTIALS,
 )
-from runs import lifecycle, pipeline
+from runs import pipeline, transitions
 from runs.checks import CHECK_NAME, PR_NOT_CHECKED
 from runs.demo.app import serve
 from runs.models import Run
@@ -259,7 +259,7 @@ def _generated(repository, hub) -> Run:
     """A generation run of acme/shop's main up to CreatePullRequest, verified."""
     head = hub.head("acme/shop", "main")
     run = RunFactory(repository=repository, commit_sha=head, base_sha=head, status="running")
-    lifecycle.create_stages(run)
+    transitions.create_stages(run)
     for kind, content in [
         ("test_engineer_output", ENGINEER_OUTPUT),
         ("verification_report", VERIFICATION_REPORT),

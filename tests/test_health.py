@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 from reporting import health
 from reporting.models import RunHealth
 from repositories.models import RepositoryGrant
+from runs import transitions
 from runs.models import Artifact, Run
 from tests.admin_helpers import change_url, client_for, staff
 from tests.api_support import assert_problem, bearer, make_token  # noqa: F401 (fixture)
@@ -57,15 +58,10 @@ def report_run(repo, *tests, kind="maintenance", ago=timedelta(0), content=None,
         ArtifactFactory(
             run=run, kind="verification_report", schema_id=REPORT_SCHEMA, content=content
         )
+    # Ended at a past time: the status written here, the rollup as transitions.run_end does.
     Run.objects.filter(pk=run.pk).update(status=end, finished_at=finished)
+    transitions.roll_up([run.pk])
     return run
-
-
-def commit_ends():
-    """What COMMIT does to the deferred trigger, inside the test's transaction."""
-    with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS runs_health_on_end IMMEDIATE")
-        cursor.execute("SET CONSTRAINTS runs_health_on_end DEFERRED")
 
 
 def figures(point: health.Point) -> tuple:
@@ -88,7 +84,6 @@ def shop():
     report_run(repo, ago=day, content=NO_REPORT)
     report_run(repo, ago=day, content={"status": "skipped", "tests": [outcome(*A, "skipped")]})
     RunFactory(repository=repo, kind="maintenance", status="running")
-    commit_ends()
     return repo
 
 
@@ -121,21 +116,17 @@ def test_a_quarantined_test_that_passes_again_or_is_deleted_is_no_longer_quarant
     report_run(repo, (*A, "quarantined", "A broke"), (*B, "quarantined", "B broke"), ago=80 * day)
     report_run(repo, (*A, "skipped"), (*B, "skipped"), (*C, "quarantined", "C broke"), ago=9 * day)
     report_run(repo, (*A, "passed"), (*B, "skipped"), (*C, "skipped"), kind="check", ago=5 * day)
-    commit_ends()
     found = health.repository_health(repo)
     assert [q.title for q in found.quarantined] == ["adds a task", "pays"]
     oldest = found.oldest_quarantined
     assert (oldest.title, oldest.at_least) == ("adds a task", True)  # older runs exist
     # a maintenance run without B: the test is gone from the repository
     report_run(repo, (*C, "skipped"), ago=day)
-    commit_ends()
     assert [q.title for q in health.repository_health(repo).quarantined] == ["pays"]
     # a check run without C says nothing of the repository's tests; C passing again does
     report_run(repo, (*A, "passed"), kind="check")
-    commit_ends()
     assert [q.title for q in health.repository_health(repo).quarantined] == ["pays"]
     report_run(repo, (*C, "healed"), kind="generation")
-    commit_ends()
     assert health.repository_health(repo).oldest_quarantined is None
 
 
@@ -174,7 +165,6 @@ def test_a_repository_without_runs_has_empty_health():
 def test_a_report_missing_fields_adds_what_it_has_and_the_run_still_ends(content, point):
     repo = RepositoryFactory(full_name="acme/odd")
     run = report_run(repo, content=content)
-    commit_ends()
     assert Run.objects.get(pk=run.pk).status == "passed"
     found = health.repository_health(repo)
     if point is None:
@@ -214,7 +204,7 @@ def test_the_window_is_bounded_whatever_the_history(django_assert_max_num_querie
         for run in runs
     )
     Run.objects.filter(repository=repo).update(status="passed")
-    commit_ends()
+    transitions.roll_up([run.pk for run in runs])
     assert RunHealth.objects.filter(repository=repo).count() == len(runs)
     with django_assert_max_num_queries(3):
         found = health.repository_health(repo)
@@ -229,7 +219,6 @@ def test_prune_removes_a_runs_health_with_the_run(tmp_path, settings):
     old = report_run(repo, (*A, "passed"), ago=timedelta(days=40))
     Run.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=40))
     kept = report_run(repo, (*A, "passed"))
-    commit_ends()
     call_command("prune", stdout=io.StringIO())
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no row left pointing at a gone run
@@ -287,7 +276,6 @@ def test_the_health_page_escapes_what_the_reports_say():
     repo = RepositoryFactory(full_name="acme/xss")
     evil = '<script>alert("x")</script>'
     report_run(repo, ("e2e/<b>.spec.ts", evil, "quarantined", evil), (f"e2e/{evil}", evil, "flaky"))
-    commit_ends()
     html = client_for(staff("runs.view_run")).get(health_url(repo)).content.decode()
     assert evil not in html and "&lt;script&gt;" in html
 

@@ -7,7 +7,7 @@ import pytest
 
 from amtp_site.valkey import concurrency_members
 from approvals.services import approval_expire, approval_request
-from runs import lifecycle, slots
+from runs import slots, transitions
 from runs.models import Run
 from runs.temporal import types as t
 from runs.temporal.client import retry_settings
@@ -24,7 +24,7 @@ from tests.test_workflow import local_repo
 
 def open_run(**fields) -> Run:
     run = RunFactory(status="running", **fields)
-    lifecycle.create_stages(run)
+    transitions.create_stages(run)
     return run
 
 
@@ -38,11 +38,13 @@ def snapshot(run: Run) -> tuple:
 @pytest.mark.parametrize(
     "write",
     [
-        lambda run: lifecycle.mark_running(str(run.run_id)),
-        lambda run: lifecycle.mark_passed(str(run.run_id)),
-        lambda run: lifecycle.mark_cancelled(str(run.run_id)),
-        lambda run: lifecycle.mark_failed(
-            t.Failure(str(run.run_id), "crawl_repo", "GitHubForbidden", "no access")
+        lambda run: transitions.run_running(str(run.run_id)),
+        lambda run: transitions.run_end(run_id=str(run.run_id), status="passed"),
+        lambda run: transitions.run_end(run_id=str(run.run_id), status="cancelled"),
+        lambda run: transitions.run_end(
+            run_id=str(run.run_id),
+            status="failed",
+            failure=t.Failure(str(run.run_id), "crawl_repo", "GitHubForbidden", "no access"),
         ),
         lambda run: approval_request(t.ApprovalRequest(str(run.run_id), "policy", "hold")),
     ],
@@ -71,8 +73,8 @@ def test_releasing_a_slot_twice_counts_once(valkey):
     runs = [open_run(repository__full_name="acme/web") for _ in range(2)]
     for run in runs:
         slots.slot_acquire(str(run.run_id))
-    slots.slot_release(str(runs[0].run_id))
-    slots.slot_release(str(runs[0].run_id))
+    transitions.run_end(run_id=str(runs[0].run_id), status="cancelled")
+    transitions.run_end(run_id=str(runs[0].run_id), status="cancelled")
     # The other run still holds its place, whatever the release was retried.
     assert concurrency_members("acme/web", valkey) == [str(runs[1].run_id)]
 
@@ -82,9 +84,10 @@ def test_a_late_failure_of_a_run_whose_stages_all_passed_leaves_it_passed():
     run = open_run()
     run.stages.update(status="passed")
     failure = t.Failure(str(run.run_id), "create_pull_request", "OperationalError", "refused")
-    assert lifecycle.mark_failed(failure) is False
+    assert transitions.run_end(run_id=failure.run_id, status="failed", failure=failure) is True
     run.refresh_from_db()
     assert run.status == "passed" and run.error_type == ""
+    assert not transitions.run_end(run_id=failure.run_id, status="failed", failure=failure)
     assert set(run.stages.values_list("status", flat=True)) == {"passed"}
 
 
@@ -92,14 +95,14 @@ def test_a_late_failure_of_a_run_whose_stages_all_passed_leaves_it_passed():
 @pytest.mark.parametrize("observed", ["deleted", "unknown", None])
 def test_a_failure_report_the_contract_refuses_does_not_keep_the_run_running(observed):
     """A StaleBaseBranch whose observed head is not a SHA (a deleted or unreadable base) fails
-    the report's contract; that must not roll back mark_failed and leave the run running for
+    the report's contract; that must not roll back the run's end and leave the run running for
     ever (its bookkeeping retries without a cap)."""
     run = open_run()
     details = {"base_branch": "main", "observed_head": observed, "expected_parent": "a" * 40}
     failure = t.Failure(
         str(run.run_id), "create_pull_request", "StaleBaseBranch", "base moved", details
     )
-    assert lifecycle.mark_failed(failure) is True
+    assert transitions.run_end(run_id=failure.run_id, status="failed", failure=failure) is True
     run.refresh_from_db()
     assert (run.status, run.error_type, run.error_message) == (
         "failed",
@@ -214,22 +217,22 @@ def test_beginning_a_stage_follows_the_run_and_stage_states():
         stage.refresh_from_db()
         return stage.status, stage.attempts, stage.error_type
 
-    assert lifecycle.stage_begin(str(run.run_id), "crawl_repo") is True
+    assert transitions.stage_begin(str(run.run_id), "crawl_repo") is True
     assert state() == ("running", 1, "")
     first_start = stage.started_at
-    lifecycle.stage_error(str(run.run_id), "crawl_repo", "GitHubRateLimited", "later")
-    assert lifecycle.stage_begin(str(run.run_id), "crawl_repo") is True
+    transitions.stage_error(str(run.run_id), "crawl_repo", "GitHubRateLimited", "later")
+    assert transitions.stage_begin(str(run.run_id), "crawl_repo") is True
     assert state() == ("running", 2, "") and stage.started_at == first_start
-    lifecycle.stage_pass(str(run.run_id), "crawl_repo")
-    assert lifecycle.stage_begin(str(run.run_id), "crawl_repo") is True
+    transitions.stage_pass(str(run.run_id), "crawl_repo")
+    assert transitions.stage_begin(str(run.run_id), "crawl_repo") is True
     assert state() == ("passed", 2, "")
     Stage.objects.filter(pk=stage.pk).update(status="skipped")
-    assert lifecycle.stage_begin(str(run.run_id), "crawl_repo") is False
+    assert transitions.stage_begin(str(run.run_id), "crawl_repo") is False
     assert state() == ("skipped", 2, "")
     Stage.objects.filter(run=run, name="generate_test_cases").update(status="pending")
     for status in ("cancelled", "failed", "passed"):
         Run.objects.filter(pk=run.pk).update(status=status)
-        assert lifecycle.stage_begin(str(run.run_id), "generate_test_cases") is False
+        assert transitions.stage_begin(str(run.run_id), "generate_test_cases") is False
         assert Stage.objects.get(run=run, name="generate_test_cases").attempts == 0
     Stage.objects.filter(pk=stage.pk).update(status="passed")
-    assert lifecycle.stage_begin(str(run.run_id), "crawl_repo") is False  # run finished
+    assert transitions.stage_begin(str(run.run_id), "crawl_repo") is False  # run finished

@@ -17,7 +17,7 @@ from amtp_site import valkey as valkey_mod
 from amtp_site.canonical import idempotency_key
 from repositories.errors import GitHubUnavailable
 from repositories.hosts.local import LocalGitHost
-from runs import artifacts, lifecycle
+from runs import artifacts, transitions
 from runs.checks import CANCELLED_TITLE, CHECK_NAME
 from runs.demo.app import serve
 from runs.models import Run
@@ -54,7 +54,7 @@ def with_stored_report(run: Run) -> Run:
     """``run`` as a ReverifyTests attempt leaves it that pinned the commit, stored a report
     with one healed file (so a pull request follows) and died before reporting."""
     Run.objects.filter(pk=run.pk).update(commit_sha=SHA, base_sha=SHA)
-    lifecycle.stage_begin(str(run.run_id), "verify_tests")
+    transitions.stage_begin(str(run.run_id), "verify_tests")
     report = {**valid("verification/report"), "run_id": str(run.run_id)}
     kind, schema = "verification_report", schema_id(REPORT_SCHEMA)
     key = idempotency_key(str(run.run_id), REVERIFY_TESTS, {"commit": SHA})

@@ -16,7 +16,7 @@ from notifications.models import Notification
 from notifications.webhook import post_json
 from repositories.errors import RepositoryInvalid
 from repositories.services import repository_validate
-from runs import lifecycle
+from runs import transitions
 from runs.errors import NotificationRefused
 from runs.models import Run
 from runs.temporal import types as t
@@ -36,7 +36,7 @@ def open_run(receiver, **repository) -> Run:
     defaults = {"notify_emails": ["ops@example.com", "qa@example.com"]}
     repo = RepositoryFactory(notify_webhook_url=receiver.url, **{**defaults, **repository})
     run = RunFactory(repository=repo, status="running")
-    lifecycle.create_stages(run)
+    transitions.create_stages(run)
     return run
 
 
@@ -83,8 +83,9 @@ def test_a_failed_run_is_emailed_and_posted_without_its_secrets(
     run = open_run(receiver)
     failure = t.Failure(str(run.run_id), "crawl_repo", "GitHubForbidden", f"denied for {TOKEN}")
     with django_capture_on_commit_callbacks() as callbacks:
-        assert lifecycle.mark_failed(failure)
-        assert not lifecycle.mark_failed(failure)  # EndRun retried
+        assert transitions.run_end(run_id=failure.run_id, status="failed", failure=failure)
+        # EndRun retried
+        assert not transitions.run_end(run_id=failure.run_id, status="failed", failure=failure)
     assert len(callbacks) == 1
     rows = Notification.objects.order_by("channel")
     assert [row.channel for row in rows] == ["email", "webhook"]
@@ -218,7 +219,7 @@ def test_an_unreachable_mail_server_fails_the_notification_not_the_run(receiver,
     settings.AMTP_NOTIFY_ATTEMPTS = 1
     run = open_run(receiver, notify_webhook_events=[])
     failure = t.Failure(str(run.run_id), "crawl_repo", "GitHubForbidden", "no access")
-    assert lifecycle.mark_failed(failure)
+    assert transitions.run_end(run_id=failure.run_id, status="failed", failure=failure)
     [row] = Notification.objects.all()
     assert notifications.send(str(row.pk)) == "failed"
     row.refresh_from_db()

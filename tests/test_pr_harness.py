@@ -220,14 +220,14 @@ def blog_hub(settings, valkey):
 
 def _pull_request(hub) -> tuple[dict, str]:
     """acme/blog's generation run up to CreatePullRequest, run; its PR and head branch."""
-    from runs import lifecycle, pipeline
+    from runs import pipeline, transitions
     from tests.contract_examples import ENGINEER_OUTPUT, VERIFICATION_REPORT
     from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
 
     sha = hub.head("acme/blog", "main")
     repository = RepositoryFactory(full_name="acme/blog", host="github")
     run = RunFactory(repository=repository, commit_sha=sha, base_sha=sha, status="running")
-    lifecycle.create_stages(run)
+    transitions.create_stages(run)
     for kind, content in [
         ("test_engineer_output", ENGINEER_OUTPUT),
         ("verification_report", VERIFICATION_REPORT),

@@ -169,3 +169,37 @@ def test_an_idle_connection_is_closed(tmp_path, settings, monkeypatch, app):
         silent.close()
         tunnel.close()
     assert server.open == 0
+
+
+def test_the_request_the_app_stopped_answering_at_is_named(tmp_path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _App)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    policy = proxy.Policy(f"http://127.0.0.1:{port}/", [f"127.0.0.1:{port}"])
+    path = tmp_path / "proxy.sock"
+
+    def get(target: str) -> bytes:
+        with socket.socket(socket.AF_UNIX) as conn:
+            conn.connect(str(path))
+            conn.sendall(
+                f"GET http://127.0.0.1:{port}{target} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+            )
+            return b"".join(iter(lambda: conn.recv(65536), b""))
+
+    with proxy.serving(path, policy):
+        assert get("/users").startswith(b"HTTP/1.0 200")
+        assert policy.stopped_answering() == ""  # it answers
+        assert get("/user/7?token=ghp_" + "a1B2c3D4" * 5).startswith(b"HTTP/1.0 200")
+        server.shutdown()
+        server.server_close()  # the app is gone: the proxy answers 502 for it
+        assert get("/about").startswith(b"HTTP/1.1 502")
+        assert get("/").startswith(b"HTTP/1.1 502")
+    assert [(r.shown, r.answered) for r in policy.requests][:1] == [("GET /users", True)]
+    stopped = policy.stopped_answering()
+    assert stopped.startswith("the app stopped answering after GET /user/7?token=")
+    assert stopped.endswith(
+        "(the last request it answered; no answer to the 2 request(s) after it, the first "
+        "GET /about)"
+    )
+    assert "a1B2c3D4" not in stopped  # a credential in a query string is scrubbed
+    assert policy.last_before(policy.requests[1].at).shown.startswith("GET /user/7")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -14,8 +15,9 @@ from django.utils import timezone
 
 from approvals.models import Approval
 from notifications.models import Notification
+from reporting.models import RunDay, StageDay
 from repositories.hosts import host_for
-from runs import lifecycle
+from runs import transitions
 from runs.models import ActivityIdempotency, Artifact, Run, RunCost, Stage
 from tests.factories import ApprovalFactory, ArtifactFactory, RepositoryFactory, RunFactory
 from tests.gitrepo import make_git_repo
@@ -55,7 +57,7 @@ def old_run(repository, evidence, *, days=40, status="passed", pr=None, stage="p
     """A run ``days`` old with stages, artifacts, an idempotency row, a notification, a
     webhook delivery and an evidence folder."""
     run = RunFactory(repository=repository, status=status, pr_number=pr)
-    lifecycle.create_stages(run)
+    transitions.create_stages(run)
     Stage.objects.filter(run=run).update(status=stage)
     Run.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(days=days))
     ArtifactFactory(run=run)
@@ -145,6 +147,28 @@ def test_batches_page_through_runs_of_the_same_instant(tmp_path, evidence, batch
     assert f"removed {len(runs)} run(s)" in said
     assert f"in {-(-len(runs) // int(batch))} batch(es)" in said
     assert list(Run.objects.values_list("pk", flat=True)) == [kept.pk]
+
+
+@pytest.mark.django_db
+def test_pruned_runs_leave_the_daily_rollups_and_the_others_stay(tmp_path, evidence):
+    repo = local_repository(tmp_path, retention_days=30)
+    old, old_failed = old_run(repo, evidence), old_run(repo, evidence, status="failed")
+    kept = RunFactory(repository=repo, status="passed")
+    transitions.create_stages(kept)
+    now = timezone.now()
+    Run.objects.update(started_at=now - timedelta(seconds=50), finished_at=now)
+    Stage.objects.update(status="passed", started_at=now - timedelta(seconds=40), finished_at=now)
+    RunCost.objects.update(input_tokens=100, cost_usd=Decimal("0.01"))
+    RunCost.objects.create(run=kept, agent="crawler", provider="offline", model="rules")
+    transitions.roll_up([old.pk, old_failed.pk, kept.pk])  # as each run's end did
+    passed = RunDay.objects.get(repository=repo, status="passed")
+    assert (passed.runs, passed.input_tokens, passed.cost_usd) == (2, 100, Decimal("0.01"))
+    assert "removed 2 run(s)" in prune()
+    passed.refresh_from_db()
+    assert (passed.runs, passed.input_tokens, passed.cost_usd) == (1, 0, 0)  # kept's own
+    assert not RunDay.objects.filter(status="failed").exists()  # counted no run any more
+    stages = StageDay.objects.filter(stage="crawl_repo")
+    assert set(stages.values_list("repository_id", "stages")) == {(repo.pk, 1), (None, 1)}
 
 
 @pytest.mark.django_db

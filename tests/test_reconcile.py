@@ -16,7 +16,7 @@ from temporalio.client import WorkflowExecutionStatus
 
 from amtp_site import valkey as valkey_mod
 from amtp_site.temporal import connect
-from runs import lifecycle
+from runs import transitions
 from runs.models import Run
 from runs.services import run_create
 from runs.temporal.reconcile import GONE, NO_WORKFLOW, reconcile_runs
@@ -35,7 +35,7 @@ def _age(run: Run, seconds: float = 3600) -> None:
 def _never_started(repository, **fields) -> Run:
     """A run saved but never started: what a 503 at submit leaves behind."""
     run = RunFactory(repository=repository, **fields)
-    lifecycle.create_stages(run)
+    transitions.create_stages(run)
     _age(run)
     return run
 

@@ -11,7 +11,7 @@ from django.db import IntegrityError, connection, transaction
 from access.models import ApiToken
 from amtp_site import rows
 from repositories.models import Repository
-from runs import lifecycle
+from runs import transitions
 from runs.models import ActivityIdempotency, Artifact, Run, RunStart, Stage
 from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
 
@@ -62,7 +62,7 @@ def test_insert_writes_what_save_writes():
     saved, run = new_run(repository), new_run(repository, requested_by="x" * 200)
     saved.requested_by = "x" * 200
     saved.save()
-    stages = lifecycle.new_stages(run)
+    stages = transitions.new_stages(run)
     rows.insert(run, *stages, RunStart(run=run, task_queue="q"))
     assert stored(Run, run.pk) == stored(Run, saved.pk)
     # created_at to the microsecond, as on the instance (a JSON round trip must not cut it)
@@ -92,7 +92,7 @@ def test_a_row_marked_stored_is_what_from_db_builds():
 def test_insert_is_all_or_nothing():
     """A later row refused (a second stage of the same name) leaves no row of the statement."""
     run = new_run(Repository.objects.create(full_name="acme/web"))
-    stages = lifecycle.new_stages(run)
+    stages = transitions.new_stages(run)
     twin = Stage(run=run, name=stages[0].name, position=9)
     with pytest.raises(IntegrityError, match="stages_one_per_run_and_name"):
         rows.insert(run, *stages, twin)

@@ -6,7 +6,7 @@ import copy
 import pytest
 from django.utils import timezone
 
-from runs import lifecycle
+from runs import transitions
 from runs.admin.markdown import render
 from runs.admin.verdict import ATTENTION, FAILED, OK, RUNNING, verdict
 from runs.models import Stage
@@ -80,7 +80,7 @@ def test_a_failed_run_names_its_stage_and_error_first():
         error_type="TargetAnswersErrors",
         error_message="target answers errors only: every page …\nsecond line",
     )
-    stages = lifecycle.create_stages(run)
+    stages = transitions.create_stages(run)
     Stage.objects.filter(run=run, name="explore_app").update(status="failed")
     shown = verdict(run, list(run.stages.order_by("position")), None)
     assert shown.level == FAILED and len(stages) > 1
@@ -91,7 +91,7 @@ def test_a_failed_run_names_its_stage_and_error_first():
 
 def test_a_running_run_says_where_it_is():
     run = RunFactory(status="running", started_at=timezone.now())
-    lifecycle.create_stages(run)
+    transitions.create_stages(run)
     Stage.objects.filter(run=run, name="crawl_repo").update(status="running")
     shown = verdict(run, list(run.stages.order_by("position")), None)
     assert (shown.level, shown.text) == (RUNNING, "running at Crawl Repo")
@@ -99,7 +99,7 @@ def test_a_running_run_says_where_it_is():
 
 def test_a_run_waiting_for_a_person_asks_for_attention():
     run = RunFactory(status="running", started_at=timezone.now())
-    lifecycle.create_stages(run)
+    transitions.create_stages(run)
     Stage.objects.filter(run=run, name="create_pull_request").update(status="awaiting_approval")
     shown = verdict(run, list(run.stages.order_by("position")), None)
     assert (shown.level, shown.text) == (ATTENTION, "awaiting approval at Create Pull Request")
@@ -118,7 +118,7 @@ def test_the_page_names_the_run_once_and_heads_it_with_the_verdict():
 
 def test_successful_stage_notes_are_remarks_and_failures_warn():
     run = RunFactory(status="passed")
-    lifecycle.create_stages(run)
+    transitions.create_stages(run)
     Stage.objects.filter(run=run, name="explore_app").update(
         status="passed", note="6 page(s), 2 form(s)"
     )

@@ -31,7 +31,7 @@ from amtp_site import valkey as valkey_mod
 from amtp_site.devstack.base import RESTARTED
 from amtp_site.temporal import connect
 from repositories.hosts.local import LocalGitHost
-from runs import lifecycle
+from runs import transitions
 from runs.pull_requests import head_branch_for
 from runs.services import run_create
 from runs.temporal import types as t
@@ -134,15 +134,15 @@ def test_postgres_stopped_before_the_final_write_then_started_again(
     pause = Pause(t.END_RUN)
     pause.release.set()  # counts its attempts only
     final_write, go_on = threading.Event(), threading.Event()
-    mark_passed = lifecycle.mark_passed
+    end = transitions._end
 
-    def held_first_time(run_id):
+    def held_first_time(run_id, status, failure):
         if not final_write.is_set():
             final_write.set()
             go_on.wait(120)
-        return mark_passed(run_id)
+        return end(run_id, status, failure)
 
-    monkeypatch.setattr(lifecycle, "mark_passed", held_first_time)
+    monkeypatch.setattr(transitions, "_end", held_first_time)
     repo = local_repo(tmp_path, "web", DEMO_WEB)
     state = devstack.read_state()["postgres"]
     with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=2, interceptors=[pause]):

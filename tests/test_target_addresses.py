@@ -11,6 +11,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from repositories.errors import RepositoryInvalid
+from repositories.hosts.local import LocalGitHost
 from repositories.models import Repository
 from repositories.services import (
     ALLOW_HOSTS_NOT_A_LIST,
@@ -24,7 +25,7 @@ from repositories.targets import (
     TARGET_URL_INVALID,
     TARGET_URL_PRIVATE,
 )
-from runs.demo import demo_preview_set, ensure_demo_repositories
+from runs.demo import _git, ensure_demo_repositories
 from runs.errors import RunInputInvalid
 from runs.models import Run
 from runs.services import PREVIEW_URL_REFUSED, run_again, run_create
@@ -37,6 +38,7 @@ from tests.test_admin_launch import LAUNCH, form_data, launcher  # noqa: F401  (
 from tests.webhook_support import SECRET, deliver, push
 from triggers.models import WebhookDelivery
 from triggers.services import TARGET_REFUSED
+from verification.boot.recipe import recipe_at
 
 pytestmark = pytest.mark.django_db
 hub = webhook_support.hub  # shared fixture: the fake GitHub the webhook asks for heads
@@ -299,10 +301,22 @@ def test_a_push_starts_no_run_against_a_preview_url_the_proxy_would_refuse(
 # --- make run's demo -----------------------------------------------------------------------
 
 
-def test_the_demo_allow_lists_its_stand_in_app_and_its_run_is_accepted(tmp_path, api_env):
+def test_the_demo_boots_its_app_from_its_recipe_and_drops_an_old_stand_in(tmp_path, api_env):
     web = ensure_demo_repositories(tmp_path)["web"]
-    demo_preview_set(web, "http://127.0.0.1:41000")
-    demo_preview_set(web, "http://127.0.0.1:41001")  # make run again: another port
-    web.refresh_from_db()
-    assert (web.preview_url, web.allowed_hosts) == ("http://127.0.0.1:41001", ["127.0.0.1:41001"])
+    host = LocalGitHost(web.full_name, web.local_path)
+    recipe = recipe_at(host, host.resolve_ref("main"), None)
+    assert recipe.source.startswith("from .devcontainer/devcontainer.json")
+    assert recipe.install == ("npm install --no-audit --no-fund && npm run build",)
+    assert (recipe.start, recipe.port) == ("npm start", 3000)
+    # an earlier AMTP served a stand-in as the preview, allow-listed on loopback
+    repository_update(
+        repository=web,
+        preview_url="http://127.0.0.1:41000",
+        allowed_hosts=["127.0.0.1:41000", "api.test"],
+    )
+    _git(tmp_path / "web", "rm", "-q", ".devcontainer/devcontainer.json")  # older: no recipe
+    _git(tmp_path / "web", "commit", "-q", "-m", "as an older AMTP made it")
+    web = ensure_demo_repositories(tmp_path)["web"]
+    assert (web.preview_url, web.allowed_hosts) == ("", ["api.test"])
+    assert recipe_at(host, host.resolve_ref("main"), None).source == recipe.source
     assert run_create(repository=web, requested_by="make run").created

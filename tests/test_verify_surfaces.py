@@ -12,7 +12,7 @@ from django.urls import reverse
 import schemas
 from repositories.models import Repository
 from repositories.targets import TARGET_URL_CREDENTIALS, TARGET_URL_INVALID, TARGET_URL_PRIVATE
-from runs import lifecycle
+from runs import transitions
 from runs.models import Run
 from tests import api_support
 from tests.admin_helpers import VIEW, change_url, client_for, staff
@@ -49,7 +49,7 @@ def test_the_api_takes_a_target_url_and_refuses_a_bad_one(client, repo, api_env)
 
 def test_the_api_shows_the_verification_totals_and_each_stage_note(client):
     run = RunFactory(status="passed")
-    lifecycle.create_stages(run)
+    transitions.create_stages(run)
     run.stages.filter(name="verify_tests").update(status="skipped", note="no target URL: ...")
     ArtifactFactory(run=run, kind="verification_report", content=VERIFICATION_REPORT)
     body = client.get(f"/api/runs/{run.run_id}").json()
@@ -107,7 +107,7 @@ def test_launch_run_takes_a_target_url_and_refuses_a_bad_one(api_env):
 def verified_run(tmp_path, settings):
     settings.AMTP_VERIFY_EVIDENCE_DIR = tmp_path / "evidence"
     run = RunFactory(status="passed")
-    lifecycle.create_stages(run)
+    transitions.create_stages(run)
     report = copy.deepcopy(VERIFICATION_REPORT)
     report["tests"][0]["error"] = "<script>alert(1)</script>"
     ArtifactFactory(run=run, kind="verification_report", content=report)

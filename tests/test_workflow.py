@@ -12,10 +12,10 @@ from repositories.hosts.local import LocalGitHost
 from runs import pipeline
 from runs.errors import OrchestratorUnavailable
 from runs.models import Artifact, Run
-from runs.outcome import run_end
 from runs.pull_requests import head_branch_for
 from runs.services import run_cancel, run_create
 from runs.temporal import types as t
+from runs.transitions import run_end
 from tests.factories import RepositoryFactory
 from tests.gitrepo import commit_files, git, make_git_repo
 from tests.histories import fixture_name, record_history, run_history

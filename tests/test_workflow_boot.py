@@ -4,8 +4,10 @@ and verifies against it, and leaves no app process behind; an app that does not 
 the run naming its command and log, or, where the repository opens PRs unverified, the run
 goes on without a live app and the PR's first line says why."""
 
+import contextlib
 import json
 import os
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -20,6 +22,7 @@ from tests.temporal_worker import wait_for, wait_terminal
 from tests.test_browser import chromium_path
 from tests.test_workflow import record_histories  # noqa: F401  (AMTP_RECORD_HISTORIES=1)
 from tests.worker_process import kill_worker, start_worker
+from verification import sandbox
 
 pytestmark = pytest.mark.django_db(transaction=True)
 RUN_TIMEOUT = 180
@@ -129,6 +132,8 @@ def test_a_cancel_during_verify_tests_leaves_no_app_behind(tmp_path, worker, boo
     run = wait_terminal(run, 60)
     assert run.status == "cancelled"
     _until(lambda: not _app_processes(), 10, "the app to be gone")
+    # Its box, and the tests' box, once the stage's execution (without an app now) ends.
+    _until(lambda: not _boxes_of(os.getpid()), 60, "the boxes to be removed")
 
 
 # Answers 503 ("warming up") for a minute: BootApp waits for it, and the worker is killed then.
@@ -157,3 +162,17 @@ def test_a_worker_killed_during_boot_app_leaves_no_app_behind(
     finally:
         kill_worker(process)  # the worker's process group; the box is in a session of its own
     _until(lambda: not _app_processes(), 10, "the app to die with its worker")
+    # Its box's folder, tmpfs and cgroup stay: the next worker to start sweeps them.
+    left = _boxes_of(process.pid)
+    assert left, "the killed worker's box is expected on disk until a sweep"
+    assert set(left) <= set(sandbox.sweep()) and not _boxes_of(process.pid)
+
+
+def _boxes_of(pid: int) -> list[Path]:
+    """The box folders the process ``pid`` made (their owner file names it)."""
+    found = []
+    for root in Path(tempfile.gettempdir()).glob(sandbox.PREFIX + "*"):
+        with contextlib.suppress(OSError, IndexError):
+            if (root / sandbox.OWNER).read_text().split()[0] == str(pid):
+                found.append(root)
+    return found

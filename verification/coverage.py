@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
-from agents.offline.common import clean_route
+from agents.offline.common import RouteTrie, clean_route
 from verification.coverage_tests import Test, Write, tests_of
 
 MAX_ROWS = 200
@@ -33,9 +33,7 @@ MAX_TESTS_PER_ROW = 5
 MAX_NOT_COVERED = 20  # routes named in ``not_covered``
 HEADLINE_CHARS = 300
 MAX_PATH = 500
-MATCH_STEPS = 2_000  # trie nodes one match may visit (many overlapping patterns)
 PASSING = frozenset({"passed", "healed", "flaky"})
-_PARAM = re.compile(r"\{\w+\}")
 _BAD_CHARS = re.compile(r"[\x00-\x20\x7f\\{}]")
 _DEEP_LINK = re.compile(r"^[a-z][a-z0-9+.\-]*://", re.I)
 
@@ -84,21 +82,12 @@ class Row:
         }
 
 
-class _Node:
-    __slots__ = ("params", "route", "static")
-
-    def __init__(self) -> None:
-        self.static: dict[str, _Node] = {}
-        self.params: dict[str, tuple[re.Pattern[str] | None, _Node]] = {}
-        self.route: str | None = None
-
-
 class Routes:
-    """The source routes by key, and a trie that finds the one a concrete path belongs to."""
+    """The source routes by key, and the trie that finds the one a concrete path belongs to."""
 
     def __init__(self) -> None:
         self.rows: dict[str, Row] = {}
-        self.root = _Node()
+        self.trie = RouteTrie()
         self.left_off = 0  # source items past MAX_SOURCE_ITEMS
         self.screens: dict[str, Row] = {}  # the rows of screens, by key
 
@@ -106,49 +95,13 @@ class Routes:
         row = self.rows.get(route)
         if row is None:
             row = self.rows[route] = Row(route, kind)
-            node = self.root
-            for seg in _segments(route):
-                if "{" not in seg:
-                    node = node.static.setdefault(seg, _Node())
-                    continue
-                if seg not in node.params:
-                    node.params[seg] = (_segment_pattern(seg), _Node())
-                node = node.params[seg][1]
-            node.route = route
+            self.trie.add(route)
         elif kind == "page" and row.kind == "api":
             row.kind = "page"  # a page is what a reader looks for first
         return row
 
     def match(self, path: str) -> str | None:
-        """The route ``path`` belongs to: static segments before parameters, at each level."""
-        segs = _segments(path)
-        stack, steps = [(self.root, 0)], 0
-        while stack and steps < MATCH_STEPS:
-            node, i = stack.pop()
-            steps += 1
-            if i == len(segs):
-                if node.route is not None:
-                    return node.route
-                continue
-            seg = segs[i]
-            for pattern, child in reversed(node.params.values()):
-                if pattern is None or pattern.fullmatch(seg):
-                    stack.append((child, i + 1))
-            if seg in node.static:
-                stack.append((node.static[seg], i + 1))
-        return None
-
-
-def _segments(path: str) -> list[str]:
-    return [s for s in path.split("/") if s]
-
-
-def _segment_pattern(seg: str) -> re.Pattern[str] | None:
-    """None for a whole-segment parameter (matches any segment), else a regex for ``{id}.json``."""
-    if _PARAM.fullmatch(seg):
-        return None
-    parts = _PARAM.split(seg)
-    return re.compile("[^/]+".join(re.escape(p) for p in parts))
+        return self.trie.match(path)
 
 
 def route_key(raw: object) -> str | None:
@@ -195,7 +148,7 @@ def source_routes(stack: object) -> Routes:
     """The routes, pages and screens of a ``detected_stack`` (model-written ones too)."""
     routes = Routes()
     stack = stack if isinstance(stack, dict) else {}
-    lists, budget = [_dicts(stack.get(k)) for k in ("pages", "routes", "screens")], MAX_SOURCE_ITEMS
+    lists, budget = [dicts(stack.get(k)) for k in ("pages", "routes", "screens")], MAX_SOURCE_ITEMS
     for n, found in enumerate(lists):
         lists[n], budget = found[:budget], max(0, budget - len(found))
         routes.left_off += len(found) - len(lists[n])
@@ -235,7 +188,8 @@ def _add_screen(routes: Routes, item: dict) -> None:
     }
 
 
-def _dicts(items: object) -> list[dict]:
+def dicts(items: object) -> list[dict]:
+    """The objects of a JSON list (an artifact's, read as untrusted): [] for anything else."""
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
@@ -278,7 +232,7 @@ def _reach(routes: Routes, app_map: dict | None, origin: str) -> bool:
     route is a route of its own (the live app revealed it). True when the app is behind a
     login (a page showed the login, or answered 401/403)."""
     wall = False
-    for page in _dicts((app_map or {}).get("pages")):
+    for page in dicts((app_map or {}).get("pages")):
         path, status = concrete_path(page.get("path"), origin), page.get("status")
         if path is None or not isinstance(status, int):
             continue

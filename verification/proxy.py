@@ -12,7 +12,9 @@ repository allow-lists, nothing else:
 - a redirect to another origin is a new request to that origin, refused like any other.
 
 Every refusal answers 403 with the reason and is recorded in ``blocked`` (``host:port``), which
-the report lists. The proxy cannot be flooded: one thread and event loop per box, a cap on open
+the report lists. Every request to the target's origin is logged (``Policy.requests``: when,
+method, path, and whether any answer came back), so an app that stops answering mid-run is named
+by the request it stopped at (``Policy.stopped_answering``). The proxy cannot be flooded: one thread and event loop per box, a cap on open
 connections per box and in all, short timeouts (``ProxyServer``).
 """
 
@@ -22,13 +24,16 @@ import asyncio
 import contextlib
 import threading
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from django.conf import settings
 
 from repositories import targets
+from repositories.secrets import scrub
 
 MAX_HEAD = 64 * 1024
 HEAD_TIMEOUT_S = 10.0
@@ -40,6 +45,27 @@ NOT_ALLOWED = "{host}:{port} is not the target origin nor an allowed host"
 UNRESOLVED = "{host} does not resolve"
 BAD_REQUEST = "the proxy takes CONNECT host:port and absolute http:// requests only"
 _HOP = {"proxy-connection", "proxy-authorization", "connection", "keep-alive"}
+MAX_LOGGED = 2000  # requests to the origin kept per session (the latest)
+MAX_LOGGED_PATH = 300
+STOPPED = (
+    "the app stopped answering after {last} (the last request it answered; no answer to the "
+    "{count} request(s) after it, the first {first})"
+)
+
+
+@dataclass
+class Request:
+    """One request to the target's origin through the proxy (plain http: one per connection,
+    the proxy closes each after its answer)."""
+
+    at: float  # time.time() when its head arrived
+    method: str
+    path: str
+    answered: bool = False  # the app sent at least one byte back
+
+    @property
+    def shown(self) -> str:
+        return scrub(f"{self.method} {self.path}")  # a token in a query string stays out
 
 
 class Blocked(Exception):
@@ -56,6 +82,35 @@ class Policy:
         self._pinned: dict[tuple[str, int], str] = {}
         self._lock = threading.Lock()
         self.blocked: list[str] = []
+        self.requests: deque[Request] = deque(maxlen=MAX_LOGGED)
+
+    def log(self, method: str, host: str, port: int, path: str) -> Request | None:
+        """The request logged when it goes to the target's origin (None otherwise)."""
+        if (host.lower().rstrip(".").strip("[]"), port) != self.origin or method == "CONNECT":
+            return None
+        request = Request(time.time(), method[:16], path[:MAX_LOGGED_PATH])
+        self.requests.append(request)
+        return request
+
+    def last_before(self, moment: float) -> Request | None:
+        """The last request to the origin that arrived before ``moment`` (a time.time())."""
+        requests = list(self.requests)  # a copy: the proxy's thread may still append
+        return next((r for r in reversed(requests) if r.at <= moment), None)
+
+    def stopped_answering(self) -> str:
+        """When the origin answered, then answered nothing from some request on (to the end):
+        the last request it answered (a crash's cause, or the one just before it) and the
+        first it did not; else ""."""
+        requests = list(self.requests)
+        answered = [i for i, r in enumerate(requests) if r.answered]
+        if not answered or answered[-1] == len(requests) - 1:
+            return ""
+        last = answered[-1]
+        return STOPPED.format(
+            last=requests[last].shown,
+            count=len(requests) - last - 1,
+            first=requests[last + 1].shown,
+        )
 
     def address(self, host: str, port: int) -> str:
         """The address to connect to for ``host:port``; Blocked (recorded) when refused."""
@@ -166,6 +221,7 @@ class ProxyServer:
             method, uri, version = (lines[0].split(" ") + ["", ""])[:3]
             host, port, path = _target(method, uri)
             address = await self.loop.run_in_executor(None, self.policy.address, host, port)
+            request = self.policy.log(method, host, port, path)
             connecting = asyncio.open_connection(address, port)
             up_reader, up_writer = await asyncio.wait_for(connecting, CONNECT_TIMEOUT_S)
         except Blocked as exc:
@@ -181,11 +237,11 @@ class ProxyServer:
                 kept = [h for h in lines[1:] if h.split(":", 1)[0].strip().lower() not in _HOP]
                 out = "\r\n".join([f"{method} {path} {version}", *kept, "Connection: close"])
                 up_writer.write(out.encode("latin-1") + b"\r\n\r\n")
-            await self._pipe((reader, up_writer), (up_reader, writer))
+            await self._pipe((reader, up_writer), (up_reader, writer), answered=request)
         finally:
             up_writer.close()
 
-    async def _pipe(self, *directions) -> None:
+    async def _pipe(self, *directions, answered: Request | None = None) -> None:
         """Copy both ways until either side closes or both stay silent past the idle timeout."""
         heard = [time.monotonic()]
 
@@ -199,6 +255,8 @@ class ProxyServer:
                     continue
                 if not data:
                     return
+                if answered is not None and source is directions[1][0]:
+                    answered.answered = True
                 heard[0] = time.monotonic()
                 sink.write(data)
                 await asyncio.wait_for(sink.drain(), self.idle_timeout_s)

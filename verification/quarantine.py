@@ -59,9 +59,30 @@ def _text(source: str, block) -> str:
     return source.encode("utf-8")[block.start : block.end].decode("utf-8", "replace")
 
 
+def set_aside(session: Session, row: Row, reason: str) -> None:
+    """One test quarantined at once, whatever its status (it crashed the app: run again, it
+    would take every later test down with it): ``test.fixme`` with ``reason``, or dropped."""
+    source = session.files.get(row.file)
+    block = spec_blocks.find(source, title=row.title, line=row.line) if source else None
+    if block is None:
+        row.reason = "; ".join(r for r in (reason, NOT_LOCATED) if r)
+        return
+    row.status, row.reason = "quarantined", reason
+    if session.plan.failing_tests == "drop":
+        source = spec_blocks.drop(source, block)
+    else:
+        source = spec_blocks.mark_fixme(source, block, reason)
+    if spec_blocks.blocks(source):
+        session.files[row.file] = source
+    else:
+        del session.files[row.file]  # its only test was dropped
+
+
 def quarantine(session: Session) -> None:
-    """Every test still failing: ``test.fixme`` with its reason, or dropped (the setting)."""
+    """Every test still failing: ``test.fixme`` with its reason, or dropped (the setting). When
+    the target stopped answering at some request, each reason names it (``Policy``)."""
     plan = session.plan
+    stopped = session.policy.stopped_answering() if session.policy else ""
     by_file: dict[str, list[Row]] = {}
     for row in session.failing():
         by_file.setdefault(row.file, []).append(row)
@@ -78,7 +99,7 @@ def quarantine(session: Session) -> None:
                 error=headline(row.error),
             )
             # a refused heal leads: the test is kept as it was written, and may have found a bug
-            row.reason = "; ".join(r for r in (row.refused, why, row.reason) if r)
+            row.reason = "; ".join(r for r in (row.refused, why, stopped, row.reason) if r)
             if plan.failing_tests == "drop":
                 source = spec_blocks.drop(source, block)
             else:

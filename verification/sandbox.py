@@ -52,6 +52,9 @@ INSIDE_ENTRY = "/run/amtp/entry.mjs"
 INSIDE_RUNNER_SCRIPT = "/run/amtp/runner.mjs"
 INSIDE_SEALED_NODE = "/run/amtp/node"  # execute-only: what runs from it is non-dumpable
 BRIDGE_PORT = 3128
+PREFIX = "amtp-box-"  # each box's folder, in the temporary directory
+OWNER = "owner"  # in a box's folder: the pid and start time of the process that made it
+CGROUPS = "cgroups"  # in a box's folder: its cgroup folders, while it has them
 UID_RANGE = (400_000, 1_400_000)  # no account uses these: each box is alone under its uid
 POLL_S = 0.2
 ETC = (
@@ -171,8 +174,9 @@ class Box:
 
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = limits or Limits.from_settings()
-        self.root = Path(tempfile.mkdtemp(prefix="amtp-box-"))
+        self.root = Path(tempfile.mkdtemp(prefix=PREFIX))
         self.root.chmod(0o711)  # the box's uid passes through, lists nothing
+        (self.root / OWNER).write_text(_process_id(os.getpid()))  # for sweep()
         self.fs = self.root / "fs"
         self.fs.mkdir(mode=0o711)
         self.mounted = False
@@ -277,6 +281,7 @@ class Box:
         if not sandboxed():
             return self._spawn([], command, env, limits)
         self.cgroup = _cgroup(limits)
+        (self.root / CGROUPS).write_text("\n".join(str(d) for d in self.cgroup.dirs))
         fds = [
             os.open(runner, os.O_PATH | os.O_DIRECTORY),
             os.open(self.proxy_dir, os.O_PATH | os.O_DIRECTORY),
@@ -392,6 +397,39 @@ class Box:
             out.seek(max(0, _size(self.output) - limit))
             return out.read(limit).decode("utf-8", "replace")
         return ""
+
+
+def _process_id(pid: int) -> str:
+    """``pid`` and its start time (field 22 of /proc/<pid>/stat): one process, even once its
+    pid is reused ("" when it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return f"{pid} {stat.rpartition(')')[2].split()[19]}"
+
+
+def sweep() -> list[Path]:
+    """Remove the boxes whose maker is gone: a worker killed with SIGKILL never ran their
+    ``remove`` (its box processes died with it: ``--die-with-parent``, the PID namespace), so
+    its tmpfs mounts, cgroups and folders are left. A worker calls this as it starts; the
+    boxes of any process still running (another worker's) are left alone. The removed ones."""
+    removed = []
+    for root in Path(tempfile.gettempdir()).glob(PREFIX + "*"):
+        try:
+            owner = (root / OWNER).read_text()
+            pid = int(owner.split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # not a box, or one being made this moment
+        if _process_id(pid) == owner:
+            continue
+        with contextlib.suppress(OSError):
+            for group in reversed((root / CGROUPS).read_text().split()):
+                Path(group).rmdir()  # empty now: its processes died with the worker
+        subprocess.run(["umount", "--lazy", str(root / "fs")], check=False, capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+        removed.append(root)
+    return removed
 
 
 def _cgroup(limits: Limits) -> Cgroup:

@@ -24,6 +24,7 @@ from verification.errors import VerificationError
 from verification.healer import heal_in
 from verification.login import Login, login_for
 from verification.playwright import Runner
+from verification.session import LiveApp
 from verification.test_data import hooks_of
 from verification.verify import Plan, not_run, verify
 
@@ -46,11 +47,17 @@ def target_url_of(run: Run) -> str:
 
 
 def verification_report(
-    run: Run, code: dict, sessions: Executor | None, *, check: bool = False
+    run: Run,
+    code: dict,
+    sessions: Executor | None,
+    *,
+    check: bool = False,
+    app: LiveApp | None = None,
 ) -> tuple[dict, dict]:
     """(report content, meta) for the run's ``code`` (test_engineer output, or the tests a
     repository holds); the healing sessions run in ``sessions``, the worker's agent process
-    pool. A ``check`` (a pull request's check run) heals nothing and changes no file.
+    pool. A ``check`` (a pull request's check run) heals nothing and changes no file. ``app``:
+    the app AMTP started for the run, restarted when a test crashes it.
 
     A failure to run the tests at all (VerificationError) fails the stage, unless the
     repository opens the pull request anyway: then the report says ``unverified`` and why."""
@@ -60,27 +67,29 @@ def verification_report(
         (selectors.app_map(run) or selectors.signed_up_map(run.repository)) if runs_tests else None
     )
     with login_for(run.repository if runs_tests else None, app_map) as login:  # scrubbed
-        return _verification_report(run, code, sessions, login, check)
+        return _verification_report(run, code, sessions, login, check, app)
 
 
 def _verification_report(
-    run: Run, code: dict, sessions: Executor | None, login: Login | None, check: bool
+    run: Run,
+    code: dict,
+    sessions: Executor | None,
+    login: Login | None,
+    check: bool,
+    app: LiveApp | None,
 ) -> tuple[dict, dict]:
-    plan = Plan(
+    plan = _plan(
+        run.repository,
         run_id=str(run.run_id),
         framework=code["framework"],
         files=code["files"],
         target_url=target_url_of(run),
-        test_dir=run.repository.test_dir,
-        failing_tests=run.repository.failing_tests,
-        heal_rounds=0 if check else settings.AMTP_VERIFY_HEAL_ROUNDS,
-        budget_s=settings.AMTP_VERIFY_TIMEOUT_S,
-        runner=runner_from_settings(),
-        evidence_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
         allow_hosts=[*run.repository.allowed_hosts, *run.allowed_hosts],
-        quarantine=not check,
-        test_data=hooks_of(run.repository),
+        evidence=str(run.run_id),
         login=login,
+        app=app,
+        heals=not check,
+        test_data=hooks_of(run.repository),
     )
     heals: list[dict] = []
 
@@ -136,22 +145,39 @@ def check_repository_tests(
 
 
 def _check(repository, files, target_url, allowed, check_id, login) -> dict:
-    plan = Plan(
+    plan = _plan(
+        repository,
         run_id=check_id,
         framework="playwright",
         files=files,
         target_url=target_url,
-        test_dir=repository.test_dir,
-        failing_tests=repository.failing_tests,
-        heal_rounds=0,
-        budget_s=settings.AMTP_VERIFY_TIMEOUT_S,
-        runner=runner_from_settings(),
-        evidence_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / f"check-{check_id}",
         allow_hosts=allowed,
-        quarantine=False,
+        evidence=f"check-{check_id}",
         login=login,
     )
     return schemas.validate(REPORT_SCHEMA, verify(plan, heal=_no_heal))
+
+
+def _plan(
+    repository,
+    *,
+    evidence: str,
+    heals: bool = False,
+    **given,
+) -> Plan:
+    """How ``repository``'s tests run: a run's (``heals``: healed and quarantined) or a check's
+    (reported only); ``evidence`` names its folder. ``given``: run_id, framework, files,
+    target_url, allow_hosts, login and test_data."""
+    return Plan(
+        test_dir=repository.test_dir,
+        failing_tests=repository.failing_tests,
+        heal_rounds=settings.AMTP_VERIFY_HEAL_ROUNDS if heals else 0,
+        budget_s=settings.AMTP_VERIFY_TIMEOUT_S,
+        runner=runner_from_settings(),
+        evidence_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / evidence,
+        quarantine=heals,
+        **given,
+    )
 
 
 def _check_inputs(target_url: str, allow_hosts: list[str], allowed: list[str]) -> None:

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from verification import evidence, heals, proxy, sandbox, test_data
 from verification.box_text import line
@@ -23,6 +24,26 @@ from verification.playwright import (
     log_in,
     same_failure,
 )
+from verification.quarantine import set_aside
+
+MAX_RESTARTS = 3  # an app that crashes more often in one round is left down after that
+CRASHED = "the app crashed on {request} ({how})"
+CRASHED_UNNAMED = "the app crashed while this test ran ({how})"
+
+
+class LiveApp(Protocol):
+    """An app AMTP started itself for the stage (verification.boot.app.Booted): a crash of it is a
+    finding about the test that caused it, not the end of the stage."""
+
+    ended_at: float | None  # time.time() when its process ended; None while it runs
+
+    def exit_note(self) -> str:
+        """How it ended: its exit code and the last lines of its log, scrubbed."""
+        ...
+
+    def restart(self) -> None:
+        """Start it again and wait until it is ready (a VerificationError when it is not)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -41,6 +62,7 @@ class Plan:
     quarantine: bool = True  # False: a check reports failing tests and changes no file
     test_data: test_data.Hooks | None = None  # the repository's set-up and tear-down
     login: Login | None = None  # the tests run logged in (its credentials already scrubbed)
+    app: LiveApp | None = None  # the app AMTP started for the run (restarted when it crashes)
 
 
 @dataclass
@@ -61,6 +83,7 @@ class Row:
     evidence: list[dict] = field(default_factory=list)
     snapshot: dict = field(default_factory=dict)
     statuses: set[int] = field(default_factory=set)  # every response its failures saw
+    retake: bool = False  # run again after the app's restart: its next result is its own
 
     def entry(self) -> dict:
         return {
@@ -108,6 +131,11 @@ class Session:
         in a ``retry`` execution of their own."""
         retries = self.plan.runner.retries
         results = self.execute(phase, paths or list(self.files), retries=min(retries, 1))
+        results += self._retries(phase, results)
+        self._recover(results)
+
+    def _retries(self, phase: str, results: list[TestResult]) -> list[TestResult]:
+        retries = self.plan.runner.retries
         differing = [
             r
             for r in results
@@ -119,7 +147,43 @@ class Session:
             files = sorted({r.file for r in differing})
             only = sorted({r.title for r in differing})
             record_all = phase == "rerun"  # a healed test's passing attempt is its evidence
-            self.execute("retry", files, retries=retries - 2, only=only, record_all=record_all)
+            return self.execute(
+                "retry", files, retries=retries - 2, only=only, record_all=record_all
+            )
+        return []
+
+    def _recover(self, results: list[TestResult]) -> None:
+        """When the app AMTP started ended during these executions: the test that was running
+        when the last request before its end arrived is set aside (quarantined: "the app
+        crashed on GET /path", with how it ended), the app restarted, and the tests that
+        failed run again against it. Up to MAX_RESTARTS times."""
+        app = self.plan.app
+        for _ in range(MAX_RESTARTS):
+            if app is None or (ended := app.ended_at) is None:
+                return
+            how = app.exit_note()
+            app.restart()  # before anything else: the stage goes on with an app either way
+            request = self.policy.last_before(ended) if self.policy else None
+            moment = request.at if request else ended
+            culprit = next((r for r in results if any(a.ran_at(moment) for a in r.attempts)), None)
+            if culprit is None:
+                return  # nothing to blame: what failed is healed or quarantined as usual
+            why = (
+                CRASHED.format(request=request.shown, how=how)
+                if request
+                else CRASHED_UNNAMED.format(how=how)
+            )
+            set_aside(self, self.rows[(culprit.file, culprit.title)], why)
+            failing = self.failing()
+            if not failing:
+                return
+            for row in failing:
+                row.retake = True
+            files = sorted({r.file for r in failing})
+            only = sorted({r.title for r in failing})
+            retries = min(self.plan.runner.retries, 1)
+            results = self.execute("restart", files, retries=retries, only=only)
+            results += self._retries("restart", results)
 
     def execute(
         self,
@@ -182,7 +246,9 @@ class Session:
         elif row.status != "failed":
             return  # a rerun re-runs the file's passing tests too; their first result stands
         elif result.status in ("passed", "flaky"):  # a failing test passing on the rerun
-            row.status, row.error = ("healed" if row.heal else "flaky"), ""
+            again = result.status if row.retake else "flaky"  # failed only as the app was down
+            row.status, row.error = ("healed" if row.heal else again), ""
+        row.retake = False
         failure = result.failure
         row.line = result.line
         row.duration_ms += result.duration_ms

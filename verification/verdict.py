@@ -37,6 +37,7 @@ RESULT_STATUSES = ("passed", "failed", "timedOut", "skipped", "interrupted")
 MAX_RESULTS = 100  # attempts of one test (retries + 1, far below)
 MAX_ATTACHMENTS = 100
 MAX_DURATION_MS = 7 * 24 * 3600 * 1000
+MAX_START_MS = 10**14  # the year 5138: past it, not a time
 
 
 @dataclass
@@ -45,6 +46,16 @@ class Attempt:
     duration_ms: int
     error: str
     attachments: list[tuple[str, str, str]]  # (name, content type, resolved path in results/)
+    # when it began, in ms since the epoch (the box shares the worker's clock): which test was
+    # running when the app crashed. The box's word: a forged one only misnames its own test.
+    started_ms: float | None = None
+
+    def ran_at(self, moment: float) -> bool:
+        """Whether this attempt was running at ``moment`` (a time.time())."""
+        if self.started_ms is None:
+            return False
+        began = self.started_ms / 1000
+        return began <= moment <= began + self.duration_ms / 1000
 
 
 @dataclass
@@ -165,8 +176,7 @@ def _attempt(
     if not isinstance(result, dict) or result.get("status") not in RESULT_STATUSES:
         _untrustworthy(f"an attempt of {line(title, 200)!r} has no status of Playwright's")
     duration, error = result.get("duration"), result.get("error")
-    finite = isinstance(duration, int | float) and not isinstance(duration, bool)
-    if not finite or not math.isfinite(duration) or not 0 <= duration <= MAX_DURATION_MS:
+    if not _is_number(duration) or not 0 <= duration <= MAX_DURATION_MS:
         _untrustworthy(f"the field duration of {line(title, 200)!r} is not a number of ms")
     if error is not None and not _is_message(error):
         _untrustworthy(f"the field error of {line(title, 200)!r} is not a message")
@@ -182,8 +192,11 @@ def _attempt(
             _untrustworthy(f"an attachment of {line(title, 200)!r} is not a name and a path")
         if (inside := confined(where(fields[2]), results_dir)) is not None:
             kept.append((fields[0], fields[1], str(inside)))
+    started = result.get("startTime")
+    if started is not None and not (_is_number(started) and 0 <= started <= MAX_START_MS):
+        _untrustworthy(f"the field startTime of {line(title, 200)!r} is not a time in ms")
     message = error["message"] if error else ""
-    return Attempt(result["status"], int(duration), clean(message, 4000), kept)
+    return Attempt(result["status"], int(duration), clean(message, 4000), kept, started)
 
 
 def confined(path: Path, results_dir: Path) -> Path | None:
@@ -195,6 +208,11 @@ def confined(path: Path, results_dir: Path) -> Path | None:
         return None
     inside = resolved.is_relative_to(results_dir) and resolved != results_dir
     return resolved if inside and resolved.is_file() else None
+
+
+def _is_number(value: object) -> bool:
+    finite = isinstance(value, int | float) and not isinstance(value, bool)
+    return finite and math.isfinite(value)
 
 
 def _is_int(value: object) -> bool:

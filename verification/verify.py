@@ -99,9 +99,10 @@ def _stop_if_errors_only(session: Session, answered: int) -> None:
         return
     url = targets.display(session.plan.target_url)
     shown = ", ".join(str(s) for s in sorted(statuses))
-    raise TargetAnswersErrors(
-        ERRORS_ONLY.format(what=what, statuses=shown, url=url), url=url, statuses=sorted(statuses)
-    )
+    message = ERRORS_ONLY.format(what=what, statuses=shown, url=url)
+    if stopped := session.policy.stopped_answering() if session.policy else "":
+        message = f"{message} ({stopped})"
+    raise TargetAnswersErrors(message, url=url, statuses=sorted(statuses))
 
 
 def not_run(plan: Plan, status: str, reason: str, hooks: list[dict] | None = None) -> dict:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from .api_shape import describe, summary
 from .common import (
+    RouteTrie,
     area_of,
     clean_route,
     logs_out,
@@ -28,7 +29,6 @@ from .live import (
     api_shapes,
     behind_login,
     live_pages,
-    matches,
     unknown_path_status,
 )
 
@@ -166,8 +166,9 @@ def _live(pages: dict[str, str | None], api: list, app_map: object) -> dict[str,
     ``pages`` (a path that instances a dynamic route is that route's sample instead)."""
     api_routes = {route for _, route, _ in api}
     out: dict[str, LivePage] = {}
+    dynamic = RouteTrie(route for route in pages if params(route))
     for path, page in live_pages(app_map).items():
-        pattern = next((r for r in pages if params(r) and matches(r, path)), None)
+        pattern = dynamic.match(path)
         if pattern:
             out.setdefault(pattern, page)
         elif "api" not in path.split("/") and (path not in api_routes or page.heading):

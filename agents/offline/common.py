@@ -116,6 +116,71 @@ def params(route: str) -> list[str]:
     return _PARAM.findall(route)
 
 
+MATCH_STEPS = 2_000  # trie nodes one match may visit (many overlapping patterns)
+
+
+class _Node:
+    __slots__ = ("params", "route", "static")
+
+    def __init__(self) -> None:
+        self.static: dict[str, _Node] = {}
+        self.params: dict[str, tuple[re.Pattern[str] | None, _Node]] = {}
+        self.route: str | None = None
+
+
+class RouteTrie:
+    """Routes (``/notes/{id}``, ``/files/{name}.json``) in a segment trie: matching a concrete
+    path costs its depth, not the number of routes. The one matcher of routes to paths (the
+    offline rules' live pages, a run's coverage map)."""
+
+    def __init__(self, routes=()) -> None:
+        self.root = _Node()
+        for route in routes:
+            self.add(route)
+
+    def add(self, route: str) -> None:
+        node = self.root
+        for seg in _segments(route):
+            if "{" not in seg:
+                node = node.static.setdefault(seg, _Node())
+                continue
+            if seg not in node.params:
+                node.params[seg] = (_segment_pattern(seg), _Node())
+            node = node.params[seg][1]
+        node.route = route
+
+    def match(self, path: str) -> str | None:
+        """The route ``path`` belongs to: static segments before parameters, at each level."""
+        segs = _segments(path)
+        stack, steps = [(self.root, 0)], 0
+        while stack and steps < MATCH_STEPS:
+            node, i = stack.pop()
+            steps += 1
+            if i == len(segs):
+                if node.route is not None:
+                    return node.route
+                continue
+            seg = segs[i]
+            for pattern, child in reversed(node.params.values()):
+                if pattern is None or pattern.fullmatch(seg):
+                    stack.append((child, i + 1))
+            if seg in node.static:
+                stack.append((node.static[seg], i + 1))
+        return None
+
+
+def _segments(path: str) -> list[str]:
+    return [s for s in path.split("/") if s]
+
+
+def _segment_pattern(seg: str) -> re.Pattern[str] | None:
+    """None for a whole-segment parameter (matches any segment), else a regex for ``{id}.json``."""
+    if _PARAM.fullmatch(seg):
+        return None
+    parts = re.split(r"\{\w+\}", seg)  # the text between the parameters
+    return re.compile("[^/]+".join(re.escape(p) for p in parts))
+
+
 def sample_path(route: str, *, missing: bool = False) -> str:
     """Fill `{param}` with a sample value; `missing` picks values that should not exist."""
 

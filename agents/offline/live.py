@@ -151,12 +151,3 @@ def unknown_path_status(app_map: object) -> int:
     """What a path that cannot exist answered when the app was explored (0: not probed)."""
     value = app_map.get("unknown_path_status") if isinstance(app_map, dict) else None
     return value if isinstance(value, int) and 0 <= value <= 599 else 0
-
-
-def matches(route: str, path: str) -> bool:
-    """Whether the concrete ``path`` is an instance of ``route`` (``/notes/{id}``)."""
-    pattern = "".join(
-        "[^/]+" if part.startswith("{") else re.escape(part)
-        for part in re.split(r"(\{\w+\})", route)
-    )
-    return re.fullmatch(pattern, path) is not None

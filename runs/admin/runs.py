@@ -221,6 +221,7 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
             "run_pr": show.pull_request(run.pr_number, run.pr_url),
             "run_trace_id": tracing.trace_id(run.traceparent),
             "run_app": selectors.run_app(run),
+            "app_boot": selectors.app_boot(run),
             "stages": stages,
             "artifacts": selectors.run_artifacts(run),
             "failure_report": highlighted(pretty_json(failure, 20_000)[0]) if failure else None,

@@ -8,10 +8,10 @@ from urllib.parse import urlsplit
 
 from repositories.models import Framework, Host, Repository
 from repositories.services import repository_create, repository_update
-from runs.demo.content import DEMO_MOBILE, DEMO_WEB
+from runs.demo.content import DEMO_MOBILE, DEMO_WEB, DEMO_WEB_RECIPE
 
 DEMOS = {
-    "web": ("demo/web", DEMO_WEB, Framework.PLAYWRIGHT),
+    "web": ("demo/web", {**DEMO_WEB, **DEMO_WEB_RECIPE}, Framework.PLAYWRIGHT),
     "mobile": ("demo/mobile", DEMO_MOBILE, Framework.MAESTRO),
 }
 _GIT_ENV = {
@@ -46,31 +46,49 @@ def create_git_repository(path: Path, files: dict[str, str]) -> None:
     _git(path, "commit", "-q", "-m", "Demo application")
 
 
+def _committed(path: Path, name: str) -> bool:
+    found = subprocess.run(
+        ["git", "-C", str(path), "cat-file", "-e", f"HEAD:{name}"], capture_output=True
+    )
+    return found.returncode == 0
+
+
+def _add_missing(path: Path, files: dict[str, str]) -> None:
+    """Commit the demo files an older demo repository lacks (the web app's recipe, first
+    written by a later AMTP): its app is then started as a new one's is."""
+    missing = {name: text for name, text in files.items() if not _committed(path, name)}
+    if missing:
+        for name, content in missing.items():
+            (path / name).parent.mkdir(parents=True, exist_ok=True)
+            (path / name).write_text(content)
+        _git(path, "add", "--", *missing)
+        _git(path, "commit", "-q", "-m", "Demo application: how it starts", "--", *missing)
+
+
 def ensure_demo_repositories(folder: Path) -> dict[str, Repository]:
+    """The demo repositories (created on first start). demo/web has no preview URL: its
+    runs start the real app from its recipe (BootApp)."""
     found = {}
     for key, (full_name, files, framework) in DEMOS.items():
         path = folder / key
         if not (path / ".git").exists():
             create_git_repository(path, files)
+        else:
+            _add_missing(path, files)
         values = {
             "host": Host.LOCAL,
             "local_path": str(path),
             "default_branch": "main",
             "default_framework": framework,
             "default_depth_level": "core",
+            # an earlier AMTP's stand-in app on loopback: gone, so no preview to verify against
+            "preview_url": "",
         }
         existing = Repository.objects.filter(full_name=full_name).first()
         if existing is None:
             found[key] = repository_create(full_name=full_name, **values)
         else:
-            found[key] = repository_update(repository=existing, **values)
+            stale = urlsplit(existing.preview_url).netloc  # the stand-in's loopback host:port
+            hosts = [entry for entry in existing.allowed_hosts if entry != stale]
+            found[key] = repository_update(repository=existing, allowed_hosts=hosts, **values)
     return found
-
-
-def demo_preview_set(repository: Repository, url: str) -> Repository:
-    """``url`` (the demo app's stand-in, on loopback) as the repository's preview URL, its
-    host:port allow-listed in place of the previous stand-in's: the verifier reaches a
-    loopback address only when the repository names it."""
-    host, stale = urlsplit(url).netloc, urlsplit(repository.preview_url).netloc
-    hosts = [entry for entry in repository.allowed_hosts if entry not in (host, stale)]
-    return repository_update(repository=repository, preview_url=url, allowed_hosts=[*hosts, host])

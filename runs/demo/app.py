@@ -1,7 +1,8 @@
-"""A stand-in for the demo web app, served on loopback so ``make run``'s demo run is verified.
+"""A stand-in for the demo web app, served on loopback for tests and benchmarks that need the
+demo's routes without installing and building it (``make run``'s demo boots the real app).
 
 The demo repository (``demo/web``, runs/demo/content.py) is an Express API plus a React front
-end; building and serving it needs npm packages this machine may not have. This WSGI app
+end; building and serving it needs npm packages from npm's registry. This WSGI app
 answers the same routes the same way: the pages as HTML with the headings the React pages
 render, its navigation and the task list's links to each task (so exploring it finds the pages), and
 ``/api/health`` and ``/api/tasks`` as the Express routes do, and (like Express'

@@ -110,6 +110,28 @@ export default function TaskList() {
     "src/pages/About.jsx": "export default function About() { return <h1>About Acme Tasks</h1>; }\n",
 }
 
+# How the demo web app builds and starts, in the form a team's own dev container says it: AMTP
+# finds it (verification/boot/recipe.py), installs and builds in the sandbox, and starts the real app
+# for the demo run. Only `make run`'s demo repository carries it (runs/demo/__init__.py): the tests' samples
+# stay as they are.
+DEMO_WEB_RECIPE = {
+    ".devcontainer/devcontainer.json": """{
+  "name": "Acme Tasks",
+  "image": "mcr.microsoft.com/devcontainers/javascript-node:20",
+  // install the dependencies and build the React pages into dist/, which Express serves
+  "postCreateCommand": "npm install --no-audit --no-fund && npm run build",
+  "postStartCommand": "npm start",
+  "forwardPorts": [3000]
+}
+""",
+    # the React plugin: without it Vite compiles JSX to React.createElement, and the pages that
+    # do not import React fail at their first render
+    "vite.config.js": """import { defineConfig } from 'vite';
+import react from '@vitejs/plugin-react';
+
+export default defineConfig({ plugins: [react()] });
+""",
+}
 
 DEMO_MOBILE = {
     "README.md": """# Acme Habits (AMTP demo)

@@ -1,4 +1,4 @@
-"""Temporal activities: thin wrappers over runs.pipeline, runs.outcome and runs.lifecycle.
+"""Temporal activities: thin wrappers over runs.pipeline and runs.transitions.
 
 Where each runs:
 
@@ -28,7 +28,7 @@ from temporalio import activity
 from temporalio.exceptions import CancelledError
 
 from repositories.schedules import START_SCHEDULED_MAINTENANCE
-from runs import checks, lifecycle, maintenance, outcome, pipeline, pull_requests, slots
+from runs import checks, maintenance, pipeline, pull_requests, slots, transitions
 from runs.temporal import types as t
 from runs.temporal.agent_gate import beat_interval
 from runs.temporal.failures import activity_failure, bounded, stage_failure
@@ -253,7 +253,7 @@ async def _pull_request_activity(run_id: str, name: str) -> str:
 
 
 def _start(run_id: str) -> None:
-    lifecycle.mark_running(run_id)
+    transitions.run_running(run_id)
     slots.slot_acquire(run_id)
 
 
@@ -264,7 +264,7 @@ async def start_run(run_id: str) -> None:
 
 
 def _end(end: t.RunEnd) -> bool:
-    return outcome.run_end(run_id=end.run_id, status=end.status, failure=end.failure)
+    return transitions.run_end(run_id=end.run_id, status=end.status, failure=end.failure)
 
 
 @activity.defn(name=t.END_RUN)

@@ -25,7 +25,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from amtp_site import temporal, tracing
-from runs import lifecycle, selectors
+from runs import selectors, transitions
 from runs.errors import OrchestratorUnavailable
 from runs.models import Run, Stage
 from runs.temporal.client import workflow_of, workflow_params
@@ -80,7 +80,7 @@ def run_starts_dispatch(limit: int = 100, *, runs: list[Run] | None = None) -> i
     if failures:
         # Shown on the run's first stage (admin, API) until the stage starts, which clears it.
         # The details (address, error) go to the worker's log only, like the API's 503s.
-        lifecycle.stages_error(
+        transitions.stages_error(
             list(failures), Stage.ORDER[0], OrchestratorUnavailable.__name__, WAITING_TO_START
         )
         run_id, exc = next(iter(failures.items()))

@@ -18,7 +18,7 @@ from django.db import DatabaseError
 from temporalio.exceptions import ApplicationError, FailureError
 
 from amtp_site.errors import AmtpError, amtp_error_in
-from runs import lifecycle
+from runs import artifacts, transitions
 
 logger = logging.getLogger(__name__)
 
@@ -73,16 +73,21 @@ def activity_failure(raised: BaseException) -> BaseException:
 
 
 def stage_failure(raised: BaseException, run_id: str, stage: str) -> BaseException:
-    """:func:`activity_failure`, after the attempt's error (in full) is shown on the stage."""
+    """:func:`activity_failure`, after the attempt's error (in full) is shown on the stage
+    and what its agent spent (``spent``, set by ``agents.runner``) is added to the run's cost."""
     if isinstance(raised, Exception) and not isinstance(raised, FailureError):
-        _note_error(run_id, stage, *_named(raised)[:2])
+        _note_error(run_id, stage, *_named(raised)[:2], spent=getattr(raised, "spent", None))
     return activity_failure(raised)
 
 
-def _note_error(run_id: str, stage: str, error_type: str, message: str) -> None:
+def _note_error(
+    run_id: str, stage: str, error_type: str, message: str, *, spent: dict | None
+) -> None:
     """Show the attempt's error on the stage, best effort: when PostgreSQL is the thing that
     is down, the attempt's own error must still reach Temporal (and its retry policy)."""
     try:
-        lifecycle.stage_error(run_id, stage, error_type, message)
+        transitions.stage_error(run_id, stage, error_type, message)
+        if isinstance(spent, dict):
+            artifacts.spent_record(run_id, spent)
     except DatabaseError as exc:
         logger.warning("could not record %s on %s of run %s: %s", error_type, stage, run_id, exc)

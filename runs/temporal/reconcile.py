@@ -8,11 +8,11 @@ operator, timed out, failed while PostgreSQL was down for longer than anything r
 
 - no workflow, run ``pending``: it never started; start it now (what the submitter asked for);
 - no workflow, run ``running``: its history is gone (retention, a Temporal reset); fail it;
-- workflow closed: end the run as the workflow ended (cancelled, or failed naming how),
-  its open stage failed and the rest skipped, its concurrency place and PR lock given back;
+- workflow closed: end the run as the workflow ended (cancelled, or failed naming how)
+  through ``runs.transitions.run_end``, the same end the workflow's EndRun writes;
 - workflow running: leave it, the worker ends it.
 
-Every write is one of runs.lifecycle's compare-and-swaps and starting is idempotent (the
+Every write is one of runs.transitions' compare-and-swaps and starting is idempotent (the
 workflow id is the run id), so it is safe to run repeatedly, concurrently with itself and
 with the worker.
 """
@@ -23,21 +23,19 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
-import redis
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.utils import timezone
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
-from amtp_site import valkey
 from amtp_site.temporal import connect
-from runs import lifecycle, pull_requests, slots
+from runs import pull_requests, transitions
 from runs.errors import OrchestratorUnavailable
-from runs.lifecycle import OPEN_RUN
 from runs.models import Run, Stage, StageStatus
 from runs.stages import Failure
 from runs.temporal.dispatcher import run_start
+from runs.transitions import OPEN_RUN
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +76,9 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class _Workflow:
+class WorkflowSeen:
+    """A run's workflow as Temporal described it."""
+
     status: WorkflowExecutionStatus | None  # None: no such workflow
     why: str = ""  # for a closed one: the reason or failure Temporal recorded
 
@@ -95,10 +95,10 @@ def reconcile_runs(*, grace_s: float, dry_run: bool = False) -> list[Outcome]:
     if not runs:
         return []
     found = async_to_sync(_workflows)([str(run.pk) for run in runs])
-    return [_reconcile(run, found[str(run.pk)], dry_run) for run in runs]
+    return [reconcile_run(run, found[str(run.pk)], dry_run) for run in runs]
 
 
-async def _workflows(run_ids: list[str]) -> dict[str, _Workflow]:
+async def _workflows(run_ids: list[str]) -> dict[str, WorkflowSeen]:
     try:
         client = await connect()
     except RuntimeError as exc:
@@ -108,27 +108,29 @@ async def _workflows(run_ids: list[str]) -> dict[str, _Workflow]:
     return {run_id: await _workflow(client, run_id) for run_id in run_ids}
 
 
-async def _workflow(client: Client, run_id: str) -> _Workflow:
+async def _workflow(client: Client, run_id: str) -> WorkflowSeen:
     handle = client.get_workflow_handle(run_id)
     try:
         status = (await handle.describe()).status
     except RPCError as exc:
         if exc.status == RPCStatusCode.NOT_FOUND:
-            return _Workflow(None)
+            return WorkflowSeen(None)
         raise OrchestratorUnavailable(f"could not ask Temporal about run {run_id}: {exc}") from exc
     if status in (WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW):
-        return _Workflow(status)
+        return WorkflowSeen(status)
     try:
         await handle.result(follow_runs=False)
-        return _Workflow(status)
+        return WorkflowSeen(status)
     except WorkflowFailureError as exc:
         cause = exc.cause
         while cause.__cause__ is not None:  # the innermost: the reason or the activity's error
             cause = cause.__cause__
-        return _Workflow(status, getattr(cause, "message", "") or str(cause))
+        return WorkflowSeen(status, getattr(cause, "message", "") or str(cause))
 
 
-def _reconcile(run: Run, workflow: _Workflow, dry_run: bool) -> Outcome:
+def reconcile_run(run: Run, workflow: WorkflowSeen, dry_run: bool) -> Outcome:
+    """One run, as read before asking Temporal (it may have moved since: every end is a
+    compare-and-swap), brought in line with its ``workflow``."""
     run_id = str(run.pk)
     seen = workflow.status.name if workflow.status is not None else NO_WORKFLOW
     outcome = Outcome(run_id, run.status, seen, "left")
@@ -156,10 +158,11 @@ def _reconcile(run: Run, workflow: _Workflow, dry_run: bool) -> Outcome:
         message = ENDED.format(how=HOW[error_type], why=why)
     if dry_run:
         return _did(outcome, "failed", message, dry_run)
-    failed = lifecycle.mark_failed(Failure(run_id, _open_stage(run_id), error_type, message))
+    failure = Failure(run_id, _open_stage(run_id), error_type, message)
+    ended = transitions.run_end(run_id=run_id, status=Run.Status.FAILED, failure=failure)
     run.refresh_from_db(fields=["status"])
-    _give_back(run)
-    action = run.status if failed or run.status == Run.Status.PASSED else "left"
+    action = run.status if ended or run.status == Run.Status.PASSED else "left"
+    failed = ended and run.status == Run.Status.FAILED
     return _did(outcome, action, message if failed else "", dry_run)
 
 
@@ -182,27 +185,15 @@ def _open_stage(run_id: str) -> str:
 
 
 def _cancel(run: Run) -> None:
-    """What the workflow does on a cancel, done for it: the run and its open stages
-    ``cancelled``, and whatever CreatePullRequest wrote taken back."""
+    """What the workflow does on a cancel, done for it: the run ended ``cancelled``, and
+    whatever CreatePullRequest wrote taken back."""
     started_pr = run.stages.filter(name=Stage.Name.CREATE_PULL_REQUEST).exclude(
         status=StageStatus.PENDING
     )
     reached_pr = started_pr.exists()
-    lifecycle.mark_cancelled(str(run.pk))
+    transitions.run_end(run_id=str(run.pk), status=Run.Status.CANCELLED)
     if reached_pr:
         try:
             pull_requests.pull_request_discard(str(run.pk))
         except Exception as exc:  # the run is cancelled; the host keeps what it has
             logger.warning("could not take back run %s's pull request: %s", run.pk, exc)
-    _give_back(run)
-
-
-def _give_back(run: Run) -> None:
-    """The run's concurrency place and, if it holds it, its repository's PR lock (the
-    workflow's own release never ran). Valkey being down only delays this: a place whose run
-    PostgreSQL says has ended is freed by the next run that needs it."""
-    try:
-        slots.slot_release(str(run.pk))
-        valkey.release_pr_lock(run.repo_full_name, str(run.pk))
-    except redis.RedisError as exc:
-        logger.warning("could not give back run %s's slot or PR lock: %s", run.pk, exc)

@@ -48,6 +48,7 @@ from runs.temporal.log_context import StageLogContext
 from runs.temporal.maintenance_workflow import MaintenanceWorkflow
 from runs.temporal.scheduled_workflow import ScheduledMaintenanceWorkflow
 from runs.temporal.workflow import TestGenerationWorkflow
+from verification import sandbox
 
 log = logging.getLogger(__name__)
 
@@ -320,6 +321,8 @@ async def run_worker(*, task_queue: str, processes: int, **build) -> None:
     """The worker process (``manage.py run_worker``): brings the maintenance schedules in
     step with the repositories' settings, then serves until SIGTERM or SIGINT."""
     await _reconcile_schedules()
+    if swept := await asyncio.to_thread(sandbox.sweep):  # a killed worker's boxes
+        log.info("removed %d box(es) a stopped worker left: %s", len(swept), swept[:5])
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

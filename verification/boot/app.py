@@ -22,10 +22,11 @@ import os
 import shutil
 import socket
 import tarfile
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from subprocess import Popen
@@ -44,6 +45,7 @@ ENTRY = Path(__file__).with_name("box") / "entry.mjs"
 SOCKET_NAME = ".amtp-app.sock"  # in the box's work directory: the app's port, outwards
 HOME_NAME = ".amtp-home"  # HOME in the box: package managers' own caches, never cached here
 LOG_TAIL_BYTES = 4000
+CRASH_LOG_LINES = 15
 POLL_S = 0.2
 PROBE_TIMEOUT_S = 2.0
 WORKDIR_INVALID = "the recipe's workdir {workdir!r} is not a folder of the repository"
@@ -62,10 +64,47 @@ class Booted:
     box: AppBox = field(repr=False)
     process: Popen = field(repr=False)
     secrets: tuple[str, ...] = field(default=(), repr=False)
+    start: Callable[[], Popen] | None = field(default=None, repr=False)  # the start command
+    ended_at: float | None = None  # time.time() when the current process ended by itself
+    restarts: int = 0
+    stopping: bool = False  # stopped on purpose (a cancel): its end is no crash
+
+    def __post_init__(self) -> None:
+        self._watch()
+
+    def _watch(self) -> None:
+        """Note when the app's process ends (a crash's time: which request caused it)."""
+        process = self.process
+
+        def wait() -> None:
+            process.wait()
+            if self.process is process and not self.stopping:
+                self.ended_at = time.time()
+
+        threading.Thread(target=wait, name="amtp-app-exit", daemon=True).start()
 
     def exited(self) -> int | None:
         """The app's exit code once it has ended (None while it runs)."""
         return self.process.poll()
+
+    def exit_note(self) -> str:
+        """How the app ended: its exit code, the last lines of its log (scrubbed)."""
+        code = self.process.poll()
+        lines = self.log_tail().splitlines()[-CRASH_LOG_LINES:]
+        said = "; the last lines of its log:\n" + "\n".join(lines) if lines else ""
+        return f"exit code {code}{said}"
+
+    def restart(self) -> None:
+        """The start command again in the same box (its installed files, its services and
+        its port kept: ``url`` stays), then readiness; a BootFailed when it does not come up."""
+        sandbox.stop(self.process)
+        began = time.monotonic()
+        self.process = self.start()
+        self.ended_at = None
+        self._watch()
+        self.restarts += 1
+        _wait_ready(self)
+        self.boot_s = time.monotonic() - began
 
     def log_tail(self) -> str:
         """The last lines of the install and app output, scrubbed of secrets."""
@@ -90,6 +129,10 @@ class AppBox(sandbox.Box):
         shutil.copyfile(ENTRY, self.entry)
         self.nothing = self.root / "nothing"  # the box's runner mount: nothing of the worker's
         self.nothing.mkdir()
+
+    def start(self, command: list[str], **kwargs) -> Popen:
+        self._release()  # a restart's: the ended process' cgroup first
+        return super().start(command, **kwargs)
 
     def inside(self, relative: str = ".") -> str:
         """A path under ``work/`` as the box's commands see it."""
@@ -127,16 +170,23 @@ def booted(
                 _run(box, recipe.seed, recipe, env, failures.SeedFailed, secret_values)
             started = time.monotonic()
             command = [box.inside(SOCKET_NAME), str(recipe.port), "sh", "-c", _in(box, recipe)]
-            process = box.start(command, env=env, runner=box.nothing, limits=_limits())
+
+            def start() -> Popen:
+                return box.start(command, env=env, runner=box.nothing, limits=_limits())
+
+            app = None
+            process = start()
             try:
                 with forwarding(box.work / SOCKET_NAME) as port:
                     url = f"http://127.0.0.1:{port}"
-                    app = Booted(url, recipe, install_s, 0.0, cached, box, process, secret_values)
+                    app = Booted(
+                        url, recipe, install_s, 0.0, cached, box, process, secret_values, start
+                    )
                     _wait_ready(app)
                     app.boot_s = time.monotonic() - started
                     yield app
             finally:
-                sandbox.stop(process)
+                sandbox.stop(app.process if app else process)  # a restart's, when restarted
     finally:
         box.remove()
 

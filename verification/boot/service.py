@@ -24,7 +24,7 @@ from repositories.credentials import app_environment
 from repositories.hosts import host_for
 from runs.models import Artifact, ArtifactKind, Run
 from verification import sandbox
-from verification.boot.app import booted
+from verification.boot.app import Booted, booted
 from verification.boot.errors import RecipeNotFound
 from verification.boot.recipe import AppRecipe, recipe_at
 
@@ -103,6 +103,7 @@ def _stopping(app, stop: Callable[[], bool]) -> Iterator[None]:
     def watch() -> None:
         while not done.wait(STOP_POLL_S):
             if stop():
+                app.stopping = True  # not a crash to recover from
                 sandbox.stop(app.process)
                 return
 
@@ -127,13 +128,14 @@ def booted_note(content: dict) -> str:
 
 
 @contextlib.contextmanager
-def live_app(run: Run, stop: Callable[[], bool] = lambda: False) -> Iterator[None]:
+def live_app(run: Run, stop: Callable[[], bool] = lambda: False) -> Iterator[Booted | None]:
     """While the block runs, ``run`` (this object, in memory only) targets its own app when
     it boots one: ``target_url`` is the app's loopback URL, which its repository's allowed
-    hosts name for the block. Otherwise nothing changes. Once ``stop()`` (the run is being
-    cancelled) the app is stopped at once, not when the block's browser gives up on it."""
+    hosts name for the block; the app (verification.boot.app.Booted: restartable) is the block's
+    value. Otherwise nothing changes (None). Once ``stop()`` (the run is being cancelled)
+    the app is stopped at once, not when the block's browser gives up on it."""
     if not boots_app(run):
-        yield
+        yield None
         return
     with booted_for(run) as app, _stopping(app, stop):
         host = app.url.removeprefix("http://")
@@ -142,6 +144,6 @@ def live_app(run: Run, stop: Callable[[], bool] = lambda: False) -> Iterator[Non
         run.target_url = app.url
         repository.allowed_hosts = [*(repository.allowed_hosts or []), host]
         try:
-            yield
+            yield app
         finally:
             run.target_url, repository.allowed_hosts = saved

@@ -66,6 +66,8 @@ class VerdictReporter {
         .map((result) => ({
           status: result.status,
           duration: result.duration,
+          // When the attempt began: the worker matches a crash of the app to the test it hit.
+          startTime: result.startTime?.getTime?.(),
           error: result.error ? { message: String(result.error.message ?? "") } : undefined,
           attachments: result.attachments
             .filter((a) => a.path)

@@ -45,6 +45,7 @@ from verification.playwright import (
     probe,
     tool_versions,
 )
+from verification.session import CRASHED, LiveApp
 
 SCRIPT = Path(__file__).with_name("box") / "explore.mjs"
 SCRIPTS = (SCRIPT, *(SCRIPT.with_name(f"{n}.mjs") for n in ("interact", "signup", "answers")))
@@ -94,6 +95,7 @@ def explore(
     login: Login | None = None,
     signup: Throwaway | None = None,
     tag: str = "",
+    app: LiveApp | None = None,
 ) -> dict:
     """The ``app_map`` content for the app at ``target_url``, explored logged in when there
     is a ``login`` (its credentials scrubbed by the caller: ``login_for``), with up to
@@ -101,7 +103,10 @@ def explore(
     the run; a new one when empty). Without a ``login``, a ``signup`` account (scrubbed by
     the caller: ``throwaway``) signs up through the first sign-up form met and the crawl goes
     on signed in (``signup`` in the map says how it went). TargetUnreachable,
-    VerifierNotInstalled, SandboxUnavailable or LoginFailed when it cannot be explored."""
+    VerifierNotInstalled, SandboxUnavailable or LoginFailed when it cannot be explored.
+    ``app``, the app AMTP started for the run, ended during the crawl: ``stopped`` names the
+    request it crashed on (the pages after it have no answer; the stage's app ends with it).
+    VerifyTests boots the app anew."""
     preflight(runner)
     sandbox.check_available()
     policy = proxy.Policy(target_url, allow_hosts)
@@ -130,7 +135,7 @@ def explore(
             )
         raw = _raw_map(box, outcome, login)
         pages = [_page(p, box.work, shots_dir) for p in raw.get("pages", [])[: bounds.max_pages]]
-        stopped = clean(str(raw.get("stopped", "")), 200)
+        stopped = clean(_crashed(app, policy) or str(raw.get("stopped", "")), 200)
         unvisited = raw.get("unvisited") if isinstance(raw.get("unvisited"), int) else 0
         unknown_path_status = _int(raw.get("unknown_path_status"), 0, 599)
         tried = _trials(raw.get("trials"), tag, pages, bounds.form_trials)
@@ -159,6 +164,15 @@ def explore(
         },
     }
     return capped(content, bounds.max_bytes)
+
+
+def _crashed(app: LiveApp | None, policy: proxy.Policy) -> str:
+    """How the app AMTP started ended during the crawl ("" when it did not)."""
+    if app is None or (ended := app.ended_at) is None:
+        return ""
+    how = app.exit_note().partition(";")[0]  # the exit code: ``stopped`` is one short line
+    request = policy.last_before(ended)
+    return CRASHED.format(request=request.shown, how=how) if request else ""
 
 
 def _config(target_url: str, runner: Runner, bounds: Bounds, start_paths: list[str]) -> dict:

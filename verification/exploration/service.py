@@ -12,11 +12,12 @@ from agents.offline.common import clean_route, params
 from repositories import targets
 from runs.models import Artifact, ArtifactKind, Run
 from verification.boot import service as boot
-from verification.coverage import source_routes
+from verification.coverage import dicts, source_routes
 from verification.errors import ERRORS_ONLY, TargetAnswersErrors
 from verification.exploration.explore import Bounds, explore
 from verification.login import login_for, throwaway
 from verification.service import runner_from_settings, target_url_of
+from verification.session import LiveApp
 
 APP_MAP_SCHEMA = "exploration/app_map"
 ANSWERED_ERRORS = " answered an error"  # in the stage's note: the run page shows it as a warning
@@ -33,8 +34,9 @@ def exploration_skip_reason(run: Run) -> str:
     return boot.not_booted_reason(run) or NO_TARGET
 
 
-def app_map(run: Run) -> dict:
-    """The validated ``app_map`` content for ``run``'s target app."""
+def app_map(run: Run, app: LiveApp | None = None) -> dict:
+    """The validated ``app_map`` content for ``run``'s target app (``app``: the app AMTP
+    started for it, whose crash the map's ``stopped`` names)."""
     target_url = target_url_of(run)
     bounds = Bounds.from_settings()
     crawl = Artifact.objects.filter(run=run, kind=ArtifactKind.REPO_CRAWLER_OUTPUT).first()
@@ -53,6 +55,7 @@ def app_map(run: Run) -> dict:
             login=login,
             signup=signup,
             tag=run.run_id.hex[:10],  # the run's test data is told apart by it
+            app=app,
         )
     content = schemas.validate(APP_MAP_SCHEMA, content)
     stop_if_errors_only(content)
@@ -86,10 +89,10 @@ def start_paths(crawl: dict, first: str, limit: int) -> list[str]:
     at most ``limit``. The links the pages show lead to routes only the running app reveals."""
     stack = crawl.get("detected_stack")
     stack = stack if isinstance(stack, dict) else {}
-    found = [(False, p.get("route")) for p in _dicts(stack.get("pages"))]
+    found = [(False, p.get("route")) for p in dicts(stack.get("pages"))]
     found += [
         (r.get("json") is True or "/api/" in f"{r.get('path')}/", r.get("path"))
-        for r in _dicts(stack.get("routes"))
+        for r in dicts(stack.get("routes"))
         if str(r.get("method", "")).upper() == "GET"
     ]
     paths = [first]
@@ -98,10 +101,6 @@ def start_paths(crawl: dict, first: str, limit: int) -> list[str]:
         if route and not params(route) and route not in paths:
             paths.append(route)
     return paths[:limit]
-
-
-def _dicts(items) -> list[dict]:
-    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
 def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:

@@ -1,10 +1,10 @@
 """``manage.py run_system``: the main job behind ``make run``.
 
 Brings up the embedded services (unless external ones are configured), migrates, ensures the
-admin login, creates the two demo repositories on first start, serves a stand-in of the demo
-web app on loopback (demo/web's preview URL, so the demo run is verified), starts the worker
-and the web server, launches a demo run and prints where to look. Keeps serving until Ctrl-C,
-then stops everything it started.
+admin login, creates the two demo repositories on first start, starts the worker and the web
+server, launches a demo run (whose app the worker starts from demo/web's own recipe, in the
+sandbox: BootApp) and prints where to look. Keeps serving until Ctrl-C, then stops
+everything it started.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from amtp_site import devstack
 from amtp_site.ports import port_problem
 from repositories.hosts.probe import check_github
 from runs import demo, selectors
-from runs.demo.app import DemoTasks, serve
 from runs.models import Run
 from runs.services import run_create
 
@@ -60,7 +59,7 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         call_command("ensure_admin")
         repos = demo.ensure_demo_repositories(devstack.STACK_DIR / "demo")
-        app = self._serve_demo_app(repos["web"])
+        self._say_demo_app()
         self._say_provider()
         children = [
             self._spawn("worker", [sys.executable, "manage.py", "run_worker"]),
@@ -96,21 +95,22 @@ class Command(BaseCommand):
                         stop.set()
                 stop.wait(1)
         finally:
-            app.shutdown()
             self._shutdown(children, started)
         if died:  # a system with a dead part is not a clean stop: make run exits non-zero
             raise CommandError(died)
 
-    def _serve_demo_app(self, repository):
-        """The demo web app's stand-in on loopback, as demo/web's preview URL: the demo run's
-        tests are verified against it (runs/demo/app.py says why a stand-in)."""
-        server, url = serve(DemoTasks())
-        demo.demo_preview_set(repository, url)
-        self.stdout.write(
-            f"demo web app (stand-in for demo/web) at {url}; allowed hosts of demo/web: "
-            f"{', '.join(repository.allowed_hosts)}"
-        )
-        return server
+    def _say_demo_app(self) -> None:
+        if settings.AMTP_BOOT_APPS:
+            self.stdout.write(
+                "demo web app: the worker starts it from demo/web's recipe "
+                "(.devcontainer/devcontainer.json) in the sandbox; the first run installs its "
+                f"npm packages (cached under {settings.AMTP_BOOT_CACHE_DIR})"
+            )
+        else:
+            self.stdout.write(
+                "demo web app: not started (AMTP_BOOT_APPS=false): the demo's tests are "
+                "written from the source, unverified"
+            )
 
     def _say_provider(self) -> None:
         provider = settings.AMTP_LLM_PROVIDER

@@ -1,0 +1,163 @@
+"""An app that crashes is a finding, not the end of VerifyTests: an app AMTP booted (in the
+real sandbox) whose process a test's request ends is restarted, that test is quarantined as
+"the app crashed on GET /path" with the app's log lines, and the tests that failed because it
+was down run again and pass. The apps here are a Node and a Python server whose one route
+ends the process (an uncaught TypeError, an ``os._exit``): any process exit, not one
+framework's."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+
+import pytest
+
+from repositories.hosts.local import LocalGitHost
+from runs.demo.app import serve
+from tests.gitrepo import make_git_repo
+from tests.test_browser import chromium_path
+from tests.test_verify import HEADER, by_title, make_plan, spec
+from verification import verify as v
+from verification.boot.app import booted
+from verification.boot.recipe import AppRecipe
+from verification.errors import TargetAnswersErrors
+from verification.service import runner_from_settings
+
+pytestmark = pytest.mark.skipif(
+    not os.path.exists("/usr/bin/bwrap"), reason="bubblewrap is a requirement of the worker"
+)
+
+NODE = """const http = require('http');
+http.createServer((req, res) => {
+  const user = req.url.match(/^\\/user\\/(\\d+)$/);
+  if (user) {
+    const found = { 1: { name: 'Ada' } }[user[1]];
+    // found is undefined for an unknown id: an uncaught TypeError ends the process
+    return res.end(`<h1>${found.name}</h1>`);
+  }
+  res.writeHead(200, { 'content-type': 'text/html' });
+  res.end(`<!doctype html><title>Shop</title><h1>Page ${req.url}</h1>`);
+}).listen(Number(process.env.PORT));
+"""
+PYTHON = """import os
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Pages(BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path.startswith("/user/"):
+            print("lost the database handle serving", self.path, flush=True)
+            os._exit(3)
+        body = f"<!doctype html><title>Shop</title><h1>Page {self.path}</h1>".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), Pages).serve_forever()
+"""
+APPS = {
+    "node": ({"server.js": NODE}, "node server.js", "exit code 1", "TypeError"),
+    "python": ({"server.py": PYTHON}, "python3 server.py", "exit code 3", "lost the database"),
+}
+SPECS = (
+    HEADER
+    + """test('home page answers', async ({ page }) => {
+  await page.goto('/');
+  await expect(page.getByRole('heading', { name: 'Page /' })).toBeVisible();
+});
+
+test('an unknown user shows a page', async ({ page }) => {
+  await page.goto('/user/999999999');
+  await expect(page.getByRole('heading')).toBeVisible();
+});
+
+test('about page answers', async ({ page }) => {
+  await page.goto('/about');
+  await expect(page.getByRole('heading', { name: 'Page /about' })).toBeVisible();
+});
+"""
+)
+
+
+# One attempt per test and a short wait for a heading: a test the crash took down fails fast.
+RUNNER = dataclasses.replace(runner_from_settings(), retries=0, expect_timeout_s=3)
+
+
+@pytest.fixture(autouse=True)
+def _boot_settings(settings, tmp_path):
+    settings.AMTP_BOOT_CACHE_DIR = tmp_path / "cache"
+    settings.AMTP_BOOT_READY_TIMEOUT_S = 60.0
+    chromium_path()
+
+
+def no_heal(payload, seconds):
+    raise AssertionError("the tests the crash took down pass once the app is back")
+
+
+@pytest.mark.parametrize("kind", APPS)
+def test_a_test_that_crashes_the_app_is_quarantined_and_the_rest_run_against_a_restart(
+    tmp_path, kind
+):
+    files, start, exit_code, logged = APPS[kind]
+    path = make_git_repo(tmp_path / "app", files)
+    host = LocalGitHost("acme/app", path)
+    recipe = AppRecipe("test", start, 4000)
+    with booted(host, host.resolve_ref("main"), recipe, {}) as app:
+        first = app.process
+        plan = make_plan(
+            tmp_path,
+            app.url,
+            [spec("shop", SPECS)],
+            allow_hosts=[app.url.removeprefix("http://")],
+            app=app,
+            runner=RUNNER,
+        )
+        report = v.verify(plan, heal=no_heal)
+        assert app.restarts == 1 and app.process is not first and app.exited() is None
+    tests = by_title(report)
+    crashed = tests["an unknown user shows a page"]
+    assert crashed["status"] == "quarantined"
+    assert crashed["reason"].startswith(f"the app crashed on GET /user/999999999 ({exit_code}")
+    assert logged in crashed["reason"]  # the app's own log lines
+    assert tests["home page answers"]["status"] == "passed"
+    # failed while the app was down, then passed against the restarted app: not "flaky"
+    assert tests["about page answers"]["status"] == "passed"
+    assert report["status"] == "verified" and report["totals"]["quarantined"] == 1
+    source = report["files"][0]["contents"]
+    assert "// AMTP quarantined: the app crashed on GET /user/999999999" in source
+    assert "test.fixme('an unknown user shows a page'" in source
+
+
+class _Dies:
+    """A target URL's app (not AMTP's to restart) that a request for a user ends: it answers
+    that one with a 500, then stops listening."""
+
+    server = None
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()  # refused from now on, as a dead process' port is
+
+    def __call__(self, environ, start_response):
+        if environ["PATH_INFO"].startswith("/user/"):
+            threading.Thread(target=self.stop).start()
+            start_response("500 Internal Server Error", [("Content-Type", "text/plain")])
+            return [b"TypeError: Cannot read properties of undefined"]
+        start_response("200 OK", [("Content-Type", "text/html")])
+        return [f"<h1>Page {environ['PATH_INFO']}</h1>".encode()]
+
+
+def test_against_a_target_url_the_verdict_names_where_the_app_stopped_answering(tmp_path):
+    app = _Dies()
+    app.server, url = serve(app)
+    crashing = SPECS.replace("test('home page answers'", "test.skip('home page answers'")
+    with pytest.raises(TargetAnswersErrors) as caught:
+        plan = make_plan(tmp_path, url, [spec("shop", crashing)], runner=RUNNER)
+        v.verify(plan, heal=no_heal)
+    assert caught.value.message.startswith("target answers errors only: ")
+    message = caught.value.message
+    assert "(the app stopped answering after GET /user/999999999 (the last request it " in message
