@@ -309,6 +309,14 @@ def boot_settings() -> dict:
         "express-web-service": Settings(install=_npm(EXPRESS)),
         # its build script (scripts/build.js) is not in the folder; dist/ is committed
         "todomvc-es5": Settings(install=("npm install --no-audit --no-fund",)),
+        # its vite.config.js (the Svelte plugin) is not in the folder; dist/ is committed
+        "todomvc-svelte": Settings(
+            install=("npm install --no-audit --no-fund",),
+            start="vite preview --host 127.0.0.1 --port 4173 --strictPort",
+        ),
+        # its build script's `tsc` fails as published (its tsconfig.json names
+        # verbatimModuleSyntax, which its TypeScript ^4.9 does not know): vite alone builds
+        "react-router-auth": Settings(install=("npm install --no-audit --no-fund", "vite build")),
         "fastapi-jwt": Settings(
             install=_pip(FASTAPI_JWT),
             start="uvicorn main:app --host 127.0.0.1 --port 8000",

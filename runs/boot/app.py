@@ -253,6 +253,10 @@ def _install(box: AppBox, workdir: Path, recipe: AppRecipe, repository: str, sec
     before = set(os.listdir(workdir))
     policy = proxy.Policy(*registries.allowed())
     env = {**_env(box, recipe, {}), **registries.environment()}
+    if "NODE_ENV" not in dict(recipe.env):
+        # Unset, as on a CI runner: npm installs the devDependencies a build needs, and the
+        # build picks its own mode (`next build` fails to prerender under "development").
+        del env["NODE_ENV"]
     with proxy.serving(box.socket, policy):
         for command in (*_python_venv(recipe, workdir), *recipe.install):
             _run(box, command, recipe, env, failures.InstallFailed, secrets)
