@@ -39,7 +39,7 @@ BENCHMARKS = [  # name, script and its arguments
     # The vendored open-source apps started live by the script (npm/pip installs cached under
     # .devstack/), then booted by AMTP from their recipes; each killed and reported as timed
     # out after 15 min.
-    ("realworld", "realworld.py --timeout 900 --mode both"),
+    ("realworld", "realworld.py --timeout 900"),
     # A real llama.cpp server against our fake; building it takes ~20 min, so only if built.
     ("llama", "llama_compare.py --no-build"),
 ]

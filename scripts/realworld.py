@@ -19,6 +19,7 @@ expiry the whole session (the app's server, the browsers) is killed and the app 
 as timed out.
 
     .venv/bin/python scripts/realworld.py [--apps flaskr,express-mvc | --set held-out]
+        [--mode started|booted|both]
 """
 
 from __future__ import annotations
@@ -335,7 +336,7 @@ def main() -> int:
     parser.add_argument(
         "--mode",
         choices=("started", "booted", "both"),
-        default="started",
+        default="both",
         help="started: by this script; booted: by AMTP from its recipe, no target URL; both: "
         "each app both ways, then the two compared",
     )
