@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from .api_shape import describe, summary
+from .api_shape import AUTH_HEADERS, describe, summary
 from .common import (
     area_of,
     clean_route,
@@ -25,6 +25,7 @@ from .journey_code import SIGN_OUT
 from .live import (
     LivePage,
     absent_paths,
+    api_probes,
     api_shapes,
     behind_login,
     live_pages,
@@ -93,7 +94,7 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
         if route := clean_route(page["route"]):
             pages.setdefault(route, ui_text(page.get("heading")))
     api: list[tuple[str, str, bool]] = []
-    shapes = api_shapes(app_map)
+    shapes, probes = api_shapes(app_map), api_probes(app_map)
     for item in _str_items(stack.get("routes"), "method", "path"):
         route, method = clean_route(item["path"]), item["method"].upper()
         if route is None or method not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
@@ -138,6 +139,8 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
         out += _api_cases(
             method, route, is_json, entry.get(area_of(route)) == route, running, shape
         )
+        for probe in probes.get(route, []) if method == "GET" else []:
+            out.append(_probe_case(route, probe, running))
     return out
 
 
@@ -238,8 +241,10 @@ def _api_cases(
             steps = [f"Send GET {route}"]
             if shape:  # what the explored app answered: its status and the body's shape
                 pre.append(LIVE_NOTE.format(route))
-                expected = describe(shape["status"], shape["body"])
+                expected = describe(shape["status"], shape["body"], shape)
                 title = f"GET {route} answers {summary(route, shape['body'])}"
+                if shape["status"] >= 400:  # a refusal: its status and message are the point
+                    title = f"GET {route} without credentials is refused: {_refused(shape)}"
                 return [Candidate(key, title, steps, expected, prio, area, pre)]
             # Without a shape the test checks only the status: the title says so.
             expected = "responds with a 2xx status" + (" and a JSON body" if is_json else "")
@@ -274,6 +279,29 @@ def _api_cases(
         expected = EXPECT["mutate_empty"]
     prio = "medium" if dynamic else "high"
     return [Candidate(key, title, [f"Send {method} {url}{body}"], expected, prio, area, pre)]
+
+
+def _refused(record: dict) -> str:
+    message = f" {_q(record['message'])}" if record.get("message") else ""
+    return f"{record['status']}{message}"
+
+
+def _probe_case(route: str, record: dict, running: str) -> Candidate:
+    """A GET asked with a credential the app cannot have issued (``api_probes``): the test
+    sends the same header and expects the same refusal."""
+    auth = record["auth"]
+    header = AUTH_HEADERS[auth]
+    what = "a bearer token it never issued" if auth == "invalid_bearer" else "another scheme"
+    bare = route[4:] if route.startswith("/api/") else route
+    return Candidate(
+        f"api_get_{slug(bare) or 'root'}_{auth}",
+        f"GET {route} with {what} is refused: {_refused(record)}",
+        [f"Send GET {route} with the header Authorization {_q(header)}"],
+        describe(record["status"], record["body"], record),
+        "high",
+        "api_" + area_of(route),
+        [running, LIVE_NOTE.format(route)],
+    )
 
 
 # --- mobile -------------------------------------------------------------------------------

@@ -35,6 +35,11 @@ NOT_FOUND_PAGE = "/amtp-page-that-does-not-exist"
 _QUOTE_LIMIT = 120  # characters of an expected text kept in the code
 MAX_FILES = 50  # the file policy's default limit per pull request
 _SEND = re.compile(r"\bSend\s+(GET|POST|PUT|PATCH|DELETE|HEAD)\s+(\S+)(.*)$", re.I)
+# An Authorization header a request step sends: a scheme and a token of base64url/JWT
+# characters only, so no quote or line break reaches the file.
+_HEADER = re.compile(
+    r'with the header Authorization "((?:Bearer|Basic) [A-Za-z0-9._~+/=-]{1,500})"'
+)
 _OPEN = re.compile(r"^\s*(?:Open|Visit|Navigate to|Go to|Load)\s+(\S+)\s*$", re.I)
 _URL = re.compile(r"^(/|https?://)\S*$")
 _HEADING = re.compile(r'heading ("(?:[^"\\]|\\.)*")')
@@ -127,6 +132,8 @@ def _actions(steps: list[str]) -> list[tuple[str, str, str | None, str]]:
         elif (m := _SEND.search(step)) and _URL.match(m.group(2)):
             method = m.group(1).lower()
             with_body = "empty json body" in m.group(3).lower()
+            if header := _HEADER.search(m.group(3)):  # a credential the test sends as given
+                method += "@" + header.group(1)
             out.append(("request", m.group(2), f"{method}{'+' if with_body else ''}", step))
         elif (m := _OPEN.match(step)) and _URL.match(m.group(1)):
             out.append(("page", m.group(1), None, step))
@@ -259,8 +266,10 @@ def _step_lines(actions: list, on_page: bool) -> tuple[list[str], dict[str, str]
         if kind == "page":
             lines.append(f"const {var} = await page.goto({_ts(url)});")
         else:
-            verb = method.rstrip("+")
-            extra = ", { data: {} }" if method.endswith("+") else ""
+            verb, _, header = method.rstrip("+").partition("@")
+            options = ["data: {}"] * method.endswith("+")
+            options += [f"headers: {{ Authorization: {_ts(header)} }}"] * bool(header)
+            extra = f", {{ {', '.join(options)} }}" if options else ""
             lines.append(f"const {var} = await request.{verb}({_ts(url)}{extra});")
     return lines, last
 

@@ -144,7 +144,20 @@ def api_shapes(app_map: object) -> dict[str, dict]:
     if not isinstance(app_map, dict):
         return {}
     found = clean_apis(app_map.get("apis"), lambda p: clean_route(p) == p and not params(p))
-    return {record["path"]: record for record in found}
+    return {r["path"]: r for r in found if r.get("auth", "none") == "none"}
+
+
+def api_probes(app_map: object) -> dict[str, list[dict]]:
+    """Static path → what a GET of it answered when asked with a credential the app cannot
+    have issued (the ``apis`` records whose ``auth`` is not ``none``: always a refusal)."""
+    if not isinstance(app_map, dict):
+        return {}
+    found = clean_apis(app_map.get("apis"), lambda p: clean_route(p) == p and not params(p))
+    out: dict[str, list[dict]] = {}
+    for record in found:
+        if record.get("auth", "none") != "none":
+            out.setdefault(record["path"], []).append(record)
+    return out
 
 
 def unknown_path_status(app_map: object) -> int:

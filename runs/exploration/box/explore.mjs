@@ -286,7 +286,19 @@ function bodyShape(body) {
   return { ...shapeLevel(body), empty, item };
 }
 
-function recordJson(response) {
+// A refusal's message: the first short string an API error body carries under these keys.
+const MESSAGE_KEYS = ["detail", "error", "message", "msg", "title"];
+
+function refusalOf(status, body, headers) {
+  // For a 4xx answer: its message ("Not authenticated") and the auth scheme it asks for.
+  if (status < 400) return {};
+  const value = typeof body === "string" ? body : MESSAGE_KEYS.map((k) => body?.[k]).find((v) => typeof v === "string");
+  const message = typeof value === "string" && value.length <= 120 ? value : "";
+  const scheme = /^\s*bearer\b/i.test(headers["www-authenticate"] || "") ? "bearer" : "";
+  return { message, scheme };
+}
+
+function recordJson(response, auth = "none") {
   let url;
   try {
     url = new URL(response.url());
@@ -294,21 +306,45 @@ function recordJson(response) {
     return;
   }
   const path = url.pathname;
-  const json = /[/+]json\b/i.test(response.headers()["content-type"] || "");
-  const ok = response.status() >= 200 && response.status() < 300;
+  const headers = response.headers();
+  const json = /[/+]json\b/i.test(headers["content-type"] || "");
+  const status = response.status();
+  // 2xx, or a refusal (4xx: no credentials, a bad one, a missing record): tests assert both.
+  const ok = (status >= 200 && status < 300) || (status >= 400 && status < 500);
   const { found } = jsonShapes;
-  if (url.origin !== origin || response.request().method() !== "GET" || !json || !ok) return;
-  if (found.has(path) || found.size >= 30) return;
-  found.set(path, null);
+  const key = `${auth} ${path}`;
+  // A page's response names its request; a probe's (APIRequestContext) is always a GET.
+  const method = auth === "none" ? response.request().method() : "GET";
+  if (url.origin !== origin || method !== "GET" || !json || !ok) return;
+  if (found.has(key) || found.size >= 30) return;
+  found.set(key, null);
   jsonShapes.reading.push(
     response
       .body()
       .then((raw) => {
         if (raw.length > 2 << 20) throw new Error("too large");
-        found.set(path, { path, status: response.status(), body: bodyShape(JSON.parse(raw)) });
+        const body = JSON.parse(raw);
+        const shape = { path, status, body: bodyShape(body), auth, ...refusalOf(status, body, headers) };
+        found.set(key, shape);
       })
-      .catch(() => found.delete(path)),
+      .catch(() => found.delete(key)),
   );
+}
+
+async function probeBearer(context) {
+  // A GET that asked for a bearer token (401, WWW-Authenticate: Bearer) is asked again with a
+  // token it cannot have issued, and with another scheme: what a user's bad token gets.
+  await Promise.allSettled(jsonShapes.reading);
+  const wanted = [...jsonShapes.found.values()].filter((r) => r && r.status === 401 && r.scheme === "bearer");
+  for (const { path } of wanted.slice(0, 5)) {
+    for (const [auth, value] of [["invalid_bearer", "Bearer amtp-invalid-token"], ["basic", "Basic YW10cDphbXRw"]]) {
+      if (Date.now() > deadline - 2000) return;
+      const answer = await context.request
+        .get(origin + path, { headers: { Authorization: value }, timeout: 5000, maxRedirects: 0 })
+        .catch(() => null);
+      if (answer) recordJson(answer, auth);
+    }
+  }
 }
 
 async function jsonAnswers() {
@@ -397,6 +433,7 @@ for (const chosen of trialForms(pages)) {
   }
 }
 const interactions = await interactionTrials(page, pages, config.interactions, origin, deadline);
+await probeBearer(context).catch(() => {});
 const apis = await jsonAnswers();
 await browser.close();
 fs.writeFileSync(
