@@ -40,6 +40,7 @@ from runs.demo_app import DemoTasks, serve
 from runs.demo_content import DEMO_WEB
 from runs.exploration.explore import Bounds, explore
 from runs.exploration.service import start_paths
+from runs.exploration.writes import write_paths
 from runs.verification.login import Login, signup_of, throwaway
 from runs.verification.service import runner_from_settings
 from tests.journey_app import JOURNEY_REPO, JourneyApp
@@ -172,7 +173,8 @@ def explored(app: App, url: str) -> tuple[dict, float]:
             runner=runner_from_settings(),
             bounds=(bounds := Bounds.from_settings()),
             shots_dir=Path(shots),
-            start_paths=start_paths(offline_crawl(app.repo), "/", bounds.max_pages),
+            start_paths=start_paths(crawl := offline_crawl(app.repo), "/", bounds.max_pages),
+            writes=write_paths(crawl),
             signup=new,
             **session_options(app),
         )

@@ -31,6 +31,7 @@ from .live import (
     live_pages,
     matches,
     unknown_path_status,
+    write_answers,
 )
 
 NOT_FOUND_PAGE = "/amtp-page-that-does-not-exist"
@@ -94,7 +95,7 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
         if route := clean_route(page["route"]):
             pages.setdefault(route, ui_text(page.get("heading")))
     api: list[tuple[str, str, bool]] = []
-    shapes, probes = api_shapes(app_map), api_probes(app_map)
+    shapes, probes, wrote = api_shapes(app_map), api_probes(app_map), write_answers(app_map)
     for item in _str_items(stack.get("routes"), "method", "path"):
         route, method = clean_route(item["path"]), item["method"].upper()
         if route is None or method not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
@@ -136,8 +137,9 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
     entry = _entries([r for m, r, _ in api if m == "GET" and not params(r)])
     for method, route, is_json in sorted(api, key=lambda a: (area_of(a[1]), a[1], a[0])):
         shape = shapes.get(route) if method == "GET" else None
+        answered = wrote.get((method, sample_path(route, missing=True)))
         out += _api_cases(
-            method, route, is_json, entry.get(area_of(route)) == route, running, shape
+            method, route, is_json, entry.get(area_of(route)) == route, running, shape, answered
         )
         for probe in probes.get(route, []) if method == "GET" else []:
             out.append(_probe_case(route, probe, running))
@@ -226,7 +228,13 @@ def _page_cases(
 
 
 def _api_cases(
-    method: str, route: str, is_json: bool, entry: bool, running: str, shape: dict | None = None
+    method: str,
+    route: str,
+    is_json: bool,
+    entry: bool,
+    running: str,
+    shape: dict | None = None,
+    answered: dict | None = None,
 ) -> list[Candidate]:
     area = "api_" + area_of(route)
     bare = route[4:] if route.startswith("/api/") else route  # keep ids short: no tc_api_get_api_
@@ -278,7 +286,24 @@ def _api_cases(
         title = f"{method} {route} answers an empty payload without a server error"
         expected = EXPECT["mutate_empty"]
     prio = "medium" if dynamic else "high"
+    if answered:  # what the app answered this very request when explored
+        pre.append(WROTE_NOTE)
+        expected = f"responds with status {answered['status']}"
+        said = f": {_q(answered['message'])}" if answered["message"] else ""
+        if answered["path_after"] and answered["path_after"] != url.split("?")[0]:
+            expected += f"; it ends on {_q(answered['path_after'])}"
+            said = said or f", ending on {answered['path_after']}"
+        if answered["message"]:
+            expected += f"; the answer says {_q(answered['message'])}"
+        what = "on a missing record" if dynamic else "with an empty payload"
+        title = f"{method} {route} {what} answers {answered['status']}{said}"
     return [Candidate(key, title, [f"Send {method} {url}{body}"], expected, prio, area, pre)]
+
+
+WROTE_NOTE = (
+    "The explored app answered this request so (the suite's session: signed in when the"
+    " exploration was)"
+)
 
 
 def _refused(record: dict) -> str:

@@ -192,6 +192,20 @@ def _status_lines(var: str, expected: str, api: bool) -> list[str]:
     return [f"expect({value}).toBeLessThan(500);"]
 
 
+_ENDS_ON = re.compile(r'\bit ends on ("(?:[^"\\]|\\.){1,500}")')
+_SAYS = re.compile(r'\bthe answer says ("(?:[^"\\]|\\.){1,300}")')
+
+
+def _answer_lines(var: str, expected: str) -> list[str]:
+    """Where a request's answer ended after redirects, and the message it showed, whole."""
+    lines = []
+    if (m := _ENDS_ON.search(expected)) and (path := _quoted(m.group(1))) and _URL.match(path):
+        lines.append(f"expect(new URL({var}.url()).pathname).toBe({_ts(path)});")
+    if (m := _SAYS.search(expected)) and (said := _quoted(m.group(1))):
+        lines.append(f"expect(await {var}.text()).toContain({_ts(said)});")
+    return lines
+
+
 def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
     title = _ts(f"{cid}: {one_line(case.get('title') or cid, 200)}")
     steps = [s for s in case.get("steps") or [] if isinstance(s, str)]
@@ -215,6 +229,7 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
     lines, last = _step_lines([a for a in actions if a[0] != "cleanup"], "page" in kinds)
     if last["request"]:
         lines += _status_lines(last["request"], expected, True)
+        lines += _answer_lines(last["request"], expected)
         lines += shape_lines(last["request"], expected)
     if last["page"]:
         if not last["request"]:

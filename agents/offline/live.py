@@ -147,6 +147,34 @@ def api_shapes(app_map: object) -> dict[str, dict]:
     return {r["path"]: r for r in found if r.get("auth", "none") == "none"}
 
 
+_SAYS = re.compile(r"[^<>&\"'`\\]{2,120}")
+_AFTER = re.compile(r"^/([^/\\\s]\S{0,498})?$")
+
+
+def write_answers(app_map: object) -> dict[tuple[str, str], dict]:
+    """(method, path) → what the app answered that write when explored (the map's
+    ``writes``: status, path after, message), each checked again: a model may have seen it."""
+    found = app_map.get("writes") if isinstance(app_map, dict) else None
+    out: dict[tuple[str, str], dict] = {}
+    for raw in found[:12] if isinstance(found, list) else []:
+        raw = raw if isinstance(raw, dict) else {}
+        method, path, status = raw.get("method"), raw.get("path"), raw.get("status")
+        if not isinstance(method, str) or not isinstance(path, str) or clean_route(path) != path:
+            continue
+        if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+            continue
+        after, says = raw.get("path_after"), raw.get("message")
+        out.setdefault(
+            (method.upper(), path),
+            {
+                "status": status,
+                "path_after": after if isinstance(after, str) and _AFTER.match(after) else "",
+                "message": says if isinstance(says, str) and _SAYS.fullmatch(says) else "",
+            },
+        )
+    return out
+
+
 def api_probes(app_map: object) -> dict[str, list[dict]]:
     """Static path → what a GET of it answered when asked with a credential the app cannot
     have issued (the ``apis`` records whose ``auth`` is not ``none``: always a refusal)."""

@@ -28,6 +28,7 @@ from repositories.secrets import held_secrets
 from runs.exploration import interactions as acts
 from runs.exploration.signup import signup_record
 from runs.exploration.trials import box_config, new_tag, trial
+from runs.exploration.writes import writes as probed_writes
 from runs.verification import proxy, sandbox
 from runs.verification.box_text import line
 from runs.verification.errors import LoginFailed, VerifierNotInstalled
@@ -94,6 +95,7 @@ def explore(
     login: Login | None = None,
     signup: Throwaway | None = None,
     tag: str = "",
+    writes: list[list[str]] | None = None,
 ) -> dict:
     """The ``app_map`` content for the app at ``target_url``, explored logged in when there
     is a ``login`` (its credentials scrubbed by the caller: ``login_for``), with up to
@@ -116,6 +118,7 @@ def explore(
         config["login"] = login.recipe.as_config() if login else None
         config["trials"] = box_config(bounds.form_trials, tag)
         config["interactions"] = acts.box_config(bounds.interactions, tag, bounds.page_timeout_s)
+        config["writes"] = writes or []
         signup = None if login else signup
         config["signup"] = signup is not None
         account = login or signup  # its values reach the box's process environment only
@@ -138,6 +141,7 @@ def explore(
         held = held_secrets()
         signed_up = signup_record(raw.get("signup"), _form, lambda p: _local(p, held))
         acted = _interactions(raw.get("interactions"), tag, pages, bounds.interactions)
+        sent = probed_writes(raw.get("writes"), writes or [], tag, held)
     finally:
         box.remove()
     content = {
@@ -151,6 +155,7 @@ def explore(
         "trials": tried,
         "interactions": acted,
         "apis": apis,
+        "writes": sent,
         "signup": signed_up if signup else None,
         "truncated": False,
         "sandbox": {

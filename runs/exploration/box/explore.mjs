@@ -331,6 +331,49 @@ function recordJson(response, auth = "none") {
   );
 }
 
+// Where a server-rendered page says what it refused: a flash, an error list, an alert.
+const SAID = /<(\w+)\b[^>]*\b(?:class=["'][^"']*\b(?:flash|flashes|errors?|errorlist|alert|alert-\w+|message|messages|msg|notice|invalid-feedback|warning)\b[^"']*["']|role=["']alert["'])[^>]*>([\s\S]{1,400}?)<\/\1>/i;
+
+function messageOf(text, json) {
+  // The first message an answer shows: a JSON refusal's, else the first flash or error
+  // element's text (tags dropped; its first sentence when longer).
+  if (json) {
+    try {
+      return refusalOf(400, JSON.parse(text), {}).message || "";
+    } catch {
+      return "";
+    }
+  }
+  const found = SAID.exec(text.slice(0, 200000));
+  if (!found) return "";
+  const said = found[2].replace(/<[^>]*>/g, " ").replace(/\s+/g, " ").trim();
+  return said.length > 120 ? (/^.{2,120}?[.!?](?=\s|$)/.exec(said) || [""])[0] : said;
+}
+
+async function probeWrites(context) {
+  // The writes the generated tests send (config.writes: method and path, an empty JSON body),
+  // sent once in this session: what each answered, where it ended, what it said.
+  const out = [];
+  for (const [method, path] of (config.writes || []).slice(0, 12)) {
+    if (Date.now() > deadline - 2000) break;
+    const answer = await context.request
+      .fetch(origin + path, { method, data: {}, timeout: 5000 })
+      .catch(() => null);
+    if (!answer) continue;
+    const after = new URL(answer.url());
+    const json = /[/+]json\b/i.test(answer.headers()["content-type"] || "");
+    const text = await answer.text().catch(() => "");
+    out.push({
+      method,
+      path,
+      status: answer.status(),
+      path_after: after.origin === origin ? after.pathname : "",
+      message: messageOf(text, json),
+    });
+  }
+  return out;
+}
+
 async function probeBearer(context) {
   // A GET that asked for a bearer token (401, WWW-Authenticate: Bearer) is asked again with a
   // token it cannot have issued, and with another scheme: what a user's bad token gets.
@@ -434,6 +477,7 @@ for (const chosen of trialForms(pages)) {
 }
 const interactions = await interactionTrials(page, pages, config.interactions, origin, deadline);
 await probeBearer(context).catch(() => {});
+const writes = await probeWrites(context).catch(() => []);
 const apis = await jsonAnswers();
 await browser.close();
 fs.writeFileSync(
@@ -446,6 +490,7 @@ fs.writeFileSync(
     trials,
     interactions,
     apis,
+    writes,
     signup: signup.record,
   }),
 );
