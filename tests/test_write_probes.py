@@ -83,6 +83,8 @@ def test_the_writes_tests_send_are_probed_and_asserted_as_answered(tmp_path):
         ["POST", "/999999999/delete"],
         ["POST", "/999999999/update"],
         ["POST", "/auth/login"],
+        # A sign-in route is also sent a username and password no account has.
+        ["POST", "/auth/login", "credentials"],
         ["POST", "/auth/register"],
         ["POST", "/create"],
     ]
@@ -99,14 +101,17 @@ def test_the_writes_tests_send_are_probed_and_asserted_as_answered(tmp_path):
         )
         schemas.validate("exploration/app_map", app_map)
         answered = {
-            w["path"]: (w["status"], w["path_after"], w["message"]) for w in app_map["writes"]
+            (w["path"], w["payload"]): (w["status"], w["path_after"], w["message"])
+            for w in app_map["writes"]
         }
         assert answered == {
-            "/auth/register": (200, "/auth/register", "Username is required."),
-            "/auth/login": (200, "/auth/login", "Incorrect username."),
-            "/create": (200, "/auth/login", ""),  # login_required: the login page
-            "/999999999/update": (200, "/auth/login", ""),
-            "/999999999/delete": (200, "/auth/login", ""),
+            # The page's form, its fields sent empty (a browser's empty form, unvalidated).
+            ("/auth/register", "form"): (200, "/auth/register", "Username is required."),
+            ("/auth/login", "form"): (200, "/auth/login", "Incorrect username."),
+            ("/auth/login", "credentials"): (200, "/auth/login", "Incorrect username."),
+            ("/create", "empty"): (200, "/auth/login", ""),  # login_required: the login page
+            ("/999999999/update", "empty"): (200, "/auth/login", ""),
+            ("/999999999/delete", "empty"): (200, "/auth/login", ""),
         }
         request = crawler | {"app_map": app_view(app_map, crawler), "depth_level": "standard"}
         cases = [
@@ -131,8 +136,12 @@ def test_the_writes_tests_send_are_probed_and_asserted_as_answered(tmp_path):
         code = "\n".join(f["contents"] for f in files)
         assert 'expect(await response.text()).toContain("Incorrect username.");' in code
         assert 'expect(new URL(response.url()).pathname).toBe("/auth/login");' in code
+        empty = "form: { \"username\": '', \"password\": '' }"
+        assert f'request.post("/auth/register", {{ {empty} }});' in code
+        sign_in = 'form: { username: "amtp_nobody", password: "amtp-not-the-password" }'
+        assert f'request.post("/auth/login", {{ {sign_in} }});' in code
         tests = verified(files, url, tmp_path / "evidence")
-        assert [(t["status"], t["attempts"]) for t in tests] == [("passed", 1)] * 5, tests
+        assert [(t["status"], t["attempts"]) for t in tests] == [("passed", 1)] * 6, tests
     finally:
         server.shutdown()
         server.server_close()
@@ -153,6 +162,10 @@ def test_hostile_write_records_are_refused_or_emptied():
     raw = [
         {"method": "POST", "path": "/elsewhere", "status": 200},  # never asked
         {"method": "POST", "path": "/create", "status": True},  # a bool is no status
+        {"method": "POST", "path": "/x", "payload": "credentials", "status": 200},  # not asked
+        {"method": "POST", "path": "/x", "payload": "admin", "status": 200},  # no such payload
+        # A field name that would break out of its quotes: the record is refused.
+        {"method": "POST", "path": "/x", "payload": "form", "fields": ['a", b: "'], "status": 200},
         {
             "method": "POST",
             "path": "/auth/login",
@@ -167,12 +180,38 @@ def test_hostile_write_records_are_refused_or_emptied():
     ]
     found = writes(raw, asked, "tag123456", held=["s3cret"])
     assert found == [
-        {"method": "POST", "path": "/auth/login", "status": 200, "path_after": "", "message": ""},
-        {"method": "POST", "path": "/x", "status": 302, "path_after": "", "message": ""},
-        {"method": "POST", "path": "/y", "status": 400, "path_after": "", "message": ""},
+        {
+            "method": "POST",
+            "path": "/auth/login",
+            "payload": "empty",
+            "fields": [],
+            "status": 200,
+            "path_after": "",
+            "message": "",
+        },
+        {
+            "method": "POST",
+            "path": "/x",
+            "payload": "empty",
+            "fields": [],
+            "status": 302,
+            "path_after": "",
+            "message": "",
+        },
+        {
+            "method": "POST",
+            "path": "/y",
+            "payload": "empty",
+            "fields": [],
+            "status": 400,
+            "path_after": "",
+            "message": "",
+        },
         {
             "method": "POST",
             "path": "/z",
+            "payload": "empty",
+            "fields": [],
             "status": 200,
             "path_after": "",
             "message": "Failed, check it.",

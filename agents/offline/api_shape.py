@@ -28,6 +28,8 @@ TYPES = ("string", "number", "boolean", "null", "object", "array")
 AUTHS = ("none", "invalid_bearer", "basic")
 AUTH_HEADERS = {"invalid_bearer": "Bearer amtp-invalid-token", "basic": "Basic YW10cDphbXRw"}
 MESSAGE_KEYS = ("detail", "error", "message", "msg", "title")
+# What a sign-in route is sent to see it refuse (runs/exploration/writes.py): no account has it.
+CREDENTIALS = {"username": "amtp_nobody", "password": "amtp-not-the-password"}
 MAX_APIS, MAX_KEYS = 30, 30
 KEY = re.compile(r"[A-Za-z0-9_$.-]{1,40}")
 # In an object literal "__proto__" sets the prototype instead of naming a key to check.

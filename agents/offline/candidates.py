@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from .api_shape import AUTH_HEADERS, describe, summary
+from .api_shape import AUTH_HEADERS, CREDENTIALS, describe, summary
 from .common import (
     area_of,
     clean_route,
@@ -137,12 +137,14 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
     entry = _entries([r for m, r, _ in api if m == "GET" and not params(r)])
     for method, route, is_json in sorted(api, key=lambda a: (area_of(a[1]), a[1], a[0])):
         shape = shapes.get(route) if method == "GET" else None
-        answered = wrote.get((method, sample_path(route, missing=True)))
+        answered = wrote.get((method, sample_path(route, missing=True), "empty"))
         out += _api_cases(
             method, route, is_json, entry.get(area_of(route)) == route, running, shape, answered
         )
         for probe in probes.get(route, []) if method == "GET" else []:
             out.append(_probe_case(route, probe, running))
+        if refused := wrote.get((method, route, "credentials")):
+            out.append(_sign_in_case(method, route, refused, running))
     return out
 
 
@@ -278,6 +280,8 @@ def _api_cases(
         )
         return [found, missing]
     body = "" if method == "DELETE" else " with an empty JSON body"
+    if answered and answered.get("fields"):  # the page's form, its fields sent empty
+        body = f" with the form fields {json.dumps(answered['fields'])} empty"
     url = sample_path(route, missing=True)
     if dynamic:
         title = f"{method} {route} on a missing record answers without a server error"
@@ -304,6 +308,27 @@ WROTE_NOTE = (
     "The explored app answered this request so (the suite's session: signed in when the"
     " exploration was)"
 )
+
+
+def _sign_in_case(method: str, route: str, answered: dict, running: str) -> Candidate:
+    """A sign-in route sent a username and password no account has (``writes``): the test
+    sends the same and expects what the app answered (its refusal)."""
+    creds = " and ".join(f"{k} {_q(v)}" for k, v in CREDENTIALS.items())
+    expected = f"responds with status {answered['status']}"
+    if answered["path_after"] and answered["path_after"] != route:
+        expected += f"; it ends on {_q(answered['path_after'])}"
+    if answered["message"]:
+        expected += f"; the answer says {_q(answered['message'])}"
+    said = f": {_q(answered['message'])}" if answered["message"] else ""
+    return Candidate(
+        f"api_{method.lower()}_{slug(route) or 'root'}_unknown_credentials",
+        f"{method} {route} with credentials no account has answers {answered['status']}{said}",
+        [f"Send {method} {route} with the form {creds}"],
+        expected,
+        "high",
+        "api_" + area_of(route),
+        [running, WROTE_NOTE],
+    )
 
 
 def _refused(record: dict) -> str:

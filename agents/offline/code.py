@@ -37,6 +37,21 @@ MAX_FILES = 50  # the file policy's default limit per pull request
 _SEND = re.compile(r"\bSend\s+(GET|POST|PUT|PATCH|DELETE|HEAD)\s+(\S+)(.*)$", re.I)
 # An Authorization header a request step sends: a scheme and a token of base64url/JWT
 # characters only, so no quote or line break reaches the file.
+_EMPTY_FORM = re.compile(r'with the form fields (\[(?:"(?:[^"\\\n]|\\.){1,200}"(?:, )?){1,20}\]) empty')
+_FIELD_NAME = re.compile(r"^[\w\[\].-]{1,80}$")
+
+
+def _names(text: str) -> list[str]:
+    """The field names of a JSON list (each a name a request can send), else []."""
+    try:
+        names = json.loads(text)
+    except ValueError:
+        return []
+    ok = isinstance(names, list) and 0 < len(names) <= 20
+    return names if ok and all(isinstance(n, str) and _FIELD_NAME.match(n) for n in names) else []
+
+
+_FORM = re.compile(r'with the form username "([\w.@+-]{1,60})" and password "([\w.@+!-]{1,60})"')
 _HEADER = re.compile(
     r'with the header Authorization "((?:Bearer|Basic) [A-Za-z0-9._~+/=-]{1,500})"'
 )
@@ -133,7 +148,13 @@ def _actions(steps: list[str]) -> list[tuple[str, str, str | None, str]]:
             method = m.group(1).lower()
             with_body = "empty json body" in m.group(3).lower()
             if header := _HEADER.search(m.group(3)):  # a credential the test sends as given
-                method += "@" + header.group(1)
+                method += f"|headers: {{ Authorization: {_ts(header.group(1))} }}"
+            elif (empty := _EMPTY_FORM.search(m.group(3))) and (names := _names(empty.group(1))):
+                method += f"|form: {{ {', '.join(f'{_ts(n)}: ' + repr('') for n in names)} }}"
+            elif form := _FORM.search(m.group(3)):  # a sign-in's fields, as given
+                method += (
+                    f"|form: {{ username: {_ts(form.group(1))}, password: {_ts(form.group(2))} }}"
+                )
             out.append(("request", m.group(2), f"{method}{'+' if with_body else ''}", step))
         elif (m := _OPEN.match(step)) and _URL.match(m.group(1)):
             out.append(("page", m.group(1), None, step))
@@ -281,9 +302,8 @@ def _step_lines(actions: list, on_page: bool) -> tuple[list[str], dict[str, str]
         if kind == "page":
             lines.append(f"const {var} = await page.goto({_ts(url)});")
         else:
-            verb, _, header = method.rstrip("+").partition("@")
-            options = ["data: {}"] * method.endswith("+")
-            options += [f"headers: {{ Authorization: {_ts(header)} }}"] * bool(header)
+            verb, _, given = method.rstrip("+").partition("|")
+            options = ["data: {}"] * method.endswith("+") + [given] * bool(given)
             extra = f", {{ {', '.join(options)} }}" if options else ""
             lines.append(f"const {var} = await request.{verb}({_ts(url)}{extra});")
     return lines, last

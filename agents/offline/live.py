@@ -148,11 +148,12 @@ def api_shapes(app_map: object) -> dict[str, dict]:
 
 
 _SAYS = re.compile(r"[^<>&\"'`\\]{2,120}")
+_FIELD = re.compile(r"^[\w\[\].-]{1,80}$")
 _AFTER = re.compile(r"^/([^/\\\s]\S{0,498})?$")
 
 
-def write_answers(app_map: object) -> dict[tuple[str, str], dict]:
-    """(method, path) → what the app answered that write when explored (the map's
+def write_answers(app_map: object) -> dict[tuple[str, str, str], dict]:
+    """(method, path, payload) → what the app answered that write when explored (the map's
     ``writes``: status, path after, message), each checked again: a model may have seen it."""
     found = app_map.get("writes") if isinstance(app_map, dict) else None
     out: dict[tuple[str, str], dict] = {}
@@ -164,12 +165,24 @@ def write_answers(app_map: object) -> dict[tuple[str, str], dict]:
         if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
             continue
         after, says = raw.get("path_after"), raw.get("message")
+        payload = raw.get("payload", "empty")
+        if payload not in ("empty", "form", "credentials"):
+            continue
+        names = raw.get("fields") if payload == "form" else []
+        names = (
+            [n for n in names[:20] if isinstance(n, str) and _FIELD.match(n)]
+            if isinstance(names, list)
+            else []
+        )
+        if payload == "form" and not names:
+            continue
         out.setdefault(
-            (method.upper(), path),
+            (method.upper(), path, "credentials" if payload == "credentials" else "empty"),
             {
                 "status": status,
                 "path_after": after if isinstance(after, str) and _AFTER.match(after) else "",
                 "message": says if isinstance(says, str) and _SAYS.fullmatch(says) else "",
+                "fields": names,
             },
         )
     return out

@@ -22,7 +22,7 @@ from urllib.parse import unquote_plus
 
 from django.conf import settings
 
-from agents.offline.api_shape import clean_apis
+from agents.offline.api_shape import CREDENTIALS, clean_apis
 from agents.offline.common import EMAIL_DOMAIN, LOGOUT_PATH
 from repositories.secrets import held_secrets
 from runs.exploration import interactions as acts
@@ -119,6 +119,7 @@ def explore(
         config["trials"] = box_config(bounds.form_trials, tag)
         config["interactions"] = acts.box_config(bounds.interactions, tag, bounds.page_timeout_s)
         config["writes"] = writes or []
+        config["credentials"] = CREDENTIALS
         signup = None if login else signup
         config["signup"] = signup is not None
         account = login or signup  # its values reach the box's process environment only

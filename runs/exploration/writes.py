@@ -23,17 +23,25 @@ from runs.exploration.trials import risky
 from runs.verification.playwright import clean
 
 METHODS = ("POST", "PUT", "PATCH", "DELETE")
+# A sign-in route (its last segment): also sent a username and password no account has
+# (CREDENTIALS), in the fields OAuth 2.0's password grant names (RFC 6749, 4.3.2) and most
+# login forms use.
+_SIGN_IN = re.compile(r"(?i)^(log-?in|sign-?in|token|sessions?|authenticate)$")
 MAX_WRITES = 12
 # A message the test can look for as written in the page: no character HTML escapes.
 _MESSAGE = re.compile(r"[^<>&\"'`\\]{2,120}")
 _SENTENCE = re.compile(r"^(.{2,120}?[.!?])(?=\s|$)")
+PAYLOADS = ("empty", "form", "credentials")
+# A field name a request can send (``user[name]``): no quote, no space.
+_FIELD = re.compile(r"^[\w\[\].-]{1,80}$")
 _PATH = re.compile(r"^/([^/\\\s]\S{0,498})?$")
 
 
 def write_paths(crawl: dict, limit: int = MAX_WRITES) -> list[list[str]]:
     """[method, path] of the writes the offline tests send (``candidates._api_cases``): the
     crawl's routes with a write method, a parameter filled with a value that cannot exist;
-    never a logout, nor a destructive route on a record that may exist."""
+    never a logout, nor a destructive route on a record that may exist. A sign-in route is
+    also listed as [method, path, "credentials"]: sent CREDENTIALS (no account has them)."""
     stack = crawl.get("detected_stack") if isinstance(crawl, dict) else None
     routes = stack.get("routes") if isinstance(stack, dict) else None
     out: list[list[str]] = []
@@ -48,18 +56,32 @@ def write_paths(crawl: dict, limit: int = MAX_WRITES) -> list[list[str]]:
         pair = [method, sample_path(route, missing=True)]
         if pair not in out:
             out.append(pair)
+        last = route.rstrip("/").rsplit("/", 1)[-1]
+        if method == "POST" and not params(route) and _SIGN_IN.match(last):
+            out.append([*pair, "credentials"])
     return out[:limit]
 
 
 def writes(items, asked: list[list[str]], tag: str, held: list[str]) -> list[dict]:
     """The box's write records, each checked: a [method, path] that was asked, a status, a
-    local path after, a message fit to quote (else empty)."""
+    local path after, a message fit to quote (else empty); ``form``: the page's form for that
+    write sent with its ``fields`` empty (names a request can carry)."""
     out: list[dict] = []
     for raw in items[: MAX_WRITES * 2] if isinstance(items, list) else []:
         raw = raw if isinstance(raw, dict) else {}
-        pair = [raw.get("method"), raw.get("path")]
+        payload = raw.get("payload", "empty")
+        if payload not in PAYLOADS:
+            continue
+        sign_in = ["credentials"] if payload == "credentials" else []
+        pair = [raw.get("method"), raw.get("path"), *sign_in]
         status = raw.get("status")
-        if pair not in asked or any(r["method"] == pair[0] and r["path"] == pair[1] for r in out):
+        if pair not in asked or any(_asked(r) == pair for r in out):
+            continue
+        names = raw.get("fields") if payload == "form" else []
+        names = names[:20] if isinstance(names, list) else []
+        if payload == "form" and not (
+            names and all(isinstance(n, str) and _FIELD.match(n) for n in names)
+        ):
             continue
         if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
             continue
@@ -77,9 +99,17 @@ def writes(items, asked: list[list[str]], tag: str, held: list[str]) -> list[dic
             {
                 "method": pair[0],
                 "path": pair[1],
+                "payload": payload,
+                "fields": list(dict.fromkeys(names)),
                 "status": status,
                 "path_after": after,
                 "message": message,
             }
         )
     return out[:MAX_WRITES]
+
+
+def _asked(record: dict) -> list[str]:
+    """The [method, path(, "credentials")] a record answers."""
+    sign_in = ["credentials"] if record["payload"] == "credentials" else []
+    return [record["method"], record["path"], *sign_in]

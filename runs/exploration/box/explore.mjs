@@ -54,6 +54,8 @@ async function forms(page) {
         }));
       const submit = form.querySelector("button, input[type=submit]");
       return {
+        // Hidden inputs (a CSRF token): a request a test builds cannot carry them (not stored).
+        hidden: form.querySelectorAll("input[type=hidden]").length,
         action: (form.getAttribute("action") || "").slice(0, 500),
         method: (form.getAttribute("method") || "get").toLowerCase().slice(0, 10),
         fields,
@@ -84,7 +86,9 @@ async function visit(page, path, index, errors) {
     console_errors: errors.splice(0).slice(0, 20),
     screenshot: shot,
   };
-  return { ...found, login_redirect: loginWall(path, local(page.url()) || "", found) };
+  // landed: where the browser ended (a form's empty action is that address; not stored).
+  const landed = local(page.url()) || "";
+  return { ...found, landed, login_redirect: loginWall(path, landed, found) };
 }
 
 function loginWall(path, landed, found) {
@@ -350,14 +354,46 @@ function messageOf(text, json) {
   return said.length > 120 ? (/^.{2,120}?[.!?](?=\s|$)/.exec(said) || [""])[0] : said;
 }
 
+const FIELD_NAME = /^[\w\[\].-]{1,80}$/;
+
+function emptyForm(method, path) {
+  // The names of the fields of a form on an explored page that sends this write, for a
+  // request sending them empty (what a browser sends for an empty form, bypassing its own
+  // validation); null when no such form, or one with hidden inputs (a CSRF token).
+  if (method !== "POST") return null;
+  for (const found of pages) {
+    for (const form of found.forms || []) {
+      let target;
+      try {
+        const here = origin + (found.landed || found.path);
+        target = new URL(form.action || here, here);
+      } catch {
+        continue;
+      }
+      if (target.origin !== origin || target.pathname !== path || form.method !== "post") continue;
+      const names = form.fields
+        .filter((f) => !["checkbox", "radio", "file"].includes(f.type))
+        .map((f) => f.name);
+      if (form.hidden || !names.length || !names.every((n) => FIELD_NAME.test(n))) return null;
+      return [...new Set(names)].slice(0, 20);
+    }
+  }
+  return null;
+}
+
 async function probeWrites(context) {
-  // The writes the generated tests send (config.writes: method and path, an empty JSON body),
-  // sent once in this session: what each answered, where it ended, what it said.
+  // The writes the generated tests send (config.writes: method and path, an empty JSON body,
+  // or the fields of the page's form sent empty), sent once in this session: what each
+  // answered, where it ended, what it said.
   const out = [];
-  for (const [method, path] of (config.writes || []).slice(0, 12)) {
+  for (const [method, path, payload] of (config.writes || []).slice(0, 12)) {
     if (Date.now() > deadline - 2000) break;
+    // A sign-in route is also sent a username and password no account has (a form).
+    const fields = payload === "credentials" ? null : emptyForm(method, path);
+    const empty = fields ? { form: Object.fromEntries(fields.map((n) => [n, ""])) } : { data: {} };
+    const body = payload === "credentials" ? { form: config.credentials } : empty;
     const answer = await context.request
-      .fetch(origin + path, { method, data: {}, timeout: 5000 })
+      .fetch(origin + path, { method, ...body, timeout: 5000 })
       .catch(() => null);
     if (!answer) continue;
     const after = new URL(answer.url());
@@ -366,6 +402,8 @@ async function probeWrites(context) {
     out.push({
       method,
       path,
+      payload: payload === "credentials" ? "credentials" : fields ? "form" : "empty",
+      fields: fields || [],
       status: answer.status(),
       path_after: after.origin === origin ? after.pathname : "",
       message: messageOf(text, json),
