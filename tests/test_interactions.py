@@ -314,8 +314,15 @@ def test_the_journey_exercises_the_apps_own_behaviours_and_passes_first_time(exp
     steps = "\n".join(journey["steps"])
     exercised = [b for b, (act, check) in BEHAVIOURS.items() if act in steps and check in steps]
     assert len(exercised) == len(BEHAVIOURS) == 13, exercised
+    # Hash routes are routes: each live one the exploration reached has its page test.
+    pages = [c for c in generate_cases(request, "standard")["test_cases"] if "#" in c["title"]]
+    assert sorted(c["steps"][0] for c in pages) == [
+        "Open /#/",
+        "Open /#/active",
+        "Open /#/completed",
+    ]
     files = generate_files(
-        engineer_input({"test_cases": [journey], "coverage_notes": ""}, "playwright"),
+        engineer_input({"test_cases": [journey, *pages], "coverage_notes": ""}, "playwright"),
         test_dir=TEST_DIR,
         app_id=None,
     )
@@ -341,8 +348,7 @@ def test_the_journey_exercises_the_apps_own_behaviours_and_passes_first_time(exp
         allow_hosts=["127.0.0.1"],
     )
     report = verify(plan, heal=lambda payload, seconds: {})
-    (test,) = report["tests"]
-    assert (test["status"], test["attempts"]) == ("passed", 1), test
+    assert [(t["status"], t["attempts"]) for t in report["tests"]] == [("passed", 1)] * 4, report
 
 
 def test_an_edit_field_is_the_focused_one_or_the_named_one_that_opened():

@@ -42,6 +42,7 @@ NO_ERRORS = "throws no uncaught page errors"
 PAGE_OK = f"the page responds with a 2xx status, renders a visible body and {NO_ERRORS}"
 PAGE_DYNAMIC = f"the page responds without a server error (status below 500) and {NO_ERRORS}"
 SMOKE = " renders (smoke)"  # a test that checks nothing but the render says so
+BLANK = "nothing rendered when explored: its content needs requests the sandbox refused"
 NO_5XX = "responds without a server error (status below 500)"
 STATUS_ONLY = "status only, shape not checked"
 # Mutations target records that must not exist, so a test run never damages real data.
@@ -194,6 +195,15 @@ def _page_cases(
     if params(route):
         pre.append(SAMPLE_NOTE.format(route))
     expected = PAGE_DYNAMIC if params(route) else PAGE_OK
+    if live and live.blank and not params(route) and not logs_out(route):
+        pre.append(LIVE_NOTE.format(live.path))
+        expected = f"the page responds with a 2xx status; {BLANK}"
+        titled = f", titled {_q(live.title)}" if live.title else ""
+        if live.title:
+            expected += f"; its document title is {_q(live.title)}"
+        title = f"{'Home page' if route == '/' else f'Page {route}'} answers{titled} ({BLANK})"
+        key = "page_" + (slug(route) or "home")
+        return [Candidate(key, title, [f"Open {url}"], expected, prio, area, pre)]
     if live:
         pre.append(LIVE_NOTE.format(live.path))
         heading = live.heading  # what the app shows, not what its source suggested

@@ -37,7 +37,9 @@ MAX_FILES = 50  # the file policy's default limit per pull request
 _SEND = re.compile(r"\bSend\s+(GET|POST|PUT|PATCH|DELETE|HEAD)\s+(\S+)(.*)$", re.I)
 # An Authorization header a request step sends: a scheme and a token of base64url/JWT
 # characters only, so no quote or line break reaches the file.
-_EMPTY_FORM = re.compile(r'with the form fields (\[(?:"(?:[^"\\\n]|\\.){1,200}"(?:, )?){1,20}\]) empty')
+_EMPTY_FORM = re.compile(
+    r'with the form fields (\[(?:"(?:[^"\\\n]|\\.){1,200}"(?:, )?){1,20}\]) empty'
+)
 _FIELD_NAME = re.compile(r"^[\w\[\].-]{1,80}$")
 
 
@@ -309,9 +311,16 @@ def _step_lines(actions: list, on_page: bool) -> tuple[list[str], dict[str, str]
     return lines, last
 
 
+_TITLE_IS = re.compile(r'\bits document title is ("(?:[^"\\]|\\.){1,400}")')
+
+
 def _page_lines(expected: str) -> list[str]:
-    """A page's checks: visible body, heading, elements, a flow's outcome, title, no errors."""
-    lines = ["await expect(page.locator('body')).toBeVisible();"]
+    """A page's checks: visible body, heading, elements, a flow's outcome, title, no errors.
+    A page that rendered nothing when explored (``nothing rendered``) is held to its title."""
+    blank = "nothing rendered when explored" in expected
+    lines = [] if blank else ["await expect(page.locator('body')).toBeVisible();"]
+    if (m := _TITLE_IS.search(expected)) and (title := _quoted(m.group(1))):
+        lines.append(f"await expect(page).toHaveTitle({_ts(title)});")
     if heading := _heading(expected):
         lines.append(
             f"await expect(page.getByRole('heading', {_name(heading)}).first()).toBeVisible();"

@@ -40,6 +40,9 @@ class LivePage:
     heading: str | None = None
     title: str | None = None
     shows: list[tuple[str, str]] = field(default_factory=list)  # (role, name): fields, button
+    # Nothing rendered when explored (a shell whose scripts come from hosts the sandbox
+    # refused: Swagger UI from a CDN): no body to see, only the status and the title.
+    blank: bool = False
 
 
 def named_elements(snapshot: str) -> list[tuple[str, str, int]]:
@@ -59,6 +62,9 @@ def named_elements(snapshot: str) -> list[tuple[str, str, int]]:
     return out
 
 
+_SHOWN = re.compile(r'^\s*- \w+(?: "|:\s*\S)', re.M)  # a named element or a text
+
+
 def _page(raw: dict, path: str) -> LivePage:
     snapshot = raw.get("snapshot") if isinstance(raw.get("snapshot"), str) else ""
     named = named_elements(snapshot)
@@ -70,7 +76,25 @@ def _page(raw: dict, path: str) -> LivePage:
         heading=min(headings, key=lambda h: h[0])[1] if headings else None,
         title=ui_text(raw.get("title")) if isinstance(raw.get("title"), str) else None,
         shows=list(dict.fromkeys(fields))[:MAX_FIELDS] + buttons[:1],
+        blank=not _SHOWN.search(snapshot),
     )
+
+
+# A client-side hash route (``#/active``, ``#!/done``): a route of the app, as exploration
+# recorded it (a fragment that is not a route is no page of the map).
+_HASH = re.compile(r"#!?/[A-Za-z0-9._~\-/]{0,100}")
+
+
+def live_path(raw: str) -> str | None:
+    """A path of the map as a route: ``clean_route``'s, with its hash route kept
+    (``/#/active``); None for a query string or an unusable path."""
+    if "?" in raw:
+        return None
+    base, sep, fragment = raw.partition("#")
+    path = clean_route(base)
+    if not sep or not path:
+        return path
+    return f"{path}#{fragment}" if _HASH.fullmatch(sep + fragment) else None
 
 
 def live_pages(app_map: object) -> dict[str, LivePage]:
@@ -85,12 +109,12 @@ def live_pages(app_map: object) -> dict[str, LivePage]:
         if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
             continue
         status = raw.get("status")
-        path = clean_route(raw["path"]) if "?" not in raw["path"] else None
+        path = live_path(raw["path"])
         if path and not params(path) and isinstance(status, int) and 200 <= status < 300:
             out.setdefault(path, _page(raw, path))
     more = app_map.get("pages_not_shown")
     for raw in more if isinstance(more, list) else []:
-        path = clean_route(raw) if isinstance(raw, str) and "?" not in raw else None
+        path = live_path(raw) if isinstance(raw, str) else None
         if path and not params(path):
             out.setdefault(path, LivePage(path))
     for path in _changed_records(app_map):
