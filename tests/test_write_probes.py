@@ -175,6 +175,14 @@ def test_hostile_write_records_are_refused_or_emptied():
         },
         {"method": "POST", "path": "/x", "status": 302, "message": "Hello amtp.tag123456"},
         {"method": "POST", "path": "/y", "status": 400, "message": 'Wrong "quote"'},
+        # A message shown after a redirect came through the session: not kept.
+        {
+            "method": "POST",
+            "path": "/create",
+            "status": 200,
+            "path_after": "/login",
+            "message": "Hi.",
+        },
         # A message whose first sentence is clean keeps that sentence (express's auth example).
         {"method": "POST", "path": "/z", "status": 200, "message": 'Failed, check it. (use "tj")'},
     ]
@@ -205,6 +213,15 @@ def test_hostile_write_records_are_refused_or_emptied():
             "fields": [],
             "status": 400,
             "path_after": "",
+            "message": "",
+        },
+        {
+            "method": "POST",
+            "path": "/create",
+            "payload": "empty",
+            "fields": [],
+            "status": 200,
+            "path_after": "/login",
             "message": "",
         },
         {

@@ -354,6 +354,7 @@ function messageOf(text, json) {
   return said.length > 120 ? (/^.{2,120}?[.!?](?=\s|$)/.exec(said) || [""])[0] : said;
 }
 
+const PROBE_GRACE_MS = 8000; // of explore.py's GRACE_S (30 s): the probes run after the crawl
 const FIELD_NAME = /^[\w\[\].-]{1,80}$/;
 
 function emptyForm(method, path) {
@@ -387,7 +388,8 @@ async function probeWrites(context) {
   // answered, where it ended, what it said.
   const out = [];
   for (const [method, path, payload] of (config.writes || []).slice(0, 12)) {
-    if (Date.now() > deadline - 2000) break;
+    // A few single requests, after the crawl: they may use part of the box's grace (GRACE_S).
+    if (Date.now() > deadline + PROBE_GRACE_MS) break;
     // A sign-in route is also sent a username and password no account has (a form).
     const fields = payload === "credentials" ? null : emptyForm(method, path);
     const empty = fields ? { form: Object.fromEntries(fields.map((n) => [n, ""])) } : { data: {} };
@@ -419,7 +421,7 @@ async function probeBearer(context) {
   const wanted = [...jsonShapes.found.values()].filter((r) => r && r.status === 401 && r.scheme === "bearer");
   for (const { path } of wanted.slice(0, 5)) {
     for (const [auth, value] of [["invalid_bearer", "Bearer amtp-invalid-token"], ["basic", "Basic YW10cDphbXRw"]]) {
-      if (Date.now() > deadline - 2000) return;
+      if (Date.now() > deadline + PROBE_GRACE_MS) return;
       const answer = await context.request
         .get(origin + path, { headers: { Authorization: value }, timeout: 5000, maxRedirects: 0 })
         .catch(() => null);
