@@ -175,7 +175,8 @@ def test_hostile_write_records_are_refused_or_emptied():
         },
         {"method": "POST", "path": "/x", "status": 302, "message": "Hello amtp.tag123456"},
         {"method": "POST", "path": "/y", "status": 400, "message": 'Wrong "quote"'},
-        # A message shown after a redirect came through the session: not kept.
+        # A message shown after a redirect came through the session: not kept (nor when the
+        # box does not say there was none).
         {
             "method": "POST",
             "path": "/create",
@@ -184,7 +185,13 @@ def test_hostile_write_records_are_refused_or_emptied():
             "message": "Hi.",
         },
         # A message whose first sentence is clean keeps that sentence (express's auth example).
-        {"method": "POST", "path": "/z", "status": 200, "message": 'Failed, check it. (use "tj")'},
+        {
+            "method": "POST",
+            "path": "/z",
+            "status": 200,
+            "redirected": False,
+            "message": 'Failed, check it. (use "tj")',
+        },
     ]
     found = writes(raw, asked, "tag123456", held=["s3cret"])
     assert found == [

@@ -394,9 +394,17 @@ async function probeWrites(context) {
     const fields = payload === "credentials" ? null : emptyForm(method, path);
     const empty = fields ? { form: Object.fromEntries(fields.map((n) => [n, ""])) } : { data: {} };
     const body = payload === "credentials" ? { form: config.credentials } : empty;
-    const answer = await context.request
-      .fetch(origin + path, { method, ...body, timeout: 5000 })
+    // Redirects followed by hand, to know there was one (the test's request follows them).
+    let answer = await context.request
+      .fetch(origin + path, { method, ...body, timeout: 5000, maxRedirects: 0 })
       .catch(() => null);
+    let redirected = false;
+    for (let hops = 0; answer && answer.status() >= 300 && answer.status() < 400 && hops < 5; hops++) {
+      const next = new URL(answer.headers()["location"] || "/", answer.url());
+      if (next.origin !== origin) break;
+      redirected = true;
+      answer = await context.request.get(next.href, { timeout: 5000, maxRedirects: 0 }).catch(() => null);
+    }
     if (!answer) continue;
     const after = new URL(answer.url());
     const json = /[/+]json\b/i.test(answer.headers()["content-type"] || "");
@@ -408,6 +416,7 @@ async function probeWrites(context) {
       fields: fields || [],
       status: answer.status(),
       path_after: after.origin === origin ? after.pathname : "",
+      redirected,
       message: messageOf(text, json),
     });
   }
