@@ -35,9 +35,10 @@ BENCHMARKS = [  # name, script and its arguments
     ("sandbox", "bench_sandbox.py"),  # 5 demo verifications in the box, 5 without
     ("explore", "bench_explore.py"),  # a 50-page app explored 3 times in the box
     ("grounding", "bench_grounding.py"),  # 4 apps: crawl, explore, write, verify and heal
-    ("boot", "bench_boot.py"),  # express-mvc and flaskr booted in the box: cold, then warm
-    # 5 vendored open-source apps started live (npm/pip installs cached under .devstack/),
-    # each killed and reported as timed out after 15 min.
+    ("boot", "bench_boot.py"),  # every vendored real app booted in the box: cold, then warm
+    # The vendored open-source apps started live by the script (npm/pip installs cached under
+    # .devstack/), then booted by AMTP from their recipes; each killed and reported as timed
+    # out after 15 min.
     ("realworld", "realworld.py --timeout 900"),
     # A real llama.cpp server against our fake; building it takes ~20 min, so only if built.
     ("llama", "llama_compare.py --no-build"),

@@ -45,6 +45,7 @@ from tests.spa_app import FIXTURE, TEST_EMAIL, TEST_PASSWORD, SpaApp, spa_reposi
 from tests.verify_apps import NOTES_REPO, NotesApp
 from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import start_paths
+from verification.exploration.writes import write_paths
 from verification.login import Login, signup_of, throwaway
 from verification.service import runner_from_settings
 
@@ -162,6 +163,19 @@ def covered(routes: list[dict], paths: set[str]) -> list[dict]:
     return out
 
 
+def on_wrong_page(passing_code: list[str], app_map: dict) -> int:
+    """Passing tests that opened a page exploration saw answer 404 or send the browser to a
+    login, and do not expect that 404: they passed without seeing their subject."""
+    wrong = {p["path"] for p in app_map["pages"] if p.get("login_redirect") or p["status"] == 404}
+    wrong |= set(app_map.get("behind_login") or [])
+    wrong = {p.rstrip("/") or "/" for p in wrong}
+    count = 0
+    for code in passing_code:
+        pages = {m["path"].rstrip("/") or "/" for m in _OPENS.finditer(code) if "goto" in m[0]}
+        count += bool(pages & wrong) and "toBe(404)" not in code
+    return count
+
+
 def explored(app: App, url: str) -> tuple[dict, float]:
     began = time.monotonic()
     signs_up = not app.login and settings.AMTP_EXPLORE_SIGN_UP
@@ -172,7 +186,8 @@ def explored(app: App, url: str) -> tuple[dict, float]:
             runner=runner_from_settings(),
             bounds=(bounds := Bounds.from_settings()),
             shots_dir=Path(shots),
-            start_paths=start_paths(offline_crawl(app.repo), "/", bounds.max_pages),
+            start_paths=start_paths(crawl := offline_crawl(app.repo), "/", bounds.max_pages),
+            writes=write_paths(crawl),
             signup=new,
             **session_options(app),
         )
@@ -201,6 +216,12 @@ def measure_at(app, url: str, depth: str) -> dict:
     by_test = opened(files)
     passing = {(t["file"], t["title"]) for t in tests if t["status"] in after}
     flows = [t for t in tests if is_flow(t["title"])]
+    passing_code = [
+        b.text
+        for f in report.get("files") or files
+        for b in spec_blocks.blocks(f["contents"])
+        if (f["path"], b.title) in passing and not b.modifier
+    ]
     return {
         "tests": len(tests),
         "first": sum(t["status"] == "passed" and t["attempts"] == 1 for t in tests),
@@ -226,12 +247,8 @@ def measure_at(app, url: str, depth: str) -> dict:
         "flows": len(flows),
         "flows_passing": sum(t["status"] in after for t in flows),
         # The code of each passing test as it last ran (healed, where healing changed it).
-        "passing_code": [
-            b.text
-            for f in report.get("files") or files
-            for b in spec_blocks.blocks(f["contents"])
-            if (f["path"], b.title) in passing and not b.modifier
-        ],
+        "passing_code": passing_code,
+        "on_wrong_page": on_wrong_page(passing_code, app_map),
         "not_passing": [
             {"title": t["title"], "status": t["status"], "reason": (t.get("reason") or "")[:300]}
             for t in tests

@@ -177,16 +177,12 @@ def post_form(url: str, data: dict) -> None:
 
 
 def start_flaskr(app):
-    """flaskr with its database initialised and a registered test user to log in as."""
+    """flaskr with its database initialised (its test user: ``accounts``)."""
     work, port = app_copy(app), free_port()
     env = {"PYTHONPATH": os.pathsep.join([str(pip_deps(app.key, FLASK)), str(work)])}
     flask = [sys.executable, "-m", "flask", "--app", "flaskr"]
     _run([*flask, "init-db"], work, env)
-    process, url = start(
-        [*flask, "run", "--host", "127.0.0.1", "--port", str(port)], work, port, env
-    )
-    post_form(url + "/auth/register", {"username": TEST_USER, "password": TEST_PASSWORD})
-    return process, url
+    return start([*flask, "run", "--host", "127.0.0.1", "--port", str(port)], work, port, env)
 
 
 def start_microblog(app):
@@ -272,6 +268,69 @@ STARTERS = {
     "express-auth": _express(EXPRESS_AUTH_DEPS),
     "express-web-service": _express(EXPRESS),
 }
+
+
+def accounts(key: str, url: str) -> None:
+    """The test account the app's login recipe signs in with, made once the app answers
+    (either way it was started): flaskr's registered through its own form."""
+    if key == "flaskr":
+        post_form(url + "/auth/register", {"username": TEST_USER, "password": TEST_PASSWORD})
+
+
+def _pip(pins: str) -> tuple[str, ...]:
+    return ("python -m pip install --quiet " + pins.replace("[argon2]", "'[argon2]'"),)
+
+
+def _npm(deps: dict[str, str]) -> tuple[str, ...]:
+    pins = " ".join(f"{name}@{version}" for name, version in deps.items())
+    return (f"npm install --no-audit --no-fund --loglevel=error {pins}",)
+
+
+def boot_settings() -> dict:
+    """With no target URL (``realworld.py --mode booted``) AMTP finds each app's recipe in
+    its files; these are the repository settings a user fills in where the files do not say
+    it all (verification/boot/recipe.py applies them field by field). Most vendored folders are a
+    part of a larger repository and lack its dependency list: those get the same pins the
+    started mode installs. flaskr's and polls' databases need their seed commands."""
+    from importlib.metadata import version  # polls: the Django the started mode runs it on
+
+    from repositories.boot_settings import RepositoryBootSettings as Settings
+
+    flask = "flask --app microblog"
+    return {
+        "flaskr": Settings(seed="flask --app flaskr init-db"),
+        "django-polls": Settings(
+            install=_pip(f"django=={version('django')}"),
+            seed="python manage.py migrate --noinput && python manage.py loaddata seed",
+            ready_path="/polls/",
+        ),
+        "express-mvc": Settings(install=_npm(EXPRESS_MVC_DEPS)),
+        "express-auth": Settings(install=_npm(EXPRESS_AUTH_DEPS)),
+        "express-web-service": Settings(install=_npm(EXPRESS)),
+        # its build script (scripts/build.js) is not in the folder; dist/ is committed
+        "todomvc-es5": Settings(install=("npm install --no-audit --no-fund",)),
+        # its vite.config.js (the Svelte plugin) is not in the folder; dist/ is committed
+        "todomvc-svelte": Settings(
+            install=("npm install --no-audit --no-fund",),
+            start="vite preview --host 127.0.0.1 --port 4173 --strictPort",
+        ),
+        # its build script's `tsc` fails as published (its tsconfig.json names
+        # verbatimModuleSyntax, which its TypeScript ^4.9 does not know): vite alone builds
+        "react-router-auth": Settings(install=("npm install --no-audit --no-fund", "vite build")),
+        "fastapi-jwt": Settings(
+            install=_pip(FASTAPI_JWT),
+            start="uvicorn main:app --host 127.0.0.1 --port 8000",
+            port=8000,
+            ready_path="/docs",
+        ),
+        "microblog": Settings(
+            install=_pip(MICROBLOG),
+            seed=f"{flask} db upgrade",
+            start=f"{flask} run --host 127.0.0.1 --port 5000",
+            port=5000,
+            ready_path="/login",
+        ),
+    }
 
 
 def logins() -> dict:

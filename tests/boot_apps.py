@@ -1,6 +1,6 @@
 """Two vendored real apps (tests/fixtures/realworld) as local git repositories, each with the
-recipe that boots it: for the BootApp tests and ``scripts/bench_boot.py``. The recipes are
-written out here as the recipe finder (verification/boot/recipe.py) would give them."""
+recipe that boots it: for the BootApp tests. The recipes are written out here as the recipe
+finder (verification/boot/recipe.py) would give them."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ RECIPES = {
         source="Flask (pyproject.toml)",
         start="flask --app flaskr run --host 127.0.0.1 --port 5000",
         port=5000,
-        install=("python3 -m venv .venv", ".venv/bin/pip install --quiet flask==3.1.3"),
+        # `python` is the venv the box makes for a Python recipe (verification/boot/app.py)
+        install=("python -m pip install --quiet flask==3.1.3",),
         seed="flask --app flaskr init-db",
         lock_files=("pyproject.toml",),
     ),

@@ -348,7 +348,14 @@ ROUTES_PY = {
         ("GET", "/accounts/signup/"),
         ("POST", "/accounts/signup/"),
     },
-    "fastapi_nested": {("GET", "/api/v1/notes/"), ("DELETE", "/api/v1/notes/{note_id}")},
+    "fastapi_nested": {
+        ("GET", "/api/v1/notes/"),
+        ("DELETE", "/api/v1/notes/{note_id}"),
+        # What FastAPI() serves unless told otherwise (fastapi/applications.py).
+        ("GET", "/docs"),
+        ("GET", "/openapi.json"),
+        ("GET", "/redoc"),
+    },
 }
 
 LAYOUTS_PY = {

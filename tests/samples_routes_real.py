@@ -459,6 +459,10 @@ ROUTES_REAL = {
         ("DELETE", "/api/tokens"),
     },
     "fastapi_template": {
+        # FastAPI's own pages (fastapi/applications.py defaults); its openapi_url is an
+        # f-string: not guessed.
+        ("GET", "/docs"),
+        ("GET", "/redoc"),
         ("GET", "/api/v1/items/"),
         ("GET", "/api/v1/items/{id}"),
         ("POST", "/api/v1/items/"),

@@ -191,7 +191,7 @@ def test_procfile_web_line_with_heroku_port():
         (
             '{"start": "next start -p 4100", "build": "next build", "dev": "next dev"}',
             "npm run start",
-            (),
+            ("npm run build",),
             4100,
         ),
         (VITE_PACKAGE.split(":", 1)[1][:-1], "npm run preview", ("npm run build",), 4173),

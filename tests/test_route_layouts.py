@@ -186,3 +186,24 @@ def test_an_imported_blueprint_takes_the_prefix_it_is_registered_with() -> None:
     routes = {(r["method"], r["path"]) for r in crawl(repo)["detected_stack"]["routes"]}
     assert ("POST", "/account/login") in routes and ("GET", "/auth/login") not in routes
     assert ("GET", "/explore") in routes and ("POST", "/api/tokens") in routes
+
+
+def test_fastapi_mounts_its_schema_and_docs_pages_unless_told_otherwise() -> None:
+    # fastapi/applications.py: openapi_url="/openapi.json", docs_url="/docs",
+    # redoc_url="/redoc"; None turns one off (no schema: no docs page either).
+    def routes(call: str) -> set[tuple[str, str]]:
+        repo = {
+            "requirements.txt": "fastapi\n",
+            "main.py": f"from fastapi import FastAPI\napp = {call}\n\n@app.get('/x')\ndef x():\n    pass\n",
+        }
+        return {(r["method"], r["path"]) for r in crawl(repo)["detected_stack"]["routes"]}
+
+    docs = {("GET", "/docs"), ("GET", "/openapi.json"), ("GET", "/redoc")}
+    assert routes("FastAPI()") == {("GET", "/x"), *docs}
+    assert routes('FastAPI(docs_url="/api/docs", redoc_url=None)') == {
+        ("GET", "/x"),
+        ("GET", "/api/docs"),
+        ("GET", "/openapi.json"),
+    }
+    assert routes("FastAPI(openapi_url=None)") == {("GET", "/x")}
+    assert routes("FastAPI(docs_url=settings.DOCS)") == {("GET", "/x"), *docs - {("GET", "/docs")}}

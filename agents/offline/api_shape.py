@@ -23,6 +23,13 @@ import json
 import re
 
 TYPES = ("string", "number", "boolean", "null", "object", "array")
+# How exploration asked (box/explore.mjs): as the page did, with a bearer token the app
+# cannot have issued, with another scheme (Basic).
+AUTHS = ("none", "invalid_bearer", "basic")
+AUTH_HEADERS = {"invalid_bearer": "Bearer amtp-invalid-token", "basic": "Basic YW10cDphbXRw"}
+MESSAGE_KEYS = ("detail", "error", "message", "msg", "title")
+# What a sign-in route is sent to see it refuse (verification/exploration/writes.py): no account has it.
+CREDENTIALS = {"username": "amtp_nobody", "password": "amtp-not-the-password"}
 MAX_APIS, MAX_KEYS = 30, 30
 KEY = re.compile(r"[A-Za-z0-9_$.-]{1,40}")
 # In an object literal "__proto__" sets the prototype instead of naming a key to check.
@@ -73,21 +80,41 @@ def _level(raw: object, nested: bool) -> dict | None:
 
 def clean_apis(items: object, path_ok) -> list[dict]:
     """The ``apis`` records of an app map, each checked: a path ``path_ok`` accepts (one
-    record per path), a 2xx status and a well-formed shape; at most MAX_APIS."""
+    record per path and ``auth``), a 2xx or 4xx status and a well-formed shape; at most
+    MAX_APIS. A refusal (4xx) keeps its message (``refusal``)."""
     out: list[dict] = []
     for raw in items[: MAX_APIS * 2] if isinstance(items, list) else []:
         if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
             continue
         status, body = raw.get("status"), _level(raw.get("body"), False)
         ok_status = isinstance(status, int) and not isinstance(status, bool)
-        if not (ok_status and 200 <= status < 300 and body and path_ok(raw["path"])):
+        ok_status = ok_status and (200 <= status < 300 or 400 <= status < 500)
+        auth = raw.get("auth", "none")
+        if not (ok_status and body and path_ok(raw["path"]) and auth in AUTHS):
             continue
-        if any(r["path"] == raw["path"] for r in out):
+        if auth != "none" and status < 400:
+            continue  # a made-up credential accepted: nothing a test may rely on
+        if any(r["path"] == raw["path"] and r.get("auth", "none") == auth for r in out):
             continue
-        out.append({"path": raw["path"], "status": status, "body": body})
+        record = {"path": raw["path"], "status": status, "body": body}
+        if status >= 400:
+            record |= {"auth": auth, **refusal(raw.get("message"), body)}
+        out.append(record)
         if len(out) >= MAX_APIS:
             break
     return out
+
+
+def refusal(message: object, body: dict) -> dict:
+    """A refusal's message and the key it was under (the first of MESSAGE_KEYS the body has
+    as a string): one printable line of at most 120 characters, else none."""
+    keys = [k["name"] for k in body.get("keys") or [] if k["type"] == "string"]
+    key = next((k for k in MESSAGE_KEYS if k in keys), "")
+    text = message if isinstance(message, str) else ""
+    line = " ".join("".join(c if c.isprintable() else " " for c in text).split())[:120]
+    if not line or line != text.strip() or not key:
+        return {"message": "", "message_key": ""}
+    return {"message": line, "message_key": key}
 
 
 # --- the expectation grammar ---------------------------------------------------------------
@@ -102,8 +129,9 @@ def _level_text(level: dict) -> str:
     return f"a JSON {_NOUN.get(level['type'], level['type'])}" + _keys_text(level)
 
 
-def describe(status: int, body: dict) -> str:
-    """The expectation of a GET whose answer had this status and shape."""
+def describe(status: int, body: dict, record: dict | None = None) -> str:
+    """The expectation of a GET whose answer had this status and shape (and, for a
+    refusal, the message ``record`` kept)."""
     text = f"responds with status {status} and a JSON content type; the body is "
     text += _level_text(body)
     if body["type"] == "array":
@@ -111,6 +139,9 @@ def describe(status: int, body: dict) -> str:
             text += "; its first item, when there is one, is " + _level_text(body["item"])
         else:
             text += " (it was empty when the app was explored)"
+    if record and record.get("message") and record.get("message_key"):
+        key, message = json.dumps(record["message_key"]), json.dumps(record["message"])
+        text += f"; its {key} reads {message}"
     return text
 
 
@@ -213,6 +244,22 @@ def _item_matcher(item: dict) -> str:
     return _MATCHER[item["type"]]
 
 
+_READS = re.compile(r'\bits ("(?:[^"\\]|\\.){1,80}") reads ("(?:[^"\\]|\\.){1,300}")')
+
+
+def _reads(expected: str) -> tuple[str, str] | None:
+    """(key, message) of a refusal the expectation names (``describe``), else None."""
+    found = _READS.search(expected)
+    try:
+        key, message = (
+            (json.loads(found.group(1)), json.loads(found.group(2))) if found else ("", "")
+        )
+    except ValueError:
+        return None
+    ok = isinstance(key, str) and key in MESSAGE_KEYS and isinstance(message, str)
+    return (key, message) if ok and message and len(message) <= 120 else None
+
+
 def shape_lines(var: str, expected: str) -> list[str]:
     """Playwright statements asserting the body shape ``expected`` names, on the response
     ``var`` (none when it names no shape). None is conditional: a heal may not loosen one."""
@@ -225,6 +272,8 @@ def shape_lines(var: str, expected: str) -> list[str]:
         f"const {body}: any = await {var}.json();",
         *_level_lines(body, shape["type"], shape["keys"]),
     ]
+    if said := _reads(expected):  # the refusal's message, whole
+        lines.append(f"expect({body}[{_ts(said[0])}]).toBe({_ts(said[1])});")
     if item := shape.get("item"):
         lines += [
             "// An empty list passes: the first item's shape is checked when there is one.",

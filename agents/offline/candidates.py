@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from .api_shape import describe, summary
+from .api_shape import AUTH_HEADERS, CREDENTIALS, describe, summary
 from .common import (
     RouteTrie,
     area_of,
@@ -26,10 +26,12 @@ from .journey_code import SIGN_OUT
 from .live import (
     LivePage,
     absent_paths,
+    api_probes,
     api_shapes,
     behind_login,
     live_pages,
     unknown_path_status,
+    write_answers,
 )
 
 NOT_FOUND_PAGE = "/amtp-page-that-does-not-exist"
@@ -40,6 +42,7 @@ NO_ERRORS = "throws no uncaught page errors"
 PAGE_OK = f"the page responds with a 2xx status, renders a visible body and {NO_ERRORS}"
 PAGE_DYNAMIC = f"the page responds without a server error (status below 500) and {NO_ERRORS}"
 SMOKE = " renders (smoke)"  # a test that checks nothing but the render says so
+BLANK = "nothing rendered when explored: its content needs requests the sandbox refused"
 NO_5XX = "responds without a server error (status below 500)"
 STATUS_ONLY = "status only, shape not checked"
 # Mutations target records that must not exist, so a test run never damages real data.
@@ -93,7 +96,7 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
         if route := clean_route(page["route"]):
             pages.setdefault(route, ui_text(page.get("heading")))
     api: list[tuple[str, str, bool]] = []
-    shapes = api_shapes(app_map)
+    shapes, probes, wrote = api_shapes(app_map), api_probes(app_map), write_answers(app_map)
     for item in _str_items(stack.get("routes"), "method", "path"):
         route, method = clean_route(item["path"]), item["method"].upper()
         if route is None or method not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
@@ -135,9 +138,14 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
     entry = _entries([r for m, r, _ in api if m == "GET" and not params(r)])
     for method, route, is_json in sorted(api, key=lambda a: (area_of(a[1]), a[1], a[0])):
         shape = shapes.get(route) if method == "GET" else None
+        answered = wrote.get((method, sample_path(route, missing=True), "empty"))
         out += _api_cases(
-            method, route, is_json, entry.get(area_of(route)) == route, running, shape
+            method, route, is_json, entry.get(area_of(route)) == route, running, shape, answered
         )
+        for probe in probes.get(route, []) if method == "GET" else []:
+            out.append(_probe_case(route, probe, running))
+        if refused := wrote.get((method, route, "credentials")):
+            out.append(_sign_in_case(method, route, refused, running))
     return out
 
 
@@ -188,6 +196,15 @@ def _page_cases(
     if params(route):
         pre.append(SAMPLE_NOTE.format(route))
     expected = PAGE_DYNAMIC if params(route) else PAGE_OK
+    if live and live.blank and not params(route) and not logs_out(route):
+        pre.append(LIVE_NOTE.format(live.path))
+        expected = f"the page responds with a 2xx status; {BLANK}"
+        titled = f", titled {_q(live.title)}" if live.title else ""
+        if live.title:
+            expected += f"; its document title is {_q(live.title)}"
+        title = f"{'Home page' if route == '/' else f'Page {route}'} answers{titled} ({BLANK})"
+        key = "page_" + (slug(route) or "home")
+        return [Candidate(key, title, [f"Open {url}"], expected, prio, area, pre)]
     if live:
         pre.append(LIVE_NOTE.format(live.path))
         heading = live.heading  # what the app shows, not what its source suggested
@@ -224,7 +241,13 @@ def _page_cases(
 
 
 def _api_cases(
-    method: str, route: str, is_json: bool, entry: bool, running: str, shape: dict | None = None
+    method: str,
+    route: str,
+    is_json: bool,
+    entry: bool,
+    running: str,
+    shape: dict | None = None,
+    answered: dict | None = None,
 ) -> list[Candidate]:
     area = "api_" + area_of(route)
     bare = route[4:] if route.startswith("/api/") else route  # keep ids short: no tc_api_get_api_
@@ -239,8 +262,10 @@ def _api_cases(
             steps = [f"Send GET {route}"]
             if shape:  # what the explored app answered: its status and the body's shape
                 pre.append(LIVE_NOTE.format(route))
-                expected = describe(shape["status"], shape["body"])
+                expected = describe(shape["status"], shape["body"], shape)
                 title = f"GET {route} answers {summary(route, shape['body'])}"
+                if shape["status"] >= 400:  # a refusal: its status and message are the point
+                    title = f"GET {route} without credentials is refused: {_refused(shape)}"
                 return [Candidate(key, title, steps, expected, prio, area, pre)]
             # Without a shape the test checks only the status: the title says so.
             expected = "responds with a 2xx status" + (" and a JSON body" if is_json else "")
@@ -266,6 +291,8 @@ def _api_cases(
         )
         return [found, missing]
     body = "" if method == "DELETE" else " with an empty JSON body"
+    if answered and answered.get("fields"):  # the page's form, its fields sent empty
+        body = f" with the form fields {json.dumps(answered['fields'])} empty"
     url = sample_path(route, missing=True)
     if dynamic:
         title = f"{method} {route} on a missing record answers without a server error"
@@ -274,7 +301,68 @@ def _api_cases(
         title = f"{method} {route} answers an empty payload without a server error"
         expected = EXPECT["mutate_empty"]
     prio = "medium" if dynamic else "high"
+    if answered:  # what the app answered this very request when explored
+        pre.append(WROTE_NOTE)
+        expected = f"responds with status {answered['status']}"
+        said = f": {_q(answered['message'])}" if answered["message"] else ""
+        if answered["path_after"] and answered["path_after"] != url.split("?")[0]:
+            expected += f"; it ends on {_q(answered['path_after'])}"
+            said = said or f", ending on {answered['path_after']}"
+        if answered["message"]:
+            expected += f"; the answer says {_q(answered['message'])}"
+        what = "on a missing record" if dynamic else "with an empty payload"
+        title = f"{method} {route} {what} answers {answered['status']}{said}"
     return [Candidate(key, title, [f"Send {method} {url}{body}"], expected, prio, area, pre)]
+
+
+WROTE_NOTE = (
+    "The explored app answered this request so (the suite's session: signed in when the"
+    " exploration was)"
+)
+
+
+def _sign_in_case(method: str, route: str, answered: dict, running: str) -> Candidate:
+    """A sign-in route sent a username and password no account has (``writes``): the test
+    sends the same and expects what the app answered (its refusal)."""
+    creds = " and ".join(f"{k} {_q(v)}" for k, v in CREDENTIALS.items())
+    expected = f"responds with status {answered['status']}"
+    if answered["path_after"] and answered["path_after"] != route:
+        expected += f"; it ends on {_q(answered['path_after'])}"
+    if answered["message"]:
+        expected += f"; the answer says {_q(answered['message'])}"
+    said = f": {_q(answered['message'])}" if answered["message"] else ""
+    return Candidate(
+        f"api_{method.lower()}_{slug(route) or 'root'}_unknown_credentials",
+        f"{method} {route} with credentials no account has answers {answered['status']}{said}",
+        [f"Send {method} {route} with the form {creds}"],
+        expected,
+        "high",
+        "api_" + area_of(route),
+        [running, WROTE_NOTE],
+    )
+
+
+def _refused(record: dict) -> str:
+    message = f" {_q(record['message'])}" if record.get("message") else ""
+    return f"{record['status']}{message}"
+
+
+def _probe_case(route: str, record: dict, running: str) -> Candidate:
+    """A GET asked with a credential the app cannot have issued (``api_probes``): the test
+    sends the same header and expects the same refusal."""
+    auth = record["auth"]
+    header = AUTH_HEADERS[auth]
+    what = "a bearer token it never issued" if auth == "invalid_bearer" else "another scheme"
+    bare = route[4:] if route.startswith("/api/") else route
+    return Candidate(
+        f"api_get_{slug(bare) or 'root'}_{auth}",
+        f"GET {route} with {what} is refused: {_refused(record)}",
+        [f"Send GET {route} with the header Authorization {_q(header)}"],
+        describe(record["status"], record["body"], record),
+        "high",
+        "api_" + area_of(route),
+        [running, LIVE_NOTE.format(route)],
+    )
 
 
 # --- mobile -------------------------------------------------------------------------------

@@ -35,6 +35,28 @@ NOT_FOUND_PAGE = "/amtp-page-that-does-not-exist"
 _QUOTE_LIMIT = 120  # characters of an expected text kept in the code
 MAX_FILES = 50  # the file policy's default limit per pull request
 _SEND = re.compile(r"\bSend\s+(GET|POST|PUT|PATCH|DELETE|HEAD)\s+(\S+)(.*)$", re.I)
+# An Authorization header a request step sends: a scheme and a token of base64url/JWT
+# characters only, so no quote or line break reaches the file.
+_EMPTY_FORM = re.compile(
+    r'with the form fields (\[(?:"(?:[^"\\\n]|\\.){1,200}"(?:, )?){1,20}\]) empty'
+)
+_FIELD_NAME = re.compile(r"^[\w\[\].-]{1,80}$")
+
+
+def _names(text: str) -> list[str]:
+    """The field names of a JSON list (each a name a request can send), else []."""
+    try:
+        names = json.loads(text)
+    except ValueError:
+        return []
+    ok = isinstance(names, list) and 0 < len(names) <= 20
+    return names if ok and all(isinstance(n, str) and _FIELD_NAME.match(n) for n in names) else []
+
+
+_FORM = re.compile(r'with the form username "([\w.@+-]{1,60})" and password "([\w.@+!-]{1,60})"')
+_HEADER = re.compile(
+    r'with the header Authorization "((?:Bearer|Basic) [A-Za-z0-9._~+/=-]{1,500})"'
+)
 _OPEN = re.compile(r"^\s*(?:Open|Visit|Navigate to|Go to|Load)\s+(\S+)\s*$", re.I)
 _URL = re.compile(r"^(/|https?://)\S*$")
 _HEADING = re.compile(r'heading ("(?:[^"\\]|\\.)*")')
@@ -127,6 +149,14 @@ def _actions(steps: list[str]) -> list[tuple[str, str, str | None, str]]:
         elif (m := _SEND.search(step)) and _URL.match(m.group(2)):
             method = m.group(1).lower()
             with_body = "empty json body" in m.group(3).lower()
+            if header := _HEADER.search(m.group(3)):  # a credential the test sends as given
+                method += f"|headers: {{ Authorization: {_ts(header.group(1))} }}"
+            elif (empty := _EMPTY_FORM.search(m.group(3))) and (names := _names(empty.group(1))):
+                method += f"|form: {{ {', '.join(f'{_ts(n)}: ' + repr('') for n in names)} }}"
+            elif form := _FORM.search(m.group(3)):  # a sign-in's fields, as given
+                method += (
+                    f"|form: {{ username: {_ts(form.group(1))}, password: {_ts(form.group(2))} }}"
+                )
             out.append(("request", m.group(2), f"{method}{'+' if with_body else ''}", step))
         elif (m := _OPEN.match(step)) and _URL.match(m.group(1)):
             out.append(("page", m.group(1), None, step))
@@ -185,6 +215,20 @@ def _status_lines(var: str, expected: str, api: bool) -> list[str]:
     return [f"expect({value}).toBeLessThan(500);"]
 
 
+_ENDS_ON = re.compile(r'\bit ends on ("(?:[^"\\]|\\.){1,500}")')
+_SAYS = re.compile(r'\bthe answer says ("(?:[^"\\]|\\.){1,300}")')
+
+
+def _answer_lines(var: str, expected: str) -> list[str]:
+    """Where a request's answer ended after redirects, and the message it showed, whole."""
+    lines = []
+    if (m := _ENDS_ON.search(expected)) and (path := _quoted(m.group(1))) and _URL.match(path):
+        lines.append(f"expect(new URL({var}.url()).pathname).toBe({_ts(path)});")
+    if (m := _SAYS.search(expected)) and (said := _quoted(m.group(1))):
+        lines.append(f"expect(await {var}.text()).toContain({_ts(said)});")
+    return lines
+
+
 def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
     title = _ts(f"{cid}: {one_line(case.get('title') or cid, 200)}")
     steps = [s for s in case.get("steps") or [] if isinstance(s, str)]
@@ -208,6 +252,7 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
     lines, last = _step_lines([a for a in actions if a[0] != "cleanup"], "page" in kinds)
     if last["request"]:
         lines += _status_lines(last["request"], expected, True)
+        lines += _answer_lines(last["request"], expected)
         lines += shape_lines(last["request"], expected)
     if last["page"]:
         if not last["request"]:
@@ -259,15 +304,23 @@ def _step_lines(actions: list, on_page: bool) -> tuple[list[str], dict[str, str]
         if kind == "page":
             lines.append(f"const {var} = await page.goto({_ts(url)});")
         else:
-            verb = method.rstrip("+")
-            extra = ", { data: {} }" if method.endswith("+") else ""
+            verb, _, given = method.rstrip("+").partition("|")
+            options = ["data: {}"] * method.endswith("+") + [given] * bool(given)
+            extra = f", {{ {', '.join(options)} }}" if options else ""
             lines.append(f"const {var} = await request.{verb}({_ts(url)}{extra});")
     return lines, last
 
 
+_TITLE_IS = re.compile(r'\bits document title is ("(?:[^"\\]|\\.){1,400}")')
+
+
 def _page_lines(expected: str) -> list[str]:
-    """A page's checks: visible body, heading, elements, a flow's outcome, title, no errors."""
-    lines = ["await expect(page.locator('body')).toBeVisible();"]
+    """A page's checks: visible body, heading, elements, a flow's outcome, title, no errors.
+    A page that rendered nothing when explored (``nothing rendered``) is held to its title."""
+    blank = "nothing rendered when explored" in expected
+    lines = [] if blank else ["await expect(page.locator('body')).toBeVisible();"]
+    if (m := _TITLE_IS.search(expected)) and (title := _quoted(m.group(1))):
+        lines.append(f"await expect(page).toHaveTitle({_ts(title)});")
     if heading := _heading(expected):
         lines.append(
             f"await expect(page.getByRole('heading', {_name(heading)}).first()).toBeVisible();"

@@ -24,6 +24,8 @@ from .common import clean_route, one_line, params, slug
 
 FIELDS = ("textbox", "searchbox", "combobox")
 _SUFFIX = re.compile(r"[#?][\w\-/#!?=&.%~]{0,120}")
+# A count shown with its words (verification/exploration/interactions.py): the test frees the number.
+_COUNT = re.compile(r"\d{1,6} [A-Za-z][A-Za-z ]{0,40}")
 CLEAN_NOTE = "The journey deletes what it created, at its end or after a failure (best effort)"
 RUN_NOTE = (
     "Each run and retry types its own text (built from a run token, the worker and the"
@@ -86,11 +88,30 @@ def _step(record: dict, path: str) -> tuple[str, list[str]] | None:
     name = _name(record["target"].get("name"), empty=True)
     if record.get("error") or name is None:
         return None
+    named = f" {_q(name)}" if name else ""
     if action == "toggle" and item in ("shown", "edited"):
-        named = f" {_q(name)}" if name else ""
         return "mark it", [
             f"Check the checkbox{named} of the created item",
             "Expect the checkbox of the created item to be checked",
+            *_watched(record),
+        ]
+    if action == "untoggle" and item in ("shown", "edited"):
+        return "unmark it", [
+            f"Uncheck the checkbox{named} of the created item",
+            "Expect the checkbox of the created item to be unchecked",
+            *_watched(record),
+        ]
+    if action == "back" and item in ("shown", "gone"):
+        steps = ["Go back"]
+        if end := _suffix(record.get("url_after"), path):
+            steps.append(f"Expect the address to end with {_q(end)}")
+        seen = "visible" if item == "shown" else "hidden"
+        return "go back", [*steps, f"Expect the created text to be {seen}"]
+    if action == "clear" and item == "gone" and name:
+        return "delete", [
+            f"Click the button {_q(name)}, accepting its confirmation",
+            "Expect the created text to be gone",
+            *_watched(record),
         ]
     if action == "filter" and name and item in ("shown", "gone"):
         steps = [f"Click the link {_q(name)}"]
@@ -120,6 +141,21 @@ def _step(record: dict, path: str) -> tuple[str, list[str]] | None:
     return None
 
 
+def _watched(record: dict) -> list[str]:
+    """Checks of what else the action changed on the page: a count it updated ("1 item
+    left", asserted with the number free), a button it brought or took away (at most two
+    of each)."""
+    counts = [a["text"] for a in record.get("appeared") or [] if a.get("role") == "count"]
+    shown = [a["text"] for a in record.get("appeared") or [] if a.get("role") == "button"]
+    gone = [a["text"] for a in record.get("removed") or [] if a.get("role") == "button"]
+    steps = [
+        f"Expect a count reading {_q(t)} to be visible" for t in counts[:2] if _COUNT.fullmatch(t)
+    ]
+    steps += [f"Expect the button {_q(n)} to be visible" for n in shown[:2] if _name(n)]
+    steps += [f"Expect the button {_q(n)} to be gone" for n in gone[:2] if _name(n)]
+    return steps
+
+
 def interaction_candidates(app_map: object, running: str) -> list[Candidate]:
     """The journey the app map's interaction trials showed (none without a created item)."""
     records = _records(app_map) if isinstance(app_map, dict) else []
@@ -135,6 +171,9 @@ def interaction_candidates(app_map: object, running: str) -> list[Candidate]:
         f"Type a unique text into the {role} {_q(name)} and press Enter",
         "Expect the created text to be visible",
     ]
+    if first.get("cleared") is True:
+        steps.append(f"Expect the {role} {_q(name)} to be empty")
+    steps += _watched(first)
     words = ["create", "see it"]
     removal: list[str] = []
     for record in records[1:]:
@@ -146,7 +185,7 @@ def interaction_candidates(app_map: object, running: str) -> list[Candidate]:
         if word not in words:
             words.append(word)
         if word == "delete":
-            removal = more[:2]
+            removal = [m for m in more if not m.startswith("Expect")]
     pre = [running, RUN_NOTE]
     if removal:
         steps += [f"Clean up: Open {path}", *(f"Clean up: {s}" for s in removal)]

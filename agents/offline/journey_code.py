@@ -50,7 +50,13 @@ _TYPE = re.compile(
     rf"^\s*Type a unique text into the (textbox|searchbox|combobox) {_Q} and press Enter\s*$"
 )
 _ITEM_CHECK = re.compile(rf"^\s*Check the checkbox(?: {_Q})? of the created item\s*$")
+_ITEM_UNCHECK = re.compile(rf"^\s*Uncheck the checkbox(?: {_Q})? of the created item\s*$")
 _LINK = re.compile(rf"^\s*Click the link {_Q}\s*$")
+_EMPTY = re.compile(rf"^\s*Expect the (textbox|searchbox|combobox) {_Q} to be empty\s*$")
+_COUNTED = re.compile(rf"^\s*Expect a count reading {_Q} to be visible\s*$")
+_COUNT = re.compile(r"(\d{1,6}) ([A-Za-z][A-Za-z ]{0,40})")
+_BUTTON = re.compile(rf"^\s*Expect the button {_Q} to be (visible|gone)\s*$")
+GO_BACK = "Go back"
 _ADDRESS = re.compile(rf"^\s*Expect the address to end with {_Q}\s*$")
 _SUFFIX = re.compile(r"^[#?][\w\-/#!?=&.%~]{0,120}$")
 _EDIT = re.compile(
@@ -66,6 +72,7 @@ EXPECTS = {
     "Expect the created text to be hidden": "hidden",
     "Expect the discarded text to be gone": "dropped",
     "Expect the checkbox of the created item to be checked": "checked",
+    "Expect the checkbox of the created item to be unchecked": "unchecked",
     "Expect the user to be signed in": "signed_in",
 }
 OPEN_ITEM = "Click the link of the created item"
@@ -125,6 +132,17 @@ def _interaction(step: str) -> tuple[str, str, str | None, str] | None:
     if m := _ITEM_CHECK.match(step):
         name = _quoted(m.group(1)) if m.group(1) else ""
         return ("item_check", "checkbox", name, step) if name is not None else None
+    if m := _ITEM_UNCHECK.match(step):
+        name = _quoted(m.group(1)) if m.group(1) else ""
+        return ("item_uncheck", "checkbox", name, step) if name is not None else None
+    if step.strip() == GO_BACK:
+        return ("back", "", None, step)
+    if (m := _EMPTY.match(step)) and (name := _quoted(m.group(2))):
+        return ("empty", m.group(1), name, step)
+    if (m := _COUNTED.match(step)) and (text := _quoted(m.group(1))) and _COUNT.fullmatch(text):
+        return ("count", text, None, step)
+    if (m := _BUTTON.match(step)) and (name := _quoted(m.group(1))):
+        return ("button_" + m.group(2), "button", name, step)
     if (m := _LINK.match(step)) and (name := _quoted(m.group(1))):
         return ("link", "link", name, step)
     if (m := _ADDRESS.match(step)) and (end := _quoted(m.group(1))) and _SUFFIX.match(end):
@@ -168,8 +186,21 @@ def interaction_lines(
         return [f"await {field}.fill({CREATED});", f"await {field}.press('Enter');"]
     if kind == "item_check":
         return [f"await {_item('checkbox', value or '')}.check();"]
+    if kind == "item_uncheck":
+        return [f"await {_item('checkbox', value or '')}.uncheck();"]
     if kind == "link":
         return [f"await {_control('link', value or '')}.first().click();"]
+    if kind == "back":
+        return ["await page.goBack();"]
+    if kind == "empty":
+        return [f"await expect({_control(label, value or '')}).toHaveValue('');"]
+    if kind == "count":  # the number free: another test's items may count too
+        words = _COUNT.fullmatch(label).group(2)  # letters and spaces only: a safe literal
+        return [f"await expect(page.getByText(/^\\d+ {words}$/).first()).toBeVisible();"]
+    if kind == "button_visible":
+        return [f"await expect({_control('button', value or '')}).toBeVisible();"]
+    if kind == "button_gone":
+        return [f"await expect({_control('button', value or '')}).toHaveCount(0);"]
     if kind == "address":
         return [f"await expect.poll(() => page.url().endsWith({_ts(label)})).toBe(true);"]
     if kind == "edit_key":  # label: the key, then the opened field's name when it has one
@@ -229,6 +260,8 @@ def expect_lines(what: str) -> list[str]:
         return [f"await expect(page.getByText({DROPPED})).toHaveCount(0);"]
     if what == "checked":
         return [f"await expect({_item('checkbox', '')}).toBeChecked();"]
+    if what == "unchecked":
+        return [f"await expect({_item('checkbox', '')}).not.toBeChecked();"]
     signed_in = (
         f"page.getByRole('link', {{ name: {_SIGNED_OUT} }})"
         f".or(page.getByRole('button', {{ name: {_SIGNED_OUT} }}))"

@@ -40,6 +40,9 @@ class LivePage:
     heading: str | None = None
     title: str | None = None
     shows: list[tuple[str, str]] = field(default_factory=list)  # (role, name): fields, button
+    # Nothing rendered when explored (a shell whose scripts come from hosts the sandbox
+    # refused: Swagger UI from a CDN): no body to see, only the status and the title.
+    blank: bool = False
 
 
 def named_elements(snapshot: str) -> list[tuple[str, str, int]]:
@@ -59,6 +62,9 @@ def named_elements(snapshot: str) -> list[tuple[str, str, int]]:
     return out
 
 
+_SHOWN = re.compile(r'^\s*- \w+(?: "|:\s*\S)', re.M)  # a named element or a text
+
+
 def _page(raw: dict, path: str) -> LivePage:
     snapshot = raw.get("snapshot") if isinstance(raw.get("snapshot"), str) else ""
     named = named_elements(snapshot)
@@ -70,7 +76,25 @@ def _page(raw: dict, path: str) -> LivePage:
         heading=min(headings, key=lambda h: h[0])[1] if headings else None,
         title=ui_text(raw.get("title")) if isinstance(raw.get("title"), str) else None,
         shows=list(dict.fromkeys(fields))[:MAX_FIELDS] + buttons[:1],
+        blank=not _SHOWN.search(snapshot),
     )
+
+
+# A client-side hash route (``#/active``, ``#!/done``): a route of the app, as exploration
+# recorded it (a fragment that is not a route is no page of the map).
+_HASH = re.compile(r"#!?/[A-Za-z0-9._~\-/]{0,100}")
+
+
+def live_path(raw: str) -> str | None:
+    """A path of the map as a route: ``clean_route``'s, with its hash route kept
+    (``/#/active``); None for a query string or an unusable path."""
+    if "?" in raw:
+        return None
+    base, sep, fragment = raw.partition("#")
+    path = clean_route(base)
+    if not sep or not path:
+        return path
+    return f"{path}#{fragment}" if _HASH.fullmatch(sep + fragment) else None
 
 
 def live_pages(app_map: object) -> dict[str, LivePage]:
@@ -85,12 +109,12 @@ def live_pages(app_map: object) -> dict[str, LivePage]:
         if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
             continue
         status = raw.get("status")
-        path = clean_route(raw["path"]) if "?" not in raw["path"] else None
+        path = live_path(raw["path"])
         if path and not params(path) and isinstance(status, int) and 200 <= status < 300:
             out.setdefault(path, _page(raw, path))
     more = app_map.get("pages_not_shown")
     for raw in more if isinstance(more, list) else []:
-        path = clean_route(raw) if isinstance(raw, str) and "?" not in raw else None
+        path = live_path(raw) if isinstance(raw, str) else None
         if path and not params(path):
             out.setdefault(path, LivePage(path))
     for path in _changed_records(app_map):
@@ -144,7 +168,61 @@ def api_shapes(app_map: object) -> dict[str, dict]:
     if not isinstance(app_map, dict):
         return {}
     found = clean_apis(app_map.get("apis"), lambda p: clean_route(p) == p and not params(p))
-    return {record["path"]: record for record in found}
+    return {r["path"]: r for r in found if r.get("auth", "none") == "none"}
+
+
+_SAYS = re.compile(r"[^<>&\"'`\\]{2,120}")
+_FIELD = re.compile(r"^[\w\[\].-]{1,80}$")
+_AFTER = re.compile(r"^/([^/\\\s]\S{0,498})?$")
+
+
+def write_answers(app_map: object) -> dict[tuple[str, str, str], dict]:
+    """(method, path, payload) → what the app answered that write when explored (the map's
+    ``writes``: status, path after, message), each checked again: a model may have seen it."""
+    found = app_map.get("writes") if isinstance(app_map, dict) else None
+    out: dict[tuple[str, str], dict] = {}
+    for raw in found[:12] if isinstance(found, list) else []:
+        raw = raw if isinstance(raw, dict) else {}
+        method, path, status = raw.get("method"), raw.get("path"), raw.get("status")
+        if not isinstance(method, str) or not isinstance(path, str) or clean_route(path) != path:
+            continue
+        if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+            continue
+        after, says = raw.get("path_after"), raw.get("message")
+        payload = raw.get("payload", "empty")
+        if payload not in ("empty", "form", "credentials"):
+            continue
+        names = raw.get("fields") if payload == "form" else []
+        names = (
+            [n for n in names[:20] if isinstance(n, str) and _FIELD.match(n)]
+            if isinstance(names, list)
+            else []
+        )
+        if payload == "form" and not names:
+            continue
+        out.setdefault(
+            (method.upper(), path, "credentials" if payload == "credentials" else "empty"),
+            {
+                "status": status,
+                "path_after": after if isinstance(after, str) and _AFTER.match(after) else "",
+                "message": says if isinstance(says, str) and _SAYS.fullmatch(says) else "",
+                "fields": names,
+            },
+        )
+    return out
+
+
+def api_probes(app_map: object) -> dict[str, list[dict]]:
+    """Static path → what a GET of it answered when asked with a credential the app cannot
+    have issued (the ``apis`` records whose ``auth`` is not ``none``: always a refusal)."""
+    if not isinstance(app_map, dict):
+        return {}
+    found = clean_apis(app_map.get("apis"), lambda p: clean_route(p) == p and not params(p))
+    out: dict[str, list[dict]] = {}
+    for record in found:
+        if record.get("auth", "none") != "none":
+            out.setdefault(record["path"], []).append(record)
+    return out
 
 
 def unknown_path_status(app_map: object) -> int:

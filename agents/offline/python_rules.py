@@ -173,7 +173,31 @@ def _prefix(node: Node, objects: dict, parents: dict, depth: int = 0) -> str:
     return above + (given or "") + own  # FastAPI concatenates literally
 
 
+# What FastAPI() serves unless told otherwise (fastapi/applications.py: openapi_url,
+# docs_url, redoc_url); None turns one off.
+_FASTAPI_DOCS = (("openapi_url", "/openapi.json", True), ("docs_url", "/docs", False))
+_FASTAPI_DOCS += (("redoc_url", "/redoc", False),)
+
+
+def _fastapi_docs(py_files: dict[str, str], found: Findings) -> None:
+    """The schema and documentation pages each ``FastAPI()`` app mounts by itself."""
+    for path, text in sorted(py_files.items()):
+        for match in _PY_ASSIGN.finditer(text) if "FastAPI" in text else ():
+            if match.group(2) != "FastAPI":
+                continue
+            args = balanced(text, match.end() - 1)
+            schema_off = re.search(r"\bopenapi_url\s*=\s*None\b", args)
+            for name, default, json in _FASTAPI_DOCS:
+                if re.search(rf"\b{name}\s*=\s*None\b", args) or (schema_off and not json):
+                    continue  # turned off (without the schema, no docs page either)
+                given = kwarg(args, name)
+                url = given if given is not None else default
+                if url.startswith("/") and (given is not None or f"{name}=" not in args):
+                    found.route("GET", url, path, json=json)
+
+
 def _decorated(py_files: dict[str, str], found: Findings) -> None:
+    _fastapi_docs(py_files, found)
     objects = _objects(py_files)
     parents = _mounts(py_files, objects)
     for path, text in sorted(py_files.items()):

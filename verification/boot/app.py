@@ -43,7 +43,8 @@ from verification.boot.recipe import AppRecipe
 
 ENTRY = Path(__file__).with_name("box") / "entry.mjs"
 SOCKET_NAME = ".amtp-app.sock"  # in the box's work directory: the app's port, outwards
-HOME_NAME = ".amtp-home"  # HOME in the box: package managers' own caches, never cached here
+HOME_NAME = ".amtp-home"
+VENV = ".venv"  # in the app's folder: a Python recipe's packages (on the box's PATH)  # HOME in the box: package managers' own caches, never cached here
 LOG_TAIL_BYTES = 4000
 CRASH_LOG_LINES = 15
 POLL_S = 0.2
@@ -260,7 +261,7 @@ def _limits() -> sandbox.Limits:
 def _env(box: AppBox, recipe: AppRecipe, secrets: dict[str, str]) -> dict[str, str]:
     """The box's whole environment: nothing of the worker's but what is named here."""
     workdir = box.inside(recipe.workdir)
-    path = [f"{workdir}/node_modules/.bin", f"{workdir}/.venv/bin", "/usr/local/bin", "/usr/bin"]
+    path = [f"{workdir}/node_modules/.bin", f"{workdir}/{VENV}/bin", "/usr/local/bin", "/usr/bin"]
     return {
         "PATH": ":".join([*path, "/bin"]),
         "HOME": box.inside(HOME_NAME),
@@ -302,8 +303,12 @@ def _install(box: AppBox, workdir: Path, recipe: AppRecipe, repository: str, sec
     before = set(os.listdir(workdir))
     policy = proxy.Policy(*registries.allowed())
     env = {**_env(box, recipe, {}), **registries.environment()}
+    if "NODE_ENV" not in dict(recipe.env):
+        # Unset, as on a CI runner: npm installs the devDependencies a build needs, and the
+        # build picks its own mode (`next build` fails to prerender under "development").
+        del env["NODE_ENV"]
     with proxy.serving(box.socket, policy):
-        for command in recipe.install:
+        for command in (*_python_venv(recipe, workdir), *recipe.install):
             _run(box, command, recipe, env, failures.InstallFailed, secrets)
     made = sorted(set(os.listdir(workdir)) - before - {SOCKET_NAME, HOME_NAME})
     staging = cache.with_name(cache.name + f".{os.getpid()}.tmp")
@@ -315,6 +320,16 @@ def _install(box: AppBox, workdir: Path, recipe: AppRecipe, repository: str, sec
         staging.rename(cache)
     shutil.rmtree(staging, ignore_errors=True)
     return False
+
+
+def _python_venv(recipe: AppRecipe, workdir: Path) -> tuple[str, ...]:
+    """A venv in the app's folder for a Python recipe, made before its install: the box's
+    python3 is Debian's, which refuses ``pip install`` (PEP 668), and ``python`` then names
+    the venv's (its ``bin`` is first on the box's PATH), as setup-python gives a CI job one.
+    The venv is part of the install, cached with it."""
+    if not recipe.uses_python or (workdir / VENV).exists():
+        return ()
+    return (f"python3 -m venv {VENV}",)
 
 
 def _copy(source: Path, target: Path) -> None:

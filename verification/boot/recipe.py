@@ -16,6 +16,7 @@ missing files simply absent) and calls :func:`find_recipe`. :func:`recipe_at` do
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ from verification.boot import recipe_sources as sources
 from verification.boot.errors import RecipeNotFound, RecipeUnsupported
 
 FROM_SETTINGS = "repository settings"
+PYTHON_COMMAND = r"(^|[\s;&|(])(python3?|pip3?|flask|uvicorn|gunicorn|hypercorn|daphne)(\s|$)"
 FILE_LIMIT = 256 * 1024  # a recipe file larger than this is not a config a person wrote
 SETTINGS_TO_FILL = (
     "start command and port (and install commands, if any) in the repository's boot settings"
@@ -44,6 +46,13 @@ class AppRecipe:
     seed: str | None = None  # command run once after the services are up and before start
     workdir: str = "."  # relative to the repository root
     lock_files: tuple[str, ...] = ()  # files whose content keys the dependency cache
+
+    @property
+    def uses_python(self) -> bool:
+        """True when a command runs Python or a Python tool (the box then gives it a venv,
+        as a CI job gets setup-python: Debian's own python3 takes no pip install)."""
+        commands = " ".join([self.start, self.seed or "", *self.install])
+        return re.search(PYTHON_COMMAND, commands) is not None
 
     @property
     def url(self) -> str:

@@ -261,10 +261,10 @@ def _package_json(files: Mapping[str, str], folder: str = ".") -> dict | None:
         return None
     run = _runner(files, folder)
     install = []
-    if "start" in scripts:
-        chosen = ["start"]
-    elif "build" in scripts and ("preview" in scripts or "serve" in scripts):
-        chosen = ["build", "preview" if "preview" in scripts else "serve"]
+    served = "start" if "start" in scripts else "preview" if "preview" in scripts else "serve"
+    if served == "start" or ("build" in scripts and served in scripts):
+        # a start or preview script serves the build (`next start` refuses without one)
+        chosen = ["build", served] if "build" in scripts else [served]
     elif "dev" in scripts:
         chosen = ["dev"]
     else:

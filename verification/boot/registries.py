@@ -75,5 +75,4 @@ def environment() -> dict[str, str]:
         "npm_config_fund": "false",
         "npm_config_audit": "false",
         "npm_config_update_notifier": "false",
-        "NODE_ENV": "development",  # devDependencies installed (a build step may need them)
     }

@@ -22,7 +22,7 @@ from urllib.parse import unquote_plus
 
 from django.conf import settings
 
-from agents.offline.api_shape import clean_apis
+from agents.offline.api_shape import CREDENTIALS, clean_apis
 from agents.offline.common import EMAIL_DOMAIN, LOGOUT_PATH
 from repositories.secrets import held_secrets
 from verification import proxy, sandbox
@@ -31,6 +31,7 @@ from verification.errors import LoginFailed, VerifierNotInstalled
 from verification.exploration import interactions as acts
 from verification.exploration.signup import signup_record
 from verification.exploration.trials import box_config, new_tag, trial
+from verification.exploration.writes import writes as probed_writes
 from verification.login import FAILED as LOGIN_FAILED
 from verification.login import Login, Throwaway
 from verification.playwright import (
@@ -96,6 +97,7 @@ def explore(
     signup: Throwaway | None = None,
     tag: str = "",
     app: LiveApp | None = None,
+    writes: list[list[str]] | None = None,
 ) -> dict:
     """The ``app_map`` content for the app at ``target_url``, explored logged in when there
     is a ``login`` (its credentials scrubbed by the caller: ``login_for``), with up to
@@ -121,6 +123,11 @@ def explore(
         config["login"] = login.recipe.as_config() if login else None
         config["trials"] = box_config(bounds.form_trials, tag)
         config["interactions"] = acts.box_config(bounds.interactions, tag, bounds.page_timeout_s)
+        # Signed up with a throwaway account, exploration answers in a session that is not the
+        # tests' (their setup signs up an account of its own, and the crawl may have ended
+        # it): what a write answered here would be no fact about theirs.
+        config["writes"] = (writes or []) if signup is None or login else []
+        config["credentials"] = CREDENTIALS
         signup = None if login else signup
         config["signup"] = signup is not None
         account = login or signup  # its values reach the box's process environment only
@@ -143,6 +150,7 @@ def explore(
         held = held_secrets()
         signed_up = signup_record(raw.get("signup"), _form, lambda p: _local(p, held))
         acted = _interactions(raw.get("interactions"), tag, pages, bounds.interactions)
+        sent = probed_writes(raw.get("writes"), writes or [], tag, held)
     finally:
         box.remove()
     content = {
@@ -156,6 +164,7 @@ def explore(
         "trials": tried,
         "interactions": acted,
         "apis": apis,
+        "writes": sent,
         "signup": signed_up if signup else None,
         "truncated": False,
         "sandbox": {

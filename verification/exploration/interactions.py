@@ -12,10 +12,11 @@ where the created item stands, the URL after), with the run's tag replaced by ``
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 
-from verification.exploration.trials import PLACEHOLDER, _appeared, _lines
+from verification.exploration.trials import MAX_APPEARED, PLACEHOLDER, _appeared, _lines
 from verification.playwright import clean
 
 # action → the roles its target may have (what the box acts on)
@@ -26,12 +27,21 @@ ROLES = {
     "edit": ("textbox",),
     "cancel_edit": ("textbox",),
     "delete": ("button",),
+    "untoggle": ("checkbox",),
+    "back": ("page",),  # the browser's back button
+    "clear": ("button",),  # a page-level button marking the item brought ("Clear completed")
 }
-NAMED = ("enter", "filter")  # actions whose target is found by its name
+NAMED = ("enter", "filter", "clear")  # actions whose target is found by its name
 MAX_INTERACTIONS = 30
 # Roles whose text is what a user typed into, not what the page shows.
 FIELD_ROLES = ("textbox", "searchbox", "combobox", "spinbutton", "option", "listbox")
 _TAG = re.compile(r"[a-z0-9]{6,16}")
+_ROW = re.compile(
+    r'^(?P<indent>\s*)- (?P<role>\w+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?(?: \[[^\]]*\])*(?::\s*(?P<value>.*))?$'
+)
+# A count shown with its words: "1 item left", "3 todos" (a journey asserts it as a pattern,
+# the number free: a test's data differs).
+_COUNT = re.compile(r"\d{1,6} [A-Za-z][A-Za-z ]{0,40}")
 
 
 def box_config(limit: int, tag: str, step_timeout_s: float) -> dict:
@@ -68,7 +78,7 @@ def interaction(raw, tag: str, live: set[str], local: Callable[[str], bool]) -> 
     if len(name) > 120 or (action in NAMED and not name) or tag in name:
         return None
     error = clean(_str(raw.get("error")), 500)
-    before, after = _lines(raw.get("before")), _lines(raw.get("after"))
+    after = _lines(raw.get("after"))
     url_after = _str(raw.get("url_after"))
     shown = [text for role, text in after if role not in FIELD_ROLES]
     value = f"AMTP {tag}"
@@ -78,10 +88,66 @@ def interaction(raw, tag: str, live: set[str], local: Callable[[str], bool]) -> 
         "target": {"role": role, "name": name},
         "url_after": url_after if not error and local(url_after) else "",
         "item": "" if error else _item(shown, value),
-        "appeared": [] if error else _appeared(before, after, tag),
-        "removed": [] if error else _appeared(after, before, tag),
+        "appeared": [] if error else _changed(raw, "before", "after", tag),
+        "removed": [] if error else _changed(raw, "after", "before", tag),
         "error": error,
-    }
+    } | ({"cleared": raw.get("cleared") is True} if action == "enter" and not error else {})
+
+
+def _changed(raw: dict, first: str, then: str, tag: str) -> list[dict]:
+    """What the snapshot ``then`` has and ``first`` has not: named elements (``_appeared``),
+    then the page's own buttons and counts (``_controls``), at most MAX_APPEARED in all."""
+    out = _appeared(_lines(raw.get(first)), _lines(raw.get(then)), tag)
+    had = set(_controls(raw.get(first), tag))
+    for role, text in _controls(raw.get(then), tag):
+        if (role, text) not in had and len(out) < MAX_APPEARED:
+            had.add((role, text))
+            out.append({"role": role, "text": clean(text, 200)})
+    return out
+
+
+def _controls(snapshot, tag: str) -> list[tuple[str, str]]:
+    """("button", name) of the named buttons outside the created item (its own show only
+    under the pointer), and ("count", text) of a number shown with its words ("1 item left":
+    a number line and the text line after it, or one line): what an action may change."""
+    rows = []
+    for line in _str(snapshot)[:40_000].splitlines()[:2000]:
+        match = _ROW.match(line)
+        if match:
+            rows.append((len(match["indent"]), match["role"], _text(match)))
+    # The created item: the element holding the line with its text.
+    item = next((n for n, row in enumerate(rows) if tag in row[2]), None)
+    inside = set()
+    if item is not None:
+        depth = rows[item][0]
+        start = next((n for n in range(item, -1, -1) if rows[n][0] < depth), item)
+        end = next(
+            (n for n in range(start + 1, len(rows)) if rows[n][0] <= rows[start][0]), len(rows)
+        )
+        inside = set(range(start, end))
+    out = []
+    for n, (indent, role, text) in enumerate(rows):
+        if tag in text or n in inside or len(text) > 120:
+            continue
+        if role == "button" and sum(c.isalpha() for c in text) >= 2:
+            out.append(("button", text))
+        elif _COUNT.fullmatch(text):
+            out.append(("count", text))
+        elif text.isdigit() and n + 1 < len(rows) and rows[n + 1][:2] == (indent, "text"):
+            joined = f"{text} {rows[n + 1][2]}"
+            if _COUNT.fullmatch(joined):
+                out.append(("count", joined))
+    return out
+
+
+def _text(match: re.Match) -> str:
+    text = match["name"] or (match["value"] or "").strip()
+    if text.startswith('"'):
+        try:
+            text = json.loads(text)
+        except ValueError:
+            return ""
+    return " ".join(text.split()) if isinstance(text, str) else ""
 
 
 def _item(shown: list[str], value: str) -> str:

@@ -15,6 +15,7 @@ from verification.boot import service as boot
 from verification.coverage import dicts, source_routes
 from verification.errors import ERRORS_ONLY, TargetAnswersErrors
 from verification.exploration.explore import Bounds, explore
+from verification.exploration.writes import write_paths
 from verification.login import login_for, throwaway
 from verification.service import runner_from_settings, target_url_of
 from verification.session import LiveApp
@@ -52,6 +53,7 @@ def app_map(run: Run, app: LiveApp | None = None) -> dict:
             bounds=bounds,
             shots_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
             start_paths=start_paths(crawl.content if crawl else {}, first, bounds.max_pages),
+            writes=write_paths(crawl.content if crawl else {}),
             login=login,
             signup=signup,
             tag=run.run_id.hex[:10],  # the run's test data is told apart by it
@@ -148,6 +150,7 @@ def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
         "trials": content.get("trials", []),
         "interactions": content.get("interactions", []),
         "apis": content.get("apis", []),
+        **({"writes": content["writes"]} if content.get("writes") else {}),
         **({"behind_login": walled[:100]} if walled else {}),
     }
 

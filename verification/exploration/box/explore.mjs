@@ -54,6 +54,8 @@ async function forms(page) {
         }));
       const submit = form.querySelector("button, input[type=submit]");
       return {
+        // Hidden inputs (a CSRF token): a request a test builds cannot carry them (not stored).
+        hidden: form.querySelectorAll("input[type=hidden]").length,
         action: (form.getAttribute("action") || "").slice(0, 500),
         method: (form.getAttribute("method") || "get").toLowerCase().slice(0, 10),
         fields,
@@ -84,7 +86,9 @@ async function visit(page, path, index, errors) {
     console_errors: errors.splice(0).slice(0, 20),
     screenshot: shot,
   };
-  return { ...found, login_redirect: loginWall(path, local(page.url()) || "", found) };
+  // landed: where the browser ended (a form's empty action is that address; not stored).
+  const landed = local(page.url()) || "";
+  return { ...found, landed, login_redirect: loginWall(path, landed, found) };
 }
 
 function loginWall(path, landed, found) {
@@ -286,7 +290,19 @@ function bodyShape(body) {
   return { ...shapeLevel(body), empty, item };
 }
 
-function recordJson(response) {
+// A refusal's message: the first short string an API error body carries under these keys.
+const MESSAGE_KEYS = ["detail", "error", "message", "msg", "title"];
+
+function refusalOf(status, body, headers) {
+  // For a 4xx answer: its message ("Not authenticated") and the auth scheme it asks for.
+  if (status < 400) return {};
+  const value = typeof body === "string" ? body : MESSAGE_KEYS.map((k) => body?.[k]).find((v) => typeof v === "string");
+  const message = typeof value === "string" && value.length <= 120 ? value : "";
+  const scheme = /^\s*bearer\b/i.test(headers["www-authenticate"] || "") ? "bearer" : "";
+  return { message, scheme };
+}
+
+function recordJson(response, auth = "none") {
   let url;
   try {
     url = new URL(response.url());
@@ -294,21 +310,133 @@ function recordJson(response) {
     return;
   }
   const path = url.pathname;
-  const json = /[/+]json\b/i.test(response.headers()["content-type"] || "");
-  const ok = response.status() >= 200 && response.status() < 300;
+  const headers = response.headers();
+  const json = /[/+]json\b/i.test(headers["content-type"] || "");
+  const status = response.status();
+  // 2xx, or a refusal (4xx: no credentials, a bad one, a missing record): tests assert both.
+  const ok = (status >= 200 && status < 300) || (status >= 400 && status < 500);
   const { found } = jsonShapes;
-  if (url.origin !== origin || response.request().method() !== "GET" || !json || !ok) return;
-  if (found.has(path) || found.size >= 30) return;
-  found.set(path, null);
+  const key = `${auth} ${path}`;
+  // A page's response names its request; a probe's (APIRequestContext) is always a GET.
+  const method = auth === "none" ? response.request().method() : "GET";
+  if (url.origin !== origin || method !== "GET" || !json || !ok) return;
+  if (found.has(key) || found.size >= 30) return;
+  found.set(key, null);
   jsonShapes.reading.push(
     response
       .body()
       .then((raw) => {
         if (raw.length > 2 << 20) throw new Error("too large");
-        found.set(path, { path, status: response.status(), body: bodyShape(JSON.parse(raw)) });
+        const body = JSON.parse(raw);
+        const shape = { path, status, body: bodyShape(body), auth, ...refusalOf(status, body, headers) };
+        found.set(key, shape);
       })
-      .catch(() => found.delete(path)),
+      .catch(() => found.delete(key)),
   );
+}
+
+// Where a server-rendered page says what it refused: a flash, an error list, an alert.
+const SAID = /<(\w+)\b[^>]*\b(?:class=["'][^"']*\b(?:flash|flashes|errors?|errorlist|alert|alert-\w+|message|messages|msg|notice|invalid-feedback|warning)\b[^"']*["']|role=["']alert["'])[^>]*>([\s\S]{1,400}?)<\/\1>/i;
+
+function messageOf(text, json) {
+  // The first message an answer shows: a JSON refusal's, else the first flash or error
+  // element's text (tags dropped; its first sentence when longer).
+  if (json) {
+    try {
+      return refusalOf(400, JSON.parse(text), {}).message || "";
+    } catch {
+      return "";
+    }
+  }
+  const found = SAID.exec(text.slice(0, 200000));
+  if (!found) return "";
+  const said = found[2].replace(/<[^>]*>/g, " ").replace(/\s+/g, " ").trim();
+  return said.length > 120 ? (/^.{2,120}?[.!?](?=\s|$)/.exec(said) || [""])[0] : said;
+}
+
+const PROBE_GRACE_MS = 8000; // of explore.py's GRACE_S (30 s): the probes run after the crawl
+const FIELD_NAME = /^[\w\[\].-]{1,80}$/;
+
+function emptyForm(method, path) {
+  // The names of the fields of a form on an explored page that sends this write, for a
+  // request sending them empty (what a browser sends for an empty form, bypassing its own
+  // validation); null when no such form, or one with hidden inputs (a CSRF token).
+  if (method !== "POST") return null;
+  for (const found of pages) {
+    for (const form of found.forms || []) {
+      let target;
+      try {
+        const here = origin + (found.landed || found.path);
+        target = new URL(form.action || here, here);
+      } catch {
+        continue;
+      }
+      if (target.origin !== origin || target.pathname !== path || form.method !== "post") continue;
+      const names = form.fields
+        .filter((f) => !["checkbox", "radio", "file"].includes(f.type))
+        .map((f) => f.name);
+      if (form.hidden || !names.length || !names.every((n) => FIELD_NAME.test(n))) return null;
+      return [...new Set(names)].slice(0, 20);
+    }
+  }
+  return null;
+}
+
+async function probeWrites(context) {
+  // The writes the generated tests send (config.writes: method and path, an empty JSON body,
+  // or the fields of the page's form sent empty), sent once in this session: what each
+  // answered, where it ended, what it said.
+  const out = [];
+  for (const [method, path, payload] of (config.writes || []).slice(0, 12)) {
+    // A few single requests, after the crawl: they may use part of the box's grace (GRACE_S).
+    if (Date.now() > deadline + PROBE_GRACE_MS) break;
+    // A sign-in route is also sent a username and password no account has (a form).
+    const fields = payload === "credentials" ? null : emptyForm(method, path);
+    const empty = fields ? { form: Object.fromEntries(fields.map((n) => [n, ""])) } : { data: {} };
+    const body = payload === "credentials" ? { form: config.credentials } : empty;
+    // Redirects followed by hand, to know there was one (the test's request follows them).
+    let answer = await context.request
+      .fetch(origin + path, { method, ...body, timeout: 5000, maxRedirects: 0 })
+      .catch(() => null);
+    let redirected = false;
+    for (let hops = 0; answer && answer.status() >= 300 && answer.status() < 400 && hops < 5; hops++) {
+      const next = new URL(answer.headers()["location"] || "/", answer.url());
+      if (next.origin !== origin) break;
+      redirected = true;
+      answer = await context.request.get(next.href, { timeout: 5000, maxRedirects: 0 }).catch(() => null);
+    }
+    if (!answer) continue;
+    const after = new URL(answer.url());
+    const json = /[/+]json\b/i.test(answer.headers()["content-type"] || "");
+    const text = await answer.text().catch(() => "");
+    out.push({
+      method,
+      path,
+      payload: payload === "credentials" ? "credentials" : fields ? "form" : "empty",
+      fields: fields || [],
+      status: answer.status(),
+      path_after: after.origin === origin ? after.pathname : "",
+      redirected,
+      message: messageOf(text, json),
+    });
+  }
+  return out;
+}
+
+async function probeBearer(context) {
+  // A GET that asked for a bearer token (401, WWW-Authenticate: Bearer) is asked again with a
+  // token it cannot have issued, and with another scheme: what a user's bad token gets.
+  await Promise.allSettled(jsonShapes.reading);
+  const wanted = [...jsonShapes.found.values()].filter((r) => r && r.status === 401 && r.scheme === "bearer");
+  for (const { path } of wanted.slice(0, 5)) {
+    for (const [auth, value] of [["invalid_bearer", "Bearer amtp-invalid-token"], ["basic", "Basic YW10cDphbXRw"]]) {
+      if (Date.now() > deadline + PROBE_GRACE_MS) return;
+      const answer = await context.request
+        .get(origin + path, { headers: { Authorization: value }, timeout: 5000, maxRedirects: 0 })
+        .catch(() => null);
+      if (answer) recordJson(answer, auth);
+    }
+  }
 }
 
 async function jsonAnswers() {
@@ -397,6 +525,8 @@ for (const chosen of trialForms(pages)) {
   }
 }
 const interactions = await interactionTrials(page, pages, config.interactions, origin, deadline);
+await probeBearer(context).catch(() => {});
+const writes = await probeWrites(context).catch(() => []);
 const apis = await jsonAnswers();
 await browser.close();
 fs.writeFileSync(
@@ -409,6 +539,7 @@ fs.writeFileSync(
     trials,
     interactions,
     apis,
+    writes,
     signup: signup.record,
   }),
 );

@@ -13,6 +13,19 @@ const DELETE = /^(delete|remove|destroy)\b|^[×✕✖x]$/i;
 // A focused field; the same selector as the generated test's (agents/offline/journey_code.py).
 const FOCUSED = "input:focus, textarea:focus, [contenteditable]:focus";
 const NONE = Symbol("no such action on this app");
+// A page-level button that removes the marked items: "Clear completed", "Delete selected".
+const DELETE_ALL = /^(clear|delete|remove|archive)\b/i;
+const BUTTON = /^\s*- button "((?:[^"\\]|\\.)*)"/;
+
+function buttonsOf(snapshot) {
+  // The names of the named buttons of an accessibility snapshot.
+  const names = [];
+  for (const line of (snapshot || "").split("\n")) {
+    const match = BUTTON.exec(line);
+    if (match) names.push(match[1]);
+  }
+  return names;
+}
 const ROLE_NAME = /^- (\w+)(?: "((?:[^"\\]|\\.)*)")?/;
 
 function url(page, origin) {
@@ -136,6 +149,8 @@ export async function interactionTrials(page, pages, cfg, origin, deadline) {
         await field.fill(value, { timeout: left() });
         await field.press("Enter", { timeout: left() });
       });
+      // Whether the field emptied itself for the next entry (a journey can assert it).
+      if (typed) out[out.length - 1].cleared = (await field.inputValue().catch(() => "?")) === "";
       const created = page.getByText(value).first();
       if (typed && (await created.isVisible().catch(() => false))) {
         await itemTrials(path, name);
@@ -151,9 +166,20 @@ export async function interactionTrials(page, pages, cfg, origin, deadline) {
 
   async function itemTrials(path, entered) {
     const box = itemOf(page, value, "checkbox").getByRole("checkbox");
+    let marked = false; // the buttons marking the item brought (a bulk action: "Clear completed")
+    let brought = [];
     if (room() && (await box.count()) === 1) {
       const [, name] = await roleName(box);
-      await act(path, "toggle", { role: "checkbox", name }, () => box.check({ timeout: left() }));
+      const toggle = () => box.check({ timeout: left() });
+      if (await act(path, "toggle", { role: "checkbox", name }, toggle)) {
+        const { before, after } = out[out.length - 1];
+        brought = buttonsOf(after).filter((b) => !buttonsOf(before).includes(b));
+        // Undone, then done again: the filters below see a marked item.
+        const untoggle = () => box.uncheck({ timeout: left() });
+        if (room() && (await act(path, "untoggle", { role: "checkbox", name }, untoggle))) {
+          marked = room() && (await act(path, "toggle", { role: "checkbox", name }, toggle));
+        }
+      }
     }
     const links = await filterLinks(page, origin, 3);
     const filter = async ([name]) => {
@@ -161,6 +187,11 @@ export async function interactionTrials(page, pages, cfg, origin, deadline) {
       await act(path, "filter", { role: "link", name }, () => link.click({ timeout: left() }));
     };
     for (const link of links) if (room()) await filter(link);
+    // The browser's back button after two filters: the previous filter again.
+    if (links.length > 1 && room()) {
+      const back = () => page.goBack({ timeout: left() });
+      await act(path, "back", { role: "page", name: "" }, back);
+    }
     // Back to the first filter (often "All") when the last one hid the item.
     if (links.length && !(await shown())) await filter(links[0]);
     if (!(await shown())) await open(path).catch(() => {});
@@ -187,6 +218,29 @@ export async function interactionTrials(page, pages, cfg, origin, deadline) {
     if (room() && (await act(path, "edit", editing, edit(editing, `${value} edited`, "Enter")))) {
       const cancel = { role: "textbox", name: "" };
       if (room()) await act(path, "cancel_edit", cancel, edit(cancel, `${value} dropped`, "Escape"));
+    }
+    // A bulk button marking the item brought ("Clear completed"), when the item is the only
+    // marked one on the page (so it removes nothing else), else the item's own delete button.
+    const own = itemOf(page, value, "button");
+    const bulks = [];
+    for (const name of brought.filter((b) => DELETE_ALL.test(b))) {
+      const inside = await own.getByRole("button", { name, exact: true }).count();
+      if (!inside) bulks.push(name);
+    }
+    const isChecked = page.getByRole("checkbox", { checked: true });
+    const marks = page.locator("li, tr, [role=listitem], [role=row]").filter({ has: isChecked });
+    if (marked && bulks.length === 1 && room()) {
+      const bulk = page.getByRole("button", { name: bulks[0], exact: true });
+      // Lone: the marked rows are this item's alone (a "Mark all" box outside the rows aside).
+      const lone = (await box.isChecked().catch(() => false)) &&
+        (await marks.count()) === (await marks.filter({ hasText: value }).count());
+      if (lone && (await bulk.count()) === 1) {
+        page.once("dialog", (dialog) => dialog.accept().catch(() => {}));
+        const clear = () => bulk.click({ timeout: left() });
+        if ((await act(path, "clear", { role: "button", name: bulks[0] }, clear)) && !(await shown())) {
+          return;
+        }
+      }
     }
     // Its delete button, often shown only while the pointer is over the item.
     const item = itemOf(page, value, "button");

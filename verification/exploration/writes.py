@@ -1,0 +1,120 @@
+"""Write probes: what the app answers the writes its generated tests send.
+
+The offline engine tests each write route the crawl found with an empty payload (``Send POST
+/create with an empty JSON body``; a route with a parameter on a record that cannot exist,
+``/999999999/update``). Without knowing the answer such a test can only check "no server
+error". The box (``box/explore.mjs``) sends the same requests, in the explored session (signed
+in when exploration was), and hands back the status, the path the answer ended on after
+redirects and the message it showed (a Flask flash, a Django ``errorlist``, an ``alert``, a
+JSON ``detail``): so the test asserts what the app says ("Username is required.", a 404, the
+login page). Routes that log out are never sent (the session the suite shares would end),
+nor a destructive one on a record that may exist.
+
+Everything the box wrote is untrusted: each record must name a path this module asked for,
+and the message is one printable line the generated code can quote.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agents.offline.common import clean_route, logs_out, params, sample_path
+from verification.exploration.trials import risky
+from verification.playwright import clean
+
+METHODS = ("POST", "PUT", "PATCH", "DELETE")
+# A sign-in route (its last segment): also sent a username and password no account has
+# (CREDENTIALS), in the fields OAuth 2.0's password grant names (RFC 6749, 4.3.2) and most
+# login forms use.
+_SIGN_IN = re.compile(r"(?i)^(log-?in|sign-?in|token|sessions?|authenticate)$")
+MAX_WRITES = 12
+# A message the test can look for as written in the page: no character HTML escapes.
+_MESSAGE = re.compile(r"[^<>&\"'`\\]{2,120}")
+_SENTENCE = re.compile(r"^(.{2,120}?[.!?])(?=\s|$)")
+PAYLOADS = ("empty", "form", "credentials")
+# A field name a request can send (``user[name]``): no quote, no space.
+_FIELD = re.compile(r"^[\w\[\].-]{1,80}$")
+_PATH = re.compile(r"^/([^/\\\s]\S{0,498})?$")
+
+
+def write_paths(crawl: dict, limit: int = MAX_WRITES) -> list[list[str]]:
+    """[method, path] of the writes the offline tests send (``candidates._api_cases``): the
+    crawl's routes with a write method, a parameter filled with a value that cannot exist;
+    never a logout, nor a destructive route on a record that may exist. A sign-in route is
+    also listed as [method, path, "credentials"]: sent CREDENTIALS (no account has them)."""
+    stack = crawl.get("detected_stack") if isinstance(crawl, dict) else None
+    routes = stack.get("routes") if isinstance(stack, dict) else None
+    out: list[list[str]] = []
+    for item in routes if isinstance(routes, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("path"), str):
+            continue
+        method, route = str(item.get("method", "")).upper(), clean_route(item["path"])
+        if method not in METHODS or not route or logs_out(route):
+            continue
+        if (risky(route) or method == "DELETE") and not params(route):
+            continue
+        pair = [method, sample_path(route, missing=True)]
+        if pair not in out:
+            out.append(pair)
+        last = route.rstrip("/").rsplit("/", 1)[-1]
+        if method == "POST" and not params(route) and _SIGN_IN.match(last):
+            out.append([*pair, "credentials"])
+    return out[:limit]
+
+
+def writes(items, asked: list[list[str]], tag: str, held: list[str]) -> list[dict]:
+    """The box's write records, each checked: a [method, path] that was asked, a status, a
+    local path after, a message fit to quote (else empty); ``form``: the page's form for that
+    write sent with its ``fields`` empty (names a request can carry)."""
+    out: list[dict] = []
+    for raw in items[: MAX_WRITES * 2] if isinstance(items, list) else []:
+        raw = raw if isinstance(raw, dict) else {}
+        payload = raw.get("payload", "empty")
+        if payload not in PAYLOADS:
+            continue
+        sign_in = ["credentials"] if payload == "credentials" else []
+        pair = [raw.get("method"), raw.get("path"), *sign_in]
+        status = raw.get("status")
+        if pair not in asked or any(_asked(r) == pair for r in out):
+            continue
+        names = raw.get("fields") if payload == "form" else []
+        names = names[:20] if isinstance(names, list) else []
+        if payload == "form" and not (
+            names and all(isinstance(n, str) and _FIELD.match(n) for n in names)
+        ):
+            continue
+        if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+            continue
+        after = raw.get("path_after")
+        after = after if isinstance(after, str) and _PATH.match(after) else ""
+        message = clean(raw.get("message") if isinstance(raw.get("message"), str) else "", 300)
+        message = " ".join(message.split())
+        if not _MESSAGE.fullmatch(message) and (first := _SENTENCE.match(message)):
+            message = first.group(1)  # its first sentence, when that one can be quoted
+        if not _MESSAGE.fullmatch(message) or tag in message or any(s in message for s in held):
+            message = ""
+        if any(s in after for s in held) or tag in after:
+            after = ""
+        if raw.get("redirected") is not False or (after and after != pair[1]):
+            # Shown after a redirect, a message came through the session (a flash kept for
+            # the next page): the tests share one session, and another test's page load may
+            # take the flash first. Kept only when the box says there was no redirect.
+            message = ""
+        out.append(
+            {
+                "method": pair[0],
+                "path": pair[1],
+                "payload": payload,
+                "fields": list(dict.fromkeys(names)),
+                "status": status,
+                "path_after": after,
+                "message": message,
+            }
+        )
+    return out[:MAX_WRITES]
+
+
+def _asked(record: dict) -> list[str]:
+    """The [method, path(, "credentials")] a record answers."""
+    sign_in = ["credentials"] if record["payload"] == "credentials" else []
+    return [record["method"], record["path"], *sign_in]
