@@ -27,7 +27,8 @@ from verification.service import runner_from_settings
 
 REPO = {
     "main.py": (
-        "from fastapi import FastAPI\napp = FastAPI()\n\n"
+        # Its own docs routes off, as the stand-in below serves none (this test is the refusals').
+        "from fastapi import FastAPI\napp = FastAPI(openapi_url=None)\n\n"
         '@app.get("/users/me/")\nasync def me():\n    return {}\n\n'
         '@app.get("/api/users")\nasync def users():\n    return []\n'
     ),
