@@ -137,6 +137,7 @@ def explore(
         # The second crawl: no form or interaction trials, no writes and no sign-up again
         # (the first crawl's stand), its screenshots numbered after the first crawl's.
         again = replace(bounds, max_pages=room, form_trials=0, interactions=0)
+        # What is left of the stage's time, and at least 30 s: enough for a few pages.
         again = replace(again, time_s=max(bounds.time_s - (time.monotonic() - began), 30.0))
         config = _config(target_url, runner, again, left)
         shots = [int(Path(p["screenshot"]).stem) for p in part["pages"] if p["screenshot"]]
