@@ -346,7 +346,7 @@ def explore_app(run_id: str, *, stop: Callable[[], bool] = lambda: False) -> str
         artifact_id, content = str(done[0]), done[1]
     else:
         try:
-            with boot.live_app(run, stop) as app:  # a crash of it: named in the map
+            with boot.live_app(run, stop) as app:  # a crash: restarted, recorded in the map
                 content = app_map(run, app)
         except VerificationError as exc:
             if not run.repository.open_pr_unverified:

@@ -3,25 +3,32 @@ real sandbox) whose process a test's request ends is restarted, that test is qua
 "the app crashed on GET /path" with the app's log lines, and the tests that failed because it
 was down run again and pass. The apps here are a Node and a Python server whose one route
 ends the process (an uncaught TypeError, an ``os._exit``): any process exit, not one
-framework's."""
+framework's. ExploreApp the same: the crash recorded in the map, the app restarted and the
+pages it left unanswered explored again."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import threading
 
 import pytest
 
+import schemas
 from repositories.hosts.local import LocalGitHost
 from runs.demo.app import serve
 from tests.gitrepo import make_git_repo
 from tests.test_browser import chromium_path
+from tests.test_explore import CANARY
 from tests.test_verify import HEADER, by_title, make_plan, spec
 from verification import verify as v
 from verification.boot.app import booted
 from verification.boot.recipe import AppRecipe
 from verification.errors import TargetAnswersErrors
+from verification.exploration.explore import Bounds, crash_record, explore
+from verification.exploration.service import exploration_note
+from verification.proxy import Policy
 from verification.service import runner_from_settings
 
 pytestmark = pytest.mark.skipif(
@@ -161,3 +168,96 @@ def test_against_a_target_url_the_verdict_names_where_the_app_stopped_answering(
     assert caught.value.message.startswith("target answers errors only: ")
     message = caught.value.message
     assert "(the app stopped answering after GET /user/999999999 (the last request it " in message
+
+
+EXPLORED = """import os
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LINKS = {"/": ["/crash-a", "/a", "/b"], "/a": ["/crash-b", "/c"]}
+
+
+class Pages(BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path.startswith("/crash-"):
+            print("lost the database handle serving", self.path, flush=True)
+            os._exit(3)
+        links = "".join(f'<a href="{p}">{p}</a> ' for p in LINKS.get(self.path, []))
+        body = f"<!doctype html><title>Shop</title><h1>Page {self.path}</h1>{links}".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), Pages).serve_forever()
+"""
+
+
+def test_exploration_restarts_a_crashed_app_records_the_crash_and_explores_the_rest(tmp_path):
+    """The app AMTP booted dies on /crash-a: the pages the browser met while it was down
+    (/a, /b) are explored after a restart, the crash recorded with its path and log; it dies
+    again on /crash-b, beyond the restart cap: exploration stops there, naming it, and the app
+    is left running."""
+    path = make_git_repo(tmp_path / "app", {"server.py": EXPLORED})
+    host = LocalGitHost("acme/app", path)
+    bounds = Bounds(max_pages=20, max_depth=3, time_s=30, page_timeout_s=10, max_bytes=256 << 10)
+    with booted(
+        host, host.resolve_ref("main"), AppRecipe("test", "python3 server.py", 4000), {}
+    ) as app:
+        found = explore(
+            app.url,
+            allow_hosts=[app.url.removeprefix("http://")],
+            runner=runner_from_settings(),
+            bounds=bounds,
+            shots_dir=tmp_path / "shots",
+            start_paths=["/"],
+            app=app,
+        )
+        assert app.restarts == 2 and app.exited() is None  # alive when ExploreApp returns
+    found = schemas.validate("exploration/app_map", found)
+    answered = {page["path"] for page in found["pages"] if page["status"] == 200}
+    assert {"/", "/a", "/b"} <= answered  # /a and /b were met while the app was down
+    assert "/c" not in answered  # met after the second crash: beyond the cap
+    shots = [page["screenshot"] for page in found["pages"] if page["screenshot"]]
+    assert len(shots) >= 3 and len(set(shots)) == len(shots)  # the second crawl's are its own
+    first, second = found["crashes"]
+    assert (first["request"], first["path"], first["exit"]) == (
+        "GET /crash-a",
+        "/crash-a",
+        "exit code 3",
+    )
+    assert "lost the database handle serving /crash-a" in first["log"]
+    assert second["path"] == "/crash-b"
+    assert found["stopped"] == "the app crashed on GET /crash-b (exit code 3)"
+    assert "the app crashed on GET /crash-a, GET /crash-b and was restarted" in exploration_note(
+        found
+    )
+
+
+class _Crashed:
+    """A LiveApp that ended with a hostile log: a token, control characters, and no end."""
+
+    ended_at = 2_000_000_000.0
+
+    def exit_note(self) -> str:
+        junk = "\x1b[31mTypeError\x00 " + "x" * 50_000
+        return f"exit code 1; the last lines of its log:\ntoken {CANARY}\n{junk}"
+
+    def restart(self) -> None:
+        raise AssertionError("a record restarts nothing")
+
+
+def test_a_crash_record_is_bounded_and_scrubbed():
+    policy = Policy("http://127.0.0.1:4000", [])
+    policy.log("GET", "127.0.0.1", 4000, f"/user?token={CANARY}&" + "q" * 3000)
+    record = crash_record(_Crashed(), policy)
+    assert CANARY not in json.dumps(record) and "\x00" not in record["log"]
+    assert record["path"] == ""  # it carried a token
+    assert record["exit"] == "exit code 1" and record["log"].startswith("token ")
+    assert len(record["request"]) <= 300 and len(record["log"]) <= 2000
+    policy.log("GET", "127.0.0.1", 4000, "//evil.example/x")  # not a path of the app's origin
+    assert crash_record(_Crashed(), policy)["path"] == ""
+    assert crash_record(_Crashed(), Policy("http://127.0.0.1:4000", []))["request"] == (
+        "an unknown request"
+    )

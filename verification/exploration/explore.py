@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from dataclasses import asdict, dataclass
+import time
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from urllib.parse import unquote_plus
 
@@ -24,7 +25,7 @@ from django.conf import settings
 
 from agents.offline.api_shape import CREDENTIALS, clean_apis
 from agents.offline.common import EMAIL_DOMAIN, LOGOUT_PATH
-from repositories.secrets import held_secrets
+from repositories.secrets import held_secrets, scrub
 from verification import proxy, sandbox
 from verification.box_text import line
 from verification.errors import LoginFailed, VerifierNotInstalled
@@ -60,6 +61,7 @@ BAD_MAP = "the explorer's map is over 32 MiB or not JSON; its output ends: {tail
 _PATH = re.compile(r"^/([^/\\\s]\S{0,498})?$")
 _JPEG = b"\xff\xd8\xff"
 UNKNOWN_PATH = "/amtp-page-that-does-not-exist"  # the offline engine's not-found page
+MAX_RESTARTS = 2  # crashes of the app AMTP started: after the second, exploration ends
 
 
 @dataclass(frozen=True)
@@ -106,27 +108,95 @@ def explore(
     the caller: ``throwaway``) signs up through the first sign-up form met and the crawl goes
     on signed in (``signup`` in the map says how it went). TargetUnreachable,
     VerifierNotInstalled, SandboxUnavailable or LoginFailed when it cannot be explored.
-    ``app``, the app AMTP started for the run, ended during the crawl: ``stopped`` names the
-    request it crashed on (the pages after it have no answer; the stage's app ends with it).
-    VerifyTests boots the app anew."""
+    ``app``, the app AMTP started for the run, ended during the crawl: the crash is a finding
+    (``crashes``: the request it crashed on, its exit and log lines), the app is restarted and
+    the paths not yet answered are explored in a second crawl, without the crashing ones. A
+    crash in that second crawl is recorded and the app restarted once more, and ``stopped``
+    names it: at most MAX_RESTARTS restarts, and the app runs when this returns."""
     preflight(runner)
     sandbox.check_available()
     policy = proxy.Policy(target_url, allow_hosts)
     probe(target_url, policy)
     tag = tag or new_tag()
+    began = time.monotonic()
+    config = _config(target_url, runner, bounds, start_paths)
+    part = _crawl(config, policy, runner, bounds, shots_dir, login, signup, tag, writes or [])
+    pages, crashes = part["pages"], []
+    while app is not None and app.ended_at is not None:
+        crashes.append(crash_record(app, policy))  # before the restart: its exit and log
+        app.restart()  # the app runs when ExploreApp ends, whatever comes next
+        if len(crashes) >= MAX_RESTARTS:
+            last = crashes[-1]
+            part["stopped"] = line(CRASHED.format(request=last["request"], how=last["exit"]), 200)
+            break
+        pages = [page for page in pages if page["status"]]  # the rest went unanswered
+        left = _not_answered(pages, start_paths, {c["path"] for c in crashes})
+        room = bounds.max_pages - len(pages)
+        if not left or room <= 0:
+            break
+        # The second crawl: no form or interaction trials, no writes and no sign-up again
+        # (the first crawl's stand), its screenshots numbered after the first crawl's.
+        again = replace(bounds, max_pages=room, form_trials=0, interactions=0)
+        # What is left of the stage's time, and at least 30 s: enough for a few pages.
+        again = replace(again, time_s=max(bounds.time_s - (time.monotonic() - began), 30.0))
+        config = _config(target_url, runner, again, left)
+        shots = [int(Path(p["screenshot"]).stem) for p in part["pages"] if p["screenshot"]]
+        first = max(shots, default=-1) + 1
+        more = _crawl(config, policy, runner, again, shots_dir, login, None, tag, [], first)
+        seen = {page["path"] for page in pages}
+        pages += [page for page in more["pages"] if page["path"] not in seen]
+        part.update(stopped=more["stopped"], unvisited=more["unvisited"])
+        part["apis"] += more["apis"]
+        part["unknown_path_status"] = part["unknown_path_status"] or more["unknown_path_status"]
+    content = {
+        "target_url": target_url,
+        "settings": {k: v for k, v in asdict(bounds).items() if k != "max_bytes"},
+        "tool_versions": tool_versions(runner),
+        "pages": pages[: bounds.max_pages],
+        "stopped": part["stopped"],
+        "unvisited": part["unvisited"],
+        "unknown_path_status": part["unknown_path_status"],
+        "trials": part["trials"],
+        "interactions": part["interactions"],
+        "apis": part["apis"],
+        "writes": part["writes"],
+        "signup": part["signup"] if signup and not login else None,
+        "crashes": crashes,
+        "truncated": False,
+        "sandbox": {
+            "isolated": sandbox.sandboxed(),
+            "blocked": [line(b, 300) for b in policy.blocked[:100]],  # hosts a page named
+        },
+    }
+    return capped(content, bounds.max_bytes)
+
+
+def _crawl(
+    config: dict,
+    policy: proxy.Policy,
+    runner: Runner,
+    bounds: Bounds,
+    shots_dir: Path,
+    login: Login | None,
+    signup: Throwaway | None,
+    tag: str,
+    writes: list[list[str]],
+    first_shot: int = 0,
+) -> dict:
+    """One run of the explorer in a new box: the map's fields from what it wrote, checked."""
+    target_url = config["base_url"]
     box = sandbox.Box()
     try:
         modules, _inside = furnish(box, runner)
         for script in SCRIPTS:
             shutil.copyfile(script, box.work / script.name)
-        config = _config(target_url, runner, bounds, start_paths)
         config["login"] = login.recipe.as_config() if login else None
         config["trials"] = box_config(bounds.form_trials, tag)
         config["interactions"] = acts.box_config(bounds.interactions, tag, bounds.page_timeout_s)
         # Signed up with a throwaway account, exploration answers in a session that is not the
         # tests' (their setup signs up an account of its own, and the crawl may have ended
         # it): what a write answered here would be no fact about theirs.
-        config["writes"] = (writes or []) if signup is None or login else []
+        config["writes"] = writes if signup is None or login else []
         config["credentials"] = CREDENTIALS
         signup = None if login else signup
         config["signup"] = signup is not None
@@ -141,47 +211,50 @@ def explore(
                 wall_s=bounds.time_s + GRACE_S,
             )
         raw = _raw_map(box, outcome, login)
-        pages = [_page(p, box.work, shots_dir) for p in raw.get("pages", [])[: bounds.max_pages]]
-        stopped = clean(_crashed(app, policy) or str(raw.get("stopped", "")), 200)
+        pages = [
+            _page(p, box.work, shots_dir, first_shot)
+            for p in raw.get("pages", [])[: bounds.max_pages]
+        ]
         unvisited = raw.get("unvisited") if isinstance(raw.get("unvisited"), int) else 0
-        unknown_path_status = _int(raw.get("unknown_path_status"), 0, 599)
-        tried = _trials(raw.get("trials"), tag, pages, bounds.form_trials)
-        apis = _apis(raw.get("apis"))
         held = held_secrets()
-        signed_up = signup_record(raw.get("signup"), _form, lambda p: _local(p, held))
-        acted = _interactions(raw.get("interactions"), tag, pages, bounds.interactions)
-        sent = probed_writes(raw.get("writes"), writes or [], tag, held)
+        return {
+            "pages": pages,
+            "stopped": clean(str(raw.get("stopped", "")), 200),
+            "unvisited": max(0, unvisited),
+            "unknown_path_status": _int(raw.get("unknown_path_status"), 0, 599),
+            "trials": _trials(raw.get("trials"), tag, pages, bounds.form_trials),
+            "apis": _apis(raw.get("apis")),
+            "signup": signup_record(raw.get("signup"), _form, lambda p: _local(p, held)),
+            "interactions": _interactions(raw.get("interactions"), tag, pages, bounds.interactions),
+            "writes": probed_writes(raw.get("writes"), writes, tag, held),
+        }
     finally:
         box.remove()
-    content = {
-        "target_url": target_url,
-        "settings": {k: v for k, v in asdict(bounds).items() if k != "max_bytes"},
-        "tool_versions": tool_versions(runner),
-        "pages": pages,
-        "stopped": stopped,
-        "unvisited": max(0, unvisited),
-        "unknown_path_status": unknown_path_status,
-        "trials": tried,
-        "interactions": acted,
-        "apis": apis,
-        "writes": sent,
-        "signup": signed_up if signup else None,
-        "truncated": False,
-        "sandbox": {
-            "isolated": sandbox.sandboxed(),
-            "blocked": [line(b, 300) for b in policy.blocked[:100]],  # hosts a page named
-        },
+
+
+def crash_record(app: LiveApp, policy: proxy.Policy) -> dict:
+    """The app's crash as the map records it: the request it crashed on (the last to reach
+    it before its end), its exit code and the last lines of its log, each bounded and
+    scrubbed (the log and the path are the app's and the browser's, hostile both)."""
+    note = app.exit_note()
+    how, _, log = note.partition(";")
+    request = policy.last_before(app.ended_at or time.time())
+    path = request.path if request else ""
+    kept = _local(path, held_secrets()) and scrub(path) == path  # no token a query carried
+    return {
+        "request": line(request.shown, 300) if request else "an unknown request",
+        "path": path if kept else "",
+        "exit": line(how, 100),
+        "log": clean(log.partition(":")[2] if log else "", 2000),
     }
-    return capped(content, bounds.max_bytes)
 
 
-def _crashed(app: LiveApp | None, policy: proxy.Policy) -> str:
-    """How the app AMTP started ended during the crawl ("" when it did not)."""
-    if app is None or (ended := app.ended_at) is None:
-        return ""
-    how = app.exit_note().partition(";")[0]  # the exit code: ``stopped`` is one short line
-    request = policy.last_before(ended)
-    return CRASHED.format(request=request.shown, how=how) if request else ""
+def _not_answered(pages: list[dict], start_paths: list[str], crashed: set[str]) -> list[str]:
+    """The start paths and the answered pages' links that no page answered yet, in their
+    order, without the paths that crashed the app."""
+    answered = {page["path"] for page in pages}
+    found = [*start_paths, *(link for page in pages for link in page["links"])]
+    return [p for p in dict.fromkeys(found) if p not in answered and p not in crashed]
 
 
 def _config(target_url: str, runner: Runner, bounds: Bounds, start_paths: list[str]) -> dict:
@@ -212,7 +285,7 @@ def _raw_map(box: sandbox.Box, outcome: sandbox.Outcome, login: Login | None) ->
     return data
 
 
-def _page(raw, work: Path, shots_dir: Path) -> dict:
+def _page(raw, work: Path, shots_dir: Path, first_shot: int = 0) -> dict:
     """One page as the box described it, each field checked and bounded."""
     raw = raw if isinstance(raw, dict) else {}
     path = raw.get("path") if isinstance(raw.get("path"), str) else ""
@@ -227,7 +300,7 @@ def _page(raw, work: Path, shots_dir: Path) -> dict:
         "links": [p for p in _list(raw.get("links"))[:100] if _local(p, held)],
         "forms": [_form(f) for f in _list(raw.get("forms"))[:10]],
         "console_errors": [line(_str(e), 500) for e in _list(raw.get("console_errors"))[:20]],
-        "screenshot": _keep_shot(raw.get("screenshot"), work, shots_dir),
+        "screenshot": _keep_shot(raw.get("screenshot"), work, shots_dir, first_shot),
         "error": clean(_str(raw.get("error")), 500),
         # Where a page that sent the browser to a login form went: it showed the login.
         "login_redirect": redirect if _local(redirect := raw.get("login_redirect"), held) else "",
@@ -290,10 +363,13 @@ def _form(raw) -> dict:
     }
 
 
-def _keep_shot(name, work: Path, shots_dir: Path) -> str:
+def _keep_shot(name, work: Path, shots_dir: Path, first: int = 0) -> str:
     """The screenshot copied under ``shots_dir/explore/`` (its path relative to
-    ``shots_dir``), or "" when it is not a regular, bounded JPEG inside the box's folder."""
-    if not isinstance(name, str) or not re.fullmatch(r"shots/\d{1,4}\.jpeg", name):
+    ``shots_dir``; numbered from ``first``: a second crawl's do not overwrite the first's),
+    or "" when it is not a regular, bounded JPEG inside the box's folder."""
+    if not isinstance(name, str) or not (found := re.fullmatch(r"shots/(\d{1,4})\.jpeg", name)):
+        return ""
+    if (number := first + int(found[1])) > 9999:
         return ""
     source = work / name
     if source.is_symlink() or not source.is_file() or source.stat().st_size > MAX_SHOT_BYTES:
@@ -301,10 +377,10 @@ def _keep_shot(name, work: Path, shots_dir: Path) -> str:
     data = source.read_bytes()
     if not data.startswith(_JPEG):
         return ""
-    target = shots_dir / SHOTS / source.name
+    target = shots_dir / SHOTS / f"{number}.jpeg"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
-    return f"{SHOTS}/{source.name}"
+    return f"{SHOTS}/{target.name}"
 
 
 def capped(content: dict, max_bytes: int) -> dict:

@@ -37,7 +37,7 @@ def exploration_skip_reason(run: Run) -> str:
 
 def app_map(run: Run, app: LiveApp | None = None) -> dict:
     """The validated ``app_map`` content for ``run``'s target app (``app``: the app AMTP
-    started for it, whose crash the map's ``stopped`` names)."""
+    started for it, restarted when it crashes; the map's ``crashes`` record each crash)."""
     target_url = target_url_of(run)
     bounds = Bounds.from_settings()
     crawl = Artifact.objects.filter(run=run, kind=ArtifactKind.REPO_CRAWLER_OUTPUT).first()
@@ -177,6 +177,9 @@ def exploration_note(content: dict) -> str:
                 f"; sign-up at {signup['path']} did not sign in: {signup['error'] or 'no reason'}"
             )
         )
+    if crashes := content.get("crashes"):
+        shown = ", ".join(crash["request"] for crash in crashes)
+        note += f"; the app crashed on {shown} and was restarted"
     if content["stopped"]:
         note += f"; {content['stopped']}, {content['unvisited']} link(s) not visited"
     return note
