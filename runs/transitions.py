@@ -8,7 +8,8 @@ retried after its result was lost) finds its row already moved and changes nothi
 Run:   pending → running (``run_running``); pending|running → failed, cancelled and
        running → passed (``run_end``). Terminal is final.
 Stage: pending|running|awaiting_approval → running (``stage_begin``, while the run is open);
-       running → passed|skipped (``stage_pass``, ``stage_close``);
+       running → passed|skipped (``stage_pass``, ``stage_close``); running → failed while the
+       run goes on (``stage_close``: a repository that opens pull requests unverified);
        pending|running → awaiting_approval (``stage_await_approval``);
        open → failed|skipped|cancelled when the run ends.
 
@@ -276,15 +277,15 @@ UPDATE stages SET status = %(to)s, finished_at = STATEMENT_TIMESTAMP(), note = %
        error_type = %(error_type)s, error_message = %(message)s
 WHERE run_id = %(run_id)s AND name = %(name)s AND status = %(from)s
 """
-STAGE_CLOSES_TO = (StageStatus.PASSED, StageStatus.SKIPPED)
+STAGE_CLOSES_TO = (StageStatus.PASSED, StageStatus.SKIPPED, StageStatus.FAILED)
 
 
 def stage_close(
     run_id: str, name: str, status: str, *, note: str = "", error_type: str = "", message: str = ""
 ) -> None:
-    """A running stage → ``status`` (passed or skipped) with a note (why it was skipped,
-    what it found) or an error the run goes on after (VerifyTests that could not verify, PR
-    opened unverified)."""
+    """A running stage → ``status`` (passed, skipped, or failed with an error the run goes on
+    after: BootApp, ExploreApp or VerifyTests that could not reach the app when the repository
+    opens pull requests unverified) with a note (why it was skipped, what it found)."""
     if status not in STAGE_CLOSES_TO:
         raise ValueError(f"a stage cannot close {status!r}")
     params = {

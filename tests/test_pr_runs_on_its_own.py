@@ -87,13 +87,13 @@ def shop_hub(settings, valkey):
 
 def _branch_of_a_run(hub) -> str:
     """acme/shop's run up to CreatePullRequest, run; the head branch it pushed."""
-    from runs import lifecycle, pipeline
+    from runs import pipeline, transitions
     from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
 
     sha = hub.head(REPO, "main")
     repository = RepositoryFactory(full_name=REPO, host="github")
     run = RunFactory(repository=repository, commit_sha=sha, base_sha=sha, status="running")
-    lifecycle.create_stages(run)
+    transitions.create_stages(run)
     run_id = str(run.run_id)
     code = {**ENGINEER_OUTPUT, "files": [SPEC], "run_id": run_id}
     report = {**VERIFICATION_REPORT, "files": [SPEC], "run_id": run_id}

@@ -106,27 +106,38 @@ class Cgroup:
 
     def kill(self) -> None:
         """SIGKILL every process in the groups until none is left (they cannot escape them)."""
-        if self.v2 and (self.memory / "cgroup.kill").exists():
-            with contextlib.suppress(OSError):
-                (self.memory / "cgroup.kill").write_text("1")
-        for _ in range(100):
-            pids = {int(p) for d in self.dirs for p in _read(d / "cgroup.procs").split()}
-            if not pids:
-                return
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.01)
+        kill(self.dirs)
 
     def remove(self) -> None:
-        self.kill()
-        for path in reversed(self.dirs):
-            for _ in range(50):  # a killed process leaves its group a moment later
-                try:
-                    path.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.02)
+        remove(self.dirs)
         self.dirs = []
+
+
+def kill(dirs: list[Path]) -> None:
+    """SIGKILL every process in the groups ``dirs`` until none is left."""
+    for d in dirs:
+        if (d / "cgroup.kill").exists():  # v2: the kernel kills the whole group at once
+            with contextlib.suppress(OSError):
+                (d / "cgroup.kill").write_text("1")
+    for _ in range(100):
+        pids = {int(p) for d in dirs for p in _read(d / "cgroup.procs").split()}
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+
+
+def remove(dirs: list[Path]) -> None:
+    """Kill what is left in the groups ``dirs`` and remove them, innermost last given first."""
+    kill(dirs)
+    for path in reversed(dirs):
+        for _ in range(50):  # a killed process leaves its group a moment later
+            try:
+                path.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.02)

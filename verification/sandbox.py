@@ -39,7 +39,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from verification import seccomp
+from verification import cgroup, seccomp
 from verification.cgroup import Cgroup, CgroupUnavailable
 from verification.errors import SandboxUnavailable
 
@@ -304,8 +304,8 @@ class Box:
     def _spawn(self, fds, command, env, limits) -> subprocess.Popen:
         argv = self._argv(command, *fds) if fds else self._direct(command)
         prefix = ["/usr/bin/prlimit", *_rlimits(limits), "--"]
-        cgroup = self.cgroup if fds else None
-        if self.user and cgroup is not None:  # root joins the cgroup, then becomes the box's uid
+        group = self.cgroup if fds else None
+        if self.user and group is not None:  # root joins the cgroup, then becomes the box's uid
             uid, gid = self.user["user"], self.user["group"]
             prefix = [
                 "/usr/bin/setpriv",
@@ -315,8 +315,8 @@ class Box:
                 "--",
                 *prefix,
             ]
-        if cgroup is not None:
-            prefix = [*cgroup.enter_argv(), *prefix]
+        if group is not None:
+            prefix = [*group.enter_argv(), *prefix]
         with self.output.open("ab") as out:
             return subprocess.Popen(
                 [*prefix, *argv],
@@ -424,8 +424,8 @@ def sweep() -> list[Path]:
         if _process_id(pid) == owner:
             continue
         with contextlib.suppress(OSError):
-            for group in reversed((root / CGROUPS).read_text().split()):
-                Path(group).rmdir()  # empty now: its processes died with the worker
+            # Its processes die with the worker, a moment after it: whatever is left is killed.
+            cgroup.remove([Path(group) for group in (root / CGROUPS).read_text().split()])
         subprocess.run(["umount", "--lazy", str(root / "fs")], check=False, capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
         removed.append(root)
