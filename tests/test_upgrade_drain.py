@@ -22,12 +22,18 @@ from runs import transitions
 from runs.services import run_create
 from runs.temporal import activities as run_activities
 from runs.temporal import types as t
-from runs.temporal.reconcile import INCOMPATIBLE, WORKFLOW_INCOMPATIBLE, reconcile_runs
+from runs.temporal.reconcile import (
+    INCOMPATIBLE,
+    NONDETERMINISM,
+    WORKFLOW_INCOMPATIBLE,
+    _workflows,
+    reconcile_runs,
+)
 from runs.temporal.worker_thread import WorkerThread
 from tests.factories import RepositoryFactory
 from tests.old_workflow import OldShapeWorkflow
-from tests.stub_stages import stub_activities
-from tests.temporal_worker import wait_for
+from tests.stub_stages import _name, stub_activities
+from tests.temporal_worker import wait_for, wait_terminal
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -90,3 +96,28 @@ def test_a_run_left_on_the_old_workflow_shape_ends_failed_saying_why(temporal_en
     assert run.pr_url == ""
     assert run.stages.get(name="create_pull_request").status == "skipped"
     assert reconcile_runs(grace_s=0) == []
+
+
+@activity.defn(name=t.CRAWL_REPO)
+async def crawl_posing_as_temporal(run_id: str) -> str:
+    raise ApplicationError(
+        f"{NONDETERMINISM} from the repository", type="RepositoryAccessError", non_retryable=True
+    )
+
+
+def test_an_activity_error_worded_like_temporals_is_not_taken_for_an_upgrade(temporal_env):
+    """Hostile: an activity's message (repository or model text may reach one) that starts
+    with Temporal's nondeterminism code does not make reconcile call the run incompatible."""
+    repo = RepositoryFactory(full_name="acme/posing")
+    others = [a for a in stub_activities() if _name(a) != t.CRAWL_REPO]
+    with WorkerThread(
+        temporal_env.TEMPORAL_TASK_QUEUE,
+        processes=1,
+        activities=[crawl_posing_as_temporal, *others],
+    ):
+        run = wait_terminal(run_create(repository=repo), 30)
+        assert _closed(str(run.pk), 30) == WorkflowExecutionStatus.FAILED
+    seen = async_to_sync(_workflows)([str(run.pk)])[str(run.pk)]
+    assert seen.why.startswith(NONDETERMINISM)  # the activity's words reach reconcile ...
+    assert not seen.incompatible  # ... but are not taken for the worker's
+    assert run.error_type != WORKFLOW_INCOMPATIBLE

@@ -93,6 +93,7 @@ class WorkflowSeen:
 
     status: WorkflowExecutionStatus | None  # None: no such workflow
     why: str = ""  # for a closed one: the reason or failure Temporal recorded
+    incompatible: bool = False  # failed by the worker: its code cannot replay the history
 
 
 def reconcile_runs(*, grace_s: float, dry_run: bool = False) -> list[Outcome]:
@@ -135,9 +136,12 @@ async def _workflow(client: Client, run_id: str) -> WorkflowSeen:
         return WorkflowSeen(status)
     except WorkflowFailureError as exc:
         cause = exc.cause
+        # The SDK's own failure has no cause; an activity's error (whose message is not ours
+        # to trust) always sits under the workflow's.
+        incompatible = cause.__cause__ is None and str(cause).startswith(NONDETERMINISM)
         while cause.__cause__ is not None:  # the innermost: the reason or the activity's error
             cause = cause.__cause__
-        return WorkflowSeen(status, getattr(cause, "message", "") or str(cause))
+        return WorkflowSeen(status, getattr(cause, "message", "") or str(cause), incompatible)
 
 
 def reconcile_run(run: Run, workflow: WorkflowSeen, dry_run: bool) -> Outcome:
@@ -164,7 +168,7 @@ def reconcile_run(run: Run, workflow: WorkflowSeen, dry_run: bool) -> Outcome:
         return _did(outcome, "cancelled", "its workflow was cancelled", dry_run)
     if workflow.status is None:
         error_type, message = NO_WORKFLOW, GONE
-    elif workflow.why.startswith(NONDETERMINISM):
+    elif workflow.incompatible:
         error_type, message = WORKFLOW_INCOMPATIBLE, f"{INCOMPATIBLE} ({workflow.why})"
     else:
         error_type = CLOSED_AS[workflow.status]
