@@ -9,7 +9,9 @@ operator, timed out, failed while PostgreSQL was down for longer than anything r
 - no workflow, run ``pending``: it never started; start it now (what the submitter asked for);
 - no workflow, run ``running``: its history is gone (retention, a Temporal reset); fail it;
 - workflow closed: end the run as the workflow ended (cancelled, or failed naming how)
-  through ``runs.transitions.run_end``, the same end the workflow's EndRun writes;
+  through ``runs.transitions.run_end``, the same end the workflow's EndRun writes; a workflow
+  the worker failed because an earlier AMTP started it in another shape (an upgrade) is
+  ``WorkflowIncompatible``, and the message says to start the run again;
 - workflow running: leave it, the worker ends it.
 
 Every write is one of runs.transitions' compare-and-swaps and starting is idempotent (the
@@ -56,6 +58,16 @@ HOW = {
     "WorkflowTerminated": "was terminated",
     "WorkflowTimedOut": "timed out",
 }
+# The worker fails a workflow whose history its code cannot replay (workflow_failure_exception_types
+# in runs/temporal/worker.py); the SDK's failure carries Temporal's code for nondeterminism,
+# https://docs.temporal.io/references/errors#non-deterministic-error
+NONDETERMINISM = "[TMPRL1100]"
+WORKFLOW_INCOMPATIBLE = "WorkflowIncompatible"
+INCOMPATIBLE = (
+    "this run was started by an earlier AMTP whose workflow this version's worker cannot "
+    "continue (an upgrade changed the workflow's steps; drain runs before upgrading, see "
+    "docs/operations.md, Upgrading); ended by reconcile_runs. Start the run again"
+)
 GONE = (
     "its workflow is not on Temporal (its history is past the namespace's retention, or "
     "Temporal lost it) while the run was running; ended by reconcile_runs. Start a new run"
@@ -81,6 +93,7 @@ class WorkflowSeen:
 
     status: WorkflowExecutionStatus | None  # None: no such workflow
     why: str = ""  # for a closed one: the reason or failure Temporal recorded
+    incompatible: bool = False  # failed by the worker: its code cannot replay the history
 
 
 def reconcile_runs(*, grace_s: float, dry_run: bool = False) -> list[Outcome]:
@@ -123,9 +136,12 @@ async def _workflow(client: Client, run_id: str) -> WorkflowSeen:
         return WorkflowSeen(status)
     except WorkflowFailureError as exc:
         cause = exc.cause
+        # The SDK's own failure has no cause; an activity's error (whose message is not ours
+        # to trust) always sits under the workflow's.
+        incompatible = cause.__cause__ is None and str(cause).startswith(NONDETERMINISM)
         while cause.__cause__ is not None:  # the innermost: the reason or the activity's error
             cause = cause.__cause__
-        return WorkflowSeen(status, getattr(cause, "message", "") or str(cause))
+        return WorkflowSeen(status, getattr(cause, "message", "") or str(cause), incompatible)
 
 
 def reconcile_run(run: Run, workflow: WorkflowSeen, dry_run: bool) -> Outcome:
@@ -152,6 +168,8 @@ def reconcile_run(run: Run, workflow: WorkflowSeen, dry_run: bool) -> Outcome:
         return _did(outcome, "cancelled", "its workflow was cancelled", dry_run)
     if workflow.status is None:
         error_type, message = NO_WORKFLOW, GONE
+    elif workflow.incompatible:
+        error_type, message = WORKFLOW_INCOMPATIBLE, f"{INCOMPATIBLE} ({workflow.why})"
     else:
         error_type = CLOSED_AS[workflow.status]
         why = f" ({workflow.why})" if workflow.why else ""

@@ -32,6 +32,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import connections
 from temporalio.worker import Interceptor, Worker
+from temporalio.workflow import NondeterminismError
 
 from amtp_site import metrics
 from amtp_site.temporal import connect, metrics_runtime
@@ -241,6 +242,10 @@ def build_worker(
         activities=list(activities),
         max_concurrent_activities=max_concurrent_activities(),
         graceful_shutdown_timeout=timedelta(seconds=10),
+        # A workflow this code cannot replay (started by an earlier AMTP whose workflow had
+        # another shape) fails instead of retrying its task forever, and reconcile_runs then
+        # ends its run saying why (docs/operations.md, "Upgrading").
+        workflow_failure_exception_types=[NondeterminismError],
         # Heartbeats reach Temporal this often, and a cancel request reaches agents with them.
         max_heartbeat_throttle_interval=timedelta(seconds=CANCEL_NOTICE_S),
         # Agent activities beyond the pool's processes wait in the gate, heartbeating.
