@@ -44,6 +44,8 @@ BEHAVIOURS = {
     "show completed": ('Click the link "Completed"', '"#/completed"'),
     "show all": ('Click the link "All"', "Expect the address to end with"),
     "listed": ("Expect the created text to be visible", ""),
+    "blur saves": ("and leave it", "re-edited text to be visible"),
+    "editing hides": ("Double-click the created item, see its text hidden", "press Enter"),
 }
 
 
@@ -94,6 +96,7 @@ def test_exploration_acts_as_a_user_and_hash_routes_are_routes(explored):
         ("filter", "All", "/#/", "shown"),  # back to a filter showing the item
         ("edit", "", "/#/", "edited"),
         ("cancel_edit", "", "/#/", "edited"),  # Escape kept the edited text
+        ("blur_edit", "", "/#/", "re-edited"),  # leaving the field saved the new text
         # The page-level button checking the item brought, the item being the only checked
         # one: exploration leaves nothing behind.
         ("clear", "Clear completed", "/#/", "gone"),
@@ -110,7 +113,9 @@ def test_exploration_acts_as_a_user_and_hash_routes_are_routes(explored):
     # The item's own "×" shows only under the pointer: never one of the page's buttons.
     assert all(c["text"] != "×" for r in app_map["interactions"] for c in r["appeared"])
     assert TAG not in str(app_map["interactions"])
-    assert exploration_note(app_map) == "4 page(s), 0 form(s), 12 action(s) outside forms"
+    # While its edit field was open, the item's text was hidden (the app's "editing" state).
+    assert [i.get("hides") for i in app_map["interactions"] if i["action"] == "edit"] == [True]
+    assert exploration_note(app_map) == "4 page(s), 0 form(s), 13 action(s) outside forms"
 
 
 # A list app of another shape (no checkbox, no filter, nothing to edit, a "Remove" button per
@@ -313,7 +318,7 @@ def test_the_journey_exercises_the_apps_own_behaviours_and_passes_first_time(exp
     )
     steps = "\n".join(journey["steps"])
     exercised = [b for b, (act, check) in BEHAVIOURS.items() if act in steps and check in steps]
-    assert len(exercised) == len(BEHAVIOURS) == 13, exercised
+    assert len(exercised) == len(BEHAVIOURS) == 15, exercised
     # Hash routes are routes: each live one the exploration reached has its page test.
     pages = [c for c in generate_cases(request, "standard")["test_cases"] if "#" in c["title"]]
     assert sorted(c["steps"][0] for c in pages) == [
@@ -328,12 +333,14 @@ def test_the_journey_exercises_the_apps_own_behaviours_and_passes_first_time(exp
     )
     check_playwright(files)
     # The app's own Cypress suite, as the benchmark counts it (behaviours.yaml): the journey
-    # acts and then asserts 15 of its 26 behaviours (the input clears, the count, "Clear
-    # completed" shown, removing and hidden, unchecking, the back button among them).
+    # acts and then asserts 17 of its 26 behaviours (the input clears, the count, "Clear
+    # completed" shown, removing and hidden, unchecking, the back button, an edit saved on
+    # blur and the controls hidden while editing among them).
     rb = script("realworld_behaviours")
     own = rb.load(FIXTURE.parent / "behaviours.yaml")
     exercised = rb.exercised(own, [f["contents"] for f in files])
-    assert len(exercised) == 15, exercised
+    assert {"edit-saved-on-blur", "editing-hides-controls"} <= set(exercised), exercised
+    assert len(exercised) == 17, exercised
     plan = Plan(
         run_id="interaction-check",
         framework="playwright",
