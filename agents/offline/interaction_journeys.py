@@ -27,6 +27,7 @@ FIELDS = ("textbox", "searchbox", "combobox")
 _SUFFIX = re.compile(r"[#?][\w\-/#!?=&.%~]{0,120}")
 # A count shown with its words (verification/exploration/interactions.py): the test frees the number.
 _COUNT = re.compile(r"\d{1,6} [A-Za-z][A-Za-z ]{0,40}")
+_CLASS = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")
 CLEAN_NOTE = "The journey deletes what it created, at its end or after a failure (best effort)"
 RUN_NOTE = (
     "Each run and retry types its own text (built from a run token, the worker and the"
@@ -119,7 +120,10 @@ def _step(record: dict, path: str) -> tuple[str, list[str]] | None:
         if end := _suffix(record.get("url_after"), path):
             steps.append(f"Expect the address to end with {_q(end)}")
         seen = "visible" if item == "shown" else "hidden"
-        return "filter", [*steps, f"Expect the created text to be {seen}"]
+        steps.append(f"Expect the created text to be {seen}")
+        if isinstance(cls := record.get("class_added"), str) and _CLASS.fullmatch(cls):
+            steps.append(f"Expect the link {_q(name)} to have the class {_q(cls)}")
+        return "filter", steps
     into = f" into the textbox {_q(name)}" if name else ""
     if action == "edit" and item == "edited":
         # Its text hid while the edit field was open: the test checks that in between.

@@ -59,6 +59,8 @@ _COUNTED = re.compile(rf"^\s*Expect a count reading {_Q} to be visible\s*$")
 _COUNT = re.compile(r"(\d{1,6}) ([A-Za-z][A-Za-z ]{0,40})")
 _BUTTON = re.compile(rf"^\s*Expect the button {_Q} to be (visible|gone)\s*$")
 GO_BACK = "Go back"
+_CLASSED = re.compile(rf"^\s*Expect the link {_Q} to have the class {_Q}\s*$")
+_CLASS = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")  # safe inside a regex literal
 _ADDRESS = re.compile(rf"^\s*Expect the address to end with {_Q}\s*$")
 _SUFFIX = re.compile(r"^[#?][\w\-/#!?=&.%~]{0,120}$")
 # "and leave it": the field loses the focus (blur), which saves in most list apps.
@@ -156,6 +158,9 @@ def _interaction(step: str) -> tuple[str, str, str | None, str] | None:
         return ("button_" + m.group(2), "button", name, step)
     if (m := _LINK.match(step)) and (name := _quoted(m.group(1))):
         return ("link", "link", name, step)
+    if (m := _CLASSED.match(step)) and (name := _quoted(m.group(1))):
+        cls = _quoted(m.group(2))
+        return ("link_class", cls, name, step) if cls and _CLASS.match(cls) else None
     if (m := _ADDRESS.match(step)) and (end := _quoted(m.group(1))) and _SUFFIX.match(end):
         return ("address", end, None, step)
     if (m := _EDIT.match(step)) and (field := _quoted(m.group(3)) if m.group(3) else ""):
@@ -213,6 +218,9 @@ def interaction_lines(
         return [f"await expect({_control('button', value or '')}).toBeVisible();"]
     if kind == "button_gone":
         return [f"await expect({_control('button', value or '')}).toHaveCount(0);"]
+    if kind == "link_class":  # label: a class name (letters, digits, - and _ only)
+        link = f"{_control('link', value or '')}.first()"
+        return [f"await expect({link}).toHaveClass(/(^|\\s){label}(\\s|$)/);"]
     if kind == "address":
         return [f"await expect.poll(() => page.url().endsWith({_ts(label)})).toBe(true);"]
     if kind in ("edit_key", "edit_hides"):  # label: the key ("" leaves the field), then the

@@ -43,6 +43,7 @@ _ROW = re.compile(
 # A count shown with its words: "1 item left", "3 todos" (a journey asserts it as a pattern,
 # the number free: a test's data differs).
 _COUNT = re.compile(r"\d{1,6} [A-Za-z][A-Za-z ]{0,40}")
+_CLASS = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")  # a CSS class name, safe in a regex literal
 
 
 def box_config(limit: int, tag: str, step_timeout_s: float) -> dict:
@@ -97,9 +98,15 @@ def interaction(raw, tag: str, live: set[str], local: Callable[[str], bool]) -> 
 
 def _seen(raw: dict, action: str, error: str) -> dict:
     """What the box saw besides the snapshots: whether the field emptied after Enter, whether
-    the item's text hid while its edit field was open."""
+    the item's text hid while its edit field was open, the class a filter link's click gave
+    it (one CSS class name, else nothing)."""
+    if error:
+        return {}
+    if action == "filter":
+        added = raw.get("class_added")
+        return {"class_added": added} if isinstance(added, str) and _CLASS.fullmatch(added) else {}
     key = {"enter": "cleared", "edit": "hides"}.get(action)
-    return {key: raw.get(key) is True} if key and not error else {}
+    return {key: raw.get(key) is True} if key else {}
 
 
 def _changed(raw: dict, first: str, then: str, tag: str) -> list[dict]:

@@ -184,7 +184,14 @@ export async function interactionTrials(page, pages, cfg, origin, deadline) {
     const links = await filterLinks(page, origin, 3);
     const filter = async ([name]) => {
       const link = page.getByRole("link", { name, exact: true }).first();
-      await act(path, "filter", { role: "link", name }, () => link.click({ timeout: left() }));
+      const classes = async () =>
+        ((await link.getAttribute("class", { timeout: 2000 }).catch(() => "")) || "").split(/\s+/);
+      const had = await classes();
+      if (await act(path, "filter", { role: "link", name }, () => link.click({ timeout: left() }))) {
+        // The class the click gave the link ("selected"): how the app marks the current filter.
+        const added = (await classes()).filter((c) => c && !had.includes(c));
+        if (added.length === 1) out[out.length - 1].class_added = added[0];
+      }
     };
     for (const link of links) if (room()) await filter(link);
     // The browser's back button after two filters: the previous filter again.
