@@ -44,6 +44,9 @@ BEHAVIOURS = {
     "show completed": ('Click the link "Completed"', '"#/completed"'),
     "show all": ('Click the link "All"', "Expect the address to end with"),
     "listed": ("Expect the created text to be visible", ""),
+    "blur saves": ("and leave it", "re-edited text to be visible"),
+    "filter highlighted": ('Click the link "Active"', 'link "Active" to have the class "selected"'),
+    "editing hides": ("Double-click the created item, see its text hidden", "press Enter"),
 }
 
 
@@ -94,6 +97,7 @@ def test_exploration_acts_as_a_user_and_hash_routes_are_routes(explored):
         ("filter", "All", "/#/", "shown"),  # back to a filter showing the item
         ("edit", "", "/#/", "edited"),
         ("cancel_edit", "", "/#/", "edited"),  # Escape kept the edited text
+        ("blur_edit", "", "/#/", "re-edited"),  # leaving the field saved the new text
         # The page-level button checking the item brought, the item being the only checked
         # one: exploration leaves nothing behind.
         ("clear", "Clear completed", "/#/", "gone"),
@@ -110,7 +114,16 @@ def test_exploration_acts_as_a_user_and_hash_routes_are_routes(explored):
     # The item's own "×" shows only under the pointer: never one of the page's buttons.
     assert all(c["text"] != "×" for r in app_map["interactions"] for c in r["appeared"])
     assert TAG not in str(app_map["interactions"])
-    assert exploration_note(app_map) == "4 page(s), 0 form(s), 12 action(s) outside forms"
+    # The class each filter's click gave its link ("All" was already the selected one).
+    assert [i.get("class_added") for i in app_map["interactions"] if i["action"] == "filter"] == [
+        None,
+        "selected",
+        "selected",
+        "selected",
+    ]
+    # While its edit field was open, the item's text was hidden (the app's "editing" state).
+    assert [i.get("hides") for i in app_map["interactions"] if i["action"] == "edit"] == [True]
+    assert exploration_note(app_map) == "4 page(s), 0 form(s), 13 action(s) outside forms"
 
 
 # A list app of another shape (no checkbox, no filter, nothing to edit, a "Remove" button per
@@ -231,6 +244,13 @@ def test_an_interaction_record_is_reduced_to_what_changed_and_bounded():
     }
     failed = interaction(hostile(error="x" * 900), TAG, {"/"}, lambda p: True)
     assert failed["item"] == "" and failed["appeared"] == [] and len(failed["error"]) == 500
+    # A filter link's new class reaches a test inside a regex literal: one class name only.
+    link = {"action": "filter", "target": {"role": "link", "name": "Active"}}
+    for added in ("selected/); process.exit(1); (/", "a b", "", 7, "x" * 41):
+        found = interaction(hostile(**link, class_added=added), TAG, {"/"}, lambda p: True)
+        assert "class_added" not in found, added
+    found = interaction(hostile(**link, class_added="is-active"), TAG, {"/"}, lambda p: True)
+    assert found["class_added"] == "is-active"
 
 
 def test_a_failed_action_ends_the_journey_where_it_failed():
@@ -313,7 +333,7 @@ def test_the_journey_exercises_the_apps_own_behaviours_and_passes_first_time(exp
     )
     steps = "\n".join(journey["steps"])
     exercised = [b for b, (act, check) in BEHAVIOURS.items() if act in steps and check in steps]
-    assert len(exercised) == len(BEHAVIOURS) == 13, exercised
+    assert len(exercised) == len(BEHAVIOURS) == 16, exercised
     # Hash routes are routes: each live one the exploration reached has its page test.
     pages = [c for c in generate_cases(request, "standard")["test_cases"] if "#" in c["title"]]
     assert sorted(c["steps"][0] for c in pages) == [
@@ -328,12 +348,15 @@ def test_the_journey_exercises_the_apps_own_behaviours_and_passes_first_time(exp
     )
     check_playwright(files)
     # The app's own Cypress suite, as the benchmark counts it (behaviours.yaml): the journey
-    # acts and then asserts 15 of its 26 behaviours (the input clears, the count, "Clear
-    # completed" shown, removing and hidden, unchecking, the back button among them).
+    # acts and then asserts 18 of its 26 behaviours (the input clears, the count, "Clear
+    # completed" shown, removing and hidden, unchecking, the back button, an edit saved on
+    # blur, the controls hidden while editing and the current filter highlighted among them).
     rb = script("realworld_behaviours")
     own = rb.load(FIXTURE.parent / "behaviours.yaml")
     exercised = rb.exercised(own, [f["contents"] for f in files])
-    assert len(exercised) == 15, exercised
+    new = {"edit-saved-on-blur", "editing-hides-controls", "filter-highlighted"}
+    assert new <= set(exercised), exercised
+    assert len(exercised) == 18, exercised
     plan = Plan(
         run_id="interaction-check",
         framework="playwright",

@@ -2,7 +2,8 @@
 
 ExploreApp typed its value into a text field no ``<form>`` holds and pressed Enter, and when
 the value then showed, tried the item it had created: its checkbox, the page's filter links
-(``#/active``), a double-click to edit it (Enter saves, Escape cancels), its delete button
+(``#/active``), a double-click to edit it (Enter saves, Escape cancels, leaving the field
+saves), its delete button
 (``interactions`` of the app map; ``verification/exploration/interactions.py``). The journey replays
 those actions in the same order with the test's own unique text, and expects what each one
 showed: create → see → change → filter → edit → delete, as far as the trials went. It finds
@@ -26,6 +27,7 @@ FIELDS = ("textbox", "searchbox", "combobox")
 _SUFFIX = re.compile(r"[#?][\w\-/#!?=&.%~]{0,120}")
 # A count shown with its words (verification/exploration/interactions.py): the test frees the number.
 _COUNT = re.compile(r"\d{1,6} [A-Za-z][A-Za-z ]{0,40}")
+_CLASS = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")
 CLEAN_NOTE = "The journey deletes what it created, at its end or after a failure (best effort)"
 RUN_NOTE = (
     "Each run and retry types its own text (built from a run token, the worker and the"
@@ -118,11 +120,16 @@ def _step(record: dict, path: str) -> tuple[str, list[str]] | None:
         if end := _suffix(record.get("url_after"), path):
             steps.append(f"Expect the address to end with {_q(end)}")
         seen = "visible" if item == "shown" else "hidden"
-        return "filter", [*steps, f"Expect the created text to be {seen}"]
+        steps.append(f"Expect the created text to be {seen}")
+        if isinstance(cls := record.get("class_added"), str) and _CLASS.fullmatch(cls):
+            steps.append(f"Expect the link {_q(name)} to have the class {_q(cls)}")
+        return "filter", steps
     into = f" into the textbox {_q(name)}" if name else ""
     if action == "edit" and item == "edited":
+        # Its text hid while the edit field was open: the test checks that in between.
+        hidden = ", see its text hidden" if record.get("hides") is True else ""
         return "edit", [
-            f"Double-click the created item, type an edited unique text{into} and press Enter",
+            f"Double-click the created item{hidden}, type an edited unique text{into} and press Enter",
             "Expect the edited text to be visible",
         ]
     if action == "cancel_edit" and item == "edited":
@@ -130,6 +137,11 @@ def _step(record: dict, path: str) -> tuple[str, list[str]] | None:
             f"Double-click the created item, type a discarded text{into} and press Escape",
             "Expect the edited text to be visible",
             "Expect the discarded text to be gone",
+        ]
+    if action == "blur_edit" and item == "re-edited":
+        return "edit", [
+            f"Double-click the created item, type a re-edited unique text{into} and leave it",
+            "Expect the re-edited text to be visible",
         ]
     if action == "delete" and item == "gone":
         control = f"Click the button{f' {_q(name)}' if name else ''} of the created item"

@@ -25,11 +25,13 @@ VALUES = {
     "a unique password": "'Pw-' + tag + '-9x!'",
     "an edited unique text": "'AMTP ' + tag + ' edited'",
     "a discarded text": "'AMTP ' + tag + ' dropped'",
+    "a re-edited unique text": "'AMTP ' + tag + ' edited again'",
     "the number 1": "'1'",
     "the phone number 5550100": "'5550100'",
 }
 CREATED, EDITED = VALUES["a unique text"], VALUES["an edited unique text"]
 DROPPED = VALUES["a discarded text"]
+REEDITED = VALUES["a re-edited unique text"]
 RUN_TOKEN = (
     "const RUN = process.env.AMTP_RUN_TOKEN"
     " ?? Date.now().toString(36) + Math.random().toString(36).slice(2, 6);"
@@ -57,17 +59,28 @@ _COUNTED = re.compile(rf"^\s*Expect a count reading {_Q} to be visible\s*$")
 _COUNT = re.compile(r"(\d{1,6}) ([A-Za-z][A-Za-z ]{0,40})")
 _BUTTON = re.compile(rf"^\s*Expect the button {_Q} to be (visible|gone)\s*$")
 GO_BACK = "Go back"
+_CLASSED = re.compile(rf"^\s*Expect the link {_Q} to have the class {_Q}\s*$")
+_CLASS = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")  # safe inside a regex literal
 _ADDRESS = re.compile(rf"^\s*Expect the address to end with {_Q}\s*$")
 _SUFFIX = re.compile(r"^[#?][\w\-/#!?=&.%~]{0,120}$")
+# "and leave it": the field loses the focus (blur), which saves in most list apps.
+# "see its text hidden": the item's text hides while its edit field is open.
 _EDIT = re.compile(
-    r"^\s*Double-click the created item, type (an edited unique text|a discarded text)"
-    rf"(?: into the textbox {_Q})? and press (Enter|Escape)\s*$"
+    r"^\s*Double-click the created item(, see its text hidden)?, type"
+    r" (an edited unique text|a discarded text|a re-edited unique text)"
+    rf"(?: into the textbox {_Q})? and (?:press (Enter|Escape)|leave it)\s*$"
 )
+_EDITS = {
+    "an edited unique text": EDITED,
+    "a discarded text": DROPPED,
+    "a re-edited unique text": REEDITED,
+}
 POINT = "Point at the created item"
 FOCUSED = "input:focus, textarea:focus, [contenteditable]:focus"
 EXPECTS = {
     "Expect the created text to be visible": "created",
     "Expect the edited text to be visible": "edited",
+    "Expect the re-edited text to be visible": "reedited",
     "Expect the created text to be gone": "gone",
     "Expect the created text to be hidden": "hidden",
     "Expect the discarded text to be gone": "dropped",
@@ -145,14 +158,18 @@ def _interaction(step: str) -> tuple[str, str, str | None, str] | None:
         return ("button_" + m.group(2), "button", name, step)
     if (m := _LINK.match(step)) and (name := _quoted(m.group(1))):
         return ("link", "link", name, step)
+    if (m := _CLASSED.match(step)) and (name := _quoted(m.group(1))):
+        cls = _quoted(m.group(2))
+        return ("link_class", cls, name, step) if cls and _CLASS.match(cls) else None
     if (m := _ADDRESS.match(step)) and (end := _quoted(m.group(1))) and _SUFFIX.match(end):
         return ("address", end, None, step)
-    if (m := _EDIT.match(step)) and (field := _quoted(m.group(2)) if m.group(2) else ""):
-        value = EDITED if m.group(1).startswith("an edited") else DROPPED
-        return ("edit_key", f"{m.group(3)}\n{field}", value, step)
-    if (m := _EDIT.match(step)) and m.group(2) is None:
-        value = EDITED if m.group(1).startswith("an edited") else DROPPED
-        return ("edit_key", m.group(3), value, step)
+    if (m := _EDIT.match(step)) and (field := _quoted(m.group(3)) if m.group(3) else ""):
+        kind = "edit_hides" if m.group(1) else "edit_key"
+        return (kind, f"{m.group(4) or ''}\n{field}", _EDITS.get(m.group(2), EDITED), step)
+    if (m := _EDIT.match(step)) and m.group(3) is None:
+        kind = "edit_hides" if m.group(1) else "edit_key"
+        return (kind, m.group(4) or "", _EDITS.get(m.group(2), EDITED), step)
+
     if step.strip() == POINT:
         return ("point", "", None, step)
     return None
@@ -201,18 +218,25 @@ def interaction_lines(
         return [f"await expect({_control('button', value or '')}).toBeVisible();"]
     if kind == "button_gone":
         return [f"await expect({_control('button', value or '')}).toHaveCount(0);"]
+    if kind == "link_class":  # label: a class name (letters, digits, - and _ only)
+        link = f"{_control('link', value or '')}.first()"
+        return [f"await expect({link}).toHaveClass(/(^|\\s){label}(\\s|$)/);"]
     if kind == "address":
         return [f"await expect.poll(() => page.url().endsWith({_ts(label)})).toBe(true);"]
-    if kind == "edit_key":  # label: the key, then the opened field's name when it has one
+    if kind in ("edit_key", "edit_hides"):  # label: the key ("" leaves the field), then the
+        # opened field's name when it has one
         key, _, name = label.partition("\n")
         # The field the double-click focused (fill waits for it: an app may focus it after
         # its next render; not "*:focus", which a shadow root's host matches too), else the
         # named field that opened.
         field = _control("textbox", name) if name else f"page.locator({_ts(FOCUSED)}).last()"
+        leave = f"await {field}.press({_ts(key)});" if key else f"await {field}.blur();"
+        hidden = f"await expect(page.getByText({CREATED}).first()).toBeHidden();"
         return [
             f"await page.getByText({CREATED}).first().dblclick();",
+            *[hidden] * (kind == "edit_hides"),
             f"await {field}.fill({value});",
-            f"await {field}.press({_ts(key)});",
+            leave,
         ]
     if kind == "point":  # controls shown only while the pointer is over the item
         return [f"await {_holder('button')}.hover({options});"]
@@ -250,6 +274,8 @@ def expect_lines(what: str) -> list[str]:
         return [f"await expect(page.getByText({CREATED}).first()).toBeVisible();"]
     if what == "edited":
         return [f"await expect(page.getByText({EDITED}).first()).toBeVisible();"]
+    if what == "reedited":
+        return [f"await expect(page.getByText({REEDITED}).first()).toBeVisible();"]
     if what == "gone":
         return [f"await expect(page.getByText({CREATED})).toHaveCount(0);"]
     if what == "hidden":  # a filter may hide it, or take it out of the page

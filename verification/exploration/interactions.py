@@ -3,7 +3,7 @@
 The box (``box/interact.mjs``) types the run's value into a text field no ``<form>`` holds and
 presses Enter; when the value then shows (an item was created) it toggles the item's checkbox,
 clicks the page's filter links (another ``#/route`` or ``?query`` of the same page), edits the
-item by double-click (Enter saves; Escape cancels) and deletes it by its own button. Each
+item by double-click (Enter saves; Escape cancels; leaving the field saves) and deletes it by its own button. Each
 action comes back with the snapshots before and after and the URL after. Everything is
 untrusted: each record is checked here against the map's live pages and a closed list of
 actions and roles, and reduced to what changed (named elements that appeared or went away,
@@ -30,6 +30,7 @@ ROLES = {
     "untoggle": ("checkbox",),
     "back": ("page",),  # the browser's back button
     "clear": ("button",),  # a page-level button marking the item brought ("Clear completed")
+    "blur_edit": ("textbox",),  # an edit saved by leaving the field
 }
 NAMED = ("enter", "filter", "clear")  # actions whose target is found by its name
 MAX_INTERACTIONS = 30
@@ -42,6 +43,7 @@ _ROW = re.compile(
 # A count shown with its words: "1 item left", "3 todos" (a journey asserts it as a pattern,
 # the number free: a test's data differs).
 _COUNT = re.compile(r"\d{1,6} [A-Za-z][A-Za-z ]{0,40}")
+_CLASS = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")  # a CSS class name, safe in a regex literal
 
 
 def box_config(limit: int, tag: str, step_timeout_s: float) -> dict:
@@ -91,7 +93,20 @@ def interaction(raw, tag: str, live: set[str], local: Callable[[str], bool]) -> 
         "appeared": [] if error else _changed(raw, "before", "after", tag),
         "removed": [] if error else _changed(raw, "after", "before", tag),
         "error": error,
-    } | ({"cleared": raw.get("cleared") is True} if action == "enter" and not error else {})
+    } | _seen(raw, action, error)
+
+
+def _seen(raw: dict, action: str, error: str) -> dict:
+    """What the box saw besides the snapshots: whether the field emptied after Enter, whether
+    the item's text hid while its edit field was open, the class a filter link's click gave
+    it (one CSS class name, else nothing)."""
+    if error:
+        return {}
+    if action == "filter":
+        added = raw.get("class_added")
+        return {"class_added": added} if isinstance(added, str) and _CLASS.fullmatch(added) else {}
+    key = {"enter": "cleared", "edit": "hides"}.get(action)
+    return {key: raw.get(key) is True} if key else {}
 
 
 def _changed(raw: dict, first: str, then: str, tag: str) -> list[dict]:
@@ -151,8 +166,10 @@ def _text(match: re.Match) -> str:
 
 
 def _item(shown: list[str], value: str) -> str:
-    """Where the created item stands after the action: its edited text shows, its text shows,
-    or neither (gone, or hidden by a filter)."""
+    """Where the created item stands after the action: its text edited twice shows, edited
+    once, its text as created, or neither (gone, or hidden by a filter)."""
+    if any(f"{value} edited again" in text for text in shown):
+        return "re-edited"
     if any(f"{value} edited" in text for text in shown):
         return "edited"
     return "shown" if any(value in text for text in shown) else "gone"

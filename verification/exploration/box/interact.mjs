@@ -3,10 +3,10 @@
 // typed into with the run's test value and sent with Enter; when the value then shows (an item
 // was created), the item is tried as a user would: its checkbox toggled, the page's filter links
 // (same page, another #hash or ?query) clicked, a double-click to edit it (Enter saves, Escape
-// cancels), then its own delete button, so exploration leaves nothing behind. Only the item the
-// run created is changed or deleted. Each action hands back the page's accessibility snapshot
-// before and after and the URL after; the worker (verification/exploration/interactions.py) works out
-// what changed and trusts nothing here. Bounded by config.interactions.max and the deadline.
+// cancels, leaving the field saves), then its own delete button, so exploration leaves nothing
+// behind. Only the item the run created is changed or deleted. Each action hands back the page's accessibility snapshot before and after and the
+// URL after; the worker (verification/exploration/interactions.py) works out what changed and
+// trusts nothing here. Bounded by config.interactions.max and the deadline.
 
 // An item's delete button: "Delete", "Remove todo", or a lone "×" drawn by CSS.
 const DELETE = /^(delete|remove|destroy)\b|^[×✕✖x]$/i;
@@ -184,7 +184,14 @@ export async function interactionTrials(page, pages, cfg, origin, deadline) {
     const links = await filterLinks(page, origin, 3);
     const filter = async ([name]) => {
       const link = page.getByRole("link", { name, exact: true }).first();
-      await act(path, "filter", { role: "link", name }, () => link.click({ timeout: left() }));
+      const classes = async () =>
+        ((await link.getAttribute("class", { timeout: 2000 }).catch(() => "")) || "").split(/\s+/);
+      const had = await classes();
+      if (await act(path, "filter", { role: "link", name }, () => link.click({ timeout: left() }))) {
+        // The class the click gave the link ("selected"): how the app marks the current filter.
+        const added = (await classes()).filter((c) => c && !had.includes(c));
+        if (added.length === 1) out[out.length - 1].class_added = added[0];
+      }
     };
     for (const link of links) if (room()) await filter(link);
     // The browser's back button after two filters: the previous filter again.
@@ -195,6 +202,7 @@ export async function interactionTrials(page, pages, cfg, origin, deadline) {
     // Back to the first filter (often "All") when the last one hid the item.
     if (links.length && !(await shown())) await filter(links[0]);
     if (!(await shown())) await open(path).catch(() => {});
+    let hides = false; // the item's text hid while its edit field was open
     const edit = (target, text, key) => async () => {
       await page.getByText(value).first().dblclick({ timeout: left() });
       // The field that took the focus (an app may focus it after its next render), else the
@@ -211,13 +219,20 @@ export async function interactionTrials(page, pages, cfg, origin, deadline) {
         target.name = opened[0];
         field = page.getByRole("textbox", { name: target.name, exact: true });
       }
+      const text_ = page.getByText(value);
+      hides = (await text_.count()) > 0 && (await text_.first().isHidden().catch(() => false));
       await field.fill(text, { timeout: left() });
-      await field.press(key, { timeout: left() });
+      // No key: the user leaves the field (focus moves on), which saves in most list apps.
+      if (key) await field.press(key, { timeout: left() });
+      else await field.blur({ timeout: left() });
     };
     const editing = { role: "textbox", name: "" };
     if (room() && (await act(path, "edit", editing, edit(editing, `${value} edited`, "Enter")))) {
+      out[out.length - 1].hides = hides;
       const cancel = { role: "textbox", name: "" };
       if (room()) await act(path, "cancel_edit", cancel, edit(cancel, `${value} dropped`, "Escape"));
+      const leave = { role: "textbox", name: "" };
+      if (room()) await act(path, "blur_edit", leave, edit(leave, `${value} edited again`, ""));
     }
     // A bulk button marking the item brought ("Clear completed"), when the item is the only
     // marked one on the page (so it removes nothing else), else the item's own delete button.
