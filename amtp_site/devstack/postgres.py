@@ -58,11 +58,11 @@ def _pgserver():
     return _commands.POSTGRES_BIN_PATH, utils
 
 
-def _pg_bin(name: str) -> str:
+def pg_bin(name: str) -> str:
     return str(_pgserver()[0] / name)
 
 
-def _pg_user() -> str | None:
+def pg_user() -> str | None:
     """PostgreSQL refuses to run as root; run it as a dedicated user when we are root."""
     if os.geteuid() != 0:
         return None
@@ -107,7 +107,7 @@ def _initdb(user: str | None, password: str) -> None:
         import pwd
 
         os.chown(pwfile, pwd.getpwnam(user).pw_uid, -1)
-    initdb = [_pg_bin("initdb"), "-D", str(DATA), "--auth=scram-sha-256", "-U", "postgres"]
+    initdb = [pg_bin("initdb"), "-D", str(DATA), "--auth=scram-sha-256", "-U", "postgres"]
     try:
         _run_pg([*initdb, f"--pwfile={pwfile}", "-E", "UTF8", "--no-instructions"], user)
     finally:
@@ -120,12 +120,12 @@ def start(state: dict, say: Say) -> dict:
     if pid_alive(pid()) and entry.get("port") and port_open(entry["port"]):
         _secure(entry["port"], password, say)
         return entry
-    user = _pg_user()
+    user = pg_user()
     _prepare(user, password)
     port = choose_port("postgres", entry.get("port"), say)
     # -k '' disables the Unix socket (long project paths break its 107-byte limit).
     opts = f"-h 127.0.0.1 -p {port} -k '' -c fsync=off -c full_page_writes=off"
-    pg_ctl = [_pg_bin("pg_ctl"), "-D", str(DATA), "-l", str(LOG), "-o", opts]
+    pg_ctl = [pg_bin("pg_ctl"), "-D", str(DATA), "-l", str(LOG), "-o", opts]
     _run_pg([*pg_ctl, "-w", "-t", "60", "start"], user)
     wait_for_port("postgres", port, LOG)
     _secure(port, password, say)
@@ -210,9 +210,9 @@ def stop(state: dict) -> None:
     if not pid_alive(postmaster):
         return
     subprocess.run(
-        [_pg_bin("pg_ctl"), "-D", str(DATA), "-m", "fast", "-w", "stop"],
+        [pg_bin("pg_ctl"), "-D", str(DATA), "-m", "fast", "-w", "stop"],
         capture_output=True,
-        user=_pg_user(),
+        user=pg_user(),
         cwd="/",
         timeout=60,
     )

@@ -82,14 +82,14 @@ def running(names: tuple[str, ...], work: Path, private: Path) -> Iterator[None]
 
 
 def _postgres(sockets: Path, data: Path) -> subprocess.Popen:
-    from amtp_site.devstack.postgres import _pg_bin, _pg_user  # pgserver's binaries, its user
+    from amtp_site.devstack.postgres import pg_bin, pg_user  # pgserver's binaries, its user
 
-    user = _pg_user()
+    user = pg_user()
     data.mkdir(parents=True)
     if user:
         shutil.chown(data, user, user)
     as_user = {"user": user} if user else {}
-    initdb = [_pg_bin("initdb"), "-D", str(data), "--auth=trust", "-U", "postgres", "-E", "UTF8"]
+    initdb = [pg_bin("initdb"), "-D", str(data), "--auth=trust", "-U", "postgres", "-E", "UTF8"]
     done = subprocess.run(
         [*initdb, "--no-instructions"], capture_output=True, text=True, check=False, **as_user
     )
@@ -104,7 +104,7 @@ def _postgres(sockets: Path, data: Path) -> subprocess.Popen:
     log = data.parent / "postgres.log"
     with log.open("ab") as out:
         return subprocess.Popen(
-            [_pg_bin("postgres"), "-D", str(data), *options, "-c", "full_page_writes=off"],
+            [pg_bin("postgres"), "-D", str(data), *options, "-c", "full_page_writes=off"],
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -149,10 +149,10 @@ def _wait(name: str, socket_path: Path, process: subprocess.Popen, log: Path) ->
 
 
 def _createdb(sockets: Path) -> None:
-    from amtp_site.devstack.postgres import _pg_bin
+    from amtp_site.devstack.postgres import pg_bin
 
     deadline = time.monotonic() + READY_S
-    command = [_pg_bin("createdb"), "-h", str(sockets), "-U", "postgres", DATABASE]
+    command = [pg_bin("createdb"), "-h", str(sockets), "-U", "postgres", DATABASE]
     while True:  # the socket exists a moment before the server accepts connections
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode == 0:
