@@ -8,6 +8,10 @@ click the button named ``login_submit``, then wait until ``login_success`` holds
 (starting with ``/``) the page's URL reaches, or else a text the page shows. The credentials
 are typed from the environment variables ``AMTP_E2E_USERNAME`` and ``AMTP_E2E_PASSWORD`` of
 the sandboxed browser's process (:mod:`repositories.credentials` resolves them).
+
+A JSON API with token auth has no login page: its recipe is ``api_token_path`` instead
+(:class:`ApiToken`), the path where the same credentials are POSTed as a form (``username``,
+``password``: OAuth 2.0's password grant, RFC 6749 4.3) for a token sent as a bearer.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ USERNAME_VAR, PASSWORD_VAR = "AMTP_E2E_USERNAME", "AMTP_E2E_PASSWORD"
 CREDENTIALS = ("login_username", "login_password")  # plain values, only ever written
 RECIPE = ("login_username_label", "login_password_label", "login_submit", "login_success")
 ENV_FIELDS = ("login_username_env", "login_password_env")
+TOKEN_PATH = "api_token_path"
 # On the target's own origin: "//host" and "/\\host" lead elsewhere in a browser.
 PATH = re.compile(r"^/(?![/\\])[^\s#\\]{0,499}$")
 ENV_NAME = re.compile(r"^AMTP_LOGIN_[A-Z0-9_]{1,52}$")
@@ -39,6 +44,11 @@ LOGIN_PATH_ELSEWHERE = (
 )
 LOGIN_PATH_NO_PREVIEW = "a URL needs a preview URL to be on: give a path instead (e.g. /login)"
 REQUIRED = "required when a login path is set"
+TOKEN_PATH_INVALID = (
+    "a path on the app's origin where the API issues a token (e.g. /token): no // or \\ at "
+    "its start, no spaces, no #, at most 500 characters"
+)
+TOKEN_PATH_AND_LOGIN = "give a login path or an API token path, not both: the tests sign in one way"
 TEXT_INVALID = "one line of text, at most 200 characters, no control characters"
 SUCCESS_PATH_INVALID = "a path the app lands on, e.g. /dashboard (no // or \\ at its start)"
 ENV_INVALID = (
@@ -46,7 +56,7 @@ ENV_INVALID = (
     "variables hold its own keys"
 )
 CREDENTIAL_MISSING = (
-    "required when a login path is set: type it (stored encrypted) or name a worker "
+    "required when a login path or an API token path is set: type it (stored encrypted) or name a worker "
     "environment variable holding it ({field})"
 )
 CREDENTIAL_TWICE = "give the stored {what} or this variable, not both (remove the stored one)"
@@ -78,8 +88,22 @@ class Recipe:
         }
 
 
-def recipe_of(repository) -> Recipe | None:
-    """``repository``'s login recipe, or None when it logs in nowhere."""
+@dataclass(frozen=True)
+class ApiToken:
+    """A token-auth API's way in (no credentials in it): POST the login credentials to
+    ``path`` as a form, send the answer's ``access_token`` as ``Authorization: Bearer``."""
+
+    path: str
+
+    def as_config(self) -> dict:
+        return {"token_path": self.path}
+
+
+def recipe_of(repository) -> Recipe | ApiToken | None:
+    """``repository``'s login recipe (a login page, or an API's token path), or None when it
+    logs in nowhere."""
+    if getattr(repository, TOKEN_PATH, "") and not repository.login_path:
+        return ApiToken(repository.api_token_path)
     if not repository.login_path:
         return None
     return Recipe(
@@ -129,9 +153,14 @@ def recipe_problems(values: dict, plain: dict[str, str | None]) -> dict[str, lis
         bad = not isinstance(value, str) or not low <= len(value) <= high
         if value and (bad or any(ord(c) < 32 or ord(c) == 127 for c in value)):
             errors[name] = [CREDENTIAL_INVALID.format(low=low, high=high)]
-    if not values["login_path"]:
+    token_path = values.get(TOKEN_PATH) or ""
+    if token_path and not PATH.match(token_path):
+        errors[TOKEN_PATH] = [TOKEN_PATH_INVALID]
+    elif token_path and values["login_path"]:
+        errors[TOKEN_PATH] = [TOKEN_PATH_AND_LOGIN]
+    if not values["login_path"] and not token_path:
         return errors
-    for name in RECIPE:
+    for name in RECIPE if values["login_path"] else ():
         problem = REQUIRED if not values[name] else _text_problem(values[name])
         if problem is None and name == "login_success" and values[name].startswith("/"):
             problem = None if PATH.match(values[name]) else SUCCESS_PATH_INVALID

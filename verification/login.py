@@ -20,15 +20,15 @@ import string
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from agents.offline.api_shape import STATE_FILE, TOKEN_ITEM
 from agents.offline.common import EMAIL_DOMAIN
 from repositories.credentials import Credentials, credentials_for, in_use
-from repositories.login import PASSWORD_VAR, USERNAME_VAR, Recipe, recipe_of
+from repositories.login import PASSWORD_VAR, USERNAME_VAR, ApiToken, Recipe, recipe_of
 from repositories.secrets import also_scrubbed
 from verification.errors import LoginFailed
 
 SETUP_FILE = "auth.setup.ts"
 SETUP_TITLE = "log in"  # its one test
-STATE_FILE = "playwright/.auth/user.json"
 FAILED = "login failed at {path}: {seen}"
 EMAIL_VAR = "AMTP_E2E_EMAIL"
 
@@ -50,7 +50,7 @@ class SignUp:
 
 @dataclass(frozen=True)
 class Login:
-    recipe: Recipe | SignUp
+    recipe: Recipe | ApiToken | SignUp
     credentials: Credentials | None = None  # none for a sign-up: the setup makes its own
 
     def env(self) -> dict[str, str]:
@@ -155,11 +155,13 @@ def login_for(repository, app_map: dict | None = None) -> Iterator[Login | None]
         yield Login(recipe, credentials)
 
 
-def setup_source(recipe: Recipe | SignUp) -> str:
+def setup_source(recipe: Recipe | ApiToken | SignUp) -> str:
     """``auth.setup.ts`` for ``recipe``: every value from the recipe is a JSON string literal,
     so no label can become code."""
     if isinstance(recipe, SignUp):
         return _signup_source(recipe)
+    if isinstance(recipe, ApiToken):
+        return _token_source(recipe)
     text = json.dumps  # a JSON string is a valid TypeScript string literal
     if recipe.success_is_path:
         wait = f"  await page.waitForURL((url) => url.pathname === {text(recipe.success)});"
@@ -188,6 +190,47 @@ def setup_source(recipe: Recipe | SignUp) -> str:
             ".click();",
             wait,
             "  await page.context().storageState({ path: authFile });",
+            "});",
+            "",
+        ]
+    )
+
+
+def _token_source(recipe: ApiToken) -> str:
+    """``auth.setup.ts`` that asks the API for a token with the test account (a form POST,
+    OAuth 2.0's password grant) and keeps it in the saved state, under the app's origin, where
+    the tests read it (``apiToken()`` of the offline engine's specs): the specs' box gets the
+    token, never the password."""
+    text = json.dumps
+    return "\n".join(
+        [
+            "// Written by AMTP from the repository's API token path (not by a model): asks the",
+            "// API for a token once with the test account and saves it in the state the other",
+            "// tests start from (the `setup` project).",
+            "import { test as setup, expect } from '@playwright/test';",
+            "import { mkdirSync, writeFileSync } from 'node:fs';",
+            "import { dirname } from 'node:path';",
+            "",
+            f"const authFile = {text(STATE_FILE)};",
+            "",
+            f"setup({text(SETUP_TITLE)}, async ({{ request, baseURL }}) => {{",
+            f"  const username = process.env.{USERNAME_VAR};",
+            f"  const password = process.env.{PASSWORD_VAR};",
+            "  if (!username || !password) {",
+            f"    throw new Error('set {USERNAME_VAR} and {PASSWORD_VAR} to get an API token');",
+            "  }",
+            f"  const answer = await request.post({text(recipe.path)}, "
+            "{ form: { username, password } });",
+            f"  expect(answer.status(), {text('the token path ' + recipe.path + ' answers')})"
+            ".toBeLessThan(300);",
+            "  const body = await answer.json();",
+            "  const token = body.access_token ?? body.token;",
+            "  expect(typeof token, 'the answer carries an access_token').toBe('string');",
+            "  mkdirSync(dirname(authFile), { recursive: true });",
+            "  const origin = new URL(baseURL ?? 'http://localhost').origin;",
+            f"  const item = {{ name: {text(TOKEN_ITEM)}, value: token }};",
+            "  const state = { cookies: [], origins: [{ origin, localStorage: [item] }] };",
+            "  writeFileSync(authFile, JSON.stringify(state));",
             "});",
             "",
         ]
@@ -278,9 +321,22 @@ def without_setup(results: list, recipe: Recipe | None) -> list:
     return [r for r in results if r.file != SETUP_FILE]
 
 
-def login_section(recipe: Recipe | SignUp, test_dir: str) -> list[str]:
+def login_section(recipe: Recipe | ApiToken | SignUp, test_dir: str) -> list[str]:
     """How to run the suite logged in: the variables to set (names only) and the config."""
     setup = f"{test_dir}/{SETUP_FILE}"
+    if isinstance(recipe, ApiToken):
+        return [
+            "### API token",
+            "",
+            f"The API is tested with a token: `{setup}` (written by AMTP from the repository's "
+            f"API token path) posts a test account's credentials to "
+            f"`{recipe.path.replace('`', '')}` and saves the token in `{STATE_FILE}`, where "
+            "the tests read it (add `playwright/.auth/` to `.gitignore`). Set "
+            f"`{USERNAME_VAR}` and `{PASSWORD_VAR}` to the account's credentials, and wire the "
+            "setup project in `playwright.config.ts`:",
+            "",
+            *_CONFIG,
+        ]
     if isinstance(recipe, SignUp):
         return [
             "### Signing up",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from .api_shape import AUTH_HEADERS, CREDENTIALS, describe, summary
+from .api_shape import AUTH_HEADERS, CREDENTIALS, WITH_TOKEN, describe, summary
 from .common import (
     RouteTrie,
     area_of,
@@ -347,13 +347,32 @@ def _refused(record: dict) -> str:
     return f"{record['status']}{message}"
 
 
+TOKEN_NOTE = (
+    "The setup project got an API token from the repository's API token path with the test "
+    "account's credentials"
+)
+
+
 def _probe_case(route: str, record: dict, running: str) -> Candidate:
     """A GET asked with a credential the app cannot have issued (``api_probes``): the test
     sends the same header and expects the same refusal."""
     auth = record["auth"]
+    bare = route[4:] if route.startswith("/api/") else route
+    if auth == "token":  # the repository's API token path issued it to the test account
+        answered = f"answers {summary(route, record['body'])}"
+        if record["status"] >= 400:
+            answered = f"is refused: {_refused(record)}"
+        return Candidate(
+            f"api_get_{slug(bare) or 'root'}_token",
+            f"GET {route} with the API token {answered}",
+            [f"Send GET {route} {WITH_TOKEN}"],
+            describe(record["status"], record["body"], record),
+            "critical",
+            "api_" + area_of(route),
+            [running, TOKEN_NOTE, LIVE_NOTE.format(route)],
+        )
     header = AUTH_HEADERS[auth]
     what = "a bearer token it never issued" if auth == "invalid_bearer" else "another scheme"
-    bare = route[4:] if route.startswith("/api/") else route
     return Candidate(
         f"api_get_{slug(bare) or 'root'}_{auth}",
         f"GET {route} with {what} is refused: {_refused(record)}",

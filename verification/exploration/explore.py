@@ -193,10 +193,8 @@ def _crawl(
         config["login"] = login.recipe.as_config() if login else None
         config["trials"] = box_config(bounds.form_trials, tag)
         config["interactions"] = acts.box_config(bounds.interactions, tag, bounds.page_timeout_s)
-        # Signed up with a throwaway account, exploration answers in a session that is not the
-        # tests' (their setup signs up an account of its own, and the crawl may have ended
-        # it): what a write answered here would be no fact about theirs.
-        config["writes"] = writes if signup is None or login else []
+        # The box sends them unless it signed up with the throwaway account (explore.mjs).
+        config["writes"] = writes
         config["credentials"] = CREDENTIALS
         signup = None if login else signup
         config["signup"] = signup is not None

@@ -120,6 +120,23 @@ async function logIn(page, login) {
   }
 }
 
+async function apiToken(context, login) {
+  // A JSON API's way in (the repository's API token path): the test account's credentials,
+  // from this process's environment only, POSTed as a form (OAuth 2.0's password grant); the
+  // answer's access_token. Never written anywhere: the map records shapes, never a value.
+  const answer = await context.request.post(origin + login.token_path, {
+    form: { username: process.env.AMTP_E2E_USERNAME || "", password: process.env.AMTP_E2E_PASSWORD || "" },
+    timeout: Math.max(1000, Math.min(config.page_timeout_ms, deadline - Date.now())),
+    maxRedirects: 0,
+  });
+  const body = await answer.json().catch(() => null);
+  const token = body?.access_token ?? body?.token;
+  if (!answer.ok() || typeof token !== "string" || !token) {
+    throw new Error(`the API token path answered ${answer.status()} without an access_token`);
+  }
+  return token;
+}
+
 async function seen(page, error) {
   // What the page showed when the login did not succeed (the worker scrubs it again).
   const said = String(error.message || error).split("\n")[0].slice(0, 200);
@@ -423,11 +440,22 @@ async function probeWrites(context) {
   return out;
 }
 
-async function probeBearer(context) {
+async function probeBearer(context, token) {
   // A GET that asked for a bearer token (401, WWW-Authenticate: Bearer) is asked again with a
-  // token it cannot have issued, and with another scheme: what a user's bad token gets.
+  // token it cannot have issued, and with another scheme: what a user's bad token gets. With
+  // the API token of the repository's token path, every GET refused for want of credentials
+  // (401, 403) is asked again with it: what the test account gets.
   await Promise.allSettled(jsonShapes.reading);
-  const wanted = [...jsonShapes.found.values()].filter((r) => r && r.status === 401 && r.scheme === "bearer");
+  const shapes = [...jsonShapes.found.values()].filter((r) => r && r.auth === "none");
+  const refused = shapes.filter((r) => r.status === 401 || r.status === 403).slice(0, 10);
+  for (const { path } of token ? refused : []) {
+    if (Date.now() > deadline + PROBE_GRACE_MS) return;
+    const answer = await context.request
+      .get(origin + path, { headers: { Authorization: `Bearer ${token}` }, timeout: 5000, maxRedirects: 0 })
+      .catch(() => null);
+    if (answer) recordJson(answer, "token");
+  }
+  const wanted = shapes.filter((r) => r.status === 401 && r.scheme === "bearer");
   for (const { path } of wanted.slice(0, 5)) {
     for (const [auth, value] of [["invalid_bearer", "Bearer amtp-invalid-token"], ["basic", "Basic YW10cDphbXRw"]]) {
       if (Date.now() > deadline + PROBE_GRACE_MS) return;
@@ -456,9 +484,11 @@ page.on("console", (message) => message.type() === "error" && errors.push(messag
 page.on("pageerror", (error) => errors.push(String(error)));
 page.on("response", recordJson);
 
+let token = "";
 if (config.login) {
   try {
-    await logIn(page, config.login);
+    if (config.login.token_path) token = await apiToken(context, config.login);
+    else await logIn(page, config.login);
   } catch (error) {
     const login_error = await seen(page, error);
     await browser.close();
@@ -525,8 +555,12 @@ for (const chosen of trialForms(pages)) {
   }
 }
 const interactions = await interactionTrials(page, pages, config.interactions, origin, deadline);
-await probeBearer(context).catch(() => {});
-const writes = await probeWrites(context).catch(() => []);
+await probeBearer(context, token).catch(() => {});
+// Signed up with a throwaway account, exploration answers in a session that is not the
+// tests' (their setup signs up an account of its own): what a write answered then would be
+// no fact about theirs. Not signed up (no sign-up form met), the sessions are alike.
+const ownSession = config.login || !signup.signedIn;
+const writes = ownSession ? await probeWrites(context).catch(() => []) : [];
 const apis = await jsonAnswers();
 await browser.close();
 fs.writeFileSync(

@@ -1,0 +1,24 @@
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("repositories", "0013_app_recipe"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="repository",
+            name="api_token_path",
+            field=models.CharField(
+                blank=True,
+                db_default="",
+                default="",
+                help_text="For a JSON API with token auth, instead of a login page: the path on "
+                "the app's origin that issues a token (/token). AMTP POSTs the login user name "
+                "and password there as a form (username, password: OAuth 2.0's password grant) "
+                "and sends the access_token of the answer as a bearer token. Empty: no API token.",
+                max_length=500,
+            ),
+        ),
+    ]
