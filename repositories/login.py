@@ -29,7 +29,7 @@ RECIPE = ("login_username_label", "login_password_label", "login_submit", "login
 ENV_FIELDS = ("login_username_env", "login_password_env")
 TOKEN_PATH = "api_token_path"
 # On the target's own origin: "//host" and "/\\host" lead elsewhere in a browser.
-PATH = re.compile(r"^/(?![/\\])[^\s#\\]{0,499}$")
+PATH = re.compile(r"^/(?![/\\])[^\s#\\\x00-\x1f\x7f]{0,499}$")
 ENV_NAME = re.compile(r"^AMTP_LOGIN_[A-Z0-9_]{1,52}$")
 MIN_LENGTH = {"login_username": 3, "login_password": 8}
 MAX_LENGTH = 500
@@ -46,7 +46,7 @@ LOGIN_PATH_NO_PREVIEW = "a URL needs a preview URL to be on: give a path instead
 REQUIRED = "required when a login path is set"
 TOKEN_PATH_INVALID = (
     "a path on the app's origin where the API issues a token (e.g. /token): no // or \\ at "
-    "its start, no spaces, no #, at most 500 characters"
+    "its start, no spaces, control characters or #, at most 500 characters"
 )
 TOKEN_PATH_AND_LOGIN = "give a login path or an API token path, not both: the tests sign in one way"
 TEXT_INVALID = "one line of text, at most 200 characters, no control characters"

@@ -25,8 +25,11 @@ import re
 TYPES = ("string", "number", "boolean", "null", "object", "array")
 # How exploration asked (box/explore.mjs): as the page did, with a bearer token the app
 # cannot have issued, with another scheme (Basic), with the token the repository's API token
-# path issued to its test account ("token": the one credential that may be accepted).
-AUTHS = ("none", "invalid_bearer", "basic", "token")
+# path issued to its test account ("token"), with a key no app issued and with a key the
+# source lists, where the source reads one ("invalid_key", "key": api_keys.py). Only "token"
+# and "key" may be accepted.
+AUTHS = ("none", "invalid_bearer", "basic", "token", "invalid_key", "key")
+ACCEPTED = ("none", "token", "key")
 # Where the tests find that token: the setup project (verification/login.py) saves it in its
 # storage state, as a localStorage item of the app's origin; the specs read it (TOKEN_HELPER).
 STATE_FILE = "playwright/.auth/user.json"
@@ -109,7 +112,7 @@ def clean_apis(items: object, path_ok) -> list[dict]:
         auth = raw.get("auth", "none")
         if not (ok_status and body and path_ok(raw["path"]) and auth in AUTHS):
             continue
-        if auth not in ("none", "token") and status < 400:
+        if auth not in ACCEPTED and status < 400:
             continue  # a made-up credential accepted: nothing a test may rely on
         if any(r["path"] == raw["path"] and r.get("auth", "none") == auth for r in out):
             continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from .api_keys import INVALID_KEY, clean_api_key, key_words
 from .api_shape import AUTH_HEADERS, CREDENTIALS, WITH_TOKEN, describe, summary
 from .common import (
     RouteTrie,
@@ -136,16 +137,22 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
             )
         )
     entry = _entries([r for m, r, _ in api if m == "GET" and not params(r)])
+    key, asked = clean_api_key(stack.get("api_key")), set()
     for method, route, is_json in sorted(api, key=lambda a: (area_of(a[1]), a[1], a[0])):
+        if method == "GET" and params(route) and sample_path(route, missing=True) in shapes:
+            route = sample_path(route, missing=True)  # asked when explored (api_key_probe)
         shape = shapes.get(route) if method == "GET" else None
         answered = wrote.get((method, sample_path(route, missing=True), "empty"))
         out += _api_cases(
             method, route, is_json, entry.get(area_of(route)) == route, running, shape, answered
         )
         for probe in probes.get(route, []) if method == "GET" else []:
-            out.append(_probe_case(route, probe, running))
+            out.append(_probe_case(route, probe, running, key))
+        asked.add(route)
         if refused := wrote.get((method, route, "credentials")):
             out.append(_sign_in_case(method, route, refused, running))
+    for path in sorted(set(probes) - asked):  # a route under the API's prefix that cannot exist
+        out += [_probe_case(path, r, running, key) for r in probes[path] if r["auth"] == "key"]
     return out
 
 
@@ -353,11 +360,27 @@ TOKEN_NOTE = (
 )
 
 
-def _probe_case(route: str, record: dict, running: str) -> Candidate:
+def _probe_case(route: str, record: dict, running: str, key: dict | None = None) -> Candidate:
     """A GET asked with a credential the app cannot have issued (``api_probes``): the test
-    sends the same header and expects the same refusal."""
+    sends the same header and expects the same refusal. With the API token or a key the
+    source lists: the test sends the same and expects what the app answered."""
     auth = record["auth"]
     bare = route[4:] if route.startswith("/api/") else route
+    if auth in ("key", "invalid_key") and key and (key["keys"] or auth == "invalid_key"):
+        value = key["keys"][0] if auth == "key" else INVALID_KEY
+        what = "the source's API key" if auth == "key" else "an API key no app issued"
+        answered = f"answers {summary(route, record['body'])}"
+        if record["status"] >= 400:
+            answered = f"answers {_refused(record)}"
+        return Candidate(
+            f"api_get_{slug(bare) or 'root'}_{auth}",
+            f"GET {route} with {what} {answered}",
+            [f"Send GET {route} {key_words(key, value)}"],
+            describe(record["status"], record["body"], record),
+            "high",
+            "api_" + area_of(route),
+            [running, LIVE_NOTE.format(route)],
+        )
     if auth == "token":  # the repository's API token path issued it to the test account
         answered = f"answers {summary(route, record['body'])}"
         if record["status"] >= 400:

@@ -17,6 +17,7 @@ import re
 
 from agents.file_policy import normalise_test_dir
 
+from .api_keys import KEY_STEP
 from .api_shape import TOKEN_HELPER, WITH_TOKEN, shape_lines
 from .common import HEADER, PAGE_ERRORS_CHECK, PAGE_ERRORS_WATCH, area_of, one_line, slug
 from .journey_code import (
@@ -148,19 +149,25 @@ def _actions(steps: list[str]) -> list[tuple[str, str, str | None, str]]:
         elif form := form_action(step):
             out.append(form)
         elif (m := _SEND.search(step)) and _URL.match(m.group(2)):
-            method = m.group(1).lower()
+            method, url = m.group(1).lower(), m.group(2)
             with_body = "empty json body" in m.group(3).lower()
             if header := _HEADER.search(m.group(3)):  # a credential the test sends as given
                 method += f"|headers: {{ Authorization: {_ts(header.group(1))} }}"
             elif WITH_TOKEN in m.group(3):  # the setup project's token (TOKEN_HELPER)
                 method += f"|headers: {{ Authorization: {_BEARER} }}"
+            elif key := KEY_STEP.search(m.group(3)):  # a key, as given, where the app reads it
+                value, where, name = key.groups()
+                if where == "header":
+                    method += f"|headers: {{ {_ts(name)}: {_ts(value)} }}"
+                else:  # both of [\w.-]: nothing to escape in a URL
+                    url += ("&" if "?" in url else "?") + f"{name}={value}"
             elif (empty := _EMPTY_FORM.search(m.group(3))) and (names := _names(empty.group(1))):
                 method += f"|form: {{ {', '.join(f'{_ts(n)}: ' + repr('') for n in names)} }}"
             elif form := _FORM.search(m.group(3)):  # a sign-in's fields, as given
                 method += (
                     f"|form: {{ username: {_ts(form.group(1))}, password: {_ts(form.group(2))} }}"
                 )
-            out.append(("request", m.group(2), f"{method}{'+' if with_body else ''}", step))
+            out.append(("request", url, f"{method}{'+' if with_body else ''}", step))
         elif (m := _OPEN.match(step)) and _URL.match(m.group(1)):
             out.append(("page", m.group(1), None, step))
         else:

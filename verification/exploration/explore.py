@@ -100,6 +100,7 @@ def explore(
     tag: str = "",
     app: LiveApp | None = None,
     writes: list[list[str]] | None = None,
+    api_key: dict | None = None,
 ) -> dict:
     """The ``app_map`` content for the app at ``target_url``, explored logged in when there
     is a ``login`` (its credentials scrubbed by the caller: ``login_for``), with up to
@@ -112,14 +113,15 @@ def explore(
     (``crashes``: the request it crashed on, its exit and log lines), the app is restarted and
     the paths not yet answered are explored in a second crawl, without the crashing ones. A
     crash in that second crawl is recorded and the app restarted once more, and ``stopped``
-    names it: at most MAX_RESTARTS restarts, and the app runs when this returns."""
+    names it: at most MAX_RESTARTS restarts, and the app runs when this returns. ``api_key``:
+    an API key the source names (``writes.api_key_probe``), asked with after the crawl."""
     preflight(runner)
     sandbox.check_available()
     policy = proxy.Policy(target_url, allow_hosts)
     probe(target_url, policy)
     tag = tag or new_tag()
     began = time.monotonic()
-    config = _config(target_url, runner, bounds, start_paths)
+    config = _config(target_url, runner, bounds, start_paths) | {"api_key": api_key}
     part = _crawl(config, policy, runner, bounds, shots_dir, login, signup, tag, writes or [])
     pages, crashes = part["pages"], []
     while app is not None and app.ended_at is not None:

@@ -335,7 +335,7 @@ function recordJson(response, auth = "none") {
   const { found } = jsonShapes;
   const key = `${auth} ${path}`;
   // A page's response names its request; a probe's (APIRequestContext) is always a GET.
-  const method = auth === "none" ? response.request().method() : "GET";
+  const method = typeof response.request === "function" ? response.request().method() : "GET";
   if (url.origin !== origin || method !== "GET" || !json || !ok) return;
   if (found.has(key) || found.size >= 30) return;
   found.set(key, null);
@@ -467,6 +467,33 @@ async function probeBearer(context, token) {
   }
 }
 
+async function probeKey(context, key) {
+  // An API whose key the source names (config.api_key: where the key goes, keys the source
+  // lists, the source's routes with a parameter sampled, a route under its prefix that
+  // cannot exist): each GET refused without credentials (400, 401, 403) and each of those
+  // paths, asked without a key, with a key no app issued and with the source's first key.
+  await Promise.allSettled(jsonShapes.reading);
+  const shapes = [...jsonShapes.found.values()].filter((r) => r && r.auth === "none");
+  const refused = shapes.filter((r) => [400, 401, 403].includes(r.status)).map((r) => r.path);
+  const paths = [...new Set([...refused, ...key.paths])].slice(0, 10);
+  const ways = [["none", null], ["invalid_key", "amtp-invalid-key"], ["key", key.keys[0] ?? null]];
+  for (const path of [...paths, ...(key.unknown ? [key.unknown] : [])]) {
+    for (const [auth, value] of ways) {
+      if (Date.now() > deadline + PROBE_GRACE_MS) return;
+      if ((auth !== "none" && value === null) || (auth === "none" && refused.includes(path))) continue;
+      if (path === key.unknown && auth !== "key") continue;
+      const url = new URL(origin + path);
+      const headers = {};
+      if (value !== null && key.in === "header") headers[key.name] = value;
+      else if (value !== null) url.searchParams.set(key.name, value);
+      const answer = await context.request
+        .get(url.href, { headers, timeout: 5000, maxRedirects: 0 })
+        .catch(() => null);
+      if (answer) recordJson(answer, auth);
+    }
+  }
+}
+
 async function jsonAnswers() {
   await Promise.allSettled(jsonShapes.reading);
   return [...jsonShapes.found.values()].filter(Boolean);
@@ -556,6 +583,7 @@ for (const chosen of trialForms(pages)) {
 }
 const interactions = await interactionTrials(page, pages, config.interactions, origin, deadline);
 await probeBearer(context, token).catch(() => {});
+if (config.api_key) await probeKey(context, config.api_key).catch(() => {});
 // Signed up with a throwaway account, exploration answers in a session that is not the
 // tests' (their setup signs up an account of its own): what a write answered then would be
 // no fact about theirs. Not signed up (no sign-up form met), the sessions are alike.
