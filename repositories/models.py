@@ -253,6 +253,7 @@ class Repository(models.Model):
     # An API with token auth (repositories.login.ApiToken): the login credentials above are
     # POSTed here for a bearer token, instead of a browser filling a login form.
     api_token_path = models.CharField(
+        "API token path",
         max_length=500,
         blank=True,
         default="",

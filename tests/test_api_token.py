@@ -19,6 +19,7 @@ from urllib.parse import parse_qs
 
 import pytest
 import tree_sitter
+from django.urls import reverse
 
 import schemas
 from agents.file_policy import _TYPESCRIPT
@@ -31,8 +32,10 @@ from repositories.login import ApiToken, recipe_of
 from repositories.models import Repository
 from repositories.services import repository_create
 from runs.demo.app import serve
+from tests.admin_helpers import change_url
 from tests.offline_checks import RUN_ID, TEST_DIR, check_playwright, crawl, engineer_input
 from tests.realworld_apps import script
+from tests.test_admin import _repository_form
 from tests.test_browser import chromium_path
 from tests.test_login_recipe import CODE
 from verification import summary
@@ -268,3 +271,20 @@ def test_the_setup_and_the_pr_name_the_variables_never_a_value():
     files, _, body = summary.pull_request_contents(CODE, None, "e2e/amtp", login=ApiToken("/t"))
     assert files[-1] == {"path": "e2e/amtp/auth.setup.ts", "contents": setup_source(ApiToken("/t"))}
     assert "### API token" in body and "`AMTP_E2E_PASSWORD`" in body
+
+
+@pytest.mark.django_db
+def test_the_admin_saves_a_token_path_and_shows_a_bad_one_on_its_field(admin_client, tmp_path):
+    from tests.gitrepo import make_git_repo
+
+    path = make_git_repo(tmp_path / "repo", {"README.md": "hi\n"})
+    add = reverse("admin:repositories_repository_add")
+    form = _repository_form(local_path=path, api_token_path="//evil.example/token")
+    response = admin_client.post(add, {**form, **TYPED})
+    assert response.context["adminform"].form.errors["api_token_path"] == [login.TOKEN_PATH_INVALID]
+    response = admin_client.post(add, {**form, "api_token_path": "/token", **TYPED})
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    repository = Repository.objects.get(full_name="acme/local")
+    assert recipe_of(repository) == ApiToken("/token")
+    page = admin_client.get(change_url(repository)).content.decode()
+    assert "API token path" in page and PASSWORD not in page

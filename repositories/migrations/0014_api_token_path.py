@@ -19,6 +19,7 @@ class Migration(migrations.Migration):
                 "and password there as a form (username, password: OAuth 2.0's password grant) "
                 "and sends the access_token of the answer as a bearer token. Empty: no API token.",
                 max_length=500,
+                verbose_name="API token path",
             ),
         ),
     ]
