@@ -42,7 +42,7 @@ from verification import summary
 from verification.errors import LoginFailed
 from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import app_view
-from verification.login import Login, setup_source
+from verification.login import Login, setup_source, throwaway
 from verification.service import runner_from_settings
 from verification.verify import Plan, verify
 
@@ -288,3 +288,22 @@ def test_the_admin_saves_a_token_path_and_shows_a_bad_one_on_its_field(admin_cli
     assert recipe_of(repository) == ApiToken("/token")
     page = admin_client.get(change_url(repository)).content.decode()
     assert "API token path" in page and PASSWORD not in page
+
+
+def test_the_sign_in_probe_runs_when_no_sign_up_happened(api, tmp_path):
+    """Sign-up on (a throwaway account ready) but no sign-up form met: the crawl's session is
+    the tests' (none), so the write probes run and the token path's refusal is recorded."""
+    with throwaway() as account:
+        app_map = explore(
+            api.url,
+            allow_hosts=["127.0.0.1"],
+            runner=runner_from_settings(),
+            bounds=Bounds(5, 0, 40, 10, 1 << 20),
+            shots_dir=tmp_path / "shots",
+            start_paths=["/users/me/"],
+            signup=account,
+            writes=[["POST", "/token"], ["POST", "/token", "credentials"]],
+        )
+    assert app_map["signup"] is None or not app_map["signup"]["signed_in"]
+    said = {(w["path"], w["payload"]): (w["status"], w["message"]) for w in app_map["writes"]}
+    assert said[("/token", "credentials")] == (401, "Incorrect username or password")
