@@ -11,7 +11,8 @@ the sandboxed browser's process (:mod:`repositories.credentials` resolves them).
 
 A JSON API with token auth has no login page: its recipe is ``api_token_path`` instead
 (:class:`ApiToken`), the path where the same credentials are POSTed as a form (``username``,
-``password``: OAuth 2.0's password grant, RFC 6749 4.3) for a token sent as a bearer.
+``password``: OAuth 2.0's password grant, RFC 6749 4.3; JSON when a form gets no token) for
+a token sent as a bearer.
 """
 
 from __future__ import annotations

@@ -260,8 +260,8 @@ class Repository(models.Model):
         db_default="",
         help_text="For a JSON API with token auth, instead of a login page: the path on the "
         "app's origin that issues a token (/token). AMTP POSTs the login user name and password "
-        "there as a form (username, password: OAuth 2.0's password grant) and sends the "
-        "access_token of the answer as a bearer token. Empty: no API token.",
+        "there as a form (username, password: OAuth 2.0's password grant), else as JSON, and "
+        "sends the token of the answer (access_token) as a bearer token. Empty: no API token.",
     )
     # Write-only, Fernet tokens (repositories.credentials): set through the services' plain
     # login_username and login_password, never shown, never in a form.

@@ -62,15 +62,21 @@ class TokenApi:
     """A WSGI app that issues a fresh random token per good login (so none can be guessed or
     written down) and counts what it was asked."""
 
-    def __init__(self, password: str = PASSWORD):
+    def __init__(self, password: str = PASSWORD, json_only: bool = False):
         self.password, self.issued, self.asked = password, set(), []
+        self.json_only = json_only  # as most Node APIs (express.json()): no form parser
 
     def __call__(self, environ, start_response):
         path, auth = environ["PATH_INFO"], environ.get("HTTP_AUTHORIZATION", "")
         if path == "/token" and environ["REQUEST_METHOD"] == "POST":
             size = int(environ.get("CONTENT_LENGTH") or 0)
-            form = parse_qs(environ["wsgi.input"].read(size).decode())
-            given = (form.get("username", [""])[0], form.get("password", [""])[0])
+            raw = environ["wsgi.input"].read(size).decode()
+            if self.json_only:
+                sent = json.loads(raw) if environ.get("CONTENT_TYPE") == "application/json" else {}
+                given = (sent.get("username"), sent.get("password"))
+            else:
+                form = parse_qs(raw)
+                given = (form.get("username", [""])[0], form.get("password", [""])[0])
             if given != (USERNAME, self.password):
                 return _json(start_response, 401, {"detail": "Incorrect username or password"})
             token = secrets.token_urlsafe(24)
@@ -97,10 +103,10 @@ def _json(start_response, status: int, body, headers: dict | None = None):
     return [json.dumps(body).encode()]
 
 
-@pytest.fixture
-def api():
+@pytest.fixture(params=[False, True], ids=["form", "json"])
+def api(request):
     chromium_path()
-    app = TokenApi()
+    app = TokenApi(json_only=request.param)
     server, app.url = serve(app)
     yield app
     server.shutdown()

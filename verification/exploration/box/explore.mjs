@@ -122,19 +122,26 @@ async function logIn(page, login) {
 
 async function apiToken(context, login) {
   // A JSON API's way in (the repository's API token path): the test account's credentials,
-  // from this process's environment only, POSTed as a form (OAuth 2.0's password grant); the
-  // answer's access_token. Never written anywhere: the map records shapes, never a value.
-  const answer = await context.request.post(origin + login.token_path, {
-    form: { username: process.env.AMTP_E2E_USERNAME || "", password: process.env.AMTP_E2E_PASSWORD || "" },
-    timeout: Math.max(1000, Math.min(config.page_timeout_ms, deadline - Date.now())),
-    maxRedirects: 0,
-  });
-  const body = await answer.json().catch(() => null);
-  const token = body?.access_token ?? body?.token;
-  if (!answer.ok() || typeof token !== "string" || !token) {
-    throw new Error(`the API token path answered ${answer.status()} without an access_token`);
+  // from this process's environment only, POSTed as a form (OAuth 2.0's password grant), and
+  // when that answers no token, as JSON (most Node APIs read JSON only); the answer's token
+  // (access_token, token, access, accessToken). Never written anywhere: the map records
+  // shapes, never a value. The setup project (verification/login.py) asks the same way.
+  const username = process.env.AMTP_E2E_USERNAME || "";
+  const password = process.env.AMTP_E2E_PASSWORD || "";
+  const bodies = [{ form: { grant_type: "password", username, password } }, { data: { username, password } }];
+  let status = 0;
+  for (const body of bodies) {
+    const answer = await context.request.post(origin + login.token_path, {
+      ...body,
+      timeout: Math.max(1000, Math.min(config.page_timeout_ms, deadline - Date.now())),
+      maxRedirects: 0,
+    });
+    status = answer.status();
+    const said = await answer.json().catch(() => null);
+    const token = ["access_token", "token", "access", "accessToken"].map((k) => said?.[k]).find((t) => typeof t === "string" && t);
+    if (answer.ok() && token) return token;
   }
-  return token;
+  throw new Error(`the API token path answered ${status} without an access_token`);
 }
 
 async function seen(page, error) {
