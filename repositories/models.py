@@ -263,6 +263,17 @@ class Repository(models.Model):
         "there as a form (username, password: OAuth 2.0's password grant), else as JSON, and "
         "sends the token of the answer (access_token) as a bearer token. Empty: no API token.",
     )
+    api_key_in = models.CharField(
+        "API key sent in",
+        max_length=60,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="For a JSON API that takes a ready key instead: where the key goes, "
+        "'query NAME' (query api-key) or 'header NAME' (header X-API-Key). The key is the login "
+        "password (stored encrypted, or the password variable); no user name is needed. "
+        "Empty: no API key.",
+    )
     # Write-only, Fernet tokens (repositories.credentials): set through the services' plain
     # login_username and login_password, never shown, never in a form.
     login_username_token = models.TextField(blank=True, default="", db_default="", editable=False)

@@ -10,6 +10,7 @@ api key"; an unknown user or route is 404 "Sorry, can't find that").
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from urllib.parse import parse_qs
 
@@ -18,6 +19,8 @@ import pytest
 import schemas
 from agents.offline import generate_cases, generate_files
 from agents.offline.api_keys import api_key_of, clean_api_key
+from repositories.credentials import Credentials, in_use
+from repositories.login import ApiKey
 from runs.demo.app import serve
 from tests.offline_checks import RUN_ID, TEST_DIR, check_playwright, crawl, engineer_input
 from tests.realworld_apps import script
@@ -26,7 +29,9 @@ from tests.test_journeys_live import verified
 from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import app_view
 from verification.exploration.writes import api_key_probe
+from verification.login import Login
 from verification.service import runner_from_settings
+from verification.verify import Plan, verify
 
 # express examples/web-service (the vendored app's own file).
 EXPRESS_QUERY = script("realworld_start").ROOT / "tests/fixtures/realworld/express-web-service"
@@ -203,3 +208,90 @@ def test_keyed_api_is_asked_three_ways_and_the_tests_pass_first_time(tmp_path):
         "users-invalid-key",
         "users-without-key",
     ]
+
+
+SETTING_KEY = "canary-key-9Vw2"  # the repository's own key (its login password)
+
+
+def key_in_header(environ, start_response):
+    """An API whose key (not in its source) comes in the X-API-Key header."""
+    key = environ.get("HTTP_X_API_KEY", "")
+    if environ["PATH_INFO"] != "/api/users":
+        start_response("404 Not Found", [("Content-Type", "text/html")])
+        return [b"<!doctype html><title>Not found</title><h1>Not found</h1>"]
+    if not key:
+        return _json(start_response, 401, {"error": "api key required"})
+    if key != SETTING_KEY:
+        return _json(start_response, 401, {"error": "invalid api key"})
+    return _json(start_response, 200, [{"name": "tobi"}])
+
+
+def test_the_repositorys_own_key_is_sent_where_it_says_and_never_written(tmp_path):
+    chromium_path()
+    credentials = Credentials("", SETTING_KEY)
+    login = Login(ApiKey("header", "X-API-Key"), credentials)
+    server, url = serve(key_in_header)
+    try:
+        with in_use(credentials):
+            app_map = explore(
+                url,
+                allow_hosts=["127.0.0.1"],
+                runner=runner_from_settings(),
+                bounds=Bounds(5, 0, 40, 10, 1 << 20),
+                shots_dir=tmp_path / "shots",
+                start_paths=["/api/users"],
+                login=login,
+            )
+        schemas.validate("exploration/app_map", app_map)
+        assert app_map["credential"] == {"in": "header", "name": "X-API-Key"}
+        seen = {(r["path"], r.get("auth", "none")): r["status"] for r in app_map["apis"]}
+        assert seen == {
+            ("/api/users", "none"): 401,
+            ("/api/users", "invalid_key"): 401,
+            ("/api/users", "token"): 200,
+        }
+        source = REPO["index.js"].replace("req.query['api-key']", "req.get('x')")
+        crawler = crawl(
+            {**REPO, "index.js": source.replace("var apiKeys = ['foo', 'bar', 'baz'];\n", "")}
+        )
+        request = crawler | {"app_map": app_view(app_map, crawler), "depth_level": "core"}
+        cases = [
+            c for c in generate_cases(request, "core")["test_cases"] if c["id"].startswith("tc_api")
+        ]
+        files = generate_files(
+            engineer_input(
+                {"run_id": RUN_ID, "test_cases": cases, "coverage_notes": ""}, "playwright"
+            ),
+            test_dir=TEST_DIR,
+            app_id=None,
+        )
+        check_playwright(files)
+        code = "\n".join(f["contents"] for f in files)
+        assert 'headers: { "X-API-Key": apiToken() }' in code
+        assert 'headers: { "X-API-Key": "amtp-invalid-key" }' in code
+        plan = Plan(
+            run_id="key-check",
+            framework="playwright",
+            files=files,
+            target_url=url,
+            test_dir=TEST_DIR,
+            failing_tests="fixme",
+            heal_rounds=0,
+            budget_s=120,
+            runner=dataclasses.replace(runner_from_settings(), retries=0),
+            evidence_dir=tmp_path / "evidence",
+            allow_hosts=["127.0.0.1"],
+            login=login,
+        )
+        with in_use(credentials):
+            report = verify(plan, heal=lambda payload, seconds: {})
+        assert [(t["status"], t["attempts"]) for t in report["tests"]] == [("passed", 1)] * len(
+            cases
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    kept = json.dumps([app_map, files, report]).encode() + b"".join(
+        p.read_bytes() for p in (tmp_path / "evidence").rglob("*") if p.is_file()
+    )
+    assert SETTING_KEY.encode() not in kept

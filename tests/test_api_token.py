@@ -26,9 +26,9 @@ from agents.file_policy import _TYPESCRIPT
 from agents.offline import generate_cases, generate_files
 from agents.offline.api_shape import clean_apis
 from repositories import login
-from repositories.credentials import Credentials, in_use
+from repositories.credentials import Credentials, credentials_for, in_use
 from repositories.errors import RepositoryInvalid
-from repositories.login import ApiToken, recipe_of
+from repositories.login import ApiKey, ApiToken, recipe_of
 from repositories.models import Repository
 from repositories.services import repository_create
 from runs.demo.app import serve
@@ -252,6 +252,23 @@ TYPED = {"login_username": "qa@example.com", "login_password": PASSWORD}
             {"api_token_path": "/token", "login_password": "short"},
             {"login_password": [login.CREDENTIAL_INVALID.format(low=8, high=500)]},
         ),
+        ({"api_key_in": "cookie sid"}, {"api_key_in": [login.KEY_IN_INVALID]}),
+        ({"api_key_in": "query api key"}, {"api_key_in": [login.KEY_IN_INVALID]}),
+        ({"api_key_in": "header X-API-Key\nX-Evil: 1"}, {"api_key_in": [login.KEY_IN_INVALID]}),
+        ({"api_key_in": "query " + "k" * 41}, {"api_key_in": [login.KEY_IN_INVALID]}),
+        ({"api_key_in": 'header "); evil("'}, {"api_key_in": [login.KEY_IN_INVALID]}),
+        (
+            {"api_key_in": "q" * 61},
+            {"api_key_in": ["Ensure this value has at most 60 characters (it has 61)."]},
+        ),
+        (
+            {"api_key_in": "query api-key", "api_token_path": "/token"},
+            {"api_key_in": [login.TOKEN_PATH_AND_LOGIN]},
+        ),
+        (  # a key needs no user name, but the key itself (the login password)
+            {"api_key_in": "header X-API-Key", "login_username": None, "login_password": None},
+            {"login_password": [login.CREDENTIAL_MISSING.format(field="login_password_env")]},
+        ),
     ],
 )
 def test_hostile_token_settings_are_refused_naming_field_and_rule(fields, errors):
@@ -259,6 +276,15 @@ def test_hostile_token_settings_are_refused_naming_field_and_rule(fields, errors
         repository_create(full_name="acme/api", **{**TYPED, **fields})
     assert caught.value.errors == errors
     assert not Repository.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_key_place_is_a_recipe_with_the_password_as_the_key():
+    repository = repository_create(
+        full_name="acme/keyed", api_key_in="query api-key", login_password=PASSWORD
+    )
+    assert recipe_of(repository) == ApiKey("query parameter", "api-key")
+    assert credentials_for(repository) == Credentials("", PASSWORD)
 
 
 @pytest.mark.django_db
@@ -313,3 +339,14 @@ def test_the_sign_in_probe_runs_when_no_sign_up_happened(api, tmp_path):
     assert app_map["signup"] is None or not app_map["signup"]["signed_in"]
     said = {(w["path"], w["payload"]): (w["status"], w["message"]) for w in app_map["writes"]}
     assert said[("/token", "credentials")] == (401, "Incorrect username or password")
+
+
+def test_a_key_setups_source_parses_and_the_pr_names_its_variable():
+    source = setup_source(ApiKey("header", "X-API-Key"))
+    assert not tree_sitter.Parser(_TYPESCRIPT).parse(source.encode()).root_node.has_error
+    assert "process.env.AMTP_E2E_PASSWORD" in source and "request.post" not in source
+    files, _, body = summary.pull_request_contents(
+        CODE, None, "e2e/amtp", login=ApiKey("query parameter", "api-key")
+    )
+    assert files[-1]["path"] == "e2e/amtp/auth.setup.ts"
+    assert "### API key" in body and "`AMTP_E2E_PASSWORD`" in body and "`api-key`" in body

@@ -22,7 +22,11 @@ from __future__ import annotations
 
 import re
 
-# A request step's words (candidates.py), read back by code.py.
+from .api_shape import WITH_TOKEN
+
+# A request step's words (candidates.py), read back by code.py: a key the source lists, and
+# the setup project's token or key sent where the repository's settings say (``credential``).
+TOKEN_PLACE = re.compile(r'with the API token in the (query parameter|header) "([\w.-]{1,40})"')
 KEY_STEP = re.compile(
     r'with the API key "([A-Za-z0-9_.-]{1,64})" in the (query parameter|header) "([\w.-]{1,40})"'
 )
@@ -92,3 +96,15 @@ def clean_api_key(value: object) -> dict | None:
 def key_words(api_key: dict, value: str) -> str:
     """The step's words for sending ``value`` where ``api_key`` says (``KEY_STEP``)."""
     return f'with the API key "{value}" in the {api_key["in"]} "{api_key["name"]}"'
+
+
+def token_words(app_map: object) -> str:
+    """How a test sends the setup project's credential: as a bearer token, or where the
+    repository's own key goes (the app map's ``credential``, checked: a model may have seen
+    it)."""
+    place = app_map.get("credential") if isinstance(app_map, dict) else None
+    if isinstance(place, dict) and place.get("in") in ("query parameter", "header"):
+        name = place.get("name")
+        if isinstance(name, str) and _NAME.match(name):
+            return f'{WITH_TOKEN} in the {place["in"]} "{name}"'
+    return WITH_TOKEN

@@ -17,7 +17,7 @@ import re
 
 from agents.file_policy import normalise_test_dir
 
-from .api_keys import KEY_STEP
+from .api_keys import KEY_STEP, TOKEN_PLACE
 from .api_shape import TOKEN_HELPER, WITH_TOKEN, shape_lines
 from .common import HEADER, PAGE_ERRORS_CHECK, PAGE_ERRORS_WATCH, area_of, one_line, slug
 from .journey_code import (
@@ -153,6 +153,9 @@ def _actions(steps: list[str]) -> list[tuple[str, str, str | None, str]]:
             with_body = "empty json body" in m.group(3).lower()
             if header := _HEADER.search(m.group(3)):  # a credential the test sends as given
                 method += f"|headers: {{ Authorization: {_ts(header.group(1))} }}"
+            elif place := TOKEN_PLACE.search(m.group(3)):  # the repository's own key
+                option = "params" if place.group(1) == "query parameter" else "headers"
+                method += f"|{option}: {{ {_ts(place.group(2))}: apiToken() }}"
             elif WITH_TOKEN in m.group(3):  # the setup project's token (TOKEN_HELPER)
                 method += f"|headers: {{ Authorization: {_BEARER} }}"
             elif key := KEY_STEP.search(m.group(3)):  # a key, as given, where the app reads it
@@ -402,7 +405,7 @@ def _spec_file(area: str, tests: list[tuple[str, list[str]]], env: str, default_
     ]
     lines += [f"//   {', '.join(ids[i : i + 4])}" for i in range(0, len(ids), 4)]
     lines.append("import { test, expect } from '@playwright/test';")
-    token = any(_BEARER in line for _, block in tests for line in block)
+    token = any("apiToken()" in line for _, block in tests for line in block)
     if token:
         lines.append("import { readFileSync } from 'node:fs';")
     lines += ["", f"test.use({{ baseURL: process.env.{env} ?? {_ts(default_url)} }});", ""]

@@ -23,4 +23,19 @@ class Migration(migrations.Migration):
                 verbose_name="API token path",
             ),
         ),
+        migrations.AddField(
+            model_name="repository",
+            name="api_key_in",
+            field=models.CharField(
+                blank=True,
+                db_default="",
+                default="",
+                help_text="For a JSON API that takes a ready key instead: where the key goes, "
+                "'query NAME' (query api-key) or 'header NAME' (header X-API-Key). The key is the "
+                "login password (stored encrypted, or the password variable); no user name is "
+                "needed. Empty: no API key.",
+                max_length=60,
+                verbose_name="API key sent in",
+            ),
+        ),
     ]

@@ -25,6 +25,7 @@ from django.conf import settings
 
 from agents.offline.api_shape import CREDENTIALS, clean_apis
 from agents.offline.common import EMAIL_DOMAIN, LOGOUT_PATH
+from repositories.login import ApiKey
 from repositories.secrets import held_secrets, scrub
 from verification import proxy, sandbox
 from verification.box_text import line
@@ -121,6 +122,10 @@ def explore(
     probe(target_url, policy)
     tag = tag or new_tag()
     began = time.monotonic()
+    key_setting = login.recipe if login and isinstance(login.recipe, ApiKey) else None
+    if key_setting:  # the repository's own key (the login password) where it says
+        place = {"in": key_setting.where, "name": key_setting.name}
+        api_key = {"paths": [], "unknown": "", **(api_key or {}), **place, "setting": True}
     config = _config(target_url, runner, bounds, start_paths) | {"api_key": api_key}
     part = _crawl(config, policy, runner, bounds, shots_dir, login, signup, tag, writes or [])
     pages, crashes = part["pages"], []
@@ -164,6 +169,7 @@ def explore(
         "writes": part["writes"],
         "signup": part["signup"] if signup and not login else None,
         "crashes": crashes,
+        **({"credential": place} if key_setting else {}),
         "truncated": False,
         "sandbox": {
             "isolated": sandbox.sandboxed(),

@@ -153,6 +153,7 @@ def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
         "apis": content.get("apis", []),
         **({"writes": content["writes"]} if content.get("writes") else {}),
         **({"behind_login": walled[:100]} if walled else {}),
+        **({"credential": content["credential"]} if content.get("credential") else {}),
     }
 
 
