@@ -66,8 +66,8 @@ ENV_INVALID = (
     "variables hold its own keys"
 )
 CREDENTIAL_MISSING = (
-    "required when a login path or an API token path is set: type it (stored encrypted) or name a worker "
-    "environment variable holding it ({field})"
+    "required when a login path, an API token path or an API key's place is set: type it "
+    "(stored encrypted) or name a worker environment variable holding it ({field})"
 )
 CREDENTIAL_TWICE = "give the stored {what} or this variable, not both (remove the stored one)"
 CREDENTIAL_INVALID = "{low} to {high} characters, no control characters"

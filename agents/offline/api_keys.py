@@ -15,7 +15,9 @@ a list (or set) of string literals assigned to a name that says keys (``var apiK
 ['foo', 'bar']``, ``API_KEYS = {"k1"}``, ``new Set([...])``): sample keys an example ships.
 The reader has already replaced values that look like real credentials
 (``repositories.secrets``): a ``[REDACTED:…]`` is no key, and only short plain values
-(``[A-Za-z0-9_.-]{1,64}``) are kept, so a key reaches code as a literal needing no escaping. Without a key in the source, only refusals are tested.
+(``[A-Za-z0-9_.-]{1,64}``) are kept, so a key reaches code as a literal needing no escaping.
+Without a key in the source, only refusals are tested (and the repository's own key, when its
+settings give one: ``token_words``).
 """
 
 from __future__ import annotations
