@@ -24,7 +24,9 @@ from repositories.services import FIELDS, repository_create, repository_update
 
 LOGIN_HELP = (
     "How the sandboxed browser logs into the preview before it explores the app and before "
-    "the tests run (a Playwright setup project the pull request carries). The credentials are "
+    "the tests run (a Playwright setup project the pull request carries); for a JSON API with "
+    "token auth, the API token path (or, for a ready key, where it is sent) instead of the login "
+    "page's fields. The credentials are "
     "for a test account: stored encrypted or read from the worker's environment, never shown, "
     "never sent to a model, never in an artifact, log or pull request."
 )
@@ -49,6 +51,8 @@ REPOSITORY_LOGIN = (
     "login_password_label",
     "login_submit",
     "login_success",
+    "api_token_path",
+    "api_key_in",
     "login_username",
     "login_password",
     "clear_login_credentials",

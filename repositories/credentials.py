@@ -83,8 +83,10 @@ def _value(repository, what: str) -> str:
         if not value:
             raise CredentialsUnavailable(NO_ENV.format(name=name, what=what, repo=repository))
         return value
+    token = getattr(repository, f"login_{what}_token").encode()
+    if not token:  # none needed (an API key's recipe has no user name): validation says
+        return ""
     try:
-        token = getattr(repository, f"login_{what}_token").encode()
         return _fernet().decrypt(token).decode()
     except InvalidToken:
         raise CredentialsUnavailable(WRONG_KEY.format(what=what, repo=repository)) from None

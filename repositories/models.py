@@ -250,6 +250,30 @@ class Repository(models.Model):
         help_text="Instead of a stored password: the worker's environment variable holding it "
         "(a name starting with AMTP_LOGIN_).",
     )
+    # An API with token auth (repositories.login.ApiToken): the login credentials above are
+    # POSTed here for a bearer token, instead of a browser filling a login form.
+    api_token_path = models.CharField(
+        "API token path",
+        max_length=500,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="For a JSON API with token auth, instead of a login page: the path on the "
+        "app's origin that issues a token (/token). AMTP POSTs the login user name and password "
+        "there as a form (username, password: OAuth 2.0's password grant), else as JSON, and "
+        "sends the token of the answer (access_token) as a bearer token. Empty: no API token.",
+    )
+    api_key_in = models.CharField(
+        "API key sent in",
+        max_length=60,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="For a JSON API that takes a ready key instead: where the key goes, "
+        "'query NAME' (query api-key) or 'header NAME' (header X-API-Key). The key is the login "
+        "password (stored encrypted, or the password variable); no user name is needed. "
+        "Empty: no API key.",
+    )
     # Write-only, Fernet tokens (repositories.credentials): set through the services' plain
     # login_username and login_password, never shown, never in a form.
     login_username_token = models.TextField(blank=True, default="", db_default="", editable=False)

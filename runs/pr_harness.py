@@ -24,6 +24,7 @@ from django.conf import settings
 
 from repositories.boot_settings import boot_settings_of
 from repositories.hosts import host_for
+from repositories.login import recipe_of
 from runs import pr_workflow
 from verification.boot.dependencies import NODE_LOCKS
 from verification.boot.errors import RecipeError
@@ -244,7 +245,7 @@ def harness_of(run) -> tuple[list[dict], list[str]] | None:
         recipe=recipe,
         test_dir=repository.test_dir,
         workflow=repository.host == "github" and repository.pr_ci_workflow,
-        login=bool(repository.login_path),
+        login=recipe_of(repository) is not None,
     )
     return harness.files, harness.instructions
 

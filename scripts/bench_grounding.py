@@ -45,7 +45,7 @@ from tests.spa_app import FIXTURE, TEST_EMAIL, TEST_PASSWORD, SpaApp, spa_reposi
 from tests.verify_apps import NOTES_REPO, NotesApp
 from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import start_paths
-from verification.exploration.writes import write_paths
+from verification.exploration.writes import api_key_probe, write_paths
 from verification.login import Login, signup_of, throwaway
 from verification.service import runner_from_settings
 
@@ -188,6 +188,7 @@ def explored(app: App, url: str) -> tuple[dict, float]:
             shots_dir=Path(shots),
             start_paths=start_paths(crawl := offline_crawl(app.repo), "/", bounds.max_pages),
             writes=write_paths(crawl),
+            api_key=api_key_probe(crawl),
             signup=new,
             **session_options(app),
         )

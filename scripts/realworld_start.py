@@ -336,9 +336,11 @@ def boot_settings() -> dict:
 def logins() -> dict:
     """The apps' login recipes (repository settings a user gives AMTP) and test accounts:
     flaskr's blog posts are written signed in; express-auth's one account is the one its
-    login page names. microblog has none on purpose: it offers a sign-up form."""
+    login page names; fastapi-jwt's API token path and its one user (the tutorial's johndoe,
+    password "secret": its docs give them). microblog has none on purpose: it offers a sign-up
+    form."""
     from repositories.credentials import Credentials
-    from repositories.login import Recipe
+    from repositories.login import ApiToken, Recipe
     from verification.login import Login
 
     return {
@@ -350,4 +352,5 @@ def logins() -> dict:
             Recipe("/login", "Username:", "Password:", "Login", "Authenticated as tj"),
             Credentials("tj", "foobar"),
         ),
+        "fastapi-jwt": Login(ApiToken("/token"), Credentials("johndoe", "secret")),
     }

@@ -20,15 +20,15 @@ import string
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from agents.offline.api_shape import STATE_FILE, TOKEN_ITEM
 from agents.offline.common import EMAIL_DOMAIN
 from repositories.credentials import Credentials, credentials_for, in_use
-from repositories.login import PASSWORD_VAR, USERNAME_VAR, Recipe, recipe_of
+from repositories.login import PASSWORD_VAR, USERNAME_VAR, ApiKey, ApiToken, Recipe, recipe_of
 from repositories.secrets import also_scrubbed
 from verification.errors import LoginFailed
 
 SETUP_FILE = "auth.setup.ts"
 SETUP_TITLE = "log in"  # its one test
-STATE_FILE = "playwright/.auth/user.json"
 FAILED = "login failed at {path}: {seen}"
 EMAIL_VAR = "AMTP_E2E_EMAIL"
 
@@ -50,7 +50,7 @@ class SignUp:
 
 @dataclass(frozen=True)
 class Login:
-    recipe: Recipe | SignUp
+    recipe: Recipe | ApiToken | ApiKey | SignUp
     credentials: Credentials | None = None  # none for a sign-up: the setup makes its own
 
     def env(self) -> dict[str, str]:
@@ -155,11 +155,13 @@ def login_for(repository, app_map: dict | None = None) -> Iterator[Login | None]
         yield Login(recipe, credentials)
 
 
-def setup_source(recipe: Recipe | SignUp) -> str:
+def setup_source(recipe: Recipe | ApiToken | ApiKey | SignUp) -> str:
     """``auth.setup.ts`` for ``recipe``: every value from the recipe is a JSON string literal,
     so no label can become code."""
     if isinstance(recipe, SignUp):
         return _signup_source(recipe)
+    if isinstance(recipe, ApiToken | ApiKey):
+        return _token_source(recipe)
     text = json.dumps  # a JSON string is a valid TypeScript string literal
     if recipe.success_is_path:
         wait = f"  await page.waitForURL((url) => url.pathname === {text(recipe.success)});"
@@ -188,6 +190,64 @@ def setup_source(recipe: Recipe | SignUp) -> str:
             ".click();",
             wait,
             "  await page.context().storageState({ path: authFile });",
+            "});",
+            "",
+        ]
+    )
+
+
+def _token_source(recipe: ApiToken | ApiKey) -> str:
+    """``auth.setup.ts`` that asks the API for a token with the test account (a form POST,
+    OAuth 2.0's password grant, else JSON, as the explorer asks), or takes the ready key of an
+    ``ApiKey``, and keeps it in the saved state, under the app's origin, where the tests read
+    it (``apiToken()`` of the offline engine's specs): the specs' box gets the token or key,
+    never the password."""
+    text = json.dumps
+    if isinstance(recipe, ApiKey):
+        what = "the API key"
+        get = [
+            f"  const token = process.env.{PASSWORD_VAR};",
+            f"  if (!token) throw new Error('set {PASSWORD_VAR} to the API key');",
+        ]
+    else:
+        what = "an API token"
+        get = [
+            f"  const username = process.env.{USERNAME_VAR};",
+            f"  const password = process.env.{PASSWORD_VAR};",
+            "  if (!username || !password) {",
+            f"    throw new Error('set {USERNAME_VAR} and {PASSWORD_VAR} to get an API token');",
+            "  }",
+            "  // A form (OAuth 2.0's password grant), and when that answers no token, JSON.",
+            "  let token: unknown;",
+            "  for (const body of [",
+            "    { form: { grant_type: 'password', username, password } },",
+            "    { data: { username, password } },",
+            "  ]) {",
+            f"    const answer = await request.post({text(recipe.path)}, body);",
+            "    const said = answer.ok() ? await answer.json().catch(() => null) : null;",
+            "    token = said?.access_token ?? said?.token ?? said?.access ?? said?.accessToken;",
+            "    if (typeof token === 'string' && token) break;",
+            "  }",
+            f"  expect(typeof token, {text('the token path ' + recipe.path + ' answers a token')})"
+            ".toBe('string');",
+        ]
+    return "\n".join(
+        [
+            f"// Written by AMTP from the repository's API settings (not by a model): keeps {what}",
+            "// of the test account in the state the other tests start from (the `setup` project).",
+            "import { test as setup, expect } from '@playwright/test';",
+            "import { mkdirSync, writeFileSync } from 'node:fs';",
+            "import { dirname } from 'node:path';",
+            "",
+            f"const authFile = {text(STATE_FILE)};",
+            "",
+            f"setup({text(SETUP_TITLE)}, async ({{ request, baseURL }}) => {{",
+            *get,
+            "  mkdirSync(dirname(authFile), { recursive: true });",
+            "  const origin = new URL(baseURL ?? 'http://localhost').origin;",
+            f"  const item = {{ name: {text(TOKEN_ITEM)}, value: token as string }};",
+            "  const state = { cookies: [], origins: [{ origin, localStorage: [item] }] };",
+            "  writeFileSync(authFile, JSON.stringify(state));",
             "});",
             "",
         ]
@@ -278,9 +338,34 @@ def without_setup(results: list, recipe: Recipe | None) -> list:
     return [r for r in results if r.file != SETUP_FILE]
 
 
-def login_section(recipe: Recipe | SignUp, test_dir: str) -> list[str]:
+def login_section(recipe: Recipe | ApiToken | ApiKey | SignUp, test_dir: str) -> list[str]:
     """How to run the suite logged in: the variables to set (names only) and the config."""
     setup = f"{test_dir}/{SETUP_FILE}"
+    if isinstance(recipe, ApiKey):
+        return [
+            "### API key",
+            "",
+            f"The API is tested with a key: `{setup}` (written by AMTP from the repository's "
+            f"settings) saves the key of `{PASSWORD_VAR}` in `{STATE_FILE}`, where the tests "
+            f"read it and send it in the {recipe.where} `{recipe.name}` (add "
+            "`playwright/.auth/` to `.gitignore`). Set it, and wire the setup project in "
+            "`playwright.config.ts`:",
+            "",
+            *_CONFIG,
+        ]
+    if isinstance(recipe, ApiToken):
+        return [
+            "### API token",
+            "",
+            f"The API is tested with a token: `{setup}` (written by AMTP from the repository's "
+            f"API token path) posts a test account's credentials to "
+            f"`{recipe.path.replace('`', '')}` and saves the token in `{STATE_FILE}`, where "
+            "the tests read it (add `playwright/.auth/` to `.gitignore`). Set "
+            f"`{USERNAME_VAR}` and `{PASSWORD_VAR}` to the account's credentials, and wire the "
+            "setup project in `playwright.config.ts`:",
+            "",
+            *_CONFIG,
+        ]
     if isinstance(recipe, SignUp):
         return [
             "### Signing up",

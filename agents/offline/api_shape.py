@@ -24,8 +24,28 @@ import re
 
 TYPES = ("string", "number", "boolean", "null", "object", "array")
 # How exploration asked (box/explore.mjs): as the page did, with a bearer token the app
-# cannot have issued, with another scheme (Basic).
-AUTHS = ("none", "invalid_bearer", "basic")
+# cannot have issued, with another scheme (Basic), with the token the repository's API token
+# path issued to its test account ("token"), with a key no app issued and with a key the
+# source lists, where the source reads one ("invalid_key", "key": api_keys.py). Only "token"
+# and "key" may be accepted.
+AUTHS = ("none", "invalid_bearer", "basic", "token", "invalid_key", "key")
+ACCEPTED = ("none", "token", "key")
+# Where the tests find that token: the setup project (verification/login.py) saves it in its
+# storage state, as a localStorage item of the app's origin; the specs read it (TOKEN_HELPER).
+STATE_FILE = "playwright/.auth/user.json"
+TOKEN_ITEM = "amtp_api_token"
+WITH_TOKEN = "with the API token"  # a request step's words: code.py sends it as a bearer
+TOKEN_HELPER = (
+    "// The API token the setup project (auth.setup.ts) got with the test account, from the",
+    "// state it saved: the tests never see the account's password.",
+    "function apiToken(): string {",
+    f"  const state = JSON.parse(readFileSync({json.dumps(STATE_FILE)}, 'utf8'));",
+    "  const items = (state.origins ?? []).flatMap((o: any) => o.localStorage ?? []);",
+    f"  const item = items.find((i: any) => i.name === {json.dumps(TOKEN_ITEM)});",
+    "  if (!item) throw new Error('no API token: run the setup project (auth.setup.ts) first');",
+    "  return item.value;",
+    "}",
+)
 AUTH_HEADERS = {"invalid_bearer": "Bearer amtp-invalid-token", "basic": "Basic YW10cDphbXRw"}
 MESSAGE_KEYS = ("detail", "error", "message", "msg", "title")
 # What a sign-in route is sent to see it refuse (verification/exploration/writes.py): no account has it.
@@ -92,13 +112,15 @@ def clean_apis(items: object, path_ok) -> list[dict]:
         auth = raw.get("auth", "none")
         if not (ok_status and body and path_ok(raw["path"]) and auth in AUTHS):
             continue
-        if auth != "none" and status < 400:
+        if auth not in ACCEPTED and status < 400:
             continue  # a made-up credential accepted: nothing a test may rely on
         if any(r["path"] == raw["path"] and r.get("auth", "none") == auth for r in out):
             continue
         record = {"path": raw["path"], "status": status, "body": body}
+        if status >= 400 or auth != "none":
+            record["auth"] = auth
         if status >= 400:
-            record |= {"auth": auth, **refusal(raw.get("message"), body)}
+            record |= refusal(raw.get("message"), body)
         out.append(record)
         if len(out) >= MAX_APIS:
             break

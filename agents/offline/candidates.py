@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from .api_shape import AUTH_HEADERS, CREDENTIALS, describe, summary
+from .api_keys import INVALID_KEY, clean_api_key, key_words, token_words
+from .api_shape import AUTH_HEADERS, CREDENTIALS, WITH_TOKEN, describe, summary
 from .common import (
     RouteTrie,
     area_of,
@@ -136,16 +137,25 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
             )
         )
     entry = _entries([r for m, r, _ in api if m == "GET" and not params(r)])
+    key, asked, given = clean_api_key(stack.get("api_key")), set(), token_words(app_map)
+    if given != WITH_TOKEN:  # the repository's own key, where it says: the source's is not
+        key = {**app_map["credential"], "keys": []}
     for method, route, is_json in sorted(api, key=lambda a: (area_of(a[1]), a[1], a[0])):
+        if method == "GET" and params(route) and sample_path(route, missing=True) in shapes:
+            route = sample_path(route, missing=True)  # asked when explored (api_key_probe)
         shape = shapes.get(route) if method == "GET" else None
         answered = wrote.get((method, sample_path(route, missing=True), "empty"))
         out += _api_cases(
             method, route, is_json, entry.get(area_of(route)) == route, running, shape, answered
         )
         for probe in probes.get(route, []) if method == "GET" else []:
-            out.append(_probe_case(route, probe, running))
+            out += _probe_case(route, probe, running, key, given)
+        asked.add(route)
         if refused := wrote.get((method, route, "credentials")):
             out.append(_sign_in_case(method, route, refused, running))
+    for path in sorted(set(probes) - asked):  # a route under the API's prefix that cannot exist
+        for record in [r for r in probes[path] if r["auth"] in ("key", "token")]:
+            out += _probe_case(path, record, running, key, given)
     return out
 
 
@@ -347,22 +357,68 @@ def _refused(record: dict) -> str:
     return f"{record['status']}{message}"
 
 
-def _probe_case(route: str, record: dict, running: str) -> Candidate:
+TOKEN_NOTE = (
+    "The setup project got an API token from the repository's API token path with the test "
+    "account's credentials"
+)
+
+
+def _probe_case(
+    route: str, record: dict, running: str, key: dict | None = None, token: str = WITH_TOKEN
+) -> list[Candidate]:
     """A GET asked with a credential the app cannot have issued (``api_probes``): the test
-    sends the same header and expects the same refusal."""
+    sends the same header and expects the same refusal. With the API token or a key the
+    source lists: the test sends the same and expects what the app answered."""
     auth = record["auth"]
+    bare = route[4:] if route.startswith("/api/") else route
+    if auth in ("key", "invalid_key") and key and (key["keys"] or auth == "invalid_key"):
+        value = key["keys"][0] if auth == "key" else INVALID_KEY
+        what = "the source's API key" if auth == "key" else "an API key no app issued"
+        answered = f"answers {summary(route, record['body'])}"
+        if record["status"] >= 400:
+            answered = f"answers {_refused(record)}"
+        return [
+            Candidate(
+                f"api_get_{slug(bare) or 'root'}_{auth}",
+                f"GET {route} with {what} {answered}",
+                [f"Send GET {route} {key_words(key, value)}"],
+                describe(record["status"], record["body"], record),
+                "high",
+                "api_" + area_of(route),
+                [running, LIVE_NOTE.format(route)],
+            )
+        ]
+    if auth == "token":  # the repository's API token path issued it to the test account
+        answered = f"answers {summary(route, record['body'])}"
+        if record["status"] >= 400:
+            answered = f"is refused: {_refused(record)}"
+        return [
+            Candidate(
+                f"api_get_{slug(bare) or 'root'}_token",
+                f"GET {route} with the {'API token' if token == WITH_TOKEN else 'API key'} "
+                f"{answered}",
+                [f"Send GET {route} {token}"],
+                describe(record["status"], record["body"], record),
+                "critical",
+                "api_" + area_of(route),
+                [running, TOKEN_NOTE, LIVE_NOTE.format(route)],
+            )
+        ]
+    if auth not in AUTH_HEADERS:  # a key's probe with no key's place to send it in
+        return []
     header = AUTH_HEADERS[auth]
     what = "a bearer token it never issued" if auth == "invalid_bearer" else "another scheme"
-    bare = route[4:] if route.startswith("/api/") else route
-    return Candidate(
-        f"api_get_{slug(bare) or 'root'}_{auth}",
-        f"GET {route} with {what} is refused: {_refused(record)}",
-        [f"Send GET {route} with the header Authorization {_q(header)}"],
-        describe(record["status"], record["body"], record),
-        "high",
-        "api_" + area_of(route),
-        [running, LIVE_NOTE.format(route)],
-    )
+    return [
+        Candidate(
+            f"api_get_{slug(bare) or 'root'}_{auth}",
+            f"GET {route} with {what} is refused: {_refused(record)}",
+            [f"Send GET {route} with the header Authorization {_q(header)}"],
+            describe(record["status"], record["body"], record),
+            "high",
+            "api_" + area_of(route),
+            [running, LIVE_NOTE.format(route)],
+        )
+    ]
 
 
 # --- mobile -------------------------------------------------------------------------------

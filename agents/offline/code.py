@@ -17,7 +17,8 @@ import re
 
 from agents.file_policy import normalise_test_dir
 
-from .api_shape import shape_lines
+from .api_keys import KEY_STEP, TOKEN_PLACE
+from .api_shape import TOKEN_HELPER, WITH_TOKEN, shape_lines
 from .common import HEADER, PAGE_ERRORS_CHECK, PAGE_ERRORS_WATCH, area_of, one_line, slug
 from .journey_code import (
     CLEAN_PREFIX,
@@ -57,6 +58,7 @@ _FORM = re.compile(r'with the form username "([\w.@+-]{1,60})" and password "([\
 _HEADER = re.compile(
     r'with the header Authorization "((?:Bearer|Basic) [A-Za-z0-9._~+/=-]{1,500})"'
 )
+_BEARER = "'Bearer ' + apiToken()"
 _OPEN = re.compile(r"^\s*(?:Open|Visit|Navigate to|Go to|Load)\s+(\S+)\s*$", re.I)
 _URL = re.compile(r"^(/|https?://)\S*$")
 _HEADING = re.compile(r'heading ("(?:[^"\\]|\\.)*")')
@@ -147,17 +149,28 @@ def _actions(steps: list[str]) -> list[tuple[str, str, str | None, str]]:
         elif form := form_action(step):
             out.append(form)
         elif (m := _SEND.search(step)) and _URL.match(m.group(2)):
-            method = m.group(1).lower()
+            method, url = m.group(1).lower(), m.group(2)
             with_body = "empty json body" in m.group(3).lower()
             if header := _HEADER.search(m.group(3)):  # a credential the test sends as given
                 method += f"|headers: {{ Authorization: {_ts(header.group(1))} }}"
+            elif place := TOKEN_PLACE.search(m.group(3)):  # the repository's own key
+                option = "params" if place.group(1) == "query parameter" else "headers"
+                method += f"|{option}: {{ {_ts(place.group(2))}: apiToken() }}"
+            elif WITH_TOKEN in m.group(3):  # the setup project's token (TOKEN_HELPER)
+                method += f"|headers: {{ Authorization: {_BEARER} }}"
+            elif key := KEY_STEP.search(m.group(3)):  # a key, as given, where the app reads it
+                value, where, name = key.groups()
+                if where == "header":
+                    method += f"|headers: {{ {_ts(name)}: {_ts(value)} }}"
+                else:  # both of [\w.-]: nothing to escape in a URL
+                    url += ("&" if "?" in url else "?") + f"{name}={value}"
             elif (empty := _EMPTY_FORM.search(m.group(3))) and (names := _names(empty.group(1))):
                 method += f"|form: {{ {', '.join(f'{_ts(n)}: ' + repr('') for n in names)} }}"
             elif form := _FORM.search(m.group(3)):  # a sign-in's fields, as given
                 method += (
                     f"|form: {{ username: {_ts(form.group(1))}, password: {_ts(form.group(2))} }}"
                 )
-            out.append(("request", m.group(2), f"{method}{'+' if with_body else ''}", step))
+            out.append(("request", url, f"{method}{'+' if with_body else ''}", step))
         elif (m := _OPEN.match(step)) and _URL.match(m.group(1)):
             out.append(("page", m.group(1), None, step))
         else:
@@ -391,12 +404,13 @@ def _spec_file(area: str, tests: list[tuple[str, list[str]]], env: str, default_
         "// Cases:",
     ]
     lines += [f"//   {', '.join(ids[i : i + 4])}" for i in range(0, len(ids), 4)]
-    lines += [
-        "import { test, expect } from '@playwright/test';",
-        "",
-        f"test.use({{ baseURL: process.env.{env} ?? {_ts(default_url)} }});",
-        "",
-    ]
+    lines.append("import { test, expect } from '@playwright/test';")
+    token = any("apiToken()" in line for _, block in tests for line in block)
+    if token:
+        lines.append("import { readFileSync } from 'node:fs';")
+    lines += ["", f"test.use({{ baseURL: process.env.{env} ?? {_ts(default_url)} }});", ""]
+    if token:
+        lines += [*TOKEN_HELPER, ""]
     if any(TAG in block for _, block in tests):
         lines += [
             "// Unique per run: with the test id, worker and retry in each test's tag.",

@@ -24,6 +24,7 @@ from __future__ import annotations
 import posixpath
 import re
 
+from .api_keys import api_key_of
 from .common import Findings
 from .mobile_rules import detect_mobile
 from .node_rules import detect_node
@@ -123,7 +124,10 @@ def detect(paths: list[str], read: dict[str, str]) -> tuple[list[dict], dict]:
         for path, kind in sorted(found.entries.items())
         if path in known  # the rules only ever see tree paths; this makes it a guarantee
     ]
-    return entry_points, _stack(found)
+    stack = _stack(found)
+    if stack["platform"] == "web" and (key := api_key_of(files)):
+        stack["api_key"] = key  # where the app reads an API key (api_keys.py)
+    return entry_points, stack
 
 
 def _stack(found: Findings) -> dict:

@@ -25,6 +25,7 @@ from django.conf import settings
 
 from agents.offline.api_shape import CREDENTIALS, clean_apis
 from agents.offline.common import EMAIL_DOMAIN, LOGOUT_PATH
+from repositories.login import ApiKey
 from repositories.secrets import held_secrets, scrub
 from verification import proxy, sandbox
 from verification.box_text import line
@@ -100,6 +101,7 @@ def explore(
     tag: str = "",
     app: LiveApp | None = None,
     writes: list[list[str]] | None = None,
+    api_key: dict | None = None,
 ) -> dict:
     """The ``app_map`` content for the app at ``target_url``, explored logged in when there
     is a ``login`` (its credentials scrubbed by the caller: ``login_for``), with up to
@@ -112,14 +114,19 @@ def explore(
     (``crashes``: the request it crashed on, its exit and log lines), the app is restarted and
     the paths not yet answered are explored in a second crawl, without the crashing ones. A
     crash in that second crawl is recorded and the app restarted once more, and ``stopped``
-    names it: at most MAX_RESTARTS restarts, and the app runs when this returns."""
+    names it: at most MAX_RESTARTS restarts, and the app runs when this returns. ``api_key``:
+    an API key the source names (``writes.api_key_probe``), asked with after the crawl."""
     preflight(runner)
     sandbox.check_available()
     policy = proxy.Policy(target_url, allow_hosts)
     probe(target_url, policy)
     tag = tag or new_tag()
     began = time.monotonic()
-    config = _config(target_url, runner, bounds, start_paths)
+    key_setting = login.recipe if login and isinstance(login.recipe, ApiKey) else None
+    if key_setting:  # the repository's own key (the login password) where it says
+        place = {"in": key_setting.where, "name": key_setting.name}
+        api_key = {"paths": [], "unknown": "", **(api_key or {}), **place, "setting": True}
+    config = _config(target_url, runner, bounds, start_paths) | {"api_key": api_key}
     part = _crawl(config, policy, runner, bounds, shots_dir, login, signup, tag, writes or [])
     pages, crashes = part["pages"], []
     while app is not None and app.ended_at is not None:
@@ -162,6 +169,7 @@ def explore(
         "writes": part["writes"],
         "signup": part["signup"] if signup and not login else None,
         "crashes": crashes,
+        **({"credential": place} if key_setting else {}),
         "truncated": False,
         "sandbox": {
             "isolated": sandbox.sandboxed(),
@@ -193,10 +201,8 @@ def _crawl(
         config["login"] = login.recipe.as_config() if login else None
         config["trials"] = box_config(bounds.form_trials, tag)
         config["interactions"] = acts.box_config(bounds.interactions, tag, bounds.page_timeout_s)
-        # Signed up with a throwaway account, exploration answers in a session that is not the
-        # tests' (their setup signs up an account of its own, and the crawl may have ended
-        # it): what a write answered here would be no fact about theirs.
-        config["writes"] = writes if signup is None or login else []
+        # The box sends them unless it signed up with the throwaway account (explore.mjs).
+        config["writes"] = writes
         config["credentials"] = CREDENTIALS
         signup = None if login else signup
         config["signup"] = signup is not None

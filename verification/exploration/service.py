@@ -15,7 +15,7 @@ from verification.boot import service as boot
 from verification.coverage import dicts, source_routes
 from verification.errors import ERRORS_ONLY, TargetAnswersErrors
 from verification.exploration.explore import Bounds, explore
-from verification.exploration.writes import write_paths
+from verification.exploration.writes import api_key_probe, write_paths
 from verification.login import login_for, throwaway
 from verification.service import runner_from_settings, target_url_of
 from verification.session import LiveApp
@@ -54,6 +54,7 @@ def app_map(run: Run, app: LiveApp | None = None) -> dict:
             shots_dir=settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id),
             start_paths=start_paths(crawl.content if crawl else {}, first, bounds.max_pages),
             writes=write_paths(crawl.content if crawl else {}),
+            api_key=api_key_probe(crawl.content if crawl else {}),
             login=login,
             signup=signup,
             tag=run.run_id.hex[:10],  # the run's test data is told apart by it
@@ -152,6 +153,7 @@ def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
         "apis": content.get("apis", []),
         **({"writes": content["writes"]} if content.get("writes") else {}),
         **({"behind_login": walled[:100]} if walled else {}),
+        **({"credential": content["credential"]} if content.get("credential") else {}),
     }
 
 

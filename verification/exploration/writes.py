@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import re
 
-from agents.offline.common import clean_route, logs_out, params, sample_path
+from agents.offline.api_keys import clean_api_key
+from agents.offline.common import clean_route, logs_out, params, sample_path, static_segments
 from verification.exploration.trials import risky
 from verification.playwright import clean
 
@@ -118,3 +119,28 @@ def _asked(record: dict) -> list[str]:
     """The [method, path(, "credentials")] a record answers."""
     sign_in = ["credentials"] if record["payload"] == "credentials" else []
     return [record["method"], record["path"], *sign_in]
+
+
+UNKNOWN_API_ROUTE = "amtp-no-such-route"
+
+
+def api_key_probe(crawl: dict) -> dict | None:
+    """What the box needs to ask an API whose key the source names (``detected_stack.api_key``,
+    checked again): where the key goes and the keys the source lists, the GET routes with a
+    parameter filled with values that cannot exist (the tests' "missing record"), and a route
+    under the GET routes' common first segment that cannot exist; None without a key."""
+    stack = crawl.get("detected_stack") if isinstance(crawl, dict) else None
+    key = clean_api_key(stack.get("api_key")) if isinstance(stack, dict) else None
+    if key is None:
+        return None
+    routes = stack.get("routes") if isinstance(stack.get("routes"), list) else []
+    gets = [
+        route
+        for item in routes
+        if isinstance(item, dict) and str(item.get("method", "")).upper() == "GET"
+        if isinstance(item.get("path"), str) and (route := clean_route(item["path"]))
+    ]
+    paths = list(dict.fromkeys(sample_path(r, missing=True) for r in gets if params(r)))[:5]
+    firsts = {(static_segments(r) or [""])[0] for r in gets}
+    prefix = f"/{firsts.pop()}" if len(firsts) == 1 and "" not in firsts else ""
+    return {**key, "paths": paths, "unknown": f"{prefix}/{UNKNOWN_API_ROUTE}"}

@@ -120,6 +120,30 @@ async function logIn(page, login) {
   }
 }
 
+async function apiToken(context, login) {
+  // A JSON API's way in (the repository's API token path): the test account's credentials,
+  // from this process's environment only, POSTed as a form (OAuth 2.0's password grant), and
+  // when that answers no token, as JSON (most Node APIs read JSON only); the answer's token
+  // (access_token, token, access, accessToken). Never written anywhere: the map records
+  // shapes, never a value. The setup project (verification/login.py) asks the same way.
+  const username = process.env.AMTP_E2E_USERNAME || "";
+  const password = process.env.AMTP_E2E_PASSWORD || "";
+  const bodies = [{ form: { grant_type: "password", username, password } }, { data: { username, password } }];
+  let status = 0;
+  for (const body of bodies) {
+    const answer = await context.request.post(origin + login.token_path, {
+      ...body,
+      timeout: Math.max(1000, Math.min(config.page_timeout_ms, deadline - Date.now())),
+      maxRedirects: 0,
+    });
+    status = answer.status();
+    const said = await answer.json().catch(() => null);
+    const token = ["access_token", "token", "access", "accessToken"].map((k) => said?.[k]).find((t) => typeof t === "string" && t);
+    if (answer.ok() && token) return token;
+  }
+  throw new Error(`the API token path answered ${status} without an access_token`);
+}
+
 async function seen(page, error) {
   // What the page showed when the login did not succeed (the worker scrubs it again).
   const said = String(error.message || error).split("\n")[0].slice(0, 200);
@@ -318,7 +342,7 @@ function recordJson(response, auth = "none") {
   const { found } = jsonShapes;
   const key = `${auth} ${path}`;
   // A page's response names its request; a probe's (APIRequestContext) is always a GET.
-  const method = auth === "none" ? response.request().method() : "GET";
+  const method = typeof response.request === "function" ? response.request().method() : "GET";
   if (url.origin !== origin || method !== "GET" || !json || !ok) return;
   if (found.has(key) || found.size >= 30) return;
   found.set(key, null);
@@ -423,16 +447,57 @@ async function probeWrites(context) {
   return out;
 }
 
-async function probeBearer(context) {
+async function probeBearer(context, token) {
   // A GET that asked for a bearer token (401, WWW-Authenticate: Bearer) is asked again with a
-  // token it cannot have issued, and with another scheme: what a user's bad token gets.
+  // token it cannot have issued, and with another scheme: what a user's bad token gets. With
+  // the API token of the repository's token path, every GET refused for want of credentials
+  // (401, 403) is asked again with it: what the test account gets.
   await Promise.allSettled(jsonShapes.reading);
-  const wanted = [...jsonShapes.found.values()].filter((r) => r && r.status === 401 && r.scheme === "bearer");
+  const shapes = [...jsonShapes.found.values()].filter((r) => r && r.auth === "none");
+  const refused = shapes.filter((r) => r.status === 401 || r.status === 403).slice(0, 10);
+  for (const { path } of token ? refused : []) {
+    if (Date.now() > deadline + PROBE_GRACE_MS) return;
+    const answer = await context.request
+      .get(origin + path, { headers: { Authorization: `Bearer ${token}` }, timeout: 5000, maxRedirects: 0 })
+      .catch(() => null);
+    if (answer) recordJson(answer, "token");
+  }
+  const wanted = shapes.filter((r) => r.status === 401 && r.scheme === "bearer");
   for (const { path } of wanted.slice(0, 5)) {
     for (const [auth, value] of [["invalid_bearer", "Bearer amtp-invalid-token"], ["basic", "Basic YW10cDphbXRw"]]) {
       if (Date.now() > deadline + PROBE_GRACE_MS) return;
       const answer = await context.request
         .get(origin + path, { headers: { Authorization: value }, timeout: 5000, maxRedirects: 0 })
+        .catch(() => null);
+      if (answer) recordJson(answer, auth);
+    }
+  }
+}
+
+async function probeKey(context, key) {
+  // An API whose key the source names (config.api_key: where the key goes, keys the source
+  // lists, the source's routes with a parameter sampled, a route under its prefix that
+  // cannot exist): each GET refused without credentials (400, 401, 403) and each of those
+  // paths, asked without a key, with a key no app issued and with the source's first key.
+  await Promise.allSettled(jsonShapes.reading);
+  const shapes = [...jsonShapes.found.values()].filter((r) => r && r.auth === "none");
+  const refused = shapes.filter((r) => [400, 401, 403].includes(r.status)).map((r) => r.path);
+  const paths = [...new Set([...refused, ...key.paths])].slice(0, 10);
+  // The repository's own key (key.setting: the login password) is recorded as "token": the
+  // credential the setup project hands the tests.
+  const given = key.setting ? ["token", process.env.AMTP_E2E_PASSWORD || null] : ["key", key.keys[0] ?? null];
+  const ways = [["none", null], ["invalid_key", "amtp-invalid-key"], given];
+  for (const path of [...paths, ...(key.unknown ? [key.unknown] : [])]) {
+    for (const [auth, value] of ways) {
+      if (Date.now() > deadline + PROBE_GRACE_MS) return;
+      if ((auth !== "none" && value === null) || (auth === "none" && refused.includes(path))) continue;
+      if (path === key.unknown && auth !== given[0]) continue;
+      const url = new URL(origin + path);
+      const headers = {};
+      if (value !== null && key.in === "header") headers[key.name] = value;
+      else if (value !== null) url.searchParams.set(key.name, value);
+      const answer = await context.request
+        .get(url.href, { headers, timeout: 5000, maxRedirects: 0 })
         .catch(() => null);
       if (answer) recordJson(answer, auth);
     }
@@ -456,9 +521,11 @@ page.on("console", (message) => message.type() === "error" && errors.push(messag
 page.on("pageerror", (error) => errors.push(String(error)));
 page.on("response", recordJson);
 
+let token = "";
 if (config.login) {
   try {
-    await logIn(page, config.login);
+    if (config.login.token_path) token = await apiToken(context, config.login);
+    else if (!config.login.key_in) await logIn(page, config.login); // a key: probeKey sends it
   } catch (error) {
     const login_error = await seen(page, error);
     await browser.close();
@@ -525,8 +592,13 @@ for (const chosen of trialForms(pages)) {
   }
 }
 const interactions = await interactionTrials(page, pages, config.interactions, origin, deadline);
-await probeBearer(context).catch(() => {});
-const writes = await probeWrites(context).catch(() => []);
+await probeBearer(context, token).catch(() => {});
+if (config.api_key) await probeKey(context, config.api_key).catch(() => {});
+// Signed up with a throwaway account, exploration answers in a session that is not the
+// tests' (their setup signs up an account of its own): what a write answered then would be
+// no fact about theirs. Not signed up (no sign-up form met), the sessions are alike.
+const ownSession = config.login || !signup.signedIn;
+const writes = ownSession ? await probeWrites(context).catch(() => []) : [];
 const apis = await jsonAnswers();
 await browser.close();
 fs.writeFileSync(
