@@ -39,13 +39,19 @@ def cause(err: BaseException) -> ApplicationError | None:
 
 
 def _failure(run_id: str, stage: str, err: FailureError) -> t.Failure:
+    """The run's failure from an activity's error. An ApplicationError raised without a type
+    (or with details that are not a mapping) is named by its class: EndRun's input must
+    decode, or EndRun is retried forever."""
     found = cause(err)
+    if found is None:
+        return t.Failure(run_id, stage, type(err).__name__, str(err))
+    details = found.details[0] if found.details else {}
     return t.Failure(
         run_id,
         stage,
-        found.type if found else type(err).__name__,
-        found.message if found else str(err),
-        (found.details or [{}])[0] if found and found.details else {},
+        found.type or type(found).__name__,
+        found.message,
+        details if isinstance(details, dict) else {},
     )
 
 
