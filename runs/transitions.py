@@ -329,11 +329,11 @@ UPDATE stages SET status = %(to)s WHERE stage_id = %(stage_id)s AND status = ANY
 
 
 def stage_await_approval(run_id: str) -> Stage:
-    """CreatePullRequest → awaiting_approval, if still open (locked row, for the approval
-    written with it)."""
-    stage = Stage.objects.select_for_update().get(
-        run_id=run_id, name=Stage.Name.CREATE_PULL_REQUEST
-    )
+    """The held stage → awaiting_approval, if still open (locked row, for the approval written
+    with it): CreatePullRequest, or for a run without one (a check run, held before its tests
+    run) its first stage."""
+    stages = Stage.objects.select_for_update().filter(run_id=run_id).order_by("position")
+    stage = stages.filter(name=Stage.Name.CREATE_PULL_REQUEST).first() or stages.first()
     _write(
         _STAGE_AWAIT,
         {"stage_id": stage.pk, "to": StageStatus.AWAITING_APPROVAL, "from": OPEN_STAGE},
