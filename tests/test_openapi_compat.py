@@ -6,6 +6,7 @@ is found, additions are not."""
 
 import copy
 import json
+import tomllib
 from io import StringIO
 from pathlib import Path
 
@@ -303,6 +304,16 @@ def test_the_api_has_no_unannounced_break_since_the_newest_release():
         "CHANGELOG.md's [Unreleased] (a bullet naming the operation and the `field`), or "
         "keep the API compatible"
     )
+
+
+def test_each_release_document_shows_its_version_as_the_api_shows_the_current_one(settings):
+    """A release's document is written after its version is set in pyproject.toml."""
+    for path in release_documents(RELEASES):
+        version = path.name.removeprefix("openapi-").removesuffix(".json")
+        assert json.loads(path.read_text())["info"]["version"] == version
+    assert served()["info"]["version"] == settings.AMTP_VERSION
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert settings.AMTP_VERSION == pyproject["project"]["version"]
 
 
 def test_a_field_removed_from_the_served_document_is_found():
