@@ -10,10 +10,12 @@ import hashlib
 import json
 from pathlib import Path
 
+from runs.stages import CHECK_WORKFLOW, MAINTENANCE_WORKFLOW, WORKFLOW_NAME
+
 RELEASED = Path(__file__).resolve().parent / "fixtures" / "histories" / "released"
 MANIFEST = "SHA256SUMS"
 # The run workflows every release records (ScheduledMaintenance only starts a run).
-RUN_WORKFLOWS = ("TestGenerationWorkflow", "MaintenanceWorkflow", "CheckWorkflow")
+RUN_WORKFLOWS = (WORKFLOW_NAME, MAINTENANCE_WORKFLOW, CHECK_WORKFLOW)
 
 
 def workflow_type(path: Path) -> str:
