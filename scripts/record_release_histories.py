@@ -64,6 +64,8 @@ PATHS = [
     "tests/test_maintenance_faults.py::test_a_cancelled_check_run_is_concluded_cancelled_on_github",
     "tests/test_workflow_paths.py::test_a_check_run_held_for_approval_runs_once_approved",
     "tests/test_workflow_paths.py::test_a_check_run_whose_tests_cannot_run_reports_why_then_fails",
+    "tests/test_workflow_paths.py::"
+    "test_a_check_run_held_then_rejected_or_expired_fails_on_the_stage_that_waited",
 ]
 VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 
