@@ -23,7 +23,7 @@ TEST_WORKERS ?= 4
 # `make bench` too (docs/benchmarks.md): each benchmark makes its own database and Valkey DB.
 BENCH_STACK := $(CURDIR)/.devstack/bench
 
-.PHONY: run test lint venv bench llama devstack-down clean
+.PHONY: run test lint venv bench llama devstack-down clean release-histories release-openapi
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -78,6 +78,20 @@ bench: $(STAMP) $(RUNNER_STAMP)
 # `make test`; `make bench` runs it only once built.
 llama: $(STAMP)
 	$(PY) scripts/llama_compare.py $(LLAMA_ARGS)
+
+# A release's frozen artefacts (docs/releasing.md): `make release-histories VERSION=1.0.0`
+# records its workflow histories (REPLACE=--replace: again, until it is tagged);
+# `make release-openapi VERSION=1.0.0` writes its OpenAPI document.
+release-histories: $(STAMP) $(RUNNER_STAMP)
+	bash scripts/ensure_packages.sh
+	AMTP_DEVSTACK_DIR=$(TEST_STACK) $(DEV) \
+		$(PY) scripts/record_release_histories.py $(VERSION) $(REPLACE)
+
+# The document needs no service: placeholder addresses satisfy the settings, none is dialled.
+release-openapi: $(STAMP)
+	DATABASE_URL=postgres://none@127.0.0.1:9/none VALKEY_URL=redis://127.0.0.1:9/0 \
+	TEMPORAL_ADDRESS=127.0.0.1:9 $(DEV) \
+		$(PY) manage.py openapi_document --release $(VERSION) $(REPLACE)
 
 devstack-down: $(STAMP)
 	$(DEV) $(PY) manage.py devstack down

@@ -10,6 +10,7 @@ import functools
 import json
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import URLPattern, re_path
@@ -238,7 +239,7 @@ def install_problem_handlers(api: NinjaAPI) -> None:
 
 api = ProblemAPI(
     title="AMTP API",
-    version="1",
+    version=settings.AMTP_VERSION,
     description=(
         "Start and follow AMTP runs, read their artifacts and context document, decide held "
         "approvals. Authenticate with `Authorization: Bearer <API token>` (tokens are created "

@@ -15,6 +15,7 @@ import base64
 import hashlib
 import json
 import os
+import tomllib
 from datetime import timedelta
 from pathlib import Path
 
@@ -25,6 +26,8 @@ from amtp_site import devstack, prices
 from amtp_site.github_url import check_github_api_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# The release: pyproject.toml's version, the one place it is written (the API document shows it).
+AMTP_VERSION = tomllib.loads((BASE_DIR / "pyproject.toml").read_text())["project"]["version"]
 
 
 def env_bool(name: str, default: bool) -> bool:

@@ -126,7 +126,7 @@ def approval_decide(
 @transaction.atomic
 def approval_request(request: ApprovalRequest) -> str:
     """One pending approval per run (partial unique index); the stage waits for it."""
-    stage = transitions.stage_await_approval(request.run_id)
+    stage = transitions.stage_await_approval(request.run_id, request.stage)
     approval = Approval.objects.filter(run_id=request.run_id, decision=Decision.PENDING).first()
     if approval is None:
         approval = Approval.objects.create(

@@ -77,6 +77,7 @@ class ApprovalRequest:
     run_id: str
     approver: str  # "branch-protection" or "policy"
     comment: str
+    stage: str  # the stage held (awaiting_approval until decided), one of the run's
 
 
 @dataclass

@@ -10,8 +10,9 @@ Run:   pending → running (``run_running``); pending|running → failed, cancel
 Stage: pending|running|awaiting_approval → running (``stage_begin``, while the run is open);
        running → passed|skipped (``stage_pass``, ``stage_close``); running → failed while the
        run goes on (``stage_close``: a repository that opens pull requests unverified);
-       pending|running → awaiting_approval (``stage_await_approval``);
-       open → failed|skipped|cancelled when the run ends.
+       pending|running → awaiting_approval (``stage_await_approval``, the stage the workflow
+       names); open → failed|skipped|cancelled when the run ends (failed: the failure's stage,
+       and in a failed run any whose last attempt raised).
 
 ``run_end`` is the only way a run ends, for the workflow's EndRun, a cancel before the
 workflow started (``runs.services``) and ``reconcile_runs`` alike. The transaction that
@@ -113,8 +114,12 @@ UPDATE stages SET status = %(to)s, finished_at = STATEMENT_TIMESTAMP(),
        error_type = %(error_type)s, error_message = %(message)s
 WHERE run_id = %(run_id)s AND name = %(name)s AND status = ANY(%(from)s)
 """
+# A failed run's open stage whose last attempt raised (its error is on it, stage_error) failed
+# too: a check run whose report of its tests' failure failed as well.
 _STAGES_CLOSE = """
-UPDATE stages SET status = %(to)s, finished_at = STATEMENT_TIMESTAMP()
+UPDATE stages SET status = CASE WHEN %(failed_run)s AND error_type <> '' THEN %(failed)s
+                                ELSE %(to)s END,
+       finished_at = STATEMENT_TIMESTAMP()
 WHERE run_id = %(run_id)s AND status = ANY(%(from)s)
 """
 _ROLLUP = """
@@ -159,7 +164,11 @@ def _end(run_id: str, status: str, failure: Failure | None) -> tuple[str, str] |
             {**params, "name": failure.stage, "to": StageStatus.FAILED, "from": OPEN_STAGE,
              "error_type": error_type, "message": message},
         )  # fmt: skip
-    _write(_STAGES_CLOSE, {**params, "to": OPEN_STAGES_END[status], "from": OPEN_STAGE})
+    _write(
+        _STAGES_CLOSE,
+        {**params, "to": OPEN_STAGES_END[status], "from": OPEN_STAGE,
+         "failed_run": status == RunStatus.FAILED, "failed": StageStatus.FAILED},
+    )  # fmt: skip
     Approval.objects.filter(run_id=run_id).close(_why(status, failure))
     if failure is not None:
         _report(failure)
@@ -328,12 +337,14 @@ UPDATE stages SET status = %(to)s WHERE stage_id = %(stage_id)s AND status = ANY
 """
 
 
-def stage_await_approval(run_id: str) -> Stage:
-    """CreatePullRequest → awaiting_approval, if still open (locked row, for the approval
-    written with it)."""
-    stage = Stage.objects.select_for_update().get(
-        run_id=run_id, name=Stage.Name.CREATE_PULL_REQUEST
-    )
+def stage_await_approval(run_id: str, name: str) -> Stage:
+    """The held stage ``name`` → awaiting_approval, if still open (locked row, for the approval
+    written with it). The workflow names it: CreatePullRequest's, or a check run's
+    verify_tests (held before any of a fork's code runs). A name that is not one of the run's
+    stages is refused (ValueError): nothing would wait, and a decision would resume nothing."""
+    stage = Stage.objects.select_for_update().filter(run_id=run_id, name=name).first()
+    if stage is None:
+        raise ValueError(f"run {run_id} has no stage {name!r} to hold for an approval")
     _write(
         _STAGE_AWAIT,
         {"stage_id": stage.pk, "to": StageStatus.AWAITING_APPROVAL, "from": OPEN_STAGE},

@@ -28,13 +28,14 @@ def fixture_name(test_name: str) -> str:
 
 def record_history(run, name: str) -> None:
     """A new fixture beside the others, when ``AMTP_RECORD_HISTORIES`` is set; a tag
-    (anything but 1) names it ``<name>.<tag>.json``. A recorded history is not overwritten:
-    from 1.0.0 on it stands for runs in flight that the workflow must still replay (before,
-    delete the fixtures a workflow change makes obsolete and record them again)."""
+    (anything but 1) names it ``<name>.<tag>.json``; ``AMTP_HISTORIES_DIR`` writes it
+    elsewhere (scripts/record_release_histories.py). A recorded history is not overwritten:
+    delete the current fixtures a workflow change makes obsolete and record them again."""
     tag = os.environ.get("AMTP_RECORD_HISTORIES")
     if not tag:
         return
-    path = HISTORIES / (f"{name}.json" if tag == "1" else f"{name}.{tag}.json")
+    folder = Path(os.environ.get("AMTP_HISTORIES_DIR") or HISTORIES)
+    path = folder / (f"{name}.json" if tag == "1" else f"{name}.{tag}.json")
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         history = json.loads(run_history(run.run_id).to_json())

@@ -8,16 +8,23 @@ cold without a word.
 """
 
 import pytest
+from temporalio import activity
 from temporalio.api.failure.v1 import Failure
 from temporalio.converter import DataConverter
+from temporalio.exceptions import ApplicationError
 
 from amtp_site.errors import ConfigurationError
+from runs.services import run_create
+from runs.temporal import types as t
 from runs.temporal import worker
 from runs.temporal.failures import MESSAGE_LIMIT, activity_failure
 from runs.temporal.worker import RespawningProcessPool
+from runs.temporal.worker_thread import WorkerThread
 from schemas.errors import SchemaValidationError
 from tests.agent_process_probe import fail_loudly, one_task
-from tests.temporal_worker import child_env
+from tests.factories import RepositoryFactory
+from tests.stub_stages import _name, stub_activities
+from tests.temporal_worker import child_env, wait_terminal
 
 pytestmark = pytest.mark.django_db(transaction=True)
 # The server's default limit for the failure it keeps of a retried activity.
@@ -96,3 +103,32 @@ def test_a_template_that_cannot_preload_fails_every_task_naming_the_module(
         pool.shutdown()
         worker._stop_template()  # the next test's pool starts one with the real template
     assert says in caplog.text  # the worker's log says it too
+
+
+def crawl_raising(*details):
+    @activity.defn(name=t.CRAWL_REPO)
+    async def crawl(run_id: str) -> str:
+        raise ApplicationError("the crawl broke without a type", *details, non_retryable=True)
+
+    return crawl
+
+
+@pytest.mark.parametrize("details", [(), ("details that are not a mapping",)])
+def test_a_typeless_application_error_fails_the_run_naming_it(temporal_env, details):
+    """An activity (a stand-in, or third-party code) raising an ApplicationError without a
+    type: the run ends failed, its error the class's name and the message, not an EndRun
+    retried forever on a failure it cannot decode."""
+    repo = RepositoryFactory(full_name="acme/typeless")
+    others = [a for a in stub_activities() if _name(a) != t.CRAWL_REPO]
+    with WorkerThread(
+        temporal_env.TEMPORAL_TASK_QUEUE,
+        processes=1,
+        activities=[crawl_raising(*details), *others],
+    ):
+        run = wait_terminal(run_create(repository=repo), 30)
+    assert (run.status, run.error_type) == ("failed", "ApplicationError")
+    assert run.error_message == "the crawl broke without a type"
+    crawl = run.stages.get(name="crawl_repo")
+    assert (crawl.status, crawl.error_type) == ("failed", "ApplicationError")
+    report = run.artifacts.get(kind="failure_report").content
+    assert (report["error"], report["stage"]) == ("ApplicationError", "crawl_repo")

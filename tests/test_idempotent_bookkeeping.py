@@ -46,7 +46,9 @@ def snapshot(run: Run) -> tuple:
             status="failed",
             failure=t.Failure(str(run.run_id), "crawl_repo", "GitHubForbidden", "no access"),
         ),
-        lambda run: approval_request(t.ApprovalRequest(str(run.run_id), "policy", "hold")),
+        lambda run: approval_request(
+            t.ApprovalRequest(str(run.run_id), "policy", "hold", "create_pull_request")
+        ),
     ],
     ids=["running", "passed", "cancelled", "failed", "approval-request"],
 )
@@ -59,7 +61,9 @@ def test_each_bookkeeping_write_repeated_ends_where_the_first_did(write):
 @pytest.mark.django_db
 def test_a_repeated_approval_request_returns_the_same_approval_and_expiring_it_twice_is_once():
     run = open_run()
-    request = t.ApprovalRequest(str(run.run_id), "branch-protection", "protected")
+    request = t.ApprovalRequest(
+        str(run.run_id), "branch-protection", "protected", "create_pull_request"
+    )
     approval_id = approval_request(request)
     assert approval_request(request) == approval_id
     approval_expire(approval_id)
@@ -236,3 +240,17 @@ def test_beginning_a_stage_follows_the_run_and_stage_states():
         assert Stage.objects.get(run=run, name="generate_test_cases").attempts == 0
     Stage.objects.filter(pk=stage.pk).update(status="passed")
     assert transitions.stage_begin(str(run.run_id), "crawl_repo") is False  # run finished
+
+
+@pytest.mark.django_db
+def test_an_approval_holds_the_stage_the_workflow_names_and_no_other():
+    run = open_run(kind="check")
+    request = t.ApprovalRequest(str(run.run_id), "policy", "fork", "verify_tests")
+    approval = run.approvals.get(pk=approval_request(request))
+    assert approval.stage.name == "verify_tests"
+    statuses = dict(run.stages.values_list("name", "status"))
+    assert statuses == {"verify_tests": "awaiting_approval", "report_check": "pending"}
+    other = open_run(kind="check")  # a check run has no create_pull_request stage to hold
+    with pytest.raises(ValueError, match="has no stage 'create_pull_request'"):
+        approval_request(t.ApprovalRequest(str(other.run_id), "policy", "x", "create_pull_request"))
+    assert not other.approvals.exists()

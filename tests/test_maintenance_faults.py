@@ -62,11 +62,13 @@ def with_stored_report(run: Run) -> Run:
     return run
 
 
-def check_run() -> Run:
+def check_run(**fields) -> Run:
     """A check run of pull request #7 at the fake's main (as a pull_request delivery makes)."""
     repository = RepositoryFactory(full_name=REPO, allowed_hosts=["127.0.0.1"])
     url = "http://127.0.0.1:9/?pr=7"  # never asked: the repository holds no tests to run
-    return run_create(repository=repository, ref=SHA, target_url=url, kind="check", pull_number=7)
+    return run_create(
+        repository=repository, ref=SHA, target_url=url, kind="check", pull_number=7, **fields
+    )
 
 
 def cancel_in_reverify_tests(temporal_env, marker) -> WorkerThread:

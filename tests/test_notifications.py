@@ -50,7 +50,10 @@ def wait_for(check, seconds=10.0):
 @pytest.mark.django_db(transaction=True)
 def test_a_held_run_notifies_the_webhook_once_after_its_hold_commits(receiver):
     run = open_run(receiver, notify_emails=[])
-    request = t.ApprovalRequest(str(run.run_id), "branch-protection", f"refused; token {TOKEN}")
+    comment = f"refused; token {TOKEN}"
+    request = t.ApprovalRequest(
+        str(run.run_id), "branch-protection", comment, "create_pull_request"
+    )
     approval_id = approval_request(request)
     assert approval_request(request) == approval_id  # the activity retried: no second one
     wait_for(lambda: Notification.objects.filter(status="sent").exists())

@@ -1,18 +1,23 @@
 """Recorded workflow histories replay without non-determinism errors.
 
-The fixtures are the histories of real test runs (`AMTP_RECORD_HISTORIES=1`, see
+Two sets (docs/releasing.md). The released histories (``fixtures/histories/released/<version>/``,
+recorded by ``make release-histories``) are frozen: every one replays on today's workflows and
+none changes (``released/SHA256SUMS``). The current ones, below, follow the workflow as it is
+and may be recorded again when an unreleased change reshapes it.
+
+The current fixtures are the histories of real test runs (`AMTP_RECORD_HISTORIES=1`, see
 tests/histories.py), one per path a workflow takes. TestGenerationWorkflow: passed (web,
 mobile), VerifyTests skipped and run with heals, a hold approved, rejected and expired, a
 stale base, a cancel in each stage, retries after a worker kill and service restarts.
 MaintenanceWorkflow: a maintenance run that heals and opens its PR, one cancelled in
 ReverifyTests, retries through GitHub 5xx and after a worker kill. CheckWorkflow: a check run
 reported and run again, one cancelled, one reported through GitHub 5xx. A change to a
-workflow that would break a running workflow fails here. Before 1.0.0 such a change
-re-records them; from 1.0.0 on, a released history keeps replaying (CHANGELOG.md).
+workflow that would break a running workflow fails here.
 """
 
 import base64
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -23,23 +28,56 @@ from temporalio.worker import Replayer
 
 from runs.temporal.activities import AgentActivities
 from runs.temporal.worker import ACTIVITIES, WORKFLOWS
+from tests import released
+from tests.released import RELEASED, RUN_WORKFLOWS, manifest_problems, workflow_type
 
-HISTORIES = sorted((Path(__file__).resolve().parent / "fixtures" / "histories").glob("*.json"))
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "histories"
+CURRENT = sorted(FIXTURES.glob("*.json"))
+HISTORIES = CURRENT + released.histories()
 
 
-def workflow_type(path: Path) -> str:
-    start = json.loads(path.read_text())["events"][0]
-    return start["workflowExecutionStartedEventAttributes"]["workflowType"]["name"]
+def history_id(path: Path) -> str:
+    return str(path.relative_to(FIXTURES).with_suffix(""))
 
 
 def test_there_are_histories_to_replay():
-    types = [workflow_type(path) for path in HISTORIES]
+    types = [workflow_type(path) for path in CURRENT]
     assert types.count("TestGenerationWorkflow") >= 20
     assert types.count("MaintenanceWorkflow") >= 3
     assert types.count("CheckWorkflow") >= 3
 
 
-@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+def test_every_release_has_histories_of_every_run_workflow():
+    versions = sorted(path for path in RELEASED.iterdir() if path.is_dir())
+    assert [v.name for v in versions][:1] == ["1.0.0"]
+    for version in versions:
+        types = {workflow_type(path) for path in version.glob("*.json")}
+        assert set(RUN_WORKFLOWS) <= types, (version.name, types)
+
+
+def test_released_histories_are_as_they_were_recorded():
+    """A released history stands for runs in flight on that release: it is never edited or
+    re-recorded. A new release adds a folder and its lines in SHA256SUMS."""
+    assert manifest_problems() == []
+
+
+def test_an_edited_missing_or_unlisted_released_history_is_found(tmp_path):
+    root = tmp_path / "released"
+    shutil.copytree(RELEASED, root)
+    first, second = released.histories(root)[:2]
+    first.write_bytes(first.read_bytes().replace(b"}", b"} ", 1))
+    second.unlink()
+    (root / "1.0.0" / "new.json").write_text("{}")
+    problems = manifest_problems(root)
+    assert problems == [
+        "1.0.0/new.json: not in SHA256SUMS",
+        f"{second.relative_to(root)}: missing",
+        f"{first.relative_to(root)}: changed (sha256 {released.sha256(first)}, "
+        f"SHA256SUMS says {released.read_manifest(root)[str(first.relative_to(root))]})",
+    ]
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[history_id(p) for p in HISTORIES])
 def test_history_replays_deterministically(path):
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     replayer = Replayer(workflows=list(WORKFLOWS))

@@ -1,6 +1,7 @@
 """CheckWorkflow: a pull request's check run. ReverifyTests against the pull request's preview
 (no heal, no file changed), then ReportCheckRun, which reports the result on GitHub; a check
-run whose tests could not run at all still reports why before it fails.
+run whose tests could not run at all still reports why before it fails (on ``verify_tests``).
+Code that is not the repository's own is held on ``verify_tests``, before any of it runs.
 
 Start, hold and end are :class:`runs.temporal.run_steps.RunSteps`' (composed). A cancelled
 check run is then reported to GitHub as concluded ``cancelled``, so the pull request shows why
@@ -33,7 +34,7 @@ class CheckWorkflow:
     async def _stages(self) -> None:
         run = self.steps
         if run.params.require_approval:  # a fork's code runs only once someone approved
-            await run.hold("policy", FORK_APPROVAL)
+            await run.hold(t.STAGE_OF[t.REVERIFY_TESTS], "policy", FORK_APPROVAL)
         try:
             await run.activity(t.REVERIFY_TESTS, result_type=t.Reverified)
         except FailureError as err:

@@ -16,7 +16,12 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ApplicationError, FailureError, is_cancelled_exception
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    FailureError,
+    is_cancelled_exception,
+)
 from temporalio.workflow import ActivityCancellationType
 
 # ``import a.b.c``, not ``from a.b import c``: the sandbox passes through what ``__import__``
@@ -39,13 +44,23 @@ def cause(err: BaseException) -> ApplicationError | None:
 
 
 def _failure(run_id: str, stage: str, err: FailureError) -> t.Failure:
+    """The run's failure from an activity's error, on the stage of the activity that raised
+    it (``stage``, the latest one begun, for any other error): a check run reports its tests'
+    failure before the run ends with it, and that failure stays the tests'. An
+    ApplicationError raised without a type (or with details that are not a mapping) is named
+    by its class: EndRun's input must decode, or EndRun is retried forever."""
+    if isinstance(err, ActivityError):
+        stage = t.STAGE_OF.get(err.activity_type, stage)
     found = cause(err)
+    if found is None:
+        return t.Failure(run_id, stage, type(err).__name__, str(err))
+    details = found.details[0] if found.details else {}
     return t.Failure(
         run_id,
         stage,
-        found.type if found else type(err).__name__,
-        found.message if found else str(err),
-        (found.details or [{}])[0] if found and found.details else {},
+        found.type or type(found).__name__,
+        found.message,
+        details if isinstance(details, dict) else {},
     )
 
 
@@ -125,11 +140,12 @@ class RunSteps:
             else ActivityCancellationType.TRY_CANCEL,
         )
 
-    async def hold(self, approver: str, comment: str) -> None:
-        """Write the approvals row, wait for the decision signal (or the timeout); a rejected
-        or expired approval fails the run."""
+    async def hold(self, stage: str, approver: str, comment: str) -> None:
+        """Hold ``stage`` (it waits, ``awaiting_approval``): write the approvals row, wait for
+        the decision signal (or the timeout); a rejected or expired approval fails the run on
+        that stage."""
         self._decision = None
-        request = t.ApprovalRequest(self.run_id, approver, comment)
+        request = t.ApprovalRequest(self.run_id, approver, comment, stage)
         approval_id = await self._local(t.REQUEST_APPROVAL, request, self._book_retry)
         try:
             await workflow.wait_condition(
@@ -141,7 +157,7 @@ class RunSteps:
             raise _Rejected(
                 t.Failure(
                     self.run_id,
-                    PR_STAGE,
+                    stage,
                     "ApprovalTimedOut",
                     f"nobody decided the {approver} approval within "
                     f"{self.params.approval_timeout_s:.0f} s; start a new run",
@@ -152,7 +168,7 @@ class RunSteps:
             raise _Rejected(
                 t.Failure(
                     self.run_id,
-                    PR_STAGE,
+                    stage,
                     "ApprovalRejected",
                     f"rejected by {by}: {self._decision.comment or '(no comment)'}",
                 )

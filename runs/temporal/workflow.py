@@ -38,7 +38,7 @@ class TestGenerationWorkflow:
         if not code.verification_skipped:
             await run.activity(t.VERIFY_TESTS)
         if run.params.require_approval:
-            await run.hold("policy", POLICY_APPROVAL)
+            await run.hold(steps.PR_STAGE, "policy", POLICY_APPROVAL)
         await self._pull_request()
 
     async def _pull_request(self) -> None:
@@ -51,4 +51,4 @@ class TestGenerationWorkflow:
                 if cause is None or cause.type != "BranchProtectionViolation":
                     raise
                 body = (cause.details or [{}])[0].get("body", cause.message)
-                await self.steps.hold("branch-protection", body)
+                await self.steps.hold(steps.PR_STAGE, "branch-protection", body)

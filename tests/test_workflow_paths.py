@@ -1,0 +1,133 @@
+"""The check and maintenance workflows' paths no other module takes, on the real worker: a
+check run of code that is not the repository's own, held on verify_tests until approved (or
+failed there when rejected or left undecided); a check run whose tests cannot run, reported on
+GitHub before it fails on verify_tests (and on both stages when the report fails too); a
+maintenance run whose pull request GitHub forbids, failed on that stage. Some of their
+histories are among the released replay fixtures (docs/releasing.md)."""
+
+import pytest
+
+from approvals.services import approval_decide
+from runs.models import ArtifactKind, Run
+from runs.services import run_create
+from runs.temporal.check_workflow import FORK_APPROVAL
+from runs.temporal.worker_thread import WorkerThread
+from tests import webhook_support
+from tests.factories import RepositoryFactory
+from tests.temporal_worker import wait_for, wait_terminal, worker_setting
+from tests.test_check_runs import SPEC
+from tests.test_maintenance_faults import PREVIEW, REPO, check_run, with_stored_report
+from tests.test_workflow import record_histories  # noqa: F401  (AMTP_RECORD_HISTORIES=1)
+from tests.test_workflow_verify import closed_port_url
+
+pytestmark = pytest.mark.django_db(transaction=True)
+hub = webhook_support.hub  # acme/shop on the fake GitHub, main at SHA
+
+
+def test_a_check_run_held_for_approval_runs_once_approved(hub, temporal_env):
+    run = check_run(held=True)
+    with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=1):
+        wait_for(run, lambda r: r.approvals.filter(decision="pending").exists(), 60)
+        assert hub.check_runs(REPO) == []  # nothing of the fork's code ran or was reported
+        assert run.stages.get(name="verify_tests").status == "awaiting_approval"
+        approval = run.approvals.get()
+        assert (approval.approver, approval.comment) == ("policy", FORK_APPROVAL)
+        approval_decide(approval=approval, decision="approved", decided_by="alice", comment="")
+        run = wait_terminal(run, 60)
+    assert run.status == "passed", (run.error_type, run.error_message)
+    (check,) = hub.check_runs(REPO)
+    assert (check["external_id"], check["conclusion"]) == (str(run.run_id), "neutral")
+
+
+def test_a_check_run_whose_tests_cannot_run_reports_why_then_fails(
+    hub, temporal_env, settings, monkeypatch, tmp_path
+):
+    worker_setting(settings, monkeypatch, "AMTP_VERIFY_EVIDENCE_DIR", tmp_path / "evidence")
+    head = hub.push(REPO, "main", {"e2e/amtp/shop.spec.ts": SPEC})
+    url = closed_port_url()
+    repository = RepositoryFactory(full_name=REPO, allowed_hosts=["127.0.0.1"])
+    with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=1):
+        run = run_create(
+            repository=repository, ref=head, target_url=url, kind="check", pull_number=7
+        )
+        run = wait_terminal(run, 90)
+    assert (run.status, run.error_type) == ("failed", "TargetUnreachable"), run.error_message
+    assert stage_ends(run) == {
+        "verify_tests": ("failed", "TargetUnreachable"),
+        "report_check": ("passed", ""),
+    }
+    assert failure_report(run)["stage"] == "verify_tests"  # not the report that followed it
+    (check,) = hub.check_runs(REPO)
+    assert (check["head_sha"], check["status"]) == (head, "completed")
+    assert check["conclusion"] != "success"
+
+
+def test_a_check_run_whose_tests_and_report_both_fail_ends_both_stages_failed(
+    hub, temporal_env, settings, monkeypatch, tmp_path
+):
+    worker_setting(settings, monkeypatch, "AMTP_VERIFY_EVIDENCE_DIR", tmp_path / "evidence")
+    head = hub.push(REPO, "main", {"e2e/amtp/shop.spec.ts": SPEC})
+    hub.forbid(REPO)  # the check run cannot be written: the report fails too
+    repository = RepositoryFactory(full_name=REPO, allowed_hosts=["127.0.0.1"])
+    with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=1):
+        run = run_create(
+            repository=repository, ref=head, target_url=closed_port_url(), kind="check",
+            pull_number=7,
+        )  # fmt: skip
+        run = wait_terminal(run, 90)
+    assert (run.status, run.error_type) == ("failed", "GitHubForbidden"), run.error_message
+    assert stage_ends(run) == {
+        "verify_tests": ("failed", "TargetUnreachable"),
+        "report_check": ("failed", "GitHubForbidden"),
+    }
+    assert failure_report(run)["stage"] == "report_check"
+    assert hub.check_runs(REPO) == []
+
+
+@pytest.mark.parametrize("decided", ["rejected", "expired"])
+def test_a_check_run_held_then_rejected_or_expired_fails_on_the_stage_that_waited(
+    hub, temporal_env, settings, monkeypatch, decided
+):
+    if decided == "expired":
+        worker_setting(settings, monkeypatch, "AMTP_APPROVAL_TIMEOUT_S", 2)
+    run = check_run(held=True)
+    with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=1):
+        wait_for(run, lambda r: r.approvals.exists(), 60)
+        approval = run.approvals.get()
+        assert approval.stage.name == "verify_tests"
+        if decided == "rejected":
+            approval_decide(approval=approval, decision="rejected", decided_by="bob", comment="no")
+        run = wait_terminal(run, 60)
+    error_type = {"rejected": "ApprovalRejected", "expired": "ApprovalTimedOut"}[decided]
+    assert (run.status, run.error_type) == ("failed", error_type), run.error_message
+    assert stage_ends(run) == {
+        "verify_tests": ("failed", error_type),
+        "report_check": ("skipped", ""),
+    }
+    assert failure_report(run) == {
+        "error": error_type, "message": run.error_message, "stage": "verify_tests"
+    }  # fmt: skip
+    assert run.approvals.get().decision == "rejected"
+    assert hub.check_runs(REPO) == []  # none of the fork's code ran, nothing was reported
+
+
+def stage_ends(run: Run) -> dict:
+    return {name: (status, error) for name, status, error in
+            run.stages.values_list("name", "status", "error_type")}  # fmt: skip
+
+
+def failure_report(run: Run) -> dict:
+    return run.artifacts.get(kind=ArtifactKind.FAILURE_REPORT).content
+
+
+def test_a_maintenance_run_whose_pull_request_is_forbidden_fails_on_that_stage(hub, temporal_env):
+    hub.fail(403, "Resource not accessible by integration", method="POST", path=r"/git/refs$")
+    repo = RepositoryFactory(full_name=REPO, preview_url=PREVIEW)
+    run = with_stored_report(run_create(repository=repo, kind="maintenance"))
+    with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=1):
+        run = wait_terminal(run, 60)
+    assert (run.status, run.error_type) == ("failed", "GitHubForbidden"), run.error_message
+    stages = dict(run.stages.values_list("name", "status"))
+    assert stages == {"verify_tests": "passed", "create_pull_request": "failed"}
+    assert hub.pulls(REPO) == []
+    assert not Run.objects.filter(pr_number__isnull=False).exists()
