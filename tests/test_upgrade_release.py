@@ -1,0 +1,93 @@
+"""The upgrade path (issue 43): runs in flight on the newest release (tests/fixtures/releases.txt;
+its own code, from git history) survive an upgrade to this tree and end on its worker, each
+with exactly one pull request. How: tests/upgrade_release.py. A longer version with more runs:
+scripts/upgrade_drill.py.
+
+Real PostgreSQL (a database of its own), Valkey and Temporal (a task queue of its own); the
+fake GitHub over HTTP; the offline provider. The release's worker is SIGKILLed with a run
+held for approval, one writing its pull request, one waiting for its repository's slot, and
+one submitted meanwhile."""
+
+import os
+import time
+
+import pytest
+
+from amtp_site.child import connection_env
+from amtp_site.valkey import concurrency_key, pr_lock_key
+from tests.fakes.github_api import FakeGitHub
+from tests.upgrade_release import (
+    FAST,
+    NO_COMMIT,
+    Upgrade,
+    newest_release,
+    release_tree,
+    scratch_database,
+)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runs_in_flight_on_the_newest_release_finish_after_the_upgrade(
+    temporal_env, valkey, tmp_path
+):
+    version, commit = newest_release()
+    try:
+        release = release_tree(version, commit, tmp_path / f"amtp-{version}")
+    except LookupError as missing:
+        pytest.fail(str(missing))  # never skipped: a shallow clone must fetch the history
+    (tmp_path / "logs").mkdir()
+    started = time.monotonic()
+    with FakeGitHub() as github, scratch_database(connection_env()["DATABASE_URL"]) as db:
+        env = {
+            **{k: v for k, v in os.environ.items() if k != "AMTP_TEST_DATABASE_NAME"},
+            **FAST,
+            "DATABASE_URL": db,
+            "VALKEY_URL": temporal_env.VALKEY_URL,
+            "TEMPORAL_ADDRESS": temporal_env.TEMPORAL_ADDRESS,
+            "TEMPORAL_TASK_QUEUE": temporal_env.TEMPORAL_TASK_QUEUE,
+            "GITHUB_API_URL": github.url,
+            "GITHUB_TOKEN": github.token,
+        }
+        upgrade = Upgrade(release, env, github, tmp_path / "logs")
+        upgrade.migrate(release)
+        upgrade.before()
+        assert {
+            key: upgrade.rows("SELECT status FROM runs WHERE run_id = %s", run_id)[0][0]
+            for key, run_id in upgrade.runs.items()
+        } == {
+            "held-0": "running",
+            "writing-0": "running",
+            "waiting-0": "running",
+            "submitted-0": "pending",
+        }
+        writing = upgrade.runs["writing-0"]
+        assert upgrade.stage(writing, "create_pull_request")[0] == "running"
+        # The killed worker's PR lock and slots are still there: they are the new one's to free.
+        assert valkey.get(pr_lock_key("acme/writing-0")) == writing.encode()
+        assert valkey.zcard(concurrency_key("acme/writing-0")) == 1  # the waiting run waits
+        assert valkey.zcard(concurrency_key("acme/held-0")) == 1
+        assert len(github.pulls("acme/writing-0")) == 1  # made once the worker was gone
+        upgrade.after()
+        problems = upgrade.problems(valkey)
+        adopted = upgrade.rows(
+            "SELECT content->>'adopted' FROM artifacts WHERE run_id = %s AND kind = 'pull_request'",
+            writing,
+        )
+        attempts = upgrade.rows(
+            "SELECT attempts FROM stages WHERE run_id = %s AND name = 'create_pull_request'",
+            writing,
+        )
+    print(f"upgrade from {version}: {time.monotonic() - started:.0f} s; {upgrade.timings}")
+    assert problems == [], problems
+    # The PR the release's worker had asked for (GitHub made it, the worker died before hearing
+    # so) is the one the run has: adopted, not opened again.
+    assert adopted == [("true",)]
+    assert attempts == [(2,)]  # the release's attempt, then the new worker's
+
+
+def test_a_release_missing_from_the_checkout_fails_saying_to_fetch_the_history(tmp_path):
+    """A shallow clone lacks the release's commit: the upgrade test fails, never skips."""
+    with pytest.raises(LookupError) as raised:
+        release_tree("9.9.9", "0" * 40, tmp_path)
+    assert str(raised.value) == NO_COMMIT.format(version="9.9.9", commit="0" * 40)
+    assert "git fetch --unshallow" in str(raised.value)
