@@ -150,7 +150,7 @@ def test_a_held_request_waits_others_go_on_and_it_is_carried_out_once_released(g
     while "refs/heads/slow" not in gh.refs(REPO) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert gh.refs(REPO)["refs/heads/slow"] == gh.base
-    # Only the next matching request was held: this one is answered at once.
+    # Released, the hold is over: this one is answered at once.
     again = call(
         gh, "POST", f"/repos/{REPO}/git/refs", gh.token, json={**ref, "ref": "refs/heads/b"}
     )

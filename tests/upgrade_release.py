@@ -50,7 +50,7 @@ from tests.worker_process import kill_worker, start_worker, stop_worker
 ROOT = Path(__file__).resolve().parent.parent
 RELEASES = ROOT / "tests" / "fixtures" / "releases.txt"
 STEPS = Path(__file__).with_name("upgrade_steps.py")
-ROLES = ("held", "writing", "waiting", "submitted")
+PENDING = "SELECT 1 FROM approvals WHERE run_id = %s AND decision = 'pending'"
 NO_COMMIT = (
     "release {version}'s commit {commit} (tests/fixtures/releases.txt) is not in this "
     "checkout (a shallow clone?): fetch the full history (git fetch --unshallow --tags), then "
@@ -188,6 +188,7 @@ class Upgrade:
 
     def before(self) -> None:
         """Runs in flight on the release, then its worker's process group SIGKILLed."""
+        started = time.monotonic()
         for n in range(self.sets):
             for role, limit in (("held", 2), ("writing", 1), ("submitted", 2)):
                 self.github.create_repo(self.repo(role, n), DEMO_WEB)
@@ -202,31 +203,28 @@ class Upgrade:
             held.release()  # GitHub carries out the write whose client is gone
         for n in range(self.sets):  # submitted while no worker runs
             self.runs[f"submitted-{n}"] = self.step(self.release, "run", self.repo("submitted", n))
+        self.timings["runs in flight on the release in"] = time.monotonic() - started
 
     def _in_flight(self) -> None:
+        """Each kind of run in every set at once, then waited for until in its place."""
         for n in range(self.sets):
             self.runs[f"held-{n}"] = self.step(self.release, "run", self.repo("held", n))
         for n in range(self.sets):
-            run_id = self.runs[f"held-{n}"]
-            self.wait(
-                f"run {run_id} held for approval",
-                lambda run_id=run_id: self.rows(
-                    "SELECT 1 FROM approvals WHERE run_id = %s AND decision = 'pending'", run_id
-                ),
-                240,
-            )
-        for n in range(self.sets):
             repo = self.repo("writing", n)
-            held = self.github.hold("POST", f"/repos/{repo}/pulls$")
-            self.holds.append(held)
+            self.holds.append(self.github.hold("POST", f"/repos/{repo}/pulls$"))
             self.runs[f"writing-{n}"] = self.step(self.release, "run", repo)
-            self.wait(f"{repo}'s POST /pulls", held.arrived.is_set, 240)
-            run_id = self.runs[f"waiting-{n}"] = self.step(self.release, "run", repo)
+        for n in range(self.sets):
+            run_id = self.runs[f"held-{n}"]
+            self.wait(f"run {run_id} held", lambda r=run_id: self.rows(PENDING, r), 240)
+        for n, held in enumerate(self.holds):
+            self.wait(f"{self.repo('writing', n)}'s POST /pulls", held.arrived.is_set, 240)
+        for n in range(self.sets):
+            self.runs[f"waiting-{n}"] = self.step(self.release, "run", self.repo("writing", n))
+        for n in range(self.sets):
+            run_id = self.runs[f"waiting-{n}"]
             self.wait(
                 f"run {run_id} waiting for a slot",
-                lambda run_id=run_id: (
-                    self.stage(run_id, "crawl_repo")[1] == "RepoConcurrencyLimited"
-                ),
+                lambda r=run_id: self.stage(r, "crawl_repo")[1] == "RepoConcurrencyLimited",
                 120,
             )
 

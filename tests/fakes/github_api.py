@@ -428,8 +428,8 @@ class _App:
 
 @dataclass
 class Held:
-    """A request :meth:`FakeGitHub.hold` keeps waiting: ``arrived`` once it came, carried out
-    once ``release()`` is called."""
+    """Requests :meth:`FakeGitHub.hold` keeps waiting: ``arrived`` once the first came, carried
+    out once ``release()`` is called."""
 
     method: str
     path: str
@@ -702,11 +702,11 @@ class FakeGitHub(LabelsAndDrafts, CheckRuns):
         self.fail(status, "Server Error", calls=calls, **match)
 
     def hold(self, method: str, path: str) -> Held:
-        """Keep the next request matching ``method`` and ``path`` (a regex) waiting, before it
-        is carried out, until the returned hold is released (at most ``HOLD_MAX_S``): a slow
-        answer, with every other request served meanwhile. Released, the request is carried
-        out and answered whether or not its client is still there, as GitHub finishes a write
-        whose client went away."""
+        """Keep every request matching ``method`` and ``path`` (a regex) waiting, before it is
+        carried out, until the returned hold is released (at most ``HOLD_MAX_S``): a slow
+        answer, with every other request served meanwhile. Released, each is carried out and
+        answered whether or not its client is still there, as GitHub finishes a write whose
+        client went away (a client's retry after its timeout waits too)."""
         held = Held(method, path)
         with self._lock:
             self._holds.append(held)
@@ -714,14 +714,10 @@ class FakeGitHub(LabelsAndDrafts, CheckRuns):
 
     def _wait_if_held(self, method: str, path: str) -> None:
         with self._lock:
-            found = next(
-                (h for h in self._holds if h.method == method and re.search(h.path, path)), None
-            )
-            if found is not None:
-                self._holds.remove(found)
-        if found is not None:
-            found.arrived.set()
-            found.released.wait(HOLD_MAX_S)
+            holds = [h for h in self._holds if h.method == method and re.search(h.path, path)]
+        for held in holds:
+            held.arrived.set()
+            held.released.wait(HOLD_MAX_S)
 
     def after_calls(self, calls: int, callback) -> None:
         """Run ``callback`` just before the ``calls``-th next request is served."""
