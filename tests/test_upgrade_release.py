@@ -19,9 +19,11 @@ from tests.fakes.github_api import FakeGitHub
 from tests.upgrade_release import (
     FAST,
     NO_COMMIT,
+    RELEASES,
     Upgrade,
     newest_release,
     release_tree,
+    releases,
     scratch_database,
 )
 
@@ -91,3 +93,29 @@ def test_a_release_missing_from_the_checkout_fails_saying_to_fetch_the_history(t
         release_tree("9.9.9", "0" * 40, tmp_path)
     assert str(raised.value) == NO_COMMIT.format(version="9.9.9", commit="0" * 40)
     assert "git fetch --unshallow" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("", "names no release"),
+        ("# only a comment\n", "names no release"),
+        ("1.0.0 e0957d3\n", "line 1: expected"),  # a short id: ambiguous as history grows
+        ("1.0.0 v1.0.0\n", "line 1: expected"),  # a tag can move
+        (f"1.0 {'a' * 40}\n", "line 1: expected"),
+        (f"1.0.0 {'A' * 40}\n", "line 1: expected"),
+        (f"1.0.0 {'a' * 40} extra\n", "line 1: expected"),
+        (f"1.0.0 {'a' * 40}; rm -rf /\n", "line 1: expected"),
+        (f"1.1.0 {'a' * 40}\n1.0.9 {'b' * 40}\n", "line 2: 1.0.9 is not after 1.1.0"),
+        (f"1.0.0 {'a' * 40}\n1.0.0 {'b' * 40}\n", "line 2: 1.0.0 is not after 1.0.0"),
+    ],
+)
+def test_a_malformed_releases_file_is_refused_naming_the_line_and_rule(text, words):
+    with pytest.raises(ValueError, match=words):
+        releases(text)
+
+
+def test_the_releases_file_parses_and_its_versions_rise():
+    found = releases(RELEASES.read_text())
+    assert found[-1] == newest_release() and found[0][0] == "1.0.0"
+    assert releases(f"# c\n\n1.0.0 {'a' * 40}\n1.10.0 {'b' * 40}\n")[-1][0] == "1.10.0"

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 import subprocess
 import sys
 import tarfile
@@ -54,6 +55,9 @@ STEPS = Path(__file__).with_name("upgrade_steps.py")
 OPEN_RUNS = "SELECT run_id FROM runs WHERE run_id = ANY(%s) AND status IN ('pending', 'running')"
 CLOSED = ("COMPLETED", "FAILED", "CANCELED", "TERMINATED", "CONTINUED_AS_NEW", "TIMED_OUT")
 PENDING = "SELECT 1 FROM approvals WHERE run_id = %s AND decision = 'pending'"
+VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
+COMMIT = re.compile(r"[0-9a-f]{40}")
+RELEASE_LINE = "expected '<major>.<minor>.<patch> <the full 40-hex commit id>'"
 NO_COMMIT = (
     "release {version}'s commit {commit} (tests/fixtures/releases.txt) is not in this "
     "checkout (a shallow clone?): fetch the full history (git fetch --unshallow --tags), then "
@@ -73,15 +77,34 @@ FAST = {
 }
 
 
+def releases(text: str) -> list[tuple[str, str]]:
+    """The releases file's (version, commit) lines, or ValueError naming the line and the
+    rule: ``<major>.<minor>.<patch> <40-hex commit id>``, versions rising (oldest first)."""
+    found: list[tuple[str, str]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split()
+        if len(fields) != 2 or not VERSION.fullmatch(fields[0]) or not COMMIT.fullmatch(fields[1]):
+            raise ValueError(f"{RELEASES.name} line {number}: {RELEASE_LINE}, not {line!r}")
+        if found and _numbers(fields[0]) <= _numbers(found[-1][0]):
+            raise ValueError(
+                f"{RELEASES.name} line {number}: {fields[0]} is not after {found[-1][0]} "
+                "(oldest first)"
+            )
+        found.append((fields[0], fields[1]))
+    if not found:
+        raise ValueError(f"{RELEASES.name} names no release")
+    return found
+
+
+def _numbers(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
 def newest_release() -> tuple[str, str]:
-    """(version, commit) of the last line of the releases file."""
-    lines = [
-        line.split()
-        for line in RELEASES.read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
-    version, commit = lines[-1]
-    return version, commit
+    """(version, commit) of the releases file's last line."""
+    return releases(RELEASES.read_text())[-1]
 
 
 def release_tree(version: str, commit: str, into: Path) -> Path:
@@ -144,10 +167,10 @@ class Upgrade:
 
     def migrate(self, root: Path) -> None:
         started = time.monotonic()
-        self.step_manage(root, "migrate", "--no-input")
+        self.manage(root, "migrate", "--no-input")
         self.timings[f"migrate {root.name}"] = time.monotonic() - started
 
-    def step_manage(self, root: Path, *args: str) -> None:
+    def manage(self, root: Path, *args: str) -> None:
         done = subprocess.run(
             [sys.executable, "manage.py", *args],
             cwd=root,
