@@ -68,7 +68,8 @@ def test_runs_in_flight_on_the_newest_release_finish_after_the_upgrade(
         assert valkey.get(pr_lock_key("acme/writing-0")) == writing.encode()
         assert valkey.zcard(concurrency_key("acme/writing-0")) == 1  # the waiting run waits
         assert valkey.zcard(concurrency_key("acme/held-0")) == 1
-        assert len(github.pulls("acme/writing-0")) == 1  # made once the worker was gone
+        # GitHub made the PR the killed worker had asked for, once its hold was released.
+        upgrade.wait("the held PR", lambda: github.pulls("acme/writing-0"), 30)
         upgrade.after()
         problems = upgrade.problems(valkey)
         adopted = upgrade.rows(
