@@ -128,3 +128,30 @@ def test_labels_need_issues_or_pull_requests_write(gh):
     for app_id, (permissions, status) in enumerate(perms, start=21):
         token = gh.installation_token(gh.install_app(app_id, rsa_pair()[1], [REPO], permissions))
         assert call(gh, "POST", url, token, json=body).status_code == status, permissions
+
+
+def test_a_held_request_waits_others_go_on_and_it_is_carried_out_once_released(gh):
+    """The fake's ``hold`` (tests/upgrade_release.py): a write kept waiting, every other
+    request answered meanwhile; released after its client gave up, it is still made."""
+    held = gh.hold("POST", r"/git/refs$")
+    ref = {"ref": "refs/heads/slow", "sha": gh.base}
+    with pytest.raises(requests.Timeout):  # the client gives up, as a killed worker would
+        requests.post(
+            gh.url + f"/repos/{REPO}/git/refs",
+            json=ref,
+            headers={"Authorization": f"token {gh.token}"},
+            timeout=1,
+        )
+    assert held.arrived.is_set()
+    assert call(gh, "GET", f"/repos/{REPO}/git/ref/heads/main", gh.token).status_code == 200
+    assert "refs/heads/slow" not in gh.refs(REPO)
+    held.release()
+    deadline = time.monotonic() + 5
+    while "refs/heads/slow" not in gh.refs(REPO) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gh.refs(REPO)["refs/heads/slow"] == gh.base
+    # Released, the hold is over: this one is answered at once.
+    again = call(
+        gh, "POST", f"/repos/{REPO}/git/refs", gh.token, json={**ref, "ref": "refs/heads/b"}
+    )
+    assert again.status_code == 201

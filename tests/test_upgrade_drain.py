@@ -18,6 +18,9 @@ from temporalio.exceptions import ApplicationError
 
 from amtp_site import valkey as valkey_mod
 from amtp_site.temporal import connect
+from approvals.activities import request_approval
+from approvals.models import Approval
+from approvals.services import approval_decide
 from runs import transitions
 from runs.services import run_create
 from runs.temporal import activities as run_activities
@@ -31,7 +34,7 @@ from runs.temporal.reconcile import (
 )
 from runs.temporal.worker_thread import WorkerThread
 from tests.factories import RepositoryFactory
-from tests.old_workflow import OldShapeWorkflow
+from tests.old_workflow import OldHoldingWorkflow, OldShapeWorkflow
 from tests.stub_stages import _name, stub_activities
 from tests.temporal_worker import wait_for, wait_terminal
 
@@ -99,6 +102,46 @@ def test_a_run_left_on_the_old_workflow_shape_ends_failed_saying_why(temporal_en
     assert run.pr_url == ""
     assert run.stages.get(name="create_pull_request").status == "skipped"
     assert reconcile_runs(grace_s=0) == []
+
+
+def test_a_run_held_on_the_old_workflow_shape_ends_failed_once_its_approval_is_decided(
+    temporal_env,
+):
+    """A run the old release held for approval (not drained: nobody decided before the
+    upgrade). Today's worker leaves it alone while nothing happens to it, reconcile too; the
+    approval, decided after the upgrade, wakes it: the worker fails the workflow, reconcile
+    ends the run WorkflowIncompatible, its slot freed, no pull request."""
+    repo = RepositoryFactory(full_name="acme/held-upgraded")
+    queue = temporal_env.TEMPORAL_TASK_QUEUE
+    old = WorkerThread(
+        queue,
+        processes=1,
+        workflows=[OldHoldingWorkflow],
+        activities=[run_activities.start_run, request_approval],
+    ).start()
+    try:
+        run = run_create(repository=repo)
+        wait_for(run, lambda r: r.approvals.filter(decision="pending").exists(), 30)
+    finally:
+        old.stop()  # the upgrade, the run still held
+    with WorkerThread(queue, processes=1, activities=stub_activities()):
+        [held] = reconcile_runs(grace_s=0)
+        assert (held.workflow, held.action) == ("RUNNING", "left")  # nothing happened to it
+        assert _closed(str(run.pk), 1) == WorkflowExecutionStatus.RUNNING
+        approval = Approval.objects.get(run=run, decision="pending")
+        approval_decide(approval=approval, decision="approved", decided_by="alice")
+        assert _closed(str(run.pk), 30) == WorkflowExecutionStatus.FAILED
+        [outcome] = reconcile_runs(grace_s=0)
+    run.refresh_from_db()
+    assert (outcome.workflow, outcome.action) == ("FAILED", "failed"), outcome
+    assert (run.status, run.error_type) == ("failed", WORKFLOW_INCOMPATIBLE)
+    assert run.error_message.startswith(INCOMPATIBLE), run.error_message
+    assert valkey_mod.concurrency_count(repo.full_name) == 0
+    assert run.pr_url == ""
+    assert list(run.approvals.values_list("decision", "decided_by")) == [("approved", "alice")]
+    stages = dict(run.stages.values_list("name", "status"))
+    assert stages["create_pull_request"] == "failed", stages  # where it was held
+    assert set(stages.values()) == {"failed", "skipped"}, stages
 
 
 @activity.defn(name=t.CRAWL_REPO)

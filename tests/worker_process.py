@@ -32,8 +32,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def start_worker(
-    log_path: Path, queue: str, *interceptors: str, processes: int = 1
+    log_path: Path,
+    queue: str,
+    *interceptors: str,
+    processes: int = 1,
+    root: Path = ROOT,
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen:
+    """The worker of the source tree at ``root`` (another release's: tests/test_upgrade_release.py),
+    with ``env`` (default: this process's environment)."""
     if interceptors:
         cmd = ["-m", "tests.worker_process", queue, str(processes), *interceptors]
     else:
@@ -41,7 +48,8 @@ def start_worker(
     with open(log_path, "a") as log:  # the child keeps its own copy of the descriptor
         return subprocess.Popen(
             [sys.executable, *cmd],
-            cwd=ROOT,
+            cwd=root,
+            env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

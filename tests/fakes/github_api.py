@@ -18,7 +18,7 @@ Switches: protect (a ruleset or classic branch protection, answering in each wor
 uses), forbid, rate_limit (primary or secondary, with or without retry-after),
 flaky_ref_creation and flaky_base_tree (GitHub's transient 422s), no_drafts (a plan without
 draft pull requests), server_error, fail (any answer, before or after the request is
-carried out), move_base / after_calls (something happens mid-operation),
+carried out), hold (a request kept waiting until released), move_base / after_calls (something happens mid-operation),
 max_recursive_entries and max_recursive_bytes (when recursive tree listings report
 ``truncated``), token_ttl, token_scopes. Drafts and labels: github_labels; check runs: github_checks.
 
@@ -28,6 +28,7 @@ Every behaviour that is not plain REST documentation names its public source whe
 from __future__ import annotations
 
 import base64
+import dataclasses
 import fnmatch
 import hashlib
 import io
@@ -57,6 +58,7 @@ CODELOAD = "/_codeload/"  # codeload.github.com's part: where archive downloads 
 GHES_PREFIX = "/api/v3"  # GHES: "prefixed with the following URL: http(s)://HOSTNAME/api/v3"
 GHES_VERSION = "3.17.0"  # sent as X-GitHub-Enterprise-Version by every GHES API answer
 # What GitHub's web UI answers for a page that does not exist: HTML, not the API's JSON.
+HOLD_MAX_S = 300.0  # a held request goes on by itself after this long (a test that forgot it)
 WEB_NOT_FOUND = "<!DOCTYPE html>\n<html><head><title>Page not found · GitHub</title></head></html>"
 # How each ruleset rule words its refusal (git push GH013 lines and REST messages):
 # creation: dmf-mxl/mxl#356; pull_request: satisfactory-factories/application#67;
@@ -425,6 +427,20 @@ class _App:
 
 
 @dataclass
+class Held:
+    """Requests :meth:`FakeGitHub.hold` keeps waiting: ``arrived`` once the first came, carried
+    out once ``release()`` is called."""
+
+    method: str
+    path: str
+    arrived: threading.Event = dataclasses.field(default_factory=threading.Event)
+    released: threading.Event = dataclasses.field(default_factory=threading.Event)
+
+    def release(self) -> None:
+        self.released.set()
+
+
+@dataclass
 class _Fault:
     reply: Reply
     calls: int
@@ -457,6 +473,7 @@ class FakeGitHub(LabelsAndDrafts, CheckRuns):
         self._grants: dict[str, Grant] = {self.token: Grant(None, float("inf"))}
         self._apps: dict[str, _App] = {}
         self._faults: list[_Fault] = []
+        self._holds: list[Held] = []
         self._later: list[list] = []  # [calls_left, callback]
         self._archives: dict[str, tuple[str, str]] = {}  # codeload token -> (repo, commit)
         self._clock = 1_700_000_000  # seeded commits get deterministic dates, hence SHAs
@@ -683,6 +700,24 @@ class FakeGitHub(LabelsAndDrafts, CheckRuns):
 
     def server_error(self, calls=1, *, status=500, **match) -> None:
         self.fail(status, "Server Error", calls=calls, **match)
+
+    def hold(self, method: str, path: str) -> Held:
+        """Keep every request matching ``method`` and ``path`` (a regex) waiting, before it is
+        carried out, until the returned hold is released (at most ``HOLD_MAX_S``): a slow
+        answer, with every other request served meanwhile. Released, each is carried out and
+        answered whether or not its client is still there, as GitHub finishes a write whose
+        client went away (a client's retry after its timeout waits too)."""
+        held = Held(method, path)
+        with self._lock:
+            self._holds.append(held)
+        return held
+
+    def _wait_if_held(self, method: str, path: str) -> None:
+        with self._lock:
+            holds = [h for h in self._holds if h.method == method and re.search(h.path, path)]
+        for held in holds:
+            held.arrived.set()
+            held.released.wait(HOLD_MAX_S)
 
     def after_calls(self, calls: int, callback) -> None:
         """Run ``callback`` just before the ``calls``-th next request is served."""
@@ -1296,6 +1331,7 @@ class _Handler(BaseHTTPRequestHandler):
         path, _, qs = self.path.partition("?")
         query = dict(parse_qsl(qs, keep_blank_values=True))
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.fake._wait_if_held(self.command, unquote(path))
         status, payload, headers = self.fake.handle(self.command, path, query, raw, self.headers)
         if isinstance(payload, Archive):
             data = bytes(payload)
@@ -1307,8 +1343,11 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in {"Content-Type": "application/json; charset=utf-8", **headers}.items():
             self.send_header(key, value)
         self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # its client went away while the request was held: nobody to answer
 
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve
 
