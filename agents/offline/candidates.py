@@ -146,6 +146,7 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
             out.append(_probe_case(route, probe, running))
         if refused := wrote.get((method, route, "credentials")):
             out.append(_sign_in_case(method, route, refused, running))
+        out += _account_cases(method, route, wrote, running)
     return out
 
 
@@ -179,8 +180,11 @@ def _live(pages: dict[str, str | None], api: list, app_map: object) -> dict[str,
         pattern = dynamic.match(path)
         if pattern:
             out.setdefault(pattern, page)
-        elif "api" not in path.split("/") and (path not in api_routes or page.heading):
-            # A route the source took for JSON that renders a heading is a page too.
+        elif "api" not in path.split("/") and (
+            path not in api_routes or page.heading or page.shows or page.redirect
+        ):
+            # A route the source took for JSON that renders a heading, a field or a button
+            # (or sends the browser on to a page) is a page too.
             pages.setdefault(path, None)
             out[path] = page
     return out
@@ -205,6 +209,8 @@ def _page_cases(
         title = f"{'Home page' if route == '/' else f'Page {route}'} answers{titled} ({BLANK})"
         key = "page_" + (slug(route) or "home")
         return [Candidate(key, title, [f"Open {url}"], expected, prio, area, pre)]
+    if live and live.redirect and not logs_out(route):
+        return [_redirect_case(route, key, prio, area, running, live)]
     if live:
         pre.append(LIVE_NOTE.format(live.path))
         heading = live.heading  # what the app shows, not what its source suggested
@@ -238,6 +244,25 @@ def _page_cases(
             )
         )
     return cases
+
+
+def _redirect_case(
+    route: str, key: str, prio: str, area: str, running: str, live: LivePage
+) -> Candidate:
+    """A page that sent the browser elsewhere when explored (in the session the tests share:
+    ``/`` to ``/login``, a sign-in page to the home page once signed in) is tested as that
+    redirect: it ends on the page it led to and shows that page's heading, never as itself."""
+    name = "Home page" if route == "/" else f"Page {route}"
+    expected = f"the browser ends on {_q(live.redirect)}; it renders a visible body"
+    shown = f", which shows its heading {_q(live.heading)}" if live.heading else ""
+    if live.heading:
+        expected += f"; it shows the heading {_q(live.heading)}"
+    title = f"{name} redirects to {live.redirect}{shown}"
+    pre = [running, REDIRECT_NOTE.format(route, live.redirect)]
+    return Candidate(key, title, [f"Open {live.path}"], f"{expected}; {NO_ERRORS}", prio, area, pre)
+
+
+REDIRECT_NOTE = "Opened when the app was explored, {} sent the browser to {}"
 
 
 def _api_cases(
@@ -340,6 +365,58 @@ def _sign_in_case(method: str, route: str, answered: dict, running: str) -> Cand
         "api_" + area_of(route),
         [running, WROTE_NOTE],
     )
+
+
+ACCOUNT_VALUES = {
+    "username": "a unique username",
+    "email": "a unique email",
+    "password": "a unique password",
+}
+ACCOUNT_NOTE = (
+    "The explored app answered so, in a session of its own, for an account the probe signed"
+    " up itself; the test signs up its own, with values unique to each run and retry"
+)
+
+
+def _account_form(record: dict, wrong: bool = False) -> str:
+    values = {
+        name: "a wrong password" if wrong and kind == "password" else ACCOUNT_VALUES[kind]
+        for name, kind in zip(record["fields"], record["kinds"], strict=True)
+    }
+    return f"with the account form {json.dumps(values)}"
+
+
+def _account_cases(method: str, route: str, wrote: dict, running: str) -> list[Candidate]:
+    """What a sign-up route answers a new account signed up twice (``taken``), and a sign-in
+    route that account's name with a wrong password (``wrong_password``): each test signs up
+    an account of its own first, then expects the app's answer (its message, ``{tag}`` the
+    test's own), in a request context of its own."""
+    taken = next(((k[1], v) for k, v in wrote.items() if k[2] == "taken"), None)
+    record = wrote.get((method, route, "taken")) or wrote.get((method, route, "wrong_password"))
+    if taken is None or record is None:
+        return []
+    signup, first = taken
+    sign_up = f"Send POST {signup} {_account_form(first)}"
+    expected = f"responds with status {record['status']}"
+    if record["message"]:
+        expected += f"; the answer says {_q(record['message'])}"
+    said = f": {_q(record['message'])}" if record["message"] else ""
+    pre = [running, ACCOUNT_NOTE]
+    area = "api_" + area_of(route)
+    if route == signup:
+        if record.get("signed_up_to"):
+            expected += f"; the first answer ends on {_q(record['signed_up_to'])}"
+        title = f"{method} {route} twice with the same new account answers {record['status']}"
+        key = f"api_{method.lower()}_{slug(route) or 'root'}_taken"
+        return [Candidate(key, title + said, [sign_up, sign_up], expected, "high", area, pre)]
+    step = f"Send {method} {route} {_account_form(record, wrong=True)}"
+    title = f"{method} {route} with a new account's name and a wrong password answers"
+    key = f"api_{method.lower()}_{slug(route) or 'root'}_wrong_password"
+    return [
+        Candidate(
+            key, f"{title} {record['status']}{said}", [sign_up, step], expected, "high", area, pre
+        )
+    ]
 
 
 def _refused(record: dict) -> str:

@@ -54,6 +54,25 @@ def _names(text: str) -> list[str]:
 
 
 _FORM = re.compile(r'with the form username "([\w.@+-]{1,60})" and password "([\w.@+!-]{1,60})"')
+# An account's fields, each with the kind of value a step types (``VALUES``).
+_ACCOUNT = re.compile(r"with the account form (\{[^\n]{2,2000}\})\s*$")
+_ACCOUNT_VALUES = ("a unique username", "a unique email", "a unique password", "a wrong password")
+
+
+def _account_fields(text: str) -> str | None:
+    """The ``form`` option of a request sending an account's fields (names a request can
+    send, values the test builds from its tag), else None."""
+    try:
+        fields = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(fields, dict) or not 0 < len(fields) <= 20:
+        return None
+    if not all(_FIELD_NAME.match(k) and v in _ACCOUNT_VALUES for k, v in fields.items()):
+        return None
+    return "form: { " + ", ".join(f"{_ts(k)}: {VALUES[v]}" for k, v in fields.items()) + " }"
+
+
 _HEADER = re.compile(
     r'with the header Authorization "((?:Bearer|Basic) [A-Za-z0-9._~+/=-]{1,500})"'
 )
@@ -64,6 +83,7 @@ _SHOWN = re.compile(
     r'\bthe (textbox|searchbox|combobox|spinbutton|button) ("(?:[^"\\]|\\.)*") is visible'
 )
 _TEXT = re.compile(r'\bthe text ("(?:[^"\\]|\\.)*") is visible')
+_EXACT = re.compile(r'\bthe exact text ("(?:[^"\\]|\\.)*") is visible')
 _SUBMITTED = re.compile(r'\bthe submitted ("(?:[^"\\]|\\.)*") is visible')
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 _DEFAULT_URL = re.compile(r"\(default (https?://[\w.\-:/]+)\)")
@@ -153,6 +173,10 @@ def _actions(steps: list[str]) -> list[tuple[str, str, str | None, str]]:
                 method += f"|headers: {{ Authorization: {_ts(header.group(1))} }}"
             elif (empty := _EMPTY_FORM.search(m.group(3))) and (names := _names(empty.group(1))):
                 method += f"|form: {{ {', '.join(f'{_ts(n)}: ' + repr('') for n in names)} }}"
+            elif (account := _ACCOUNT.search(m.group(3))) and (
+                given := _account_fields(account.group(1))
+            ):
+                method += f"|{given}"
             elif form := _FORM.search(m.group(3)):  # a sign-in's fields, as given
                 method += (
                     f"|form: {{ username: {_ts(form.group(1))}, password: {_ts(form.group(2))} }}"
@@ -216,7 +240,9 @@ def _status_lines(var: str, expected: str, api: bool) -> list[str]:
 
 
 _ENDS_ON = re.compile(r'\bit ends on ("(?:[^"\\]|\\.){1,500}")')
+_LANDS_ON = re.compile(r'\bthe browser ends on ("(?:[^"\\]|\\.){1,500}")')
 _SAYS = re.compile(r'\bthe answer says ("(?:[^"\\]|\\.){1,300}")')
+_FIRST_ENDS = re.compile(r'\bthe first answer ends on ("(?:[^"\\]|\\.){1,500}")')
 
 
 def _answer_lines(var: str, expected: str) -> list[str]:
@@ -225,7 +251,9 @@ def _answer_lines(var: str, expected: str) -> list[str]:
     if (m := _ENDS_ON.search(expected)) and (path := _quoted(m.group(1))) and _URL.match(path):
         lines.append(f"expect(new URL({var}.url()).pathname).toBe({_ts(path)});")
     if (m := _SAYS.search(expected)) and (said := _quoted(m.group(1))):
-        lines.append(f"expect(await {var}.text()).toContain({_ts(said)});")
+        lines.append(f"expect(await {var}.text()).toContain({_with_tag(said)});")
+    if (m := _FIRST_ENDS.search(expected)) and (path := _quoted(m.group(1))) and _URL.match(path):
+        lines.append(f"expect(new URL(response.url()).pathname).toBe({_ts(path)});")
     return lines
 
 
@@ -247,8 +275,8 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
     body = [f"  test({title}, async ({{ {fixtures} }}) => {{", *comments]
     if "page" in kinds:
         body += ["    " + line for line in PAGE_ERRORS_WATCH]
-        if uses_tag(actions, expected):
-            body.append(TAG)
+    if uses_tag(actions, expected):
+        body.append(TAG)
     lines, last = _step_lines([a for a in actions if a[0] != "cleanup"], "page" in kinds)
     if last["request"]:
         lines += _status_lines(last["request"], expected, True)
@@ -319,6 +347,9 @@ def _page_lines(expected: str) -> list[str]:
     A page that rendered nothing when explored (``nothing rendered``) is held to its title."""
     blank = "nothing rendered when explored" in expected
     lines = [] if blank else ["await expect(page.locator('body')).toBeVisible();"]
+    if (m := _LANDS_ON.search(expected)) and (path := _quoted(m.group(1))) and _URL.match(path):
+        # A redirect the test expects: the address it led to, as the explored app showed it.
+        lines.insert(0, f"expect(new URL(page.url()).pathname, 'where it led').toBe({_ts(path)});")
     if (m := _TITLE_IS.search(expected)) and (title := _quoted(m.group(1))):
         lines.append(f"await expect(page).toHaveTitle({_ts(title)});")
     if heading := _heading(expected):
@@ -354,6 +385,12 @@ def _outcome_lines(expected: str) -> list[str]:
         lines.append(
             f"await expect(page.getByText({VALUES['a unique text']}).first()).toBeVisible();"
         )
+    for match in list(_EXACT.finditer(expected))[:4]:  # a message matched whole, as seen
+        if text := _quoted(match.group(1)):
+            exact = "{ exact: true }"
+            lines.append(
+                f"await expect(page.getByText({_with_tag(text)}, {exact}).first()).toBeVisible();"
+            )
     for match in list(_TEXT.finditer(expected))[:4]:
         if text := _quoted(match.group(1)):
             lines.append(f"await expect(page.getByText({_with_tag(text)}).first()).toBeVisible();")

@@ -115,6 +115,25 @@ def trial_outcome(trial: dict) -> tuple[list[str], str | None] | None:
     return (checks, shown) if checks else None
 
 
+def refusal_text(trial: dict) -> str | None:
+    """The message a form answered when it refused the trial's values (``refused``), when the
+    page showed it as an element of its own (the browser's own validation shows none): a
+    test fills the same kinds of values and expects that text, whole."""
+    said = trial.get("refused")
+    appeared = trial.get("appeared") if isinstance(trial.get("appeared"), list) else []
+    if not isinstance(said, str) or not said.strip() or len(said) > 120:
+        return None
+    said = " ".join(said.split())
+    shown = any(
+        isinstance(a, dict) and a.get("role") in _RANK and a.get("text") == said
+        for a in appeared[:10]
+    )
+    rest = said.replace(PLACEHOLDER, "")
+    if not shown or any(c in rest for c in "{}<>`$\\") or not re.search(r"[A-Za-z]{2}", rest):
+        return None
+    return said
+
+
 def flow_candidates(app_map: object, running: str, skip: str | None = None) -> list[Candidate]:
     """Flow cases from the app map's trials (at most MAX_FLOWS), the main create form first;
     ``skip`` ("path\nbutton") is a trial a journey already starts from."""
@@ -134,6 +153,10 @@ def flow_candidates(app_map: object, running: str, skip: str | None = None) -> l
         if not path or params(path) or not submit or (isinstance(status, int) and status >= 400):
             continue
         steps, outcome = trial_steps(trial, path, submit), trial_outcome(trial)
+        refused = refusal_text(trial)
+        if steps is not None and refused is not None:
+            out.append(_refused_case(path, submit, steps, refused, running))
+            continue
         if steps is None or outcome is None or f"{path}\n{submit}" == skip:
             continue
         checks, shown = outcome
@@ -148,3 +171,16 @@ def flow_candidates(app_map: object, running: str, skip: str | None = None) -> l
     for cand in out:
         cand.priority = "critical" if cand is first else "high"
     return out[:MAX_FLOWS]
+
+
+REFUSED_NOTE = "Tried when the app was explored: the form refused these kinds of values so"
+
+
+def _refused_case(path: str, submit: str, steps: list[str], said: str, running: str) -> Candidate:
+    """A form that refused the trial's values: the same kinds of values, the same button, and
+    the message it answered, matched whole."""
+    key = f"flow_{slug(path) or 'home'}_{slug(submit, 24) or 'submit'}_refused"
+    title = f"Flow {path}: fill the form and click {_q(submit)}; it answers {_q(said)}"
+    expected = f"the exact text {_q(said)} is visible; {NO_ERRORS}"
+    pre = [running, DATA_NOTE, REFUSED_NOTE]
+    return Candidate(key, title, steps, expected, "high", "flow_" + area_of(path), pre)

@@ -43,6 +43,8 @@ class LivePage:
     # Nothing rendered when explored (a shell whose scripts come from hosts the sandbox
     # refused: Swagger UI from a CDN): no body to see, only the status and the title.
     blank: bool = False
+    # Where opening it sent the browser (``redirected_to``): what it showed is that page's.
+    redirect: str | None = None
 
 
 def named_elements(snapshot: str) -> list[tuple[str, str, int]]:
@@ -77,7 +79,14 @@ def _page(raw: dict, path: str) -> LivePage:
         title=ui_text(raw.get("title")) if isinstance(raw.get("title"), str) else None,
         shows=list(dict.fromkeys(fields))[:MAX_FIELDS] + buttons[:1],
         blank=not _SHOWN.search(snapshot),
+        redirect=_redirect(raw.get("redirected_to"), path),
     )
+
+
+def _redirect(value: object, path: str) -> str | None:
+    """Where a page redirected: a route other than its own, else None."""
+    target = clean_route(value) if isinstance(value, str) and "?" not in value else None
+    return target if target and target == value and target != path.split("#")[0] else None
 
 
 # A client-side hash route (``#/active``, ``#!/done``): a route of the app, as exploration
@@ -190,26 +199,38 @@ def write_answers(app_map: object) -> dict[tuple[str, str, str], dict]:
             continue
         after, says = raw.get("path_after"), raw.get("message")
         payload = raw.get("payload", "empty")
-        if payload not in ("empty", "form", "credentials"):
+        if payload not in ("empty", "form", "credentials", *ACCOUNT_PAYLOADS):
             continue
-        names = raw.get("fields") if payload == "form" else []
+        names = raw.get("fields") if payload not in ("empty", "credentials") else []
         names = (
             [n for n in names[:20] if isinstance(n, str) and _FIELD.match(n)]
             if isinstance(names, list)
             else []
         )
-        if payload == "form" and not names:
+        if payload != "empty" and payload != "credentials" and not names:
             continue
-        out.setdefault(
-            (method.upper(), path, "credentials" if payload == "credentials" else "empty"),
-            {
-                "status": status,
-                "path_after": after if isinstance(after, str) and _AFTER.match(after) else "",
-                "message": says if isinstance(says, str) and _SAYS.fullmatch(says) else "",
-                "fields": names,
-            },
-        )
+        record = {
+            "status": status,
+            "path_after": after if isinstance(after, str) and _AFTER.match(after) else "",
+            "message": says if isinstance(says, str) and _SAYS.fullmatch(says) else "",
+            "fields": names,
+        }
+        if payload in ACCOUNT_PAYLOADS:
+            kinds = raw.get("kinds") if isinstance(raw.get("kinds"), list) else []
+            up = raw.get("signed_up_to")
+            if [k for k in kinds if k in _KINDS] != kinds or len(kinds) != len(names):
+                continue
+            record |= {
+                "kinds": kinds,
+                "signed_up_to": up if isinstance(up, str) and _AFTER.match(up) else "",
+            }
+        key = payload if payload in ("credentials", *ACCOUNT_PAYLOADS) else "empty"
+        out.setdefault((method.upper(), path, key), record)
     return out
+
+
+ACCOUNT_PAYLOADS = ("taken", "wrong_password")
+_KINDS = ("username", "email", "password")
 
 
 def api_probes(app_map: object) -> dict[str, list[dict]]:

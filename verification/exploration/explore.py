@@ -304,6 +304,8 @@ def _page(raw, work: Path, shots_dir: Path, first_shot: int = 0) -> dict:
         "error": clean(_str(raw.get("error")), 500),
         # Where a page that sent the browser to a login form went: it showed the login.
         "login_redirect": redirect if _local(redirect := raw.get("login_redirect"), held) else "",
+        # Where any other redirect sent the browser: the page showed that path, not its own.
+        "redirected_to": moved if _local(moved := raw.get("redirected_to"), held) else "",
     }
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from agents.offline.common import clean_route, logs_out, params, sample_path
-from verification.exploration.trials import risky
+from verification.exploration.trials import PLACEHOLDER, risky
 from verification.playwright import clean
 
 METHODS = ("POST", "PUT", "PATCH", "DELETE")
@@ -27,11 +27,18 @@ METHODS = ("POST", "PUT", "PATCH", "DELETE")
 # (CREDENTIALS), in the fields OAuth 2.0's password grant names (RFC 6749, 4.3.2) and most
 # login forms use.
 _SIGN_IN = re.compile(r"(?i)^(log-?in|sign-?in|token|sessions?|authenticate)$")
+# A sign-up route (its last segment): with its page's form (a password field, no hidden
+# token), a new account is signed up twice ("taken": what the second answer says); then a
+# sign-in route is sent that account's name with a wrong password ("wrong_password"). Each
+# in a request context of its own: the explored session stays as it was.
+_SIGN_UP = re.compile(r"(?i)^(register|sign-?up|join)$")
+ACCOUNT_PAYLOADS = ("taken", "wrong_password")
+KINDS = ("username", "email", "password")
 MAX_WRITES = 12
 # A message the test can look for as written in the page: no character HTML escapes.
 _MESSAGE = re.compile(r"[^<>&\"'`\\]{2,120}")
 _SENTENCE = re.compile(r"^(.{2,120}?[.!?])(?=\s|$)")
-PAYLOADS = ("empty", "form", "credentials")
+PAYLOADS = ("empty", "form", "credentials", *ACCOUNT_PAYLOADS)
 # A field name a request can send (``user[name]``): no quote, no space.
 _FIELD = re.compile(r"^[\w\[\].-]{1,80}$")
 _PATH = re.compile(r"^/([^/\\\s]\S{0,498})?$")
@@ -45,6 +52,7 @@ def write_paths(crawl: dict, limit: int = MAX_WRITES) -> list[list[str]]:
     stack = crawl.get("detected_stack") if isinstance(crawl, dict) else None
     routes = stack.get("routes") if isinstance(stack, dict) else None
     out: list[list[str]] = []
+    accounts: list[list[str]] = []  # sign-up first: the sign-in probe uses its account
     for item in routes if isinstance(routes, list) else []:
         if not isinstance(item, dict) or not isinstance(item.get("path"), str):
             continue
@@ -59,7 +67,12 @@ def write_paths(crawl: dict, limit: int = MAX_WRITES) -> list[list[str]]:
         last = route.rstrip("/").rsplit("/", 1)[-1]
         if method == "POST" and not params(route) and _SIGN_IN.match(last):
             out.append([*pair, "credentials"])
-    return out[:limit]
+            accounts.append([*pair, "wrong_password"])
+        if method == "POST" and not params(route) and _SIGN_UP.match(last):
+            accounts.insert(0, [*pair, "taken"])
+    if not any(a[2] == "taken" for a in accounts):
+        accounts = []
+    return (out[: limit - len(accounts[:3])] + accounts[:3])[:limit]
 
 
 def writes(items, asked: list[list[str]], tag: str, held: list[str]) -> list[dict]:
@@ -72,15 +85,22 @@ def writes(items, asked: list[list[str]], tag: str, held: list[str]) -> list[dic
         payload = raw.get("payload", "empty")
         if payload not in PAYLOADS:
             continue
-        sign_in = ["credentials"] if payload == "credentials" else []
+        sign_in = [payload] if payload in ("credentials", *ACCOUNT_PAYLOADS) else []
         pair = [raw.get("method"), raw.get("path"), *sign_in]
         status = raw.get("status")
         if pair not in asked or any(_asked(r) == pair for r in out):
             continue
-        names = raw.get("fields") if payload == "form" else []
+        named = payload == "form" or payload in ACCOUNT_PAYLOADS
+        names = raw.get("fields") if named else []
         names = names[:20] if isinstance(names, list) else []
-        if payload == "form" and not (
-            names and all(isinstance(n, str) and _FIELD.match(n) for n in names)
+        if named and not (names and all(isinstance(n, str) and _FIELD.match(n) for n in names)):
+            continue
+        kinds = raw.get("kinds") if payload in ACCOUNT_PAYLOADS else []
+        kinds = kinds if isinstance(kinds, list) else []
+        if payload in ACCOUNT_PAYLOADS and (
+            len(kinds) != len(names)
+            or not all(k in KINDS for k in kinds)
+            or "password" not in kinds
         ):
             continue
         if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
@@ -89,9 +109,13 @@ def writes(items, asked: list[list[str]], tag: str, held: list[str]) -> list[dic
         after = after if isinstance(after, str) and _PATH.match(after) else ""
         message = clean(raw.get("message") if isinstance(raw.get("message"), str) else "", 300)
         message = " ".join(message.split())
+        if payload in ACCOUNT_PAYLOADS:  # the account's name in it is the test's own, then
+            message = message.replace(tag, PLACEHOLDER)
         if not _MESSAGE.fullmatch(message) and (first := _SENTENCE.match(message)):
             message = first.group(1)  # its first sentence, when that one can be quoted
-        if not _MESSAGE.fullmatch(message) or tag in message or any(s in message for s in held):
+        if not _MESSAGE.fullmatch(message.replace(PLACEHOLDER, "x")) or tag in message:
+            message = ""
+        if any(s in message for s in held):
             message = ""
         if any(s in after for s in held) or tag in after:
             after = ""
@@ -100,21 +124,26 @@ def writes(items, asked: list[list[str]], tag: str, held: list[str]) -> list[dic
             # the next page): the tests share one session, and another test's page load may
             # take the flash first. Kept only when the box says there was no redirect.
             message = ""
-        out.append(
-            {
-                "method": pair[0],
-                "path": pair[1],
-                "payload": payload,
-                "fields": list(dict.fromkeys(names)),
-                "status": status,
-                "path_after": after,
-                "message": message,
-            }
-        )
+        record = {
+            "method": pair[0],
+            "path": pair[1],
+            "payload": payload,
+            "fields": list(dict.fromkeys(names)),
+            "status": status,
+            "path_after": after,
+            "message": message,
+        }
+        if payload in ACCOUNT_PAYLOADS:
+            if len(record["fields"]) != len(names):
+                continue
+            signed_up = raw.get("signed_up_to") if payload == "taken" else ""
+            ok = isinstance(signed_up, str) and _PATH.match(signed_up) and tag not in signed_up
+            record |= {"kinds": kinds, "signed_up_to": signed_up if ok else ""}
+        out.append(record)
     return out[:MAX_WRITES]
 
 
 def _asked(record: dict) -> list[str]:
-    """The [method, path(, "credentials")] a record answers."""
-    sign_in = ["credentials"] if record["payload"] == "credentials" else []
-    return [record["method"], record["path"], *sign_in]
+    """The [method, path(, payload)] a record answers."""
+    own = record["payload"] in ("credentials", *ACCOUNT_PAYLOADS)
+    return [record["method"], record["path"], *([record["payload"]] if own else [])]
