@@ -185,3 +185,18 @@ def test_a_new_accounts_answers_are_asserted_with_the_tests_own_account():
         request["app_map"] = _account_map(**bad)
         ids = [c["id"] for c in generate_cases(request, "standard")["test_cases"]]
         assert not [i for i in ids if i.endswith(("_taken", "_wrong_password"))], bad
+
+
+def test_a_greeting_of_the_account_is_expected_with_the_tests_own_name_only():
+    """The exploration's user name became ``{account}`` (explore.py); the page test reads its
+    own account's name from the file its setup saved. A placeholder twice, or beside text
+    that is no UI text, is not expected at all."""
+    welcome = page("/welcome", '- heading "Hi, {account}!" [level=1]')
+    (case,) = [c for c in cases_for({"pages": [welcome]}) if c["id"] == "tc_page_welcome"]
+    code = code_of([case])
+    assert "import { readFileSync } from 'node:fs';" in code
+    assert 'name: "Hi, " + account + "!", exact: true' in code
+    for hostile in ("{account} and {account}", "Hi, {account} `${x}`", "Hi, {other}!"):
+        bad = page("/welcome", f'- heading "{hostile}" [level=1]')
+        (case,) = [c for c in cases_for({"pages": [bad]}) if c["id"] == "tc_page_welcome"]
+        assert "heading" not in case["expected"] and "account" not in code_of([case]), hostile

@@ -20,7 +20,7 @@ import string
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from agents.offline.common import EMAIL_DOMAIN
+from agents.offline.common import ACCOUNT_FILE, EMAIL_DOMAIN
 from repositories.credentials import Credentials, credentials_for, in_use
 from repositories.login import PASSWORD_VAR, USERNAME_VAR, Recipe, recipe_of
 from repositories.secrets import also_scrubbed
@@ -29,6 +29,8 @@ from verification.errors import LoginFailed
 SETUP_FILE = "auth.setup.ts"
 SETUP_TITLE = "log in"  # its one test
 STATE_FILE = "playwright/.auth/user.json"
+# ACCOUNT_FILE: the user name of the account a sign-up setup made (never its password); a
+# page that greets the signed-in user by name is checked with it (agents/offline ACCOUNT).
 FAILED = "login failed at {path}: {seen}"
 EMAIL_VAR = "AMTP_E2E_EMAIL"
 
@@ -205,6 +207,7 @@ def _signup_source(signup: SignUp) -> str:
         "// start from (the `setup` project). The account's values are random, made here.",
         "import { test as setup } from '@playwright/test';",
         "import { randomBytes } from 'node:crypto';",
+        "import { writeFileSync } from 'node:fs';",
         "",
         f"const authFile = {text(STATE_FILE)};",
         "",
@@ -222,6 +225,8 @@ def _signup_source(signup: SignUp) -> str:
     lines += [
         f"  await page.waitForURL((url) => url.pathname !== {text(leave.split('?')[0])});",
         "  await page.context().storageState({ path: authFile });",
+        "  // Its user name (no secret): a page greeting the signed-in user is checked with it.",
+        f"  writeFileSync({text(ACCOUNT_FILE)}, JSON.stringify({{ username }}));",
         "});",
         "",
     ]

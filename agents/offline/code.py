@@ -18,7 +18,16 @@ import re
 from agents.file_policy import normalise_test_dir
 
 from .api_shape import shape_lines
-from .common import HEADER, PAGE_ERRORS_CHECK, PAGE_ERRORS_WATCH, area_of, one_line, slug
+from .common import (
+    ACCOUNT,
+    ACCOUNT_FILE,
+    HEADER,
+    PAGE_ERRORS_CHECK,
+    PAGE_ERRORS_WATCH,
+    area_of,
+    one_line,
+    slug,
+)
 from .journey_code import (
     CLEAN_PREFIX,
     RUN_TOKEN,
@@ -339,6 +348,9 @@ def _step_lines(actions: list, on_page: bool) -> tuple[list[str], dict[str, str]
     return lines, last
 
 
+OWN_ACCOUNT = (
+    f"const account = JSON.parse(readFileSync({_ts(ACCOUNT_FILE)}, 'utf8')).username as string;"
+)
 _TITLE_IS = re.compile(r'\bits document title is ("(?:[^"\\]|\\.){1,400}")')
 
 
@@ -352,7 +364,15 @@ def _page_lines(expected: str) -> list[str]:
         lines.insert(0, f"expect(new URL(page.url()).pathname, 'where it led').toBe({_ts(path)});")
     if (m := _TITLE_IS.search(expected)) and (title := _quoted(m.group(1))):
         lines.append(f"await expect(page).toHaveTitle({_ts(title)});")
-    if heading := _heading(expected):
+    if (heading := _heading(expected)) and ACCOUNT in heading:
+        # The signed-in account greeted by name: the test's own, as its setup saved it.
+        name = " + account + ".join(_ts(part) for part in heading.split(ACCOUNT))
+        lines.append(OWN_ACCOUNT)
+        lines.append(
+            f"await expect(page.getByRole('heading', {{ name: {name}, exact: true }}).first())"
+            ".toBeVisible();"
+        )
+    elif heading:
         lines.append(
             f"await expect(page.getByRole('heading', {_name(heading)}).first()).toBeVisible();"
         )
@@ -430,6 +450,10 @@ def _spec_file(area: str, tests: list[tuple[str, list[str]]], env: str, default_
     lines += [f"//   {', '.join(ids[i : i + 4])}" for i in range(0, len(ids), 4)]
     lines += [
         "import { test, expect } from '@playwright/test';",
+        *(
+            ["import { readFileSync } from 'node:fs';"]
+            * any(OWN_ACCOUNT in "".join(b) for _, b in tests)
+        ),
         "",
         f"test.use({{ baseURL: process.env.{env} ?? {_ts(default_url)} }});",
         "",

@@ -30,6 +30,10 @@ MAX_FINDINGS = 2000  # routes + pages + screens one crawl may record (bounds tim
 LOGOUT_PATH = r"(log|sign)[-_]?(out|off)"
 # What a scrubbed value leaves in a text (repositories.secrets.MARKER's start; a test checks).
 REDACTED = "[REDACTED:"
+# Where a page showed the signed-in account's user name (a greeting): the tests' own stands
+# there, read from the file their setup saved (verification.login.ACCOUNT_FILE).
+ACCOUNT = "{account}"
+ACCOUNT_FILE = "playwright/.auth/account.json"
 # The domain of every e-mail address AMTP types, one that validators accept: python-email-validator
 # refuses the special-use names arpa, invalid, local, localhost, onion and test (its
 # SPECIAL_USE_DOMAIN_NAMES, https://github.com/JoshData/python-email-validator/blob/main/

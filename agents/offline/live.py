@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from .api_shape import clean_apis
-from .common import clean_route, params, ui_text
+from .common import ACCOUNT, clean_route, params, ui_text
 
 _LINE = re.compile(r'^\s*- (\w+)(?: ("(?:[^"\\]|\\.)*"))?(.*)$')
 _LEVEL = re.compile(r"\[level=(\d)\]")
@@ -47,8 +47,9 @@ class LivePage:
     redirect: str | None = None
 
 
-def named_elements(snapshot: str) -> list[tuple[str, str, int]]:
-    """(role, accessible name, heading level or 0) of each named element, in order."""
+def named_elements(snapshot: str, account: bool = False) -> list[tuple[str, str, int]]:
+    """(role, accessible name, heading level or 0) of each named element, in order;
+    ``account``: a name may hold the signed-in account's place (``ACCOUNT``) once."""
     out = []
     for line in snapshot.splitlines()[:2000]:
         match = _LINE.match(line)
@@ -59,9 +60,19 @@ def named_elements(snapshot: str) -> list[tuple[str, str, int]]:
         except ValueError:
             continue
         level = _LEVEL.search(match.group(3) or "")
-        if isinstance(name, str) and (text := ui_text(name)):
+        if not isinstance(name, str):
+            continue
+        if account and name.count(ACCOUNT) == 1:  # checked as text with a word in its place
+            text = ui_text(name.replace(ACCOUNT, _HELD))
+            text = text.replace(_HELD, ACCOUNT) if text and _HELD in text else None
+        else:
+            text = ui_text(name)
+        if text:
             out.append((match.group(1), text, int(level.group(1)) if level else 0))
     return out
+
+
+_HELD = "Amtpaccountword"
 
 
 _SHOWN = re.compile(r'^\s*- \w+(?: "|:\s*\S)', re.M)  # a named element or a text
@@ -70,7 +81,8 @@ _SHOWN = re.compile(r'^\s*- \w+(?: "|:\s*\S)', re.M)  # a named element or a tex
 def _page(raw: dict, path: str) -> LivePage:
     snapshot = raw.get("snapshot") if isinstance(raw.get("snapshot"), str) else ""
     named = named_elements(snapshot)
-    headings = [(level or 9, name) for role, name, level in named if role == "heading"]
+    greeted = named_elements(snapshot, account=True)  # "Hi, {account}!": the test's own
+    headings = [(level or 9, name) for role, name, level in greeted if role == "heading"]
     fields = [(role, name) for role, name, _ in named if role in FIELD_ROLES]
     buttons = [("button", name) for role, name, _ in named if role == "button"]
     return LivePage(
