@@ -200,3 +200,48 @@ def test_a_greeting_of_the_account_is_expected_with_the_tests_own_name_only():
         bad = page("/welcome", f'- heading "{hostile}" [level=1]')
         (case,) = [c for c in cases_for({"pages": [bad]}) if c["id"] == "tc_page_welcome"]
         assert "heading" not in case["expected"] and "account" not in code_of([case]), hostile
+
+
+def test_a_form_that_renames_the_signed_in_account_runs_as_a_user_of_its_own():
+    """microblog's /edit_profile holds the signed-in user's name; its trial renamed the
+    exploration's account, and the same flow in the tests' shared session would rename
+    theirs under every test that greets them by name."""
+    profile = page(
+        "/edit_profile",
+        '- heading "Edit Profile" [level=1]\n- textbox "Username": {account}\n'
+        '- textbox "About me"\n- button "Submit"',
+        forms=[form("Submit", ("Username", "text"), ("About me", "textarea"))],
+    )
+    trial = {
+        "path": "/edit_profile",
+        "form": 0,
+        "submit": "Submit",
+        "filled": [
+            {"label": "Username", "type": "text", "option": ""},
+            {"label": "About me", "type": "text", "option": ""},
+        ],
+        "path_after": "/edit_profile",
+        "status": 200,
+        "appeared": [{"role": "alert", "text": "Your changes have been saved."}],
+        "shows_value": False,
+        "error": "",
+        "refused": "",
+    }
+    signup = {
+        "path": "/register",
+        "form": form("Register", *REGISTER),
+        "login_path": "/login",
+        "login_form": form("Sign In", *SIGN_IN),
+        "signed_in": True,
+    }
+    app_map = {"pages": [profile], "trials": [trial], "signup": signup}
+    (flow,) = [c for c in cases_for(app_map) if c["id"].startswith("tc_flow_edit_profile")]
+    assert flow["steps"][:2] == ["Clear the browser's cookies", "Open /register"]
+    assert flow["steps"][-4:] == [
+        "Open /edit_profile",
+        'Fill "Username" with a unique text',
+        'Fill "About me" with a unique text',
+        'Click the button "Submit"',
+    ]
+    without = {**app_map, "signup": None}  # no way to a user of its own: no flow
+    assert not [c for c in cases_for(without) if c["id"].startswith("tc_flow")]

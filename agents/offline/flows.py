@@ -19,7 +19,7 @@ import json
 import re
 
 from .candidates import NO_ERRORS, Candidate
-from .common import area_of, clean_route, one_line, params, slug
+from .common import ACCOUNT, area_of, clean_route, one_line, params, slug
 
 PLACEHOLDER = "{tag}"
 MAX_FLOWS = 10
@@ -134,9 +134,28 @@ def refusal_text(trial: dict) -> str | None:
     return said
 
 
-def flow_candidates(app_map: object, running: str, skip: str | None = None) -> list[Candidate]:
+def _renames_account(app_map: dict, trial: dict) -> bool:
+    """Whether the trial filled a field that held the signed-in account's own name (a
+    profile form: ``- textbox "Username": {account}``): sent in the session the tests share,
+    it would rename their account under every other test."""
+    pages = app_map.get("pages") if isinstance(app_map.get("pages"), list) else []
+    page = next((p for p in pages if isinstance(p, dict) and p.get("path") == trial["path"]), {})
+    snapshot = page.get("snapshot") if isinstance(page.get("snapshot"), str) else ""
+    filled = trial.get("filled") if isinstance(trial.get("filled"), list) else []
+    return any(
+        f"- textbox {json.dumps(f.get('label'))}: {ACCOUNT}" in snapshot
+        for f in filled[:40]
+        if isinstance(f, dict) and isinstance(f.get("label"), str)
+    )
+
+
+def flow_candidates(
+    app_map: object, running: str, skip: str | None = None, account: list[str] | None = None
+) -> list[Candidate]:
     """Flow cases from the app map's trials (at most MAX_FLOWS), the main create form first;
-    ``skip`` ("path\nbutton") is a trial a journey already starts from."""
+    ``skip`` ("path\nbutton") is a trial a journey already starts from. A trial that renamed
+    the signed-in account runs as a user of its own (``account``: the steps that sign one
+    up and in), or not at all."""
     trials = app_map.get("trials") if isinstance(app_map, dict) else None
     out: list[Candidate] = []
     for trial in trials if isinstance(trials, list) else []:
@@ -153,6 +172,8 @@ def flow_candidates(app_map: object, running: str, skip: str | None = None) -> l
         if not path or params(path) or not submit or (isinstance(status, int) and status >= 400):
             continue
         steps, outcome = trial_steps(trial, path, submit), trial_outcome(trial)
+        if steps is not None and _renames_account(app_map, trial):
+            steps = [*account, *steps] if account else None
         refused = refusal_text(trial)
         if steps is not None and refused is not None:
             out.append(_refused_case(path, submit, steps, refused, running))

@@ -318,6 +318,14 @@ def _chain(steps: list[str]) -> list[str]:
     return out
 
 
+def own_account_steps(app_map: object) -> list[str]:
+    """Signing up and in as a user of the test's own ([] when the map shows no way)."""
+    if not isinstance(app_map, dict):
+        return []
+    forms = [form for page in _live_pages(app_map) for form in _forms(page)]
+    return account_steps(forms + _signup_forms(app_map))
+
+
 def journey_candidates(app_map: object, running: str) -> list[Candidate]:
     """The app's journeys: the data journey (account steps first when the app has them),
     else the account journey alone. Ranked first: ``critical``, area ``journey``."""
