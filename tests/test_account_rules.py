@@ -245,3 +245,19 @@ def test_a_form_that_renames_the_signed_in_account_runs_as_a_user_of_its_own():
     ]
     without = {**app_map, "signup": None}  # no way to a user of its own: no flow
     assert not [c for c in cases_for(without) if c["id"].startswith("tc_flow")]
+
+
+def test_a_write_that_ends_on_the_login_signed_out_is_sent_from_a_context_of_its_own():
+    out = {"method": "POST", "path": "/create", "payload": "signed_out", "status": 200}
+    out |= {"fields": ["title", "body"], "path_after": "/auth/login", "message": ""}
+    stack = {"runtime": "python", "frameworks": ["flask"], "pages": []}
+    stack["routes"] = [{"method": "POST", "path": "/create"}]
+    app_map = {"pages": [], "trials": [], "writes": [out]}
+    request = {"run_id": "r", "detected_stack": stack, "app_map": app_map}
+    cases = {c["id"]: c for c in generate_cases(request, "standard")["test_cases"]}
+    case = cases["tc_api_post_create_signed_out"]
+    assert case["title"] == "POST /create signed out ends on /auth/login (200)"
+    code = code_of([case])
+    assert "async ({ playwright, baseURL }) =>" in code  # not the suite's signed-in request
+    assert "const request = await playwright.request.newContext({ baseURL });" in code
+    assert 'expect(new URL(response.url()).pathname).toBe("/auth/login");' in code

@@ -125,3 +125,29 @@ def test_the_tests_start_from_the_setup_projects_storage_state(app, tmp_path):
     assert PASSWORD not in json.dumps(report)
     kept = [p.read_bytes() for p in (tmp_path / "evidence").rglob("*") if p.is_file()]
     assert not any(PASSWORD.encode() in data for data in kept)
+
+
+def test_a_write_is_also_sent_signed_out_and_kept_where_it_ends_elsewhere(app, tmp_path):
+    """Logged in by the recipe, a write the tests send is probed in the session and, in a
+    request context of its own, without it: signed out it ends on the login page."""
+    credentials = Credentials(USERNAME, PASSWORD)
+    with in_use(credentials):
+        app_map = explore(
+            app.url,
+            allow_hosts=["127.0.0.1"],
+            runner=runner_from_settings(),
+            bounds=Bounds(
+                max_pages=3, max_depth=1, time_s=60, page_timeout_s=10, max_bytes=1 << 20
+            ),
+            shots_dir=tmp_path,
+            start_paths=["/"],
+            login=Login(BY_PATH, credentials),
+            writes=[["POST", "/account/report"], ["POST", "/login"]],
+        )
+    answered = {(w["path"], w["payload"]): w["path_after"] for w in app_map["writes"]}
+    assert answered == {
+        ("/account/report", "empty"): "/account/report",  # signed in: the page itself
+        ("/account/report", "signed_out"): "/login",  # signed out: the login
+        ("/login", "empty"): "/login",  # the same either way: no signed-out record
+    }
+    assert app.logins == 1  # the probes never logged in again

@@ -309,3 +309,20 @@ def test_hostile_account_probe_records_are_refused_or_emptied():
         ["POST", "/login"],
         ["POST", "/login", "credentials"],  # no sign-up route: no account to sign in with
     ]
+
+
+def test_a_write_sent_signed_out_is_kept_only_after_its_own_answer():
+    """Logged in by a recipe, the box also sends each write without a session; the record
+    follows the write's own, takes its fields, and never carries a message."""
+    asked = [["POST", "/create"], ["POST", "/1/update"]]
+    own = {"method": "POST", "path": "/create", "payload": "form", "status": 200}
+    own |= {"fields": ["title"], "path_after": "/create", "redirected": False}
+    own |= {"message": "Title is required."}
+    out = {"method": "POST", "path": "/create", "payload": "signed_out", "status": 200}
+    out |= {"path_after": "/auth/login", "redirected": True, "message": "Please log in."}
+    alone = {**out, "path": "/1/update"}  # no own answer before it: dropped
+    found = writes([alone, own, out, out], asked, "tag123456", held=[])
+    assert [(w["payload"], w["fields"], w["path_after"], w["message"]) for w in found] == [
+        ("form", ["title"], "/create", "Title is required."),
+        ("signed_out", ["title"], "/auth/login", ""),
+    ]

@@ -142,6 +142,8 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
         out += _api_cases(
             method, route, is_json, entry.get(area_of(route)) == route, running, shape, answered
         )
+        if gone := wrote.get((method, sample_path(route, missing=True), "signed_out")):
+            out.append(_signed_out_case(method, route, gone, running))
         for probe in probes.get(route, []) if method == "GET" else []:
             out.append(_probe_case(route, probe, running))
         if refused := wrote.get((method, route, "credentials")):
@@ -344,6 +346,34 @@ WROTE_NOTE = (
     "The explored app answered this request so (the suite's session: signed in when the"
     " exploration was)"
 )
+
+
+SIGNED_OUT_NOTE = (
+    "The explored app answered this request so without a session (a visitor not signed in);"
+    " the test sends it from a request context of its own"
+)
+
+
+def _signed_out_case(method: str, route: str, answered: dict, running: str) -> Candidate:
+    """A write sent without a session (``signed_out``) that ended elsewhere than signed in:
+    the test sends it signed out and expects where it ended (the login page)."""
+    body = "" if method == "DELETE" else " with an empty JSON body"
+    if answered["fields"]:
+        body = f" with the form fields {json.dumps(answered['fields'])} empty"
+    url = sample_path(route, missing=True)
+    expected = f"responds with status {answered['status']}"
+    if answered["path_after"]:
+        expected += f"; it ends on {_q(answered['path_after'])}"
+    where = f"ends on {answered['path_after']}" if answered["path_after"] else "answers"
+    return Candidate(
+        f"api_{method.lower()}_{slug(route) or 'root'}_signed_out",
+        f"{method} {route} signed out {where} ({answered['status']})",
+        [f"Send {method} {url}{body}, signed out"],
+        expected,
+        "medium",
+        "api_" + area_of(route),
+        [running, SIGNED_OUT_NOTE],
+    )
 
 
 def _sign_in_case(method: str, route: str, answered: dict, running: str) -> Candidate:

@@ -41,6 +41,7 @@ from .journey_code import (
 from .maestro import maestro_flow
 
 NOT_FOUND_PAGE = "/amtp-page-that-does-not-exist"
+SIGNED_OUT = ", signed out"  # a Send step's end: without the suite's session
 _QUOTE_LIMIT = 120  # characters of an expected text kept in the code
 MAX_FILES = 50  # the file policy's default limit per pull request
 _SEND = re.compile(r"\bSend\s+(GET|POST|PUT|PATCH|DELETE|HEAD)\s+(\S+)(.*)$", re.I)
@@ -281,11 +282,17 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
         body += [f"    // Step: {one_line(s)}" for s in steps] + ["  });"]
         return "general", body
     fixtures = ", ".join(k for k in ("page", "request") if k in kinds)
+    # A request sent without a session: a request context of its own (no stored state).
+    anonymous = any(a[0] == "request" and a[3].rstrip().endswith(SIGNED_OUT) for a in actions)
+    if anonymous:
+        fixtures = fixtures.replace("request", "playwright, baseURL")
     body = [f"  test({title}, async ({{ {fixtures} }}) => {{", *comments]
     if "page" in kinds:
         body += ["    " + line for line in PAGE_ERRORS_WATCH]
     if uses_tag(actions, expected):
         body.append(TAG)
+    if anonymous:
+        body.append("    const request = await playwright.request.newContext({ baseURL });")
     lines, last = _step_lines([a for a in actions if a[0] != "cleanup"], "page" in kinds)
     if last["request"]:
         lines += _status_lines(last["request"], expected, True)

@@ -202,7 +202,7 @@ def write_answers(app_map: object) -> dict[tuple[str, str, str], dict]:
     ``writes``: status, path after, message), each checked again: a model may have seen it."""
     found = app_map.get("writes") if isinstance(app_map, dict) else None
     out: dict[tuple[str, str], dict] = {}
-    for raw in found[:12] if isinstance(found, list) else []:
+    for raw in found[:20] if isinstance(found, list) else []:
         raw = raw if isinstance(raw, dict) else {}
         method, path, status = raw.get("method"), raw.get("path"), raw.get("status")
         if not isinstance(method, str) or not isinstance(path, str) or clean_route(path) != path:
@@ -211,7 +211,7 @@ def write_answers(app_map: object) -> dict[tuple[str, str, str], dict]:
             continue
         after, says = raw.get("path_after"), raw.get("message")
         payload = raw.get("payload", "empty")
-        if payload not in ("empty", "form", "credentials", *ACCOUNT_PAYLOADS):
+        if payload not in ("empty", "form", "credentials", "signed_out", *ACCOUNT_PAYLOADS):
             continue
         names = raw.get("fields") if payload not in ("empty", "credentials") else []
         names = (
@@ -219,7 +219,7 @@ def write_answers(app_map: object) -> dict[tuple[str, str, str], dict]:
             if isinstance(names, list)
             else []
         )
-        if payload != "empty" and payload != "credentials" and not names:
+        if payload in ("form", *ACCOUNT_PAYLOADS) and not names:
             continue
         record = {
             "status": status,
@@ -236,7 +236,7 @@ def write_answers(app_map: object) -> dict[tuple[str, str, str], dict]:
                 "kinds": kinds,
                 "signed_up_to": up if isinstance(up, str) and _AFTER.match(up) else "",
             }
-        key = payload if payload in ("credentials", *ACCOUNT_PAYLOADS) else "empty"
+        key = payload if payload in ("credentials", "signed_out", *ACCOUNT_PAYLOADS) else "empty"
         out.setdefault((method.upper(), path, key), record)
     return out
 

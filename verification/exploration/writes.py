@@ -34,11 +34,15 @@ _SIGN_IN = re.compile(r"(?i)^(log-?in|sign-?in|token|sessions?|authenticate)$")
 _SIGN_UP = re.compile(r"(?i)^(register|sign-?up|join)$")
 ACCOUNT_PAYLOADS = ("taken", "wrong_password")
 KINDS = ("username", "email", "password")
-MAX_WRITES = 12
+MAX_WRITES = 12  # writes asked for
+MAX_RECORDS = 20  # their answers: a write also sent signed out adds one
 # A message the test can look for as written in the page: no character HTML escapes.
 _MESSAGE = re.compile(r"[^<>&\"'`\\]{2,120}")
 _SENTENCE = re.compile(r"^(.{2,120}?[.!?])(?=\s|$)")
-PAYLOADS = ("empty", "form", "credentials", *ACCOUNT_PAYLOADS)
+# signed_out: logged in by a recipe, the same write also sent without a session, kept when
+# it ended elsewhere (a login page); it follows the write's own record, with its fields.
+OUT = "signed_out"
+PAYLOADS = ("empty", "form", "credentials", OUT, *ACCOUNT_PAYLOADS)
 # A field name a request can send (``user[name]``): no quote, no space.
 _FIELD = re.compile(r"^[\w\[\].-]{1,80}$")
 _PATH = re.compile(r"^/([^/\\\s]\S{0,498})?$")
@@ -80,7 +84,7 @@ def writes(items, asked: list[list[str]], tag: str, held: list[str]) -> list[dic
     local path after, a message fit to quote (else empty); ``form``: the page's form for that
     write sent with its ``fields`` empty (names a request can carry)."""
     out: list[dict] = []
-    for raw in items[: MAX_WRITES * 2] if isinstance(items, list) else []:
+    for raw in items[: MAX_RECORDS * 2] if isinstance(items, list) else []:
         raw = raw if isinstance(raw, dict) else {}
         payload = raw.get("payload", "empty")
         if payload not in PAYLOADS:
@@ -88,10 +92,13 @@ def writes(items, asked: list[list[str]], tag: str, held: list[str]) -> list[dic
         sign_in = [payload] if payload in ("credentials", *ACCOUNT_PAYLOADS) else []
         pair = [raw.get("method"), raw.get("path"), *sign_in]
         status = raw.get("status")
-        if pair not in asked or any(_asked(r) == pair for r in out):
+        if pair not in asked or any(_asked(r) == pair + [OUT] * (payload == OUT) for r in out):
             continue
+        if payload == OUT and not any(_asked(r) == pair for r in out):
+            continue  # the signed-out answer follows the same write's own
+        same = next((r for r in out if _asked(r) == pair), None) if payload == OUT else None
         named = payload == "form" or payload in ACCOUNT_PAYLOADS
-        names = raw.get("fields") if named else []
+        names = raw.get("fields") if named else (same["fields"] if same else [])
         names = names[:20] if isinstance(names, list) else []
         if named and not (names and all(isinstance(n, str) and _FIELD.match(n) for n in names)):
             continue
@@ -140,10 +147,10 @@ def writes(items, asked: list[list[str]], tag: str, held: list[str]) -> list[dic
             ok = isinstance(signed_up, str) and _PATH.match(signed_up) and tag not in signed_up
             record |= {"kinds": kinds, "signed_up_to": signed_up if ok else ""}
         out.append(record)
-    return out[:MAX_WRITES]
+    return out[:MAX_RECORDS]
 
 
 def _asked(record: dict) -> list[str]:
     """The [method, path(, payload)] a record answers."""
-    own = record["payload"] in ("credentials", *ACCOUNT_PAYLOADS)
+    own = record["payload"] in ("credentials", OUT, *ACCOUNT_PAYLOADS)
     return [record["method"], record["path"], *([record["payload"]] if own else [])]

@@ -484,7 +484,7 @@ async function probeWrites(context) {
     if (!answer) continue;
     const after = new URL(answer.url());
     const json = /[/+]json\b/i.test(answer.headers()["content-type"] || "");
-    out.push({
+    const record = {
       method,
       path,
       payload: payload === "credentials" ? "credentials" : fields ? "form" : "empty",
@@ -493,9 +493,29 @@ async function probeWrites(context) {
       path_after: after.origin === origin ? after.pathname : "",
       redirected,
       message: messageOf(text, json),
-    });
+    };
+    out.push(record);
+    // Logged in by a recipe: the same write without a session, kept where it ends elsewhere
+    // (a login page): what the app answers a visitor who is not signed in.
+    if (config.login && payload !== "credentials") {
+      const gone = await signedOut(method, path, body).catch(() => null);
+      if (gone && gone.path_after !== record.path_after) out.push({ ...record, ...gone });
+    }
   }
   return out;
+}
+
+async function signedOut(method, path, body) {
+  const alone = await pwRequest.newContext({ baseURL: config.base_url, proxy: config.proxy });
+  try {
+    const { answer, redirected } = await answerOf(alone, method, path, body);
+    if (!answer) return null;
+    const after = new URL(answer.url());
+    const path_after = after.origin === origin ? after.pathname : "";
+    return { payload: "signed_out", status: answer.status(), path_after, redirected, message: "" };
+  } finally {
+    await alone.dispose().catch(() => {});
+  }
 }
 
 async function probeBearer(context) {
