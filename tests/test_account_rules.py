@@ -259,5 +259,5 @@ def test_a_write_that_ends_on_the_login_signed_out_is_sent_from_a_context_of_its
     assert case["title"] == "POST /create signed out ends on /auth/login (200)"
     code = code_of([case])
     assert "async ({ playwright, baseURL }) =>" in code  # not the suite's signed-in request
-    assert "const request = await playwright.request.newContext({ baseURL });" in code
+    assert "newContext({ baseURL, storageState: { cookies: [], origins: [] } });" in code
     assert 'expect(new URL(response.url()).pathname).toBe("/auth/login");' in code

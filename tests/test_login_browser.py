@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from agents.offline import generate_cases, generate_files
 from repositories.credentials import Credentials, in_use
 from repositories.login import Recipe
 from runs.demo.app import serve
@@ -151,3 +152,28 @@ def test_a_write_is_also_sent_signed_out_and_kept_where_it_ends_elsewhere(app, t
         ("/login", "empty"): "/login",  # the same either way: no signed-out record
     }
     assert app.logins == 1  # the probes never logged in again
+    # Its test, in the suite's signed-in project, sends it without the session all the same.
+    stack = {"runtime": "python", "routes": [{"method": "POST", "path": "/account/report"}]}
+    request = {"run_id": "r", "detected_stack": stack | {"pages": []}, "app_map": app_map}
+    cases = generate_cases(request, "standard")["test_cases"]
+    (case,) = [c for c in cases if c["id"].endswith("_signed_out")]
+    files = generate_files(
+        {"target_framework": "playwright", "test_cases": [case]}, test_dir="e2e/amtp", app_id=None
+    )
+    plan = Plan(
+        run_id="login-check",
+        framework="playwright",
+        files=files,
+        target_url=app.url,
+        test_dir="e2e/amtp",
+        failing_tests="fixme",
+        heal_rounds=0,
+        budget_s=120,
+        runner=dataclasses.replace(runner_from_settings(), retries=0),
+        evidence_dir=tmp_path / "evidence",
+        allow_hosts=["127.0.0.1"],
+        login=Login(BY_TEXT, credentials),
+    )
+    with in_use(credentials):
+        report = verify(plan, heal=lambda payload, seconds: {})
+    assert [(t["status"], t["attempts"]) for t in report["tests"]] == [("passed", 1)], report

@@ -292,7 +292,11 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
     if uses_tag(actions, expected):
         body.append(TAG)
     if anonymous:
-        body.append("    const request = await playwright.request.newContext({ baseURL });")
+        # No stored state: the test runner gives newContext the project's own by default.
+        body.append(
+            "    const request = await playwright.request.newContext("
+            "{ baseURL, storageState: { cookies: [], origins: [] } });"
+        )
     lines, last = _step_lines([a for a in actions if a[0] != "cleanup"], "page" in kinds)
     if last["request"]:
         lines += _status_lines(last["request"], expected, True)
