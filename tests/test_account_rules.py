@@ -160,7 +160,9 @@ def _account_map(**changes) -> dict:
     taken |= {"message": "User amtp_{tag} is already registered."}
     wrong = {**taken, "path": "/auth/login", "payload": "wrong_password", "signed_up_to": ""}
     wrong |= {"path_after": "/auth/login", "message": "Incorrect password."}
-    return {"pages": [], "trials": [], "writes": [{**taken, **changes}, wrong]}
+    bare = {**taken, "payload": "no_password", "signed_up_to": ""}
+    bare |= {"message": "Password is required."}
+    return {"pages": [], "trials": [], "writes": [bare, {**taken, **changes}, wrong]}
 
 
 def test_a_new_accounts_answers_are_asserted_with_the_tests_own_account():
@@ -173,6 +175,9 @@ def test_a_new_accounts_answers_are_asserted_with_the_tests_own_account():
     cases = {c["id"]: c for c in generate_cases(request, "standard")["test_cases"]}
     taken = cases["tc_api_post_auth_register_taken"]
     wrong = cases["tc_api_post_auth_login_wrong_password"]
+    bare = cases["tc_api_post_auth_register_no_password"]
+    assert bare["title"].endswith('no password answers 200: "Password is required."')
+    assert "\"password\": ''" in code_of([bare])
     code = code_of([taken, wrong])
     account = "form: { \"username\": 'amtp_' + tag, \"password\": 'Pw-' + tag + '-9x!' }"
     assert code.count(f'request.post("/auth/register", {{ {account} }});') == 3

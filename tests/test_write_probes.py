@@ -98,10 +98,12 @@ def test_the_writes_tests_send_are_probed_and_asserted_as_answered(tmp_path):
         ["POST", "/auth/login"],
         # A sign-in route is also sent a username and password no account has.
         ["POST", "/auth/login", "credentials"],
-        # With a sign-up route: a new account signed up twice ("taken"), then signed in
-        # with a wrong password (each in a session of its own).
+        # With a sign-up route: a new user name without a password, then a new account
+        # signed up twice ("taken"), then signed in with a wrong password (each in a
+        # session of its own).
         ["POST", "/auth/login", "wrong_password"],
         ["POST", "/auth/register"],
+        ["POST", "/auth/register", "no_password"],
         ["POST", "/auth/register", "taken"],
         ["POST", "/create"],
     ]
@@ -136,6 +138,7 @@ def test_the_writes_tests_send_are_probed_and_asserted_as_answered(tmp_path):
                 "User amtp_{tag} is already registered.",
             ),
             ("/auth/login", "wrong_password"): (200, "/auth/login", "Incorrect password."),
+            ("/auth/register", "no_password"): (200, "/auth/register", "Password is required."),
         }
         (taken,) = [w for w in app_map["writes"] if w["payload"] == "taken"]
         assert taken["kinds"] == ["username", "password"] and taken["signed_up_to"] == "/auth/login"
@@ -170,7 +173,7 @@ def test_the_writes_tests_send_are_probed_and_asserted_as_answered(tmp_path):
         taken = 'expect(await response2.text()).toContain("User amtp_" + tag + " is already registered.");'
         assert taken in code
         tests = verified(files, url, tmp_path / "evidence")
-        assert [(t["status"], t["attempts"]) for t in tests] == [("passed", 1)] * 8, tests
+        assert [(t["status"], t["attempts"]) for t in tests] == [("passed", 1)] * 9, tests
         assert len(USERS) == 3  # the probe's, then one per account test
     finally:
         server.shutdown()
@@ -184,6 +187,7 @@ def test_the_writes_tests_send_are_probed_and_asserted_as_answered(tmp_path):
         "login-incorrect-password",
         "login-incorrect-username",
         "register",
+        "register-password-required",
         "register-taken",
         "register-username-required",
         "update-login-required",

@@ -408,45 +408,50 @@ ACCOUNT_NOTE = (
 )
 
 
-def _account_form(record: dict, wrong: bool = False) -> str:
+def _account_form(record: dict, password: str = "a unique password") -> str:
     values = {
-        name: "a wrong password" if wrong and kind == "password" else ACCOUNT_VALUES[kind]
+        name: password if kind == "password" else ACCOUNT_VALUES[kind]
         for name, kind in zip(record["fields"], record["kinds"], strict=True)
     }
     return f"with the account form {json.dumps(values)}"
 
 
 def _account_cases(method: str, route: str, wrote: dict, running: str) -> list[Candidate]:
-    """What a sign-up route answers a new account signed up twice (``taken``), and a sign-in
-    route that account's name with a wrong password (``wrong_password``): each test signs up
-    an account of its own first, then expects the app's answer (its message, ``{tag}`` the
-    test's own), in a request context of its own."""
+    """What a sign-up route answers a new account signed up twice (``taken``) and one
+    without a password (``no_password``), and a sign-in route that account's name with a
+    wrong password (``wrong_password``): each test signs up an account of its own first
+    where it needs one, then expects the app's answer (its message, ``{tag}`` the test's
+    own), in a request context of its own."""
     taken = next(((k[1], v) for k, v in wrote.items() if k[2] == "taken"), None)
-    record = wrote.get((method, route, "taken")) or wrote.get((method, route, "wrong_password"))
-    if taken is None or record is None:
+    if taken is None:
         return []
     signup, first = taken
     sign_up = f"Send POST {signup} {_account_form(first)}"
-    expected = f"responds with status {record['status']}"
-    if record["message"]:
-        expected += f"; the answer says {_q(record['message'])}"
-    said = f": {_q(record['message'])}" if record["message"] else ""
     pre = [running, ACCOUNT_NOTE]
     area = "api_" + area_of(route)
-    if route == signup:
-        if record.get("signed_up_to"):
-            expected += f"; the first answer ends on {_q(record['signed_up_to'])}"
-        title = f"{method} {route} twice with the same new account answers {record['status']}"
-        key = f"api_{method.lower()}_{slug(route) or 'root'}_taken"
-        return [Candidate(key, title + said, [sign_up, sign_up], expected, "high", area, pre)]
-    step = f"Send {method} {route} {_account_form(record, wrong=True)}"
-    title = f"{method} {route} with a new account's name and a wrong password answers"
-    key = f"api_{method.lower()}_{slug(route) or 'root'}_wrong_password"
-    return [
-        Candidate(
-            key, f"{title} {record['status']}{said}", [sign_up, step], expected, "high", area, pre
-        )
-    ]
+    key = f"api_{method.lower()}_{slug(route) or 'root'}"
+    out = []
+    for payload in ("taken", "no_password", "wrong_password"):
+        record = wrote.get((method, route, payload))
+        if record is None or (payload == "wrong_password") == (route == signup):
+            continue
+        expected = f"responds with status {record['status']}"
+        if record["message"]:
+            expected += f"; the answer says {_q(record['message'])}"
+        said = f" {record['status']}" + (f": {_q(record['message'])}" if record["message"] else "")
+        if payload == "taken":
+            if record.get("signed_up_to"):
+                expected += f"; the first answer ends on {_q(record['signed_up_to'])}"
+            title = f"{method} {route} twice with the same new account answers"
+            steps = [sign_up, sign_up]
+        elif payload == "no_password":
+            title = f"{method} {route} with a new user name and no password answers"
+            steps = [f"Send {method} {route} {_account_form(record, 'an empty value')}"]
+        else:
+            title = f"{method} {route} with a new account's name and a wrong password answers"
+            steps = [sign_up, f"Send {method} {route} {_account_form(record, 'a wrong password')}"]
+        out.append(Candidate(f"{key}_{payload}", title + said, steps, expected, "high", area, pre))
+    return out
 
 
 def _refused(record: dict) -> str:

@@ -66,7 +66,13 @@ def _names(text: str) -> list[str]:
 _FORM = re.compile(r'with the form username "([\w.@+-]{1,60})" and password "([\w.@+!-]{1,60})"')
 # An account's fields, each with the kind of value a step types (``VALUES``).
 _ACCOUNT = re.compile(r"with the account form (\{[^\n]{2,2000}\})\s*$")
-_ACCOUNT_VALUES = ("a unique username", "a unique email", "a unique password", "a wrong password")
+_ACCOUNT_VALUES = (
+    "a unique username",
+    "a unique email",
+    "a unique password",
+    "a wrong password",
+    "an empty value",
+)
 
 
 def _account_fields(text: str) -> str | None:
@@ -80,7 +86,8 @@ def _account_fields(text: str) -> str | None:
         return None
     if not all(_FIELD_NAME.match(k) and v in _ACCOUNT_VALUES for k, v in fields.items()):
         return None
-    return "form: { " + ", ".join(f"{_ts(k)}: {VALUES[v]}" for k, v in fields.items()) + " }"
+    value = {**VALUES, "an empty value": "''"}
+    return "form: { " + ", ".join(f"{_ts(k)}: {value[v]}" for k, v in fields.items()) + " }"
 
 
 _HEADER = re.compile(

@@ -241,7 +241,7 @@ def write_answers(app_map: object) -> dict[tuple[str, str, str], dict]:
     return out
 
 
-ACCOUNT_PAYLOADS = ("taken", "wrong_password")
+ACCOUNT_PAYLOADS = ("taken", "no_password", "wrong_password")
 _KINDS = ("username", "email", "password")
 
 

@@ -28,11 +28,12 @@ METHODS = ("POST", "PUT", "PATCH", "DELETE")
 # login forms use.
 _SIGN_IN = re.compile(r"(?i)^(log-?in|sign-?in|token|sessions?|authenticate)$")
 # A sign-up route (its last segment): with its page's form (a password field, no hidden
-# token), a new account is signed up twice ("taken": what the second answer says); then a
-# sign-in route is sent that account's name with a wrong password ("wrong_password"). Each
-# in a request context of its own: the explored session stays as it was.
+# token), a new account is signed up twice ("taken": what the second answer says) and a new
+# user name without a password ("no_password"); then a sign-in route is sent the first
+# account's name with a wrong password ("wrong_password"). Each in a request context of its
+# own: the explored session stays as it was.
 _SIGN_UP = re.compile(r"(?i)^(register|sign-?up|join)$")
-ACCOUNT_PAYLOADS = ("taken", "wrong_password")
+ACCOUNT_PAYLOADS = ("taken", "no_password", "wrong_password")
 KINDS = ("username", "email", "password")
 MAX_WRITES = 12  # writes asked for
 MAX_RECORDS = 20  # their answers: a write also sent signed out adds one
@@ -73,10 +74,11 @@ def write_paths(crawl: dict, limit: int = MAX_WRITES) -> list[list[str]]:
             out.append([*pair, "credentials"])
             accounts.append([*pair, "wrong_password"])
         if method == "POST" and not params(route) and _SIGN_UP.match(last):
-            accounts.insert(0, [*pair, "taken"])
+            # without a password first: its name is new then, as a test's own is
+            accounts[:0] = [[*pair, "no_password"], [*pair, "taken"]]
     if not any(a[2] == "taken" for a in accounts):
         accounts = []
-    return (out[: limit - len(accounts[:3])] + accounts[:3])[:limit]
+    return (out[: limit - len(accounts[:4])] + accounts[:4])[:limit]
 
 
 def writes(items, asked: list[list[str]], tag: str, held: list[str]) -> list[dict]:

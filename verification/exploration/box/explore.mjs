@@ -431,7 +431,8 @@ async function probeAccount(method, path, payload) {
   if (!kinds || !kinds.some(([, k]) => k === "password")) return null;
   if (payload === "wrong_password" && !account.fields) return null;
   const tag = trialCfg.tag;
-  const value = (kind, wrong) => (kind === "password" ? (wrong ? `Wrong-${tag}-1x!` : `Pw-${tag}-9x!`) : ACCOUNT[kind](tag));
+  const secret = { taken: `Pw-${tag}-9x!`, no_password: "", wrong_password: `Wrong-${tag}-1x!` };
+  const value = (kind, wrong) => (kind === "password" ? (wrong ? secret[payload] : secret.taken) : ACCOUNT[kind](tag));
   const form = (wrong) => Object.fromEntries(kinds.map(([n, k]) => [n, value(k, wrong)]));
   const alone = await pwRequest.newContext({ baseURL: config.base_url, proxy: config.proxy });
   try {
@@ -457,7 +458,7 @@ async function probeWrites(context) {
   for (const [method, path, payload] of (config.writes || []).slice(0, 12)) {
     // A few single requests, after the crawl: they may use part of the box's grace (GRACE_S).
     if (Date.now() > deadline + PROBE_GRACE_MS) break;
-    if (payload === "taken" || payload === "wrong_password") {
+    if (payload === "taken" || payload === "no_password" || payload === "wrong_password") {
       const probed = await probeAccount(method, path, payload).catch(() => null);
       if (!probed || !probed.answer) continue;
       const { answer, redirected, kinds } = probed;
