@@ -179,6 +179,8 @@ def test_a_new_accounts_answers_are_asserted_with_the_tests_own_account():
     assert bare["title"].endswith('no password answers 200: "Password is required."')
     assert "\"password\": ''" in code_of([bare])
     code = code_of([taken, wrong])
+    # Sent as the probe sent them: from a request context of its own, not the suite's session.
+    assert code.count("newContext({ baseURL, storageState: { cookies: [], origins: [] } });") == 2
     account = "form: { \"username\": 'amtp_' + tag, \"password\": 'Pw-' + tag + '-9x!' }"
     assert code.count(f'request.post("/auth/register", {{ {account} }});') == 3
     assert "\"password\": 'Wrong-' + tag + '-1x!'" in code

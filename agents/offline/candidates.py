@@ -413,7 +413,7 @@ def _account_form(record: dict, password: str = "a unique password") -> str:
         name: password if kind == "password" else ACCOUNT_VALUES[kind]
         for name, kind in zip(record["fields"], record["kinds"], strict=True)
     }
-    return f"with the account form {json.dumps(values)}"
+    return f"with the account form {json.dumps(values)}, signed out"  # as the probe sent it
 
 
 def _account_cases(method: str, route: str, wrote: dict, running: str) -> list[Candidate]:

@@ -65,7 +65,7 @@ def _names(text: str) -> list[str]:
 
 _FORM = re.compile(r'with the form username "([\w.@+-]{1,60})" and password "([\w.@+!-]{1,60})"')
 # An account's fields, each with the kind of value a step types (``VALUES``).
-_ACCOUNT = re.compile(r"with the account form (\{[^\n]{2,2000}\})\s*$")
+_ACCOUNT = re.compile(r"with the account form (\{[^\n]{2,2000}\})(?:, signed out)?\s*$")
 _ACCOUNT_VALUES = (
     "a unique username",
     "a unique email",
