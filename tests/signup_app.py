@@ -58,9 +58,12 @@ class SignupApp:
         if path == "/auth/logout":
             self.sessions.pop(sid, None)
             return _redirect(start_response, "/")
-        if path in ("/create", "/account"):
+        if path in ("/create", "/account", "/welcome"):
             if user is None:  # flaskr's login_required
                 return _redirect(start_response, "/auth/login")
+            if path == "/welcome":  # microblog's index greets the signed-in user by name
+                body = f"<h1>Hi, {html.escape(user)}!</h1>"
+                return _html(start_response, "Welcome", body, user)
             if path == "/account":
                 # A careless debug line, as in tests/login_app.py: the password on the page.
                 body = f"<h1>Your account</h1><p>{user}: {self.users[user][1]}</p>"
@@ -76,6 +79,7 @@ class SignupApp:
         if path == "/":
             items = "".join(f"<article><h2>{html.escape(t)}</h2></article>" for t, _ in self.posts)
             links = '<a href="/create">New</a> <a href="/account">Account</a>'
+            links += ' <a href="/welcome">Welcome</a>'
             return _html(start_response, "Posts", f"<h1>Posts</h1>{links}{items}", user)
         start_response("404 Not Found", [("Content-Type", "text/html")])
         return [b"<h1>Not found</h1>"]

@@ -82,6 +82,7 @@ def test_flaskr_gets_the_whole_journey_with_outcomes_first_and_cleanup_last():
     assert journey.priority == "critical"
     assert journey.title == "Journey /: sign up, log in, create, see it listed, edit, delete"
     assert journey.steps == [
+        "Clear the browser's cookies",  # a new user's own session
         "Open /auth/register",
         'Fill "Username" with a unique username',
         'Fill "Password" with a unique password',
@@ -186,6 +187,7 @@ def test_sign_up_by_email_and_an_optional_remember_me_box_still_give_the_account
     pages.append(page("/signin", forms=[log_in]))
     (journey,) = journey_candidates({"pages": pages, "trials": []}, RUNNING)
     assert journey.steps == [
+        "Clear the browser's cookies",
         "Open /signup",
         'Fill "Email" with a unique email',
         'Fill "Password" with a unique password',

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from agents.offline import generate_cases, generate_files
 from repositories.credentials import Credentials, in_use
 from repositories.login import Recipe
 from runs.demo.app import serve
@@ -125,3 +126,54 @@ def test_the_tests_start_from_the_setup_projects_storage_state(app, tmp_path):
     assert PASSWORD not in json.dumps(report)
     kept = [p.read_bytes() for p in (tmp_path / "evidence").rglob("*") if p.is_file()]
     assert not any(PASSWORD.encode() in data for data in kept)
+
+
+def test_a_write_is_also_sent_signed_out_and_kept_where_it_ends_elsewhere(app, tmp_path):
+    """Logged in by the recipe, a write the tests send is probed in the session and, in a
+    request context of its own, without it: signed out it ends on the login page."""
+    credentials = Credentials(USERNAME, PASSWORD)
+    with in_use(credentials):
+        app_map = explore(
+            app.url,
+            allow_hosts=["127.0.0.1"],
+            runner=runner_from_settings(),
+            bounds=Bounds(
+                max_pages=3, max_depth=1, time_s=60, page_timeout_s=10, max_bytes=1 << 20
+            ),
+            shots_dir=tmp_path,
+            start_paths=["/"],
+            login=Login(BY_PATH, credentials),
+            writes=[["POST", "/account/report"], ["POST", "/login"]],
+        )
+    answered = {(w["path"], w["payload"]): w["path_after"] for w in app_map["writes"]}
+    assert answered == {
+        ("/account/report", "empty"): "/account/report",  # signed in: the page itself
+        ("/account/report", "signed_out"): "/login",  # signed out: the login
+        ("/login", "empty"): "/login",  # the same either way: no signed-out record
+    }
+    assert app.logins == 1  # the probes never logged in again
+    # Its test, in the suite's signed-in project, sends it without the session all the same.
+    stack = {"runtime": "python", "routes": [{"method": "POST", "path": "/account/report"}]}
+    request = {"run_id": "r", "detected_stack": stack | {"pages": []}, "app_map": app_map}
+    cases = generate_cases(request, "standard")["test_cases"]
+    (case,) = [c for c in cases if c["id"].endswith("_signed_out")]
+    files = generate_files(
+        {"target_framework": "playwright", "test_cases": [case]}, test_dir="e2e/amtp", app_id=None
+    )
+    plan = Plan(
+        run_id="login-check",
+        framework="playwright",
+        files=files,
+        target_url=app.url,
+        test_dir="e2e/amtp",
+        failing_tests="fixme",
+        heal_rounds=0,
+        budget_s=120,
+        runner=dataclasses.replace(runner_from_settings(), retries=0),
+        evidence_dir=tmp_path / "evidence",
+        allow_hosts=["127.0.0.1"],
+        login=Login(BY_TEXT, credentials),
+    )
+    with in_use(credentials):
+        report = verify(plan, heal=lambda payload, seconds: {})
+    assert [(t["status"], t["attempts"]) for t in report["tests"]] == [("passed", 1)], report

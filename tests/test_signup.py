@@ -9,7 +9,7 @@ import json
 import pytest
 
 import schemas
-from agents.offline import generate_cases
+from agents.offline import generate_cases, generate_files
 from agents.offline.live import live_pages
 from runs import selectors
 from runs.demo.app import serve
@@ -82,7 +82,9 @@ def test_exploration_signs_up_adapts_once_and_explores_signed_in(served, tmp_pat
     assert pages["/create"]["login_redirect"] == ""
     assert '- heading "New Post" [level=1]' in pages["/create"]["snapshot"]
     assert '- heading "Your account" [level=1]' in pages["/account"]["snapshot"]
-    assert "[REDACTED:held-secret]: [REDACTED:held-secret]" in pages["/account"]["snapshot"]
+    # The account's name where the app shows it is the tests' own place; its password scrubbed.
+    assert "{account}: [REDACTED:held-secret]" in pages["/account"]["snapshot"]
+    assert '- heading "Hi, {account}!" [level=1]' in pages["/welcome"]["snapshot"]
     assert "/auth/logout" not in pages  # a signed-in crawl never signs itself out
     assert [f["label"] for f in signup["form"]["fields"]] == ["Username", "Email", "Password"]
     assert signup["login_form"]["submit"] == "Log In"
@@ -135,6 +137,45 @@ def test_the_tests_sign_up_through_their_own_setup_project(served, tmp_path):
     assert (test["status"], test["attempts"]) == ("passed", 1), test
     assert len(app.users) == 2  # the exploration's account, then the setup's own
     assert app.refused == ["Password must contain only letters and digits."]  # exploring only
+
+
+def test_a_page_greeting_the_signed_in_user_is_checked_with_the_tests_own_account(served, tmp_path):
+    """The exploration's account is greeted on /welcome ("Hi, <name>!"); the tests' setup
+    signs up another account and saves its name (never its password) for the specs, whose
+    page test expects the greeting of that account."""
+    app = served(SignupApp(strict=True))
+    with throwaway() as account:
+        app_map = run_explore(app, tmp_path, account, form_trials=0)
+    request = crawl({"app.py": "x = 1\n"}) | {"app_map": app_view(app_map)}
+    (case,) = [c for c in generate_cases(request, "standard")["test_cases"] if "welcome" in c["id"]]
+    assert case["title"] == 'Page /welcome shows its heading "Hi, {account}!"'
+    files = generate_files(
+        {"target_framework": "playwright", "test_cases": [case]}, test_dir="e2e/amtp", app_id=None
+    )
+    assert (
+        "readFileSync(\"playwright/.auth/account.json\", 'utf8')).username" in files[0]["contents"]
+    )
+    report = verify(_plan(files, app, tmp_path, Login(signup_of(app_map))), heal=lambda p, s: {})
+    (test,) = report["tests"]
+    assert (test["status"], test["attempts"]) == ("passed", 1), test
+    assert len(app.users) == 2  # the exploration's account, then the setup's own
+
+
+def _plan(files: list[dict], app, tmp_path, login: Login) -> Plan:
+    return Plan(
+        run_id="signup-check",
+        framework="playwright",
+        files=files,
+        target_url=app.url,
+        test_dir="e2e/amtp",
+        failing_tests="fixme",
+        heal_rounds=0,
+        budget_s=120,
+        runner=dataclasses.replace(runner_from_settings(), retries=0),
+        evidence_dir=tmp_path / "evidence",
+        allow_hosts=["127.0.0.1"],
+        login=login,
+    )
 
 
 def test_no_setup_project_from_a_sign_up_that_did_not_sign_in():

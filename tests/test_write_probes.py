@@ -45,6 +45,9 @@ FORM = (
 )
 
 
+USERS: dict[str, str] = {}  # flaskr's user table: name → password
+
+
 def flaskr_signed_out(environ, start_response):
     path, method = environ["PATH_INFO"], environ["REQUEST_METHOD"]
     size = int(environ.get("CONTENT_LENGTH") or 0)
@@ -54,9 +57,19 @@ def flaskr_signed_out(environ, start_response):
         title, button = ("Register", "Register") if "register" in path else ("Log In", "Log In")
         flash = ""
         if method == "POST":  # flaskr's checks, in its order
-            said = "Incorrect username."  # login: no such user
-            if "register" in path and not sent.get("username"):
-                said = "Username is required."
+            name, password = (sent.get(k, [""])[0] for k in ("username", "password"))
+            said = "Incorrect username." if name not in USERS else "Incorrect password."
+            if "register" in path:
+                said = "Username is required." if not name else "Password is required."
+                if name and password:
+                    said = f"User {name} is already registered."
+                if name and password and name not in USERS:
+                    USERS[name] = password
+                    start_response("302 Found", [("Location", "/auth/login")])
+                    return [b""]
+            elif name in USERS and USERS[name] == password:
+                start_response("302 Found", [("Location", "/")])
+                return [b""]
             flash = f"<div class='flash'>{said}</div>"
         body = FORM.format(button=button)
         return _html(start_response, "200 OK", PAGE.format(title=title, flash=flash, body=body))
@@ -85,7 +98,13 @@ def test_the_writes_tests_send_are_probed_and_asserted_as_answered(tmp_path):
         ["POST", "/auth/login"],
         # A sign-in route is also sent a username and password no account has.
         ["POST", "/auth/login", "credentials"],
+        # With a sign-up route: a new user name without a password, then a new account
+        # signed up twice ("taken"), then signed in with a wrong password (each in a
+        # session of its own).
+        ["POST", "/auth/login", "wrong_password"],
         ["POST", "/auth/register"],
+        ["POST", "/auth/register", "no_password"],
+        ["POST", "/auth/register", "taken"],
         ["POST", "/create"],
     ]
     server, url = serve(flaskr_signed_out)
@@ -112,7 +131,18 @@ def test_the_writes_tests_send_are_probed_and_asserted_as_answered(tmp_path):
             ("/create", "empty"): (200, "/auth/login", ""),  # login_required: the login page
             ("/999999999/update", "empty"): (200, "/auth/login", ""),
             ("/999999999/delete", "empty"): (200, "/auth/login", ""),
+            # The account's name in a message is the test's own: {tag}.
+            ("/auth/register", "taken"): (
+                200,
+                "/auth/register",
+                "User amtp_{tag} is already registered.",
+            ),
+            ("/auth/login", "wrong_password"): (200, "/auth/login", "Incorrect password."),
+            ("/auth/register", "no_password"): (200, "/auth/register", "Password is required."),
         }
+        (taken,) = [w for w in app_map["writes"] if w["payload"] == "taken"]
+        assert taken["kinds"] == ["username", "password"] and taken["signed_up_to"] == "/auth/login"
+        assert len(USERS) == 1  # one account, signed up by the probe
         request = crawler | {"app_map": app_view(app_map, crawler), "depth_level": "standard"}
         cases = [
             c
@@ -140,8 +170,11 @@ def test_the_writes_tests_send_are_probed_and_asserted_as_answered(tmp_path):
         assert f'request.post("/auth/register", {{ {empty} }});' in code
         sign_in = 'form: { username: "amtp_nobody", password: "amtp-not-the-password" }'
         assert f'request.post("/auth/login", {{ {sign_in} }});' in code
+        taken = 'expect(await response2.text()).toContain("User amtp_" + tag + " is already registered.");'
+        assert taken in code
         tests = verified(files, url, tmp_path / "evidence")
-        assert [(t["status"], t["attempts"]) for t in tests] == [("passed", 1)] * 6, tests
+        assert [(t["status"], t["attempts"]) for t in tests] == [("passed", 1)] * 9, tests
+        assert len(USERS) == 3  # the probe's, then one per account test
     finally:
         server.shutdown()
         server.server_close()
@@ -151,7 +184,11 @@ def test_the_writes_tests_send_are_probed_and_asserted_as_answered(tmp_path):
     assert sorted(rb.exercised(own, [f["contents"] for f in files])) == [
         "create-login-required",
         "delete-login-required",
+        "login-incorrect-password",
         "login-incorrect-username",
+        "register",
+        "register-password-required",
+        "register-taken",
         "register-username-required",
         "update-login-required",
     ]
@@ -240,4 +277,56 @@ def test_hostile_write_records_are_refused_or_emptied():
             "path_after": "",
             "message": "Failed, check it.",
         },
+    ]
+
+
+def test_hostile_account_probe_records_are_refused_or_emptied():
+    asked = [["POST", "/register", "taken"], ["POST", "/login", "wrong_password"]]
+    base = {"method": "POST", "path": "/register", "payload": "taken", "status": 200}
+    base |= {"fields": ["username", "password"], "kinds": ["username", "password"]}
+    raw = [
+        {**base, "kinds": ["username", "admin"]},  # a kind no account field has
+        {**base, "kinds": ["username"]},  # fewer kinds than fields
+        {**base, "kinds": ["username", "email"]},  # no password: no account form
+        {**base, "payload": "wrong_password"},  # not asked for this path
+        {
+            **base,
+            "redirected": False,
+            "signed_up_to": "//evil.test/",
+            # The probe's own name becomes {tag}; a held value empties the message.
+            "message": "User amtp_tag123456 is already registered.",
+        },
+        {
+            **base,
+            "path": "/login",
+            "payload": "wrong_password",
+            "redirected": False,
+            "message": "Wrong password for s3cret.",
+        },
+    ]
+    found = writes(raw, asked, "tag123456", held=["s3cret"])
+    assert [(w["payload"], w["message"], w.get("signed_up_to")) for w in found] == [
+        ("taken", "User amtp_{tag} is already registered.", ""),
+        ("wrong_password", "", ""),
+    ]
+    assert write_paths({"detected_stack": {"routes": [{"method": "POST", "path": "/login"}]}}) == [
+        ["POST", "/login"],
+        ["POST", "/login", "credentials"],  # no sign-up route: no account to sign in with
+    ]
+
+
+def test_a_write_sent_signed_out_is_kept_only_after_its_own_answer():
+    """Logged in by a recipe, the box also sends each write without a session; the record
+    follows the write's own, takes its fields, and never carries a message."""
+    asked = [["POST", "/create"], ["POST", "/1/update"]]
+    own = {"method": "POST", "path": "/create", "payload": "form", "status": 200}
+    own |= {"fields": ["title"], "path_after": "/create", "redirected": False}
+    own |= {"message": "Title is required."}
+    out = {"method": "POST", "path": "/create", "payload": "signed_out", "status": 200}
+    out |= {"path_after": "/auth/login", "redirected": True, "message": "Please log in."}
+    alone = {**out, "path": "/1/update"}  # no own answer before it: dropped
+    found = writes([alone, own, out, out], asked, "tag123456", held=[])
+    assert [(w["payload"], w["fields"], w["path_after"], w["message"]) for w in found] == [
+        ("form", ["title"], "/create", "Title is required."),
+        ("signed_out", ["title"], "/auth/login", ""),
     ]

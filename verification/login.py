@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from agents.offline.api_shape import STATE_FILE, TOKEN_ITEM
-from agents.offline.common import EMAIL_DOMAIN
+from agents.offline.common import ACCOUNT_FILE, EMAIL_DOMAIN
 from repositories.credentials import Credentials, credentials_for, in_use
 from repositories.login import PASSWORD_VAR, USERNAME_VAR, ApiKey, ApiToken, Recipe, recipe_of
 from repositories.secrets import also_scrubbed
@@ -29,6 +29,8 @@ from verification.errors import LoginFailed
 
 SETUP_FILE = "auth.setup.ts"
 SETUP_TITLE = "log in"  # its one test
+# ACCOUNT_FILE: the user name of the account a sign-up setup made (never its password); a
+# page that greets the signed-in user by name is checked with it (agents/offline ACCOUNT).
 FAILED = "login failed at {path}: {seen}"
 EMAIL_VAR = "AMTP_E2E_EMAIL"
 
@@ -265,6 +267,7 @@ def _signup_source(signup: SignUp) -> str:
         "// start from (the `setup` project). The account's values are random, made here.",
         "import { test as setup } from '@playwright/test';",
         "import { randomBytes } from 'node:crypto';",
+        "import { writeFileSync } from 'node:fs';",
         "",
         f"const authFile = {text(STATE_FILE)};",
         "",
@@ -282,6 +285,8 @@ def _signup_source(signup: SignUp) -> str:
     lines += [
         f"  await page.waitForURL((url) => url.pathname !== {text(leave.split('?')[0])});",
         "  await page.context().storageState({ path: authFile });",
+        "  // Its user name (no secret): a page greeting the signed-in user is checked with it.",
+        f"  writeFileSync({text(ACCOUNT_FILE)}, JSON.stringify({{ username }}));",
         "});",
         "",
     ]

@@ -38,6 +38,7 @@ from verification.errors import (
     VerifierNotInstalled,
 )
 from verification.login import (
+    ACCOUNT_FILE,
     MAX_STATE_BYTES,
     NO_STATE,
     SETUP_FILE,
@@ -244,7 +245,7 @@ def execute(
     runner: Runner,
     budget_s: float,
     record_all: bool = False,
-    state: bytes | None = None,
+    state: dict[str, bytes] | None = None,
     only: list[str] | None = None,
 ) -> list[TestResult]:
     """Run ``files`` (``{"path", "contents"}``) in ``box`` (its proxy already listening),
@@ -253,9 +254,9 @@ def execute(
     ReportNotTrustworthy when what comes back is not a report of ``files``. ``record_all``: a
     trace and a screenshot of every test, passing ones included; ``only``: the titles of the
     tests to run (Playwright's ``--grep``), all when None."""
-    if state is not None:
-        (box.work / STATE_FILE).parent.mkdir(parents=True, exist_ok=True)
-        (box.work / STATE_FILE).write_bytes(state)
+    for name, data in (state or {}).items():  # the session, and the account's user name
+        (box.work / name).parent.mkdir(parents=True, exist_ok=True)
+        (box.work / name).write_bytes(data)
     limit = min(budget_s, suite_seconds(files, runner))
     config = _config(runner, base_url, record_all=record_all, state=bool(state))
     grep = "|".join(re.escape(title) for title in only) if only else ""
@@ -293,10 +294,12 @@ def same_failure(first: str, second: str) -> bool:
 
 def log_in(
     login: Login, *, box: sandbox.Box, base_url: str, runner: Runner, budget_s: float
-) -> bytes:
+) -> dict[str, bytes]:
     """Run the setup written from ``login``'s recipe in ``box`` (its proxy already listening),
-    the one box given the credentials; the storage state it saved. LoginFailed when it did not
-    log in (or left no state), as :func:`execute` otherwise."""
+    the one box given the credentials; the files it saved for the specs' box: the storage
+    state, and a sign-up's account name (``ACCOUNT_FILE``, when it is a small JSON object
+    naming it). LoginFailed when it did not log in (or left no state), as :func:`execute`
+    otherwise."""
     setup = [{"path": SETUP_FILE, "contents": setup_source(login.recipe)}]
     limit = min(budget_s, runner.test_timeout_s * (runner.retries + 1) + SUITE_SLACK_S)
     config = _config(runner, base_url, login)
@@ -306,15 +309,28 @@ def log_in(
     without_setup(
         verdict.results(data, setup, box.outside, box.work / "results", listed), login.recipe
     )
-    saved = box.work / STATE_FILE
+    state = _saved(box, STATE_FILE, MAX_STATE_BYTES)
+    if state is None:
+        raise LoginFailed(NO_STATE.format(path=login.recipe.path, STATE_FILE=STATE_FILE))
+    account = _saved(box, ACCOUNT_FILE, 1024)
     try:
-        found = saved.resolve(strict=True)
+        name = json.loads(account or b"{}").get("username")
+    except (ValueError, AttributeError):
+        name = None
+    named = isinstance(name, str) and re.fullmatch(r"[\w.@+-]{1,80}", name)
+    return {STATE_FILE: state, **({ACCOUNT_FILE: account} if named and account else {})}
+
+
+def _saved(box: sandbox.Box, name: str, limit: int) -> bytes | None:
+    """A file the setup saved in ``box``: a regular file inside it, at most ``limit`` bytes."""
+    try:
+        found = (box.work / name).resolve(strict=True)
         held = found.is_relative_to(box.work.resolve()) and found.is_file()
-        if held and found.stat().st_size <= MAX_STATE_BYTES:
+        if held and found.stat().st_size <= limit:
             return found.read_bytes()
     except (OSError, RuntimeError):
         pass
-    raise LoginFailed(NO_STATE.format(path=login.recipe.path, STATE_FILE=STATE_FILE))
+    return None
 
 
 def _run(

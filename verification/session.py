@@ -117,6 +117,7 @@ class Session:
         self.clock = time.monotonic()
         self.deadline = self.clock + plan.budget_s
         self.policy = proxy.Policy(plan.target_url, plan.allow_hosts) if plan.target_url else None
+        self.state: dict[str, bytes] | None = None  # the login's saved files, once logged in
 
     def left(self) -> float:
         left = self.deadline - time.monotonic()
@@ -220,19 +221,24 @@ class Session:
         self.rounds.append({"phase": phase, "duration_ms": elapsed_ms(began)})
         return results
 
-    def _log_in(self) -> bytes:
+    def _log_in(self) -> dict[str, bytes]:
         """The storage state of a login in a box of its own: the specs' box never holds the
-        credentials, only the session they opened."""
+        credentials, only the session they opened. Once per stage: every execution (the
+        run, the heal's rerun) starts from the same session, and a setup that signs up
+        makes one account, not one per execution."""
+        if self.state is not None:
+            return self.state
         box = sandbox.Box()
         try:
             with proxy.serving(box.socket, self.policy):
-                return log_in(
+                self.state = log_in(
                     self.plan.login,
                     box=box,
                     base_url=self.plan.target_url,
                     runner=self.plan.runner,
                     budget_s=self.left(),
                 )
+                return self.state
         except VerificationTimedOut:
             raise VerificationTimedOut(TIMED_OUT.format(budget=self.plan.budget_s)) from None
         finally:

@@ -148,11 +148,14 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
         out += _api_cases(
             method, route, is_json, entry.get(area_of(route)) == route, running, shape, answered
         )
+        if gone := wrote.get((method, sample_path(route, missing=True), "signed_out")):
+            out.append(_signed_out_case(method, route, gone, running))
         for probe in probes.get(route, []) if method == "GET" else []:
             out += _probe_case(route, probe, running, key, given)
         asked.add(route)
         if refused := wrote.get((method, route, "credentials")):
             out.append(_sign_in_case(method, route, refused, running))
+        out += _account_cases(method, route, wrote, running)
     for path in sorted(set(probes) - asked):  # a route under the API's prefix that cannot exist
         for record in [r for r in probes[path] if r["auth"] in ("key", "token")]:
             out += _probe_case(path, record, running, key, given)
@@ -189,8 +192,11 @@ def _live(pages: dict[str, str | None], api: list, app_map: object) -> dict[str,
         pattern = dynamic.match(path)
         if pattern:
             out.setdefault(pattern, page)
-        elif "api" not in path.split("/") and (path not in api_routes or page.heading):
-            # A route the source took for JSON that renders a heading is a page too.
+        elif "api" not in path.split("/") and (
+            path not in api_routes or page.heading or page.shows or page.redirect
+        ):
+            # A route the source took for JSON that renders a heading, a field or a button
+            # (or sends the browser on to a page) is a page too.
             pages.setdefault(path, None)
             out[path] = page
     return out
@@ -215,6 +221,8 @@ def _page_cases(
         title = f"{'Home page' if route == '/' else f'Page {route}'} answers{titled} ({BLANK})"
         key = "page_" + (slug(route) or "home")
         return [Candidate(key, title, [f"Open {url}"], expected, prio, area, pre)]
+    if live and live.redirect and not logs_out(route):
+        return [_redirect_case(route, key, prio, area, running, live)]
     if live:
         pre.append(LIVE_NOTE.format(live.path))
         heading = live.heading  # what the app shows, not what its source suggested
@@ -248,6 +256,25 @@ def _page_cases(
             )
         )
     return cases
+
+
+def _redirect_case(
+    route: str, key: str, prio: str, area: str, running: str, live: LivePage
+) -> Candidate:
+    """A page that sent the browser elsewhere when explored (in the session the tests share:
+    ``/`` to ``/login``, a sign-in page to the home page once signed in) is tested as that
+    redirect: it ends on the page it led to and shows that page's heading, never as itself."""
+    name = "Home page" if route == "/" else f"Page {route}"
+    expected = f"the browser ends on {_q(live.redirect)}; it renders a visible body"
+    shown = f", which shows its heading {_q(live.heading)}" if live.heading else ""
+    if live.heading:
+        expected += f"; it shows the heading {_q(live.heading)}"
+    title = f"{name} redirects to {live.redirect}{shown}"
+    pre = [running, REDIRECT_NOTE.format(route, live.redirect)]
+    return Candidate(key, title, [f"Open {live.path}"], f"{expected}; {NO_ERRORS}", prio, area, pre)
+
+
+REDIRECT_NOTE = "Opened when the app was explored, {} sent the browser to {}"
 
 
 def _api_cases(
@@ -331,6 +358,34 @@ WROTE_NOTE = (
 )
 
 
+SIGNED_OUT_NOTE = (
+    "The explored app answered this request so without a session (a visitor not signed in);"
+    " the test sends it from a request context of its own"
+)
+
+
+def _signed_out_case(method: str, route: str, answered: dict, running: str) -> Candidate:
+    """A write sent without a session (``signed_out``) that ended elsewhere than signed in:
+    the test sends it signed out and expects where it ended (the login page)."""
+    body = "" if method == "DELETE" else " with an empty JSON body"
+    if answered["fields"]:
+        body = f" with the form fields {json.dumps(answered['fields'])} empty"
+    url = sample_path(route, missing=True)
+    expected = f"responds with status {answered['status']}"
+    if answered["path_after"]:
+        expected += f"; it ends on {_q(answered['path_after'])}"
+    where = f"ends on {answered['path_after']}" if answered["path_after"] else "answers"
+    return Candidate(
+        f"api_{method.lower()}_{slug(route) or 'root'}_signed_out",
+        f"{method} {route} signed out {where} ({answered['status']})",
+        [f"Send {method} {url}{body}, signed out"],
+        expected,
+        "medium",
+        "api_" + area_of(route),
+        [running, SIGNED_OUT_NOTE],
+    )
+
+
 def _sign_in_case(method: str, route: str, answered: dict, running: str) -> Candidate:
     """A sign-in route sent a username and password no account has (``writes``): the test
     sends the same and expects what the app answered (its refusal)."""
@@ -350,6 +405,63 @@ def _sign_in_case(method: str, route: str, answered: dict, running: str) -> Cand
         "api_" + area_of(route),
         [running, WROTE_NOTE],
     )
+
+
+ACCOUNT_VALUES = {
+    "username": "a unique username",
+    "email": "a unique email",
+    "password": "a unique password",
+}
+ACCOUNT_NOTE = (
+    "The explored app answered so, in a session of its own, for an account the probe signed"
+    " up itself; the test signs up its own, with values unique to each run and retry"
+)
+
+
+def _account_form(record: dict, password: str = "a unique password") -> str:
+    values = {
+        name: password if kind == "password" else ACCOUNT_VALUES[kind]
+        for name, kind in zip(record["fields"], record["kinds"], strict=True)
+    }
+    return f"with the account form {json.dumps(values)}, signed out"  # as the probe sent it
+
+
+def _account_cases(method: str, route: str, wrote: dict, running: str) -> list[Candidate]:
+    """What a sign-up route answers a new account signed up twice (``taken``) and one
+    without a password (``no_password``), and a sign-in route that account's name with a
+    wrong password (``wrong_password``): each test signs up an account of its own first
+    where it needs one, then expects the app's answer (its message, ``{tag}`` the test's
+    own), in a request context of its own."""
+    taken = next(((k[1], v) for k, v in wrote.items() if k[2] == "taken"), None)
+    if taken is None:
+        return []
+    signup, first = taken
+    sign_up = f"Send POST {signup} {_account_form(first)}"
+    pre = [running, ACCOUNT_NOTE]
+    area = "api_" + area_of(route)
+    key = f"api_{method.lower()}_{slug(route) or 'root'}"
+    out = []
+    for payload in ("taken", "no_password", "wrong_password"):
+        record = wrote.get((method, route, payload))
+        if record is None or (payload == "wrong_password") == (route == signup):
+            continue
+        expected = f"responds with status {record['status']}"
+        if record["message"]:
+            expected += f"; the answer says {_q(record['message'])}"
+        said = f" {record['status']}" + (f": {_q(record['message'])}" if record["message"] else "")
+        if payload == "taken":
+            if record.get("signed_up_to"):
+                expected += f"; the first answer ends on {_q(record['signed_up_to'])}"
+            title = f"{method} {route} twice with the same new account answers"
+            steps = [sign_up, sign_up]
+        elif payload == "no_password":
+            title = f"{method} {route} with a new user name and no password answers"
+            steps = [f"Send {method} {route} {_account_form(record, 'an empty value')}"]
+        else:
+            title = f"{method} {route} with a new account's name and a wrong password answers"
+            steps = [sign_up, f"Send {method} {route} {_account_form(record, 'a wrong password')}"]
+        out.append(Candidate(f"{key}_{payload}", title + said, steps, expected, "high", area, pre))
+    return out
 
 
 def _refused(record: dict) -> str:

@@ -72,7 +72,7 @@ from .candidates import (
 from .common import HEADER, one_line, slug
 from .flows import flow_candidates
 from .interaction_journeys import interaction_candidates
-from .journeys import journey_candidates, journey_trial
+from .journeys import journey_candidates, journey_trial, own_account_steps
 
 # The rule is the Test Case Generator's contract; the offline rules follow it, not a copy.
 DEPTHS = DEPTH_RULES
@@ -141,7 +141,8 @@ def generate_cases(crawler_output: dict, depth_level: str) -> dict:
         running = running_note(stack)
         cands += journey_candidates(app_map, running)
         cands += interaction_candidates(app_map, running)
-        cands += flow_candidates(app_map, running, skip=journey_trial(app_map))
+        own = own_account_steps(app_map)
+        cands += flow_candidates(app_map, running, skip=journey_trial(app_map), account=own)
     pairs = list(zip(_assign_ids(cands), cands, strict=True))
     chosen = _select(pairs, depth_level)
     # Within a priority, a test that checks nothing but the render or the status ranks last.

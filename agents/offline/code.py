@@ -19,7 +19,16 @@ from agents.file_policy import normalise_test_dir
 
 from .api_keys import KEY_STEP, TOKEN_PLACE
 from .api_shape import TOKEN_HELPER, WITH_TOKEN, shape_lines
-from .common import HEADER, PAGE_ERRORS_CHECK, PAGE_ERRORS_WATCH, area_of, one_line, slug
+from .common import (
+    ACCOUNT,
+    ACCOUNT_FILE,
+    HEADER,
+    PAGE_ERRORS_CHECK,
+    PAGE_ERRORS_WATCH,
+    area_of,
+    one_line,
+    slug,
+)
 from .journey_code import (
     CLEAN_PREFIX,
     RUN_TOKEN,
@@ -33,6 +42,7 @@ from .journey_code import (
 from .maestro import maestro_flow
 
 NOT_FOUND_PAGE = "/amtp-page-that-does-not-exist"
+SIGNED_OUT = ", signed out"  # a Send step's end: without the suite's session
 _QUOTE_LIMIT = 120  # characters of an expected text kept in the code
 MAX_FILES = 50  # the file policy's default limit per pull request
 _SEND = re.compile(r"\bSend\s+(GET|POST|PUT|PATCH|DELETE|HEAD)\s+(\S+)(.*)$", re.I)
@@ -55,6 +65,32 @@ def _names(text: str) -> list[str]:
 
 
 _FORM = re.compile(r'with the form username "([\w.@+-]{1,60})" and password "([\w.@+!-]{1,60})"')
+# An account's fields, each with the kind of value a step types (``VALUES``).
+_ACCOUNT = re.compile(r"with the account form (\{[^\n]{2,2000}\})(?:, signed out)?\s*$")
+_ACCOUNT_VALUES = (
+    "a unique username",
+    "a unique email",
+    "a unique password",
+    "a wrong password",
+    "an empty value",
+)
+
+
+def _account_fields(text: str) -> str | None:
+    """The ``form`` option of a request sending an account's fields (names a request can
+    send, values the test builds from its tag), else None."""
+    try:
+        fields = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(fields, dict) or not 0 < len(fields) <= 20:
+        return None
+    if not all(_FIELD_NAME.match(k) and v in _ACCOUNT_VALUES for k, v in fields.items()):
+        return None
+    value = {**VALUES, "an empty value": "''"}
+    return "form: { " + ", ".join(f"{_ts(k)}: {value[v]}" for k, v in fields.items()) + " }"
+
+
 _HEADER = re.compile(
     r'with the header Authorization "((?:Bearer|Basic) [A-Za-z0-9._~+/=-]{1,500})"'
 )
@@ -66,6 +102,7 @@ _SHOWN = re.compile(
     r'\bthe (textbox|searchbox|combobox|spinbutton|button) ("(?:[^"\\]|\\.)*") is visible'
 )
 _TEXT = re.compile(r'\bthe text ("(?:[^"\\]|\\.)*") is visible')
+_EXACT = re.compile(r'\bthe exact text ("(?:[^"\\]|\\.)*") is visible')
 _SUBMITTED = re.compile(r'\bthe submitted ("(?:[^"\\]|\\.)*") is visible')
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 _DEFAULT_URL = re.compile(r"\(default (https?://[\w.\-:/]+)\)")
@@ -166,6 +203,10 @@ def _actions(steps: list[str]) -> list[tuple[str, str, str | None, str]]:
                     url += ("&" if "?" in url else "?") + f"{name}={value}"
             elif (empty := _EMPTY_FORM.search(m.group(3))) and (names := _names(empty.group(1))):
                 method += f"|form: {{ {', '.join(f'{_ts(n)}: ' + repr('') for n in names)} }}"
+            elif (account := _ACCOUNT.search(m.group(3))) and (
+                given := _account_fields(account.group(1))
+            ):
+                method += f"|{given}"
             elif form := _FORM.search(m.group(3)):  # a sign-in's fields, as given
                 method += (
                     f"|form: {{ username: {_ts(form.group(1))}, password: {_ts(form.group(2))} }}"
@@ -229,7 +270,9 @@ def _status_lines(var: str, expected: str, api: bool) -> list[str]:
 
 
 _ENDS_ON = re.compile(r'\bit ends on ("(?:[^"\\]|\\.){1,500}")')
+_LANDS_ON = re.compile(r'\bthe browser ends on ("(?:[^"\\]|\\.){1,500}")')
 _SAYS = re.compile(r'\bthe answer says ("(?:[^"\\]|\\.){1,300}")')
+_FIRST_ENDS = re.compile(r'\bthe first answer ends on ("(?:[^"\\]|\\.){1,500}")')
 
 
 def _answer_lines(var: str, expected: str) -> list[str]:
@@ -238,7 +281,9 @@ def _answer_lines(var: str, expected: str) -> list[str]:
     if (m := _ENDS_ON.search(expected)) and (path := _quoted(m.group(1))) and _URL.match(path):
         lines.append(f"expect(new URL({var}.url()).pathname).toBe({_ts(path)});")
     if (m := _SAYS.search(expected)) and (said := _quoted(m.group(1))):
-        lines.append(f"expect(await {var}.text()).toContain({_ts(said)});")
+        lines.append(f"expect(await {var}.text()).toContain({_with_tag(said)});")
+    if (m := _FIRST_ENDS.search(expected)) and (path := _quoted(m.group(1))) and _URL.match(path):
+        lines.append(f"expect(new URL(response.url()).pathname).toBe({_ts(path)});")
     return lines
 
 
@@ -257,11 +302,21 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
         body += [f"    // Step: {one_line(s)}" for s in steps] + ["  });"]
         return "general", body
     fixtures = ", ".join(k for k in ("page", "request") if k in kinds)
+    # A request sent without a session: a request context of its own (no stored state).
+    anonymous = any(a[0] == "request" and a[3].rstrip().endswith(SIGNED_OUT) for a in actions)
+    if anonymous:
+        fixtures = fixtures.replace("request", "playwright, baseURL")
     body = [f"  test({title}, async ({{ {fixtures} }}) => {{", *comments]
     if "page" in kinds:
         body += ["    " + line for line in PAGE_ERRORS_WATCH]
-        if uses_tag(actions, expected):
-            body.append(TAG)
+    if uses_tag(actions, expected):
+        body.append(TAG)
+    if anonymous:
+        # No stored state: the test runner gives newContext the project's own by default.
+        body.append(
+            "    const request = await playwright.request.newContext("
+            "{ baseURL, storageState: { cookies: [], origins: [] } });"
+        )
     lines, last = _step_lines([a for a in actions if a[0] != "cleanup"], "page" in kinds)
     if last["request"]:
         lines += _status_lines(last["request"], expected, True)
@@ -324,6 +379,9 @@ def _step_lines(actions: list, on_page: bool) -> tuple[list[str], dict[str, str]
     return lines, last
 
 
+OWN_ACCOUNT = (
+    f"const account = JSON.parse(readFileSync({_ts(ACCOUNT_FILE)}, 'utf8')).username as string;"
+)
 _TITLE_IS = re.compile(r'\bits document title is ("(?:[^"\\]|\\.){1,400}")')
 
 
@@ -332,9 +390,20 @@ def _page_lines(expected: str) -> list[str]:
     A page that rendered nothing when explored (``nothing rendered``) is held to its title."""
     blank = "nothing rendered when explored" in expected
     lines = [] if blank else ["await expect(page.locator('body')).toBeVisible();"]
+    if (m := _LANDS_ON.search(expected)) and (path := _quoted(m.group(1))) and _URL.match(path):
+        # A redirect the test expects: the address it led to, as the explored app showed it.
+        lines.insert(0, f"expect(new URL(page.url()).pathname, 'where it led').toBe({_ts(path)});")
     if (m := _TITLE_IS.search(expected)) and (title := _quoted(m.group(1))):
         lines.append(f"await expect(page).toHaveTitle({_ts(title)});")
-    if heading := _heading(expected):
+    if (heading := _heading(expected)) and ACCOUNT in heading:
+        # The signed-in account greeted by name: the test's own, as its setup saved it.
+        name = " + account + ".join(_ts(part) for part in heading.split(ACCOUNT))
+        lines.append(OWN_ACCOUNT)
+        lines.append(
+            f"await expect(page.getByRole('heading', {{ name: {name}, exact: true }}).first())"
+            ".toBeVisible();"
+        )
+    elif heading:
         lines.append(
             f"await expect(page.getByRole('heading', {_name(heading)}).first()).toBeVisible();"
         )
@@ -367,6 +436,12 @@ def _outcome_lines(expected: str) -> list[str]:
         lines.append(
             f"await expect(page.getByText({VALUES['a unique text']}).first()).toBeVisible();"
         )
+    for match in list(_EXACT.finditer(expected))[:4]:  # a message matched whole, as seen
+        if text := _quoted(match.group(1)):
+            exact = "{ exact: true }"
+            lines.append(
+                f"await expect(page.getByText({_with_tag(text)}, {exact}).first()).toBeVisible();"
+            )
     for match in list(_TEXT.finditer(expected))[:4]:
         if text := _quoted(match.group(1)):
             lines.append(f"await expect(page.getByText({_with_tag(text)}).first()).toBeVisible();")
@@ -406,7 +481,7 @@ def _spec_file(area: str, tests: list[tuple[str, list[str]]], env: str, default_
     lines += [f"//   {', '.join(ids[i : i + 4])}" for i in range(0, len(ids), 4)]
     lines.append("import { test, expect } from '@playwright/test';")
     token = any("apiToken()" in line for _, block in tests for line in block)
-    if token:
+    if token or any(OWN_ACCOUNT in "".join(b) for _, b in tests):
         lines.append("import { readFileSync } from 'node:fs';")
     lines += ["", f"test.use({{ baseURL: process.env.{env} ?? {_ts(default_url)} }});", ""]
     if token:

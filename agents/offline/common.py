@@ -28,6 +28,12 @@ MAX_FINDINGS = 2000  # routes + pages + screens one crawl may record (bounds tim
 # A path that ends the session (``/auth/logout``, ``/signout``): a signed-in explorer never
 # visits it, and a test opens it only signed out (it would end the suite's shared session).
 LOGOUT_PATH = r"(log|sign)[-_]?(out|off)"
+# What a scrubbed value leaves in a text (repositories.secrets.MARKER's start; a test checks).
+REDACTED = "[REDACTED:"
+# Where a page showed the signed-in account's user name (a greeting): the tests' own stands
+# there, read from the file their setup saved (verification.login.ACCOUNT_FILE).
+ACCOUNT = "{account}"
+ACCOUNT_FILE = "playwright/.auth/account.json"
 # The domain of every e-mail address AMTP types, one that validators accept: python-email-validator
 # refuses the special-use names arpa, invalid, local, localhost, onion and test (its
 # SPECIAL_USE_DOMAIN_NAMES, https://github.com/JoshData/python-email-validator/blob/main/
@@ -228,8 +234,10 @@ def one_line(text: object, limit: int = 160) -> str:
 
 
 def ui_text(text: str | None) -> str | None:
-    """Visible UI text found in source (a heading, a title), if it looks like real text."""
-    if not text:
+    """Visible UI text found in source (a heading, a title), if it looks like real text; not
+    a text a value was scrubbed out of ("Hi, [REDACTED:held-secret]!": the exploration's
+    account named there, which the tests' own account is not)."""
+    if not text or REDACTED in text:
         return None
     value = one_line(text, 80)
     if not value or any(c in value for c in "{}<>`$\\") or not _ALNUM.search(value):

@@ -19,7 +19,7 @@ import json
 import re
 
 from .candidates import NO_ERRORS, Candidate
-from .common import area_of, clean_route, one_line, params, slug
+from .common import ACCOUNT, area_of, clean_route, one_line, params, slug
 
 PLACEHOLDER = "{tag}"
 MAX_FLOWS = 10
@@ -115,9 +115,47 @@ def trial_outcome(trial: dict) -> tuple[list[str], str | None] | None:
     return (checks, shown) if checks else None
 
 
-def flow_candidates(app_map: object, running: str, skip: str | None = None) -> list[Candidate]:
+def refusal_text(trial: dict) -> str | None:
+    """The message a form answered when it refused the trial's values (``refused``), when the
+    page showed it as an element of its own (the browser's own validation shows none): a
+    test fills the same kinds of values and expects that text, whole."""
+    said = trial.get("refused")
+    appeared = trial.get("appeared") if isinstance(trial.get("appeared"), list) else []
+    if not isinstance(said, str) or not said.strip() or len(said) > 120:
+        return None
+    said = " ".join(said.split())
+    shown = any(
+        isinstance(a, dict) and a.get("role") in _RANK and a.get("text") == said
+        for a in appeared[:10]
+    )
+    rest = said.replace(PLACEHOLDER, "")
+    if not shown or any(c in rest for c in "{}<>`$\\") or not re.search(r"[A-Za-z]{2}", rest):
+        return None
+    return said
+
+
+def _renames_account(app_map: dict, trial: dict) -> bool:
+    """Whether the trial filled a field that held the signed-in account's own name (a
+    profile form: ``- textbox "Username": {account}``): sent in the session the tests share,
+    it would rename their account under every other test."""
+    pages = app_map.get("pages") if isinstance(app_map.get("pages"), list) else []
+    page = next((p for p in pages if isinstance(p, dict) and p.get("path") == trial["path"]), {})
+    snapshot = page.get("snapshot") if isinstance(page.get("snapshot"), str) else ""
+    filled = trial.get("filled") if isinstance(trial.get("filled"), list) else []
+    return any(
+        f"- textbox {json.dumps(f.get('label'))}: {ACCOUNT}" in snapshot
+        for f in filled[:40]
+        if isinstance(f, dict) and isinstance(f.get("label"), str)
+    )
+
+
+def flow_candidates(
+    app_map: object, running: str, skip: str | None = None, account: list[str] | None = None
+) -> list[Candidate]:
     """Flow cases from the app map's trials (at most MAX_FLOWS), the main create form first;
-    ``skip`` ("path\nbutton") is a trial a journey already starts from."""
+    ``skip`` ("path\nbutton") is a trial a journey already starts from. A trial that renamed
+    the signed-in account runs as a user of its own (``account``: the steps that sign one
+    up and in), or not at all."""
     trials = app_map.get("trials") if isinstance(app_map, dict) else None
     out: list[Candidate] = []
     for trial in trials if isinstance(trials, list) else []:
@@ -134,6 +172,12 @@ def flow_candidates(app_map: object, running: str, skip: str | None = None) -> l
         if not path or params(path) or not submit or (isinstance(status, int) and status >= 400):
             continue
         steps, outcome = trial_steps(trial, path, submit), trial_outcome(trial)
+        if steps is not None and _renames_account(app_map, trial):
+            steps = [*account, *steps] if account else None
+        refused = refusal_text(trial)
+        if steps is not None and refused is not None:
+            out.append(_refused_case(path, submit, steps, refused, running))
+            continue
         if steps is None or outcome is None or f"{path}\n{submit}" == skip:
             continue
         checks, shown = outcome
@@ -148,3 +192,16 @@ def flow_candidates(app_map: object, running: str, skip: str | None = None) -> l
     for cand in out:
         cand.priority = "critical" if cand is first else "high"
     return out[:MAX_FLOWS]
+
+
+REFUSED_NOTE = "Tried when the app was explored: the form refused these kinds of values so"
+
+
+def _refused_case(path: str, submit: str, steps: list[str], said: str, running: str) -> Candidate:
+    """A form that refused the trial's values: the same kinds of values, the same button, and
+    the message it answered, matched whole."""
+    key = f"flow_{slug(path) or 'home'}_{slug(submit, 24) or 'submit'}_refused"
+    title = f"Flow {path}: fill the form and click {_q(submit)}; it answers {_q(said)}"
+    expected = f"the exact text {_q(said)} is visible; {NO_ERRORS}"
+    pre = [running, DATA_NOTE, REFUSED_NOTE]
+    return Candidate(key, title, steps, expected, "high", "flow_" + area_of(path), pre)

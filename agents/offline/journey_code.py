@@ -23,6 +23,7 @@ VALUES = {
     "a unique URL": f"'https://{EMAIL_DOMAIN}/' + tag",
     "a unique username": "'amtp_' + tag",
     "a unique password": "'Pw-' + tag + '-9x!'",
+    "a wrong password": "'Wrong-' + tag + '-1x!'",
     "an edited unique text": "'AMTP ' + tag + ' edited'",
     "a discarded text": "'AMTP ' + tag + ' dropped'",
     "a re-edited unique text": "'AMTP ' + tag + ' edited again'",
@@ -54,6 +55,8 @@ _TYPE = re.compile(
 _ITEM_CHECK = re.compile(rf"^\s*Check the checkbox(?: {_Q})? of the created item\s*$")
 _ITEM_UNCHECK = re.compile(rf"^\s*Uncheck the checkbox(?: {_Q})? of the created item\s*$")
 _LINK = re.compile(rf"^\s*Click the link {_Q}\s*$")
+# Signed out: the control that signs in again ("Log In": the log-in form's button) is shown.
+_SIGNED_OFF = re.compile(rf"^\s*Expect the user to be signed out, offered {_Q}\s*$")
 _EMPTY = re.compile(rf"^\s*Expect the (textbox|searchbox|combobox) {_Q} to be empty\s*$")
 _COUNTED = re.compile(rf"^\s*Expect a count reading {_Q} to be visible\s*$")
 _COUNT = re.compile(r"(\d{1,6}) ([A-Za-z][A-Za-z ]{0,40})")
@@ -93,6 +96,7 @@ OPEN_ITEM = "Click the link of the created item"
 # rest of the suite shares (its stored state, a server-side session) stays valid.
 SIGN_OUT = "Clear the browser's cookies"
 _SIGNED_OUT = "/log ?out|sign ?out/i"
+_SIGNED_IN = "/log ?in|sign ?in/i"
 CLEAN_PREFIX = "Clean up: "
 CLEAN_TIMEOUT_MS = 5000
 
@@ -133,6 +137,8 @@ def form_action(step: str) -> tuple[str, str, str | None, str] | None:
         return acted
     if step.strip() == SIGN_OUT:
         return ("sign_out", "", None, step)
+    if (m := _SIGNED_OFF.match(step)) and (name := _quoted(m.group(1))):
+        return ("signed_out", "", name, step)
     if (expect := EXPECTS.get(step.strip())) is not None:
         return ("expect", expect, None, step)
     return None
@@ -257,6 +263,20 @@ def action_lines(kind: str, label: str, value: str | None, options: str = "") ->
         return [f"await {field}.check();"]
     if kind == "sign_out":
         return ["await page.context().clearCookies();"]
+    if kind == "signed_out":  # no control signs out; one signs in: by that name, or any
+        named = f"{{ name: {_ts(value)}, exact: true }}"
+        again = (
+            f"page.getByRole('link', {named}).or(page.getByRole('button', {named}))"
+            f".or(page.getByRole('link', {{ name: {_SIGNED_IN} }}))"
+        )
+        leave = (
+            f"page.getByRole('link', {{ name: {_SIGNED_OUT} }})"
+            f".or(page.getByRole('button', {{ name: {_SIGNED_OUT} }}))"
+        )
+        return [
+            f"await expect({again}.first()).toBeVisible();",
+            f"await expect({leave}).toHaveCount(0);",
+        ]
     if (acted := interaction_lines(kind, label, value, options)) is not None:
         return acted
     if kind in ("click", "confirm"):

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from .candidates import NO_ERRORS, Candidate
 from .common import clean_route, one_line, params, slug
 from .flows import CREATES, PLACEHOLDER, trial_outcome, trial_steps
+from .journey_code import SIGN_OUT
 from .live import named_elements
 
 SIGN_UP = re.compile(r"\b(register|sign[ -]?up|create (an )?account|join)\b", re.I)
@@ -90,7 +91,7 @@ def _live_pages(app_map: dict) -> list[dict]:
             continue
         status = page.get("status")
         path = clean_route(page["path"]) if "?" not in page["path"] else None
-        ok = isinstance(status, int) and 200 <= status < 300
+        ok = isinstance(status, int) and 200 <= status < 300 and not page.get("redirected_to")
         if ok and path == page["path"] and not params(path):
             out.append(page)
     return out
@@ -139,12 +140,58 @@ def _fill_account(form: Form) -> list[str]:
 
 
 def account_steps(forms: list[Form]) -> list[str]:
-    """Sign up, then log in, as the journey's own user ([] without both forms)."""
+    """Sign up, then log in, as the journey's own user ([] without both forms), from a
+    session of its own: signed out first, as a new user is (an app may send a signed-in
+    browser away from its sign-up page)."""
     sign_up = _account_form(forms, SIGN_UP, LOG_IN)
     log_in = _account_form(forms, LOG_IN, SIGN_UP)
     if not sign_up or not log_in or sign_up == log_in:
         return []
-    return [*_fill_account(sign_up), *_fill_account(log_in), "Expect the user to be signed in"]
+    steps = [*_fill_account(sign_up), *_fill_account(log_in), "Expect the user to be signed in"]
+    return [SIGN_OUT, *steps]
+
+
+def _signup_forms(app_map: dict) -> list[Form]:
+    """The sign-up and log-in forms the exploration signed up and in with (``signup``): a
+    signed-in exploration may have seen their pages only as redirects."""
+    signup = app_map.get("signup") if isinstance(app_map.get("signup"), dict) else {}
+    out = []
+    for path, form in (
+        (signup.get("path"), signup.get("form")),
+        (signup.get("login_path"), signup.get("login_form")),
+    ):
+        route = clean_route(path) if isinstance(path, str) and "?" not in path else None
+        if route and route == path and not params(route) and isinstance(form, dict):
+            out += _forms({"path": route, "forms": [form]})
+    return out
+
+
+LOG_OUT = re.compile(r"^\s*(log|sign)[ -]?(out|off)\s*$", re.I)
+
+
+def _log_out_step(pages: list[dict]) -> list[str]:
+    """Open the first page showing a control that logs out ("Log Out" in the nav), then
+    click it ([] when no page the signed-in exploration saw shows one)."""
+    for page in sorted(pages, key=lambda p: p["path"] != "/"):
+        snapshot = page.get("snapshot") if isinstance(page.get("snapshot"), str) else ""
+        for role, name, _ in named_elements(snapshot[:20_000]):
+            if role in ("link", "button") and LOG_OUT.match(name):
+                return [f"Open {page['path']}", f"Click the {role} {_q(name)}"]
+    return []
+
+
+def sign_out_journey(app_map: dict, forms: list[Form], running: str) -> Candidate | None:
+    """Sign up and log in as the journey's own user, log out by the app's own control, and
+    see the control that signs in again (named as the log-in form's button, else any)."""
+    account, log_in = account_steps(forms), _account_form(forms, LOG_IN, SIGN_UP)
+    leave = _log_out_step(_live_pages(app_map))
+    if not account or not leave or log_in is None:
+        return None
+    steps = [*account, *leave, f"Expect the user to be signed out, offered {_q(log_in.submit)}"]
+    title = "Journey: sign up, log in, log out and see the way to log in again"
+    expected = f"the new user is signed in, then signed out; {NO_ERRORS}"
+    pre = [running, RUN_NOTE]
+    return Candidate("journey_sign_out", title, steps, expected, "critical", "journey", pre)
 
 
 def _controls(page: dict | None) -> list[tuple[str, str]]:
@@ -271,6 +318,14 @@ def _chain(steps: list[str]) -> list[str]:
     return out
 
 
+def own_account_steps(app_map: object) -> list[str]:
+    """Signing up and in as a user of the test's own ([] when the map shows no way)."""
+    if not isinstance(app_map, dict):
+        return []
+    forms = [form for page in _live_pages(app_map) for form in _forms(page)]
+    return account_steps(forms + _signup_forms(app_map))
+
+
 def journey_candidates(app_map: object, running: str) -> list[Candidate]:
     """The app's journeys: the data journey (account steps first when the app has them),
     else the account journey alone. Ranked first: ``critical``, area ``journey``."""
@@ -278,12 +333,14 @@ def journey_candidates(app_map: object, running: str) -> list[Candidate]:
         return []
     pages = _live_pages(app_map)
     forms = [form for page in pages for form in _forms(page)]
-    account = account_steps(forms)
+    account = account_steps(forms + _signup_forms(app_map))
     main = _main_trial(app_map)
     pre = [running, RUN_NOTE]
+    leaving = sign_out_journey(app_map, forms + _signup_forms(app_map), running)
+    extra = [leaving] if leaving else []
     if main is None:
-        if not account:
-            return []
+        if not account or leaving:
+            return extra
         title = "Journey: sign up, log in and see the user signed in"
         expected = f"the new user is signed in; {NO_ERRORS}"
         return [Candidate("journey_account", title, account, expected, "critical", "journey", pre)]
@@ -328,7 +385,7 @@ def journey_candidates(app_map: object, running: str) -> list[Candidate]:
         title = title.replace("search it", "search it, open it")
     key = f"journey_{slug(trial['path']) or 'home'}_{slug(trial['submit'], 24) or 'submit'}"
     expected = "; ".join([*(e for _, _, e in parts if e), NO_ERRORS])
-    return [Candidate(key, title, steps, expected, "critical", "journey", pre)]
+    return [Candidate(key, title, steps, expected, "critical", "journey", pre), *extra]
 
 
 def journey_trial(app_map: object) -> str | None:

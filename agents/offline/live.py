@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from .api_shape import clean_apis
-from .common import clean_route, params, ui_text
+from .common import ACCOUNT, clean_route, params, ui_text
 
 _LINE = re.compile(r'^\s*- (\w+)(?: ("(?:[^"\\]|\\.)*"))?(.*)$')
 _LEVEL = re.compile(r"\[level=(\d)\]")
@@ -43,10 +43,13 @@ class LivePage:
     # Nothing rendered when explored (a shell whose scripts come from hosts the sandbox
     # refused: Swagger UI from a CDN): no body to see, only the status and the title.
     blank: bool = False
+    # Where opening it sent the browser (``redirected_to``): what it showed is that page's.
+    redirect: str | None = None
 
 
-def named_elements(snapshot: str) -> list[tuple[str, str, int]]:
-    """(role, accessible name, heading level or 0) of each named element, in order."""
+def named_elements(snapshot: str, account: bool = False) -> list[tuple[str, str, int]]:
+    """(role, accessible name, heading level or 0) of each named element, in order;
+    ``account``: a name may hold the signed-in account's place (``ACCOUNT``) once."""
     out = []
     for line in snapshot.splitlines()[:2000]:
         match = _LINE.match(line)
@@ -57,9 +60,19 @@ def named_elements(snapshot: str) -> list[tuple[str, str, int]]:
         except ValueError:
             continue
         level = _LEVEL.search(match.group(3) or "")
-        if isinstance(name, str) and (text := ui_text(name)):
+        if not isinstance(name, str):
+            continue
+        if account and name.count(ACCOUNT) == 1:  # checked as text with a word in its place
+            text = ui_text(name.replace(ACCOUNT, _HELD))
+            text = text.replace(_HELD, ACCOUNT) if text and _HELD in text else None
+        else:
+            text = ui_text(name)
+        if text:
             out.append((match.group(1), text, int(level.group(1)) if level else 0))
     return out
+
+
+_HELD = "Amtpaccountword"
 
 
 _SHOWN = re.compile(r'^\s*- \w+(?: "|:\s*\S)', re.M)  # a named element or a text
@@ -68,7 +81,8 @@ _SHOWN = re.compile(r'^\s*- \w+(?: "|:\s*\S)', re.M)  # a named element or a tex
 def _page(raw: dict, path: str) -> LivePage:
     snapshot = raw.get("snapshot") if isinstance(raw.get("snapshot"), str) else ""
     named = named_elements(snapshot)
-    headings = [(level or 9, name) for role, name, level in named if role == "heading"]
+    greeted = named_elements(snapshot, account=True)  # "Hi, {account}!": the test's own
+    headings = [(level or 9, name) for role, name, level in greeted if role == "heading"]
     fields = [(role, name) for role, name, _ in named if role in FIELD_ROLES]
     buttons = [("button", name) for role, name, _ in named if role == "button"]
     return LivePage(
@@ -77,7 +91,14 @@ def _page(raw: dict, path: str) -> LivePage:
         title=ui_text(raw.get("title")) if isinstance(raw.get("title"), str) else None,
         shows=list(dict.fromkeys(fields))[:MAX_FIELDS] + buttons[:1],
         blank=not _SHOWN.search(snapshot),
+        redirect=_redirect(raw.get("redirected_to"), path),
     )
+
+
+def _redirect(value: object, path: str) -> str | None:
+    """Where a page redirected: a route other than its own, else None."""
+    target = clean_route(value) if isinstance(value, str) and "?" not in value else None
+    return target if target and target == value and target != path.split("#")[0] else None
 
 
 # A client-side hash route (``#/active``, ``#!/done``): a route of the app, as exploration
@@ -181,7 +202,7 @@ def write_answers(app_map: object) -> dict[tuple[str, str, str], dict]:
     ``writes``: status, path after, message), each checked again: a model may have seen it."""
     found = app_map.get("writes") if isinstance(app_map, dict) else None
     out: dict[tuple[str, str], dict] = {}
-    for raw in found[:12] if isinstance(found, list) else []:
+    for raw in found[:20] if isinstance(found, list) else []:
         raw = raw if isinstance(raw, dict) else {}
         method, path, status = raw.get("method"), raw.get("path"), raw.get("status")
         if not isinstance(method, str) or not isinstance(path, str) or clean_route(path) != path:
@@ -190,26 +211,38 @@ def write_answers(app_map: object) -> dict[tuple[str, str, str], dict]:
             continue
         after, says = raw.get("path_after"), raw.get("message")
         payload = raw.get("payload", "empty")
-        if payload not in ("empty", "form", "credentials"):
+        if payload not in ("empty", "form", "credentials", "signed_out", *ACCOUNT_PAYLOADS):
             continue
-        names = raw.get("fields") if payload == "form" else []
+        names = raw.get("fields") if payload not in ("empty", "credentials") else []
         names = (
             [n for n in names[:20] if isinstance(n, str) and _FIELD.match(n)]
             if isinstance(names, list)
             else []
         )
-        if payload == "form" and not names:
+        if payload in ("form", *ACCOUNT_PAYLOADS) and not names:
             continue
-        out.setdefault(
-            (method.upper(), path, "credentials" if payload == "credentials" else "empty"),
-            {
-                "status": status,
-                "path_after": after if isinstance(after, str) and _AFTER.match(after) else "",
-                "message": says if isinstance(says, str) and _SAYS.fullmatch(says) else "",
-                "fields": names,
-            },
-        )
+        record = {
+            "status": status,
+            "path_after": after if isinstance(after, str) and _AFTER.match(after) else "",
+            "message": says if isinstance(says, str) and _SAYS.fullmatch(says) else "",
+            "fields": names,
+        }
+        if payload in ACCOUNT_PAYLOADS:
+            kinds = raw.get("kinds") if isinstance(raw.get("kinds"), list) else []
+            up = raw.get("signed_up_to")
+            if [k for k in kinds if k in _KINDS] != kinds or len(kinds) != len(names):
+                continue
+            record |= {
+                "kinds": kinds,
+                "signed_up_to": up if isinstance(up, str) and _AFTER.match(up) else "",
+            }
+        key = payload if payload in ("credentials", "signed_out", *ACCOUNT_PAYLOADS) else "empty"
+        out.setdefault((method.upper(), path, key), record)
     return out
+
+
+ACCOUNT_PAYLOADS = ("taken", "no_password", "wrong_password")
+_KINDS = ("username", "email", "password")
 
 
 def api_probes(app_map: object) -> dict[str, list[dict]]:

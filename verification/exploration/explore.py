@@ -24,7 +24,7 @@ from urllib.parse import unquote_plus
 from django.conf import settings
 
 from agents.offline.api_shape import CREDENTIALS, clean_apis
-from agents.offline.common import EMAIL_DOMAIN, LOGOUT_PATH
+from agents.offline.common import ACCOUNT, EMAIL_DOMAIN, LOGOUT_PATH
 from repositories.login import ApiKey
 from repositories.secrets import held_secrets, scrub
 from verification import proxy, sandbox
@@ -218,7 +218,7 @@ def _crawl(
             )
         raw = _raw_map(box, outcome, login)
         pages = [
-            _page(p, box.work, shots_dir, first_shot)
+            _page(_named(p, signup), box.work, shots_dir, first_shot)
             for p in raw.get("pages", [])[: bounds.max_pages]
         ]
         unvisited = raw.get("unvisited") if isinstance(raw.get("unvisited"), int) else 0
@@ -310,7 +310,24 @@ def _page(raw, work: Path, shots_dir: Path, first_shot: int = 0) -> dict:
         "error": clean(_str(raw.get("error")), 500),
         # Where a page that sent the browser to a login form went: it showed the login.
         "login_redirect": redirect if _local(redirect := raw.get("login_redirect"), held) else "",
+        # Where any other redirect sent the browser: the page showed that path, not its own.
+        "redirected_to": moved if _local(moved := raw.get("redirected_to"), held) else "",
     }
+
+
+def _named(raw, signup: Throwaway | None):
+    """A page the throwaway account signed in to, its user name in the texts (a greeting,
+    "Hi, amtpx1y2z3!") as ``{account}``: the tests' own account stands there (the setup
+    saves its name, ``verification.login.ACCOUNT_FILE``); elsewhere the name is scrubbed."""
+    if signup is None or not isinstance(raw, dict):
+        return raw
+    out = dict(raw)
+    for key in ("snapshot", "title"):
+        text = out.get(key) if isinstance(out.get(key), str) else ""
+        for name, _email, _password in signup.accounts:
+            text = text.replace(name, ACCOUNT)
+        out[key] = text
+    return out
 
 
 def _trials(items, tag: str, pages: list[dict], limit: int) -> list[dict]:

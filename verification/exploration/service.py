@@ -126,17 +126,8 @@ def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
             "title": page["title"],
             "snapshot": page["snapshot"],
             "links": page["links"],
-            "forms": [
-                {
-                    "method": form["method"],
-                    "submit": form["submit"],
-                    "fields": [
-                        {k: field[k] for k in ("label", "type", "required")}
-                        for field in form["fields"]
-                    ],
-                }
-                for form in page["forms"]
-            ],
+            "forms": [_form_view(form) for form in page["forms"]],
+            **({"redirected_to": page["redirected_to"]} if page.get("redirected_to") else {}),
         }
         for page in shown
     ]
@@ -154,6 +145,24 @@ def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
         **({"writes": content["writes"]} if content.get("writes") else {}),
         **({"behind_login": walled[:100]} if walled else {}),
         **({"credential": content["credential"]} if content.get("credential") else {}),
+        **({"signup": _signup_view(signup)} if (signup := content.get("signup")) else {}),
+    }
+
+
+def _form_view(form: dict) -> dict:
+    fields = [{k: field[k] for k in ("label", "type", "required")} for field in form["fields"]]
+    return {"method": form["method"], "submit": form["submit"], "fields": fields}
+
+
+def _signup_view(signup: dict) -> dict:
+    """How exploration signed up and in (no values): the forms it used, by their labels."""
+    login = signup.get("login_form")
+    return {
+        "path": signup["path"],
+        "form": _form_view(signup["form"]),
+        "login_path": signup["login_path"],
+        **({"login_form": _form_view(login)} if login else {}),
+        "signed_in": signup["signed_in"],
     }
 
 

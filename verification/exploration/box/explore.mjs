@@ -4,7 +4,7 @@
 // forms once (config.trials), and writes what each page and trial showed to app_map.json (the
 // worker checks and bounds it again: nothing here is trusted). Screenshots go to shots/.
 import fs from "node:fs";
-import { chromium } from "@playwright/test";
+import { chromium, request as pwRequest } from "@playwright/test";
 import { fitted, markSent, pageText, refusal } from "./answers.mjs";
 import { interactionTrials } from "./interact.mjs";
 import { loginForm, trySignUp } from "./signup.mjs";
@@ -88,7 +88,14 @@ async function visit(page, path, index, errors) {
   };
   // landed: where the browser ended (a form's empty action is that address; not stored).
   const landed = local(page.url()) || "";
-  return { ...found, landed, login_redirect: loginWall(path, landed, found) };
+  const login_redirect = loginWall(path, landed, found);
+  return { ...found, landed, login_redirect, redirected_to: login_redirect ? "" : moved(path, landed) };
+}
+
+function moved(path, landed) {
+  // The path the browser ended on when the page sent it elsewhere (a redirect), else "".
+  const base = (p) => new URL(p, origin).pathname;
+  return landed && base(landed) !== base(path) ? base(landed) : "";
 }
 
 function loginWall(path, landed, found) {
@@ -176,7 +183,8 @@ function trialForms(pages) {
   const out = [];
   const seen = new Set();
   for (const found of pages) {
-    if (!(found.status >= 200 && found.status < 300)) continue;
+    // A page that redirected showed another page's forms: they are tried there.
+    if (!(found.status >= 200 && found.status < 300) || found.redirected_to) continue;
     (found.forms || []).forEach((form, index) => {
       let target;
       try {
@@ -385,6 +393,18 @@ function emptyForm(method, path) {
   // The names of the fields of a form on an explored page that sends this write, for a
   // request sending them empty (what a browser sends for an empty form, bypassing its own
   // validation); null when no such form, or one with hidden inputs (a CSRF token).
+  const kinds = formKinds(method, path);
+  return kinds && kinds.map(([name]) => name);
+}
+
+function kindOf(field) {
+  // What an account form's field takes: a password, an e-mail address, else a user name.
+  if (field.type === "password") return "password";
+  return field.type === "email" || /e-?mail/i.test(`${field.label} ${field.name}`) ? "email" : "username";
+}
+
+function formKinds(method, path) {
+  // [name, kind] of the fields of the page's form that sends this write (see emptyForm).
   if (method !== "POST") return null;
   for (const found of pages) {
     for (const form of found.forms || []) {
@@ -396,14 +416,62 @@ function emptyForm(method, path) {
         continue;
       }
       if (target.origin !== origin || target.pathname !== path || form.method !== "post") continue;
-      const names = form.fields
-        .filter((f) => !["checkbox", "radio", "file"].includes(f.type))
-        .map((f) => f.name);
+      const kept = form.fields.filter((f) => !["checkbox", "radio", "file"].includes(f.type));
+      const names = kept.map((f) => f.name);
       if (form.hidden || !names.length || !names.every((n) => FIELD_NAME.test(n))) return null;
-      return [...new Set(names)].slice(0, 20);
+      const seen = new Set();
+      return kept.filter((f) => !seen.has(f.name) && seen.add(f.name)).slice(0, 20).map((f) => [f.name, kindOf(f)]);
     }
   }
   return null;
+}
+
+async function answerOf(requests, method, path, body) {
+  // The answer to one write (``requests``: an APIRequestContext), redirects followed by hand
+  // (to know there was one, as the test's request follows them): {answer, redirected,
+  // text}, answer null when none came.
+  let answer = await requests
+    .fetch(origin + path, { method, ...body, timeout: 5000, maxRedirects: 0 })
+    .catch(() => null);
+  let redirected = false;
+  for (let hops = 0; answer && answer.status() >= 300 && answer.status() < 400 && hops < 5; hops++) {
+    const next = new URL(answer.headers()["location"] || "/", answer.url());
+    if (next.origin !== origin) break;
+    redirected = true;
+    answer = await requests.get(next.href, { timeout: 5000, maxRedirects: 0 }).catch(() => null);
+  }
+  const text = answer ? await answer.text().catch(() => "") : "";
+  return { answer, redirected, text };
+}
+
+// Account probes (a sign-up route's form, no CSRF token): a new account signed up twice
+// ("taken": what the second answer says), and, once signed up, signed in with a wrong
+// password ("wrong_password"), in a request context of their own (no session).
+const ACCOUNT = { username: (t) => `amtp_${t}`, email: (t) => `amtp.${t}@${config.email_domain}` };
+const account = { fields: null };
+
+async function probeAccount(method, path, payload) {
+  const kinds = formKinds(method, path);
+  if (!kinds || !kinds.some(([, k]) => k === "password")) return null;
+  if (payload === "wrong_password" && !account.fields) return null;
+  const tag = trialCfg.tag;
+  const secret = { taken: `Pw-${tag}-9x!`, no_password: "", wrong_password: `Wrong-${tag}-1x!` };
+  const value = (kind, wrong) => (kind === "password" ? (wrong ? secret[payload] : secret.taken) : ACCOUNT[kind](tag));
+  const form = (wrong) => Object.fromEntries(kinds.map(([n, k]) => [n, value(k, wrong)]));
+  const alone = await pwRequest.newContext({ baseURL: config.base_url, proxy: config.proxy });
+  try {
+    if (payload === "taken") {
+      const first = await answerOf(alone, method, path, { form: form(false) });
+      if (!first.answer || first.answer.status() >= 400) return null;
+      account.fields = kinds;
+      const again = await answerOf(alone, method, path, { form: form(false) });
+      const firstAt = new URL(first.answer.url());
+      return { ...again, kinds, signed_up_to: firstAt.origin === origin ? firstAt.pathname : "" };
+    }
+    return { ...(await answerOf(alone, method, path, { form: form(true) })), kinds };
+  } finally {
+    await alone.dispose().catch(() => {});
+  }
 }
 
 async function probeWrites(context) {
@@ -414,26 +482,34 @@ async function probeWrites(context) {
   for (const [method, path, payload] of (config.writes || []).slice(0, 12)) {
     // A few single requests, after the crawl: they may use part of the box's grace (GRACE_S).
     if (Date.now() > deadline + PROBE_GRACE_MS) break;
+    if (payload === "taken" || payload === "no_password" || payload === "wrong_password") {
+      const probed = await probeAccount(method, path, payload).catch(() => null);
+      if (!probed || !probed.answer) continue;
+      const { answer, redirected, kinds } = probed;
+      const after = new URL(answer.url());
+      out.push({
+        method,
+        path,
+        payload,
+        fields: kinds.map(([name]) => name),
+        kinds: kinds.map(([, kind]) => kind),
+        status: answer.status(),
+        path_after: after.origin === origin ? after.pathname : "",
+        signed_up_to: probed.signed_up_to || "",
+        redirected,
+        message: messageOf(probed.text, false),
+      });
+      continue;
+    }
     // A sign-in route is also sent a username and password no account has (a form).
     const fields = payload === "credentials" ? null : emptyForm(method, path);
     const empty = fields ? { form: Object.fromEntries(fields.map((n) => [n, ""])) } : { data: {} };
     const body = payload === "credentials" ? { form: config.credentials } : empty;
-    // Redirects followed by hand, to know there was one (the test's request follows them).
-    let answer = await context.request
-      .fetch(origin + path, { method, ...body, timeout: 5000, maxRedirects: 0 })
-      .catch(() => null);
-    let redirected = false;
-    for (let hops = 0; answer && answer.status() >= 300 && answer.status() < 400 && hops < 5; hops++) {
-      const next = new URL(answer.headers()["location"] || "/", answer.url());
-      if (next.origin !== origin) break;
-      redirected = true;
-      answer = await context.request.get(next.href, { timeout: 5000, maxRedirects: 0 }).catch(() => null);
-    }
+    const { answer, redirected, text } = await answerOf(context.request, method, path, body);
     if (!answer) continue;
     const after = new URL(answer.url());
     const json = /[/+]json\b/i.test(answer.headers()["content-type"] || "");
-    const text = await answer.text().catch(() => "");
-    out.push({
+    const record = {
       method,
       path,
       payload: payload === "credentials" ? "credentials" : fields ? "form" : "empty",
@@ -442,9 +518,29 @@ async function probeWrites(context) {
       path_after: after.origin === origin ? after.pathname : "",
       redirected,
       message: messageOf(text, json),
-    });
+    };
+    out.push(record);
+    // Logged in by a recipe: the same write without a session, kept where it ends elsewhere
+    // (a login page): what the app answers a visitor who is not signed in.
+    if (config.login && payload !== "credentials") {
+      const gone = await signedOut(method, path, body).catch(() => null);
+      if (gone && gone.path_after !== record.path_after) out.push({ ...record, ...gone });
+    }
   }
   return out;
+}
+
+async function signedOut(method, path, body) {
+  const alone = await pwRequest.newContext({ baseURL: config.base_url, proxy: config.proxy });
+  try {
+    const { answer, redirected } = await answerOf(alone, method, path, body);
+    if (!answer) return null;
+    const after = new URL(answer.url());
+    const path_after = after.origin === origin ? after.pathname : "";
+    return { payload: "signed_out", status: answer.status(), path_after, redirected, message: "" };
+  } finally {
+    await alone.dispose().catch(() => {});
+  }
 }
 
 async function probeBearer(context, token) {
@@ -558,6 +654,8 @@ while (queue.length) {
     break;
   }
   const { path, depth } = queue.shift();
+  // Queued before signing up, a path that logs out is left once signed in.
+  if (leaves(path)) continue;
   let found;
   try {
     found = { ...(await visit(page, path, shots++, errors)), depth };

@@ -148,8 +148,9 @@ export async function signUpAndIn(page, at, ctx) {
 
 export async function trySignUp(page, found, pages, queue, state, base) {
   // Signs up on ``found`` when it is the first sign-up form met (``state.record`` says how
-  // it went); once signed in, the pages that had sent the browser to a login are taken out
-  // of ``pages`` and queued again, to be recorded signed in.
+  // it went); once signed in, the pages recorded so far (signed out) are taken out of
+  // ``pages`` and queued again, to be recorded as the signed-in tests will see them: a page
+  // that sent the browser to a login shows itself, a sign-in page may send it home.
   const at = state.record ? null : signupForm(found);
   if (!at) return;
   const walls = pages.filter((p) => p.login_redirect).map((p) => p.path);
@@ -164,7 +165,6 @@ export async function trySignUp(page, found, pages, queue, state, base) {
   state.signedIn = state.record.signed_in;
   if (!state.signedIn) return;
   for (let i = pages.length - 1; i >= 0; i--) {
-    if (!pages[i].login_redirect) continue;
     queue.unshift({ path: pages[i].path, depth: pages[i].depth });
     pages.splice(i, 1);
   }
