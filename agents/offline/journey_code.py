@@ -30,6 +30,14 @@ VALUES = {
     "the phone number 5550100": "'5550100'",
 }
 CREATED, EDITED = VALUES["a unique text"], VALUES["an edited unique text"]
+# The second item (holds no CREATED: each is found by its own text), its edited text, and that
+# text as typed with spaces around it.
+SECOND = "'AMTP2 ' + tag"
+SECOND_TYPED = "'  AMTP2 ' + tag"
+SECOND_ONLY = "new RegExp('^AMTP2 ' + tag + '$')"  # tag: letters and digits
+SECOND_EDITED = "'AMTP2 ' + tag + ' edited'"
+SECOND_PADDED = "'  AMTP2 ' + tag + ' edited  '"
+SECOND_EXACT = "new RegExp('^AMTP2 ' + tag + ' edited$')"  # tag: letters and digits
 DROPPED = VALUES["a discarded text"]
 REEDITED = VALUES["a re-edited unique text"]
 RUN_TOKEN = (
@@ -76,6 +84,19 @@ _EDITS = {
     "a re-edited unique text": REEDITED,
 }
 POINT = "Point at the created item"
+_TYPE_SECOND = re.compile(
+    r"^\s*Type a second unique text, spaces before it, into the (textbox|searchbox|combobox)"
+    rf" {_Q} and press Enter\s*$"
+)
+_ORDER = re.compile(r"^\s*Expect the second text to be shown (after|before) the created text\s*$")
+EDIT_SECOND = (
+    "Double-click the second item, type its edited text with spaces around it and press Enter"
+)
+EMPTY_SECOND = "Double-click the second item, empty its text and press Enter"
+_SECOND_EDITED = re.compile(r"^\s*Expect the second item's edited text to be shown( trimmed)?\s*$")
+SECOND_TRIMMED = "Expect the second text to be shown trimmed"
+_LABEL = re.compile(rf"^\s*Click the label {_Q}\s*$")
+_LABELLED = re.compile(rf"^\s*Expect the checkbox labelled {_Q} to be checked\s*$")
 FOCUSED = "input:focus, textarea:focus, [contenteditable]:focus"
 EXPECTS = {
     "Expect the created text to be visible": "created",
@@ -87,6 +108,7 @@ EXPECTS = {
     "Expect the checkbox of the created item to be checked": "checked",
     "Expect the checkbox of the created item to be unchecked": "unchecked",
     "Expect the user to be signed in": "signed_in",
+    "Expect the second text to be gone": "second_gone",
 }
 OPEN_ITEM = "Click the link of the created item"
 # Before opening a page that logs out: the test's own context only, so the session the
@@ -172,6 +194,25 @@ def _interaction(step: str) -> tuple[str, str, str | None, str] | None:
 
     if step.strip() == POINT:
         return ("point", "", None, step)
+    return _second_item(step)
+
+
+def _second_item(step: str) -> tuple[str, str, str | None, str] | None:
+    """A step on the second item or the page-level checkbox, else None."""
+    if (m := _TYPE_SECOND.match(step)) and (name := _quoted(m.group(2))):
+        return ("type_second", m.group(1), name, step)
+    if m := _ORDER.match(step):
+        return ("order", m.group(1), None, step)
+    if step.strip() in (EDIT_SECOND, EMPTY_SECOND):
+        return ("edit_second" if step.strip() == EDIT_SECOND else "empty_second", "", None, step)
+    if step.strip() == SECOND_TRIMMED:
+        return ("second_trimmed", "", None, step)
+    if m := _SECOND_EDITED.match(step):
+        return ("second_edited", "trimmed" if m.group(1) else "", None, step)
+    if (m := _LABEL.match(step)) and (name := _quoted(m.group(1))):
+        return ("label", name, None, step)
+    if (m := _LABELLED.match(step)) and (name := _quoted(m.group(1))):
+        return ("labelled_checked", name, None, step)
     return None
 
 
@@ -240,6 +281,46 @@ def interaction_lines(
         ]
     if kind == "point":  # controls shown only while the pointer is over the item
         return [f"await {_holder('button')}.hover({options});"]
+    return _second_lines(kind, label, value)
+
+
+def _labelled(label: str) -> str:
+    """The checkbox a label names: the one in the innermost element holding both the label's
+    text and a checkbox (a label whose "for" names no element, wired by a script, names no
+    box for getByLabel)."""
+    text = f"page.getByText({_ts(label)}, {{ exact: true }})"
+    holder = f"page.locator('body *').filter({{ has: {text} }}).filter({{ has: page.getByRole('checkbox') }}).last()"
+    return f"{holder}.getByRole('checkbox').first()"
+
+
+def _second_lines(kind: str, label: str, value: str | None) -> list[str] | None:
+    """The statements of a step on the second item or the page-level checkbox, else None."""
+    focused = f"page.locator({_ts(FOCUSED)}).last()"
+    if kind == "type_second":
+        field = _control(label, value or "")
+        return [f"await {field}.fill({SECOND_TYPED});", f"await {field}.press('Enter');"]
+    if kind == "second_trimmed":  # the text itself, not as whitespace-normalised
+        text = f"page.getByText({SECOND}, {{ exact: true }}).first()"
+        return [f"await expect({text}).toHaveText({SECOND_ONLY});"]
+    if kind == "order":  # both texts, in the order the page shows them
+        both = f"page.getByText({CREATED}, {{ exact: true }}).or(page.getByText({SECOND}, {{ exact: true }}))"
+        shown = [CREATED, SECOND] if label == "after" else [SECOND, CREATED]
+        return [f"await expect({both}).toHaveText([{', '.join(shown)}]);"]
+    if kind in ("edit_second", "empty_second"):
+        typed = SECOND_PADDED if kind == "edit_second" else "''"
+        return [
+            f"await page.getByText({SECOND}).first().dblclick();",
+            f"await {focused}.fill({typed});",
+            f"await {focused}.press('Enter');",
+        ]
+    if kind == "second_edited":  # trimmed: the text itself, not as whitespace-normalised
+        text = f"page.getByText({SECOND_EDITED}, {{ exact: true }}).first()"
+        check = f"toHaveText({SECOND_EXACT})" if label == "trimmed" else "toBeVisible()"
+        return [f"await expect({text}).{check};"]
+    if kind == "label":
+        return [f"await page.getByText({_ts(label)}, {{ exact: true }}).click();"]
+    if kind == "labelled_checked":
+        return [f"await expect({_labelled(label)}).toBeChecked();"]
     return None
 
 
@@ -282,6 +363,8 @@ def expect_lines(what: str) -> list[str]:
         return [
             f"await expect(page.getByText({CREATED}).filter({{ visible: true }})).toHaveCount(0);"
         ]
+    if what == "second_gone":
+        return [f"await expect(page.getByText({SECOND})).toHaveCount(0);"]
     if what == "dropped":
         return [f"await expect(page.getByText({DROPPED})).toHaveCount(0);"]
     if what == "checked":
