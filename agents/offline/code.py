@@ -312,6 +312,21 @@ def _step_lines(actions: list, on_page: bool) -> tuple[list[str], dict[str, str]
 
 
 _TITLE_IS = re.compile(r'\bits document title is ("(?:[^"\\]|\\.){1,400}")')
+_ASKS_LOGIN = re.compile(r'\bit asks for a login: the browser ends on ("(?:[^"\\]|\\.){1,500}")')
+
+
+def _login_lines(expected: str) -> list[str]:
+    """A page that asks for a login: the address the browser ends on, polled (a client-side
+    router sends it there after the page loaded), and the login's password field."""
+    m = _ASKS_LOGIN.search(expected)
+    path = _quoted(m.group(1)) if m else None
+    if not path or not _URL.match(path):
+        return []
+    return [
+        "await expect.poll(() => new URL(page.url()).pathname, 'sent to the login')"
+        f".toBe({_ts(path)});",
+        "await expect(page.locator('input[type=\"password\"]').first()).toBeVisible();",
+    ]
 
 
 def _page_lines(expected: str) -> list[str]:
@@ -319,6 +334,7 @@ def _page_lines(expected: str) -> list[str]:
     A page that rendered nothing when explored (``nothing rendered``) is held to its title."""
     blank = "nothing rendered when explored" in expected
     lines = [] if blank else ["await expect(page.locator('body')).toBeVisible();"]
+    lines += _login_lines(expected)
     if (m := _TITLE_IS.search(expected)) and (title := _quoted(m.group(1))):
         lines.append(f"await expect(page).toHaveTitle({_ts(title)});")
     if heading := _heading(expected):

@@ -152,7 +152,14 @@ def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
         "apis": content.get("apis", []),
         **({"writes": content["writes"]} if content.get("writes") else {}),
         **({"behind_login": walled[:100]} if walled else {}),
+        **({"login_page": login} if (login := _login_page(content["pages"])) else {}),
     }
+
+
+def _login_page(pages: list[dict]) -> str:
+    """The path (no query) the first page behind a login sent the browser to, else ""."""
+    found = next((page["login_redirect"] for page in pages if page.get("login_redirect")), "")
+    return urlsplit(found).path if found.startswith("/") and not found.startswith("//") else ""
 
 
 def exploration_note(content: dict) -> str:
