@@ -267,15 +267,19 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
 
 
 def _stayed_lines(actions: list, expected: str) -> list[str]:
-    """A page test that expects a 2xx ends on the path it opened: a redirect (to a login
-    page, to the home page) answers 2xx too, and then the test never saw its subject."""
+    """A page test that expects a 2xx ends on the path it opened once the page settled: a
+    redirect (to a login page, to the home page; by the server or by a client-side router)
+    answers 2xx too, and then the test never saw its subject."""
     url = [a[1] for a in actions if a[0] == "page"][-1]
     if not url.startswith("/") or "2xx" not in expected.lower():
         return []
     path = url.split("#")[0].split("?")[0].rstrip("/")
     return [
+        # A client-side router redirects once its scripts ran (often after a request): let
+        # the page settle first (bounded: a page that keeps a request open never idles).
+        "await page.waitForLoadState('networkidle', { timeout: 5000 }).catch(() => {});",
         "expect(new URL(page.url()).pathname.replace(/\\/+$/, ''), "
-        f"'the page it opened, not a redirect').toBe({_ts(path)});"
+        f"'the page it opened, not a redirect').toBe({_ts(path)});",
     ]
 
 
