@@ -24,6 +24,7 @@ from .journey_code import (
     RUN_TOKEN,
     TAG,
     VALUES,
+    WAS,
     action_lines,
     clean_up_block,
     form_action,
@@ -249,6 +250,8 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
         body += ["    " + line for line in PAGE_ERRORS_WATCH]
         if uses_tag(actions, expected):
             body.append(TAG)
+        if "remember" in kinds:  # the values an edit form held, put back in clean-up
+            body.append(f"    const {WAS}: Record<string, string> = {{}};")
     lines, last = _step_lines([a for a in actions if a[0] != "cleanup"], "page" in kinds)
     if last["request"]:
         lines += _status_lines(last["request"], expected, True)

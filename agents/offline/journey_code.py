@@ -49,6 +49,14 @@ TAG = (
     "p${test.info().parallelIndex}r${test.info().retry}`;"
 )
 _FILL = re.compile(rf"^\s*Fill {_Q} with ({'|'.join(map(re.escape, VALUES))})\s*$")
+# A field inside a <label> that names no field, and an edit form's value kept to put back.
+_FILL_IN = re.compile(
+    rf"^\s*Fill the field in the label {_Q} with ({'|'.join(map(re.escape, VALUES))})\s*$"
+)
+_FIELD = rf"(?:the field in the label {_Q}|{_Q})"
+_REMEMBER = re.compile(rf"^\s*Remember the value of {_FIELD}\s*$")
+_FILL_WAS = re.compile(rf"^\s*Fill {_FIELD} with the value it had\s*$")
+WAS = "was"  # the test's record of the values an edit form held
 _SELECT = re.compile(rf"^\s*Select {_Q} in {_Q}\s*$")
 _CHECK = re.compile(rf"^\s*Check {_Q}\s*$")
 _CLICK = re.compile(rf"^\s*Click the button {_Q}(, accepting its confirmation)?\s*$")
@@ -138,6 +146,13 @@ def form_action(step: str) -> tuple[str, str, str | None, str] | None:
     if m := _FILL.match(step):
         label = _quoted(m.group(1))
         return ("fill", label, VALUES[m.group(2)], step) if label else None
+    if m := _FILL_IN.match(step):
+        label = _quoted(m.group(1))
+        return ("fill_in", label, VALUES[m.group(2)], step) if label else None
+    for kind, pattern in (("remember", _REMEMBER), ("fill_was", _FILL_WAS)):
+        if m := pattern.match(step):
+            within, label = m.group(1) is not None, _quoted(m.group(1) or m.group(2))
+            return (kind, label, "in" if within else "", step) if label else None
     if m := _SELECT.match(step):
         option, label = _quoted(m.group(1)), _quoted(m.group(2))
         return ("select", label, _ts(option), step) if option and label else None
@@ -324,10 +339,27 @@ def _second_lines(kind: str, label: str, value: str | None) -> list[str] | None:
     return None
 
 
+def field_in(label: str) -> str:
+    """The field inside the <label> showing ``label`` (one that names no field)."""
+    return f"page.locator('label').filter({{ hasText: {_ts(label)} }}).locator('input, textarea, select')"
+
+
 def action_lines(kind: str, label: str, value: str | None, options: str = "") -> list[str]:
     """The TypeScript statements of one form action; ``options`` is an extra argument
     (``{ timeout: 5000 }``) for clean-up steps."""
     field = f"page.getByLabel({_ts(label)}, {{ exact: true }})"
+    if kind == "fill_in":
+        return [f"await {field_in(label)}.fill({value}{', ' + options if options else ''});"]
+    if kind in ("remember", "fill_was"):  # value: "in" for a field inside its label
+        field = field_in(label) if value == "in" else field
+        key = f"{WAS}[{_ts(label)}]"
+        if kind == "remember":
+            return [f"{key} = await {field}.inputValue();"]
+        # Nothing remembered (it failed before): nothing to put back, never an empty value.
+        return [
+            f"if ({key} === undefined) return;",
+            f"await {field}.fill({key}{', ' + options if options else ''});",
+        ]
     accept = "page.once('dialog', (dialog) => dialog.accept().catch(() => {}));"
     click = f".click({options})"
     if kind == "fill":
@@ -385,10 +417,12 @@ def clean_up_block(steps: list[str]) -> list[str]:
     result (pass, or its first failure) is what the report shows."""
     timeout = f"{{ timeout: {CLEAN_TIMEOUT_MS} }}"
     body: list[str] = []
+    # Putting an edit form's values back happens whether or not the test's text shows.
+    restores = any(_FILL_WAS.match(step) for step in steps)
     for step in steps:
         if m := re.match(r"^\s*Open (/\S*)\s*$", step):
             body.append(f"await page.goto({_ts(m.group(1))}, {timeout});")
-            if len(body) == 1:  # nothing left to delete: done
+            if len(body) == 1 and not restores:  # nothing left to delete: done
                 body.append(f"if ((await page.getByText({CREATED}).count()) === 0) return;")
         elif (action := form_action(step)) and action[0] != "expect":
             body += action_lines(*action[:3], options=timeout)
