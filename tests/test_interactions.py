@@ -103,6 +103,7 @@ def test_exploration_acts_as_a_user_and_hash_routes_are_routes(explored):
         ("toggle", "", "/", "shown"),
         ("untoggle", "", "/", "shown"),
         ("toggle", "", "/", "shown"),
+        ("reload", "", "/", "gone"),  # opened again in another tab: the todos live in memory
         ("filter", "All", "/#/", "shown"),
         ("filter", "Active", "/#/active", "gone"),  # the item was completed: hidden here
         ("filter", "Completed", "/#/completed", "shown"),
@@ -145,7 +146,7 @@ def test_exploration_acts_as_a_user_and_hash_routes_are_routes(explored):
     ]
     # While its edit field was open, the item's text was hidden (the app's "editing" state).
     assert [i.get("hides") for i in app_map["interactions"] if i["action"] == "edit"] == [True]
-    assert exploration_note(app_map) == "4 page(s), 0 form(s), 18 action(s) outside forms"
+    assert exploration_note(app_map) == "4 page(s), 0 form(s), 19 action(s) outside forms"
 
 
 # A list app of another shape (no checkbox, no filter, nothing to edit, a "Remove" button per
@@ -208,6 +209,7 @@ def test_exploration_removes_only_the_item_it_created(tmp_path):
     assert acted == [
         ("enter", "New item", "shown"),
         ("enter_second", "New item", "shown"),  # removed again by its own button
+        ("reload", "", "gone"),  # the list lives in the page: another tab does not show it
         ("delete", "Remove", "gone"),
     ]
     assert removed == [f"AMTP2 {TAG}", f"AMTP {TAG}"]  # what it created, never "Keep me"
@@ -606,8 +608,8 @@ def test_exploration_never_presses_a_bulk_button_that_would_remove_other_rows(tm
 
 
 # Another layout of the same kind of app: the newest item first, a "Select all" box wrapped in
-# its <label> (named by it), an edit saved as typed (spaces kept) and an empty edit refused (the
-# item stays). Exploration records what this app does; the journey asserts only that, and
+# its <label> (named by it), an edit saved as typed (spaces kept), an empty edit refused (the
+# item stays), the items kept in localStorage (a reload shows them). Exploration records what this app does; the journey asserts only that, and
 # leaves out the second item, which no empty edit removes (its own button does, exploring).
 CHORES = b"""<!doctype html><html><head><title>Chores</title></head><body>
 <h1>Chores</h1><input id="new" aria-label="Add a chore">
@@ -616,8 +618,9 @@ CHORES = b"""<!doctype html><html><head><title>Chores</title></head><body>
 <script>
 const list = document.getElementById("list");
 const all = document.getElementById("all");
-const items = [];
+const items = JSON.parse(localStorage.getItem("chores") || "[]");
 function render() {
+  localStorage.setItem("chores", JSON.stringify(items));
   list.replaceChildren();
   for (const item of items) {
     const li = document.createElement("li");
@@ -698,12 +701,18 @@ def test_a_second_item_and_a_labelled_select_all_on_another_layout(tmp_path):
         assert acted["toggle_all"]["target"]["name"] == "Select all"
         assert (acted["toggle_all"]["checked"], acted["untoggle_all"]["checked"]) == (True, False)
         assert acted["toggle"]["all_checked"] is True  # the only item checked: all are
+        assert (acted["reload"]["item"], acted["reload"]["checked"]) == ("shown", True)
         assert app_map["interactions"][-1]["action"] == "delete"
         (journey,) = interaction_candidates(app_map, "the app is running")
         assert journey.title.startswith("Journey /: create, see it, mark all, unmark all, mark it")
         assert not any("second" in step for step in journey.steps)
         assert 'Click the label "Select all"' in journey.steps
         assert 'Expect the checkbox labelled "Select all" to be checked' in journey.steps
+        kept = journey.steps.index("Reload the page")
+        assert journey.steps[kept + 1 : kept + 3] == [
+            "Expect the created text to be visible",
+            "Expect the checkbox of the created item to be checked",
+        ]
         cases = [
             {
                 "id": "tc_" + journey.key,
@@ -755,6 +764,7 @@ def second(action: str, **more) -> dict:
         hostile(action="toggle_all", target={"role": "button", "name": "Mark all"}),
         hostile(action="untoggle_all", target={"role": "link", "name": "Mark all"}),
         hostile(action="toggle_all", target={"role": "checkbox", "name": f"AMTP {TAG}"}),
+        hostile(action="reload", target={"role": "button", "name": "Reload"}),
     ],
 )
 def test_hostile_second_item_and_page_checkbox_records_are_refused(raw):

@@ -158,6 +158,11 @@ def _step(record: dict, path: str, every: str = "") -> tuple[str, list[str]] | N
             "Expect the checkbox of the created item to be unchecked",
             *_watched(record),
         ]
+    if action == "reload" and item == "shown":
+        kept = ["Expect the checkbox of the created item to be checked"] * (
+            record.get("checked") is True
+        )
+        return "reload", ["Reload the page", "Expect the created text to be visible", *kept]
     if action == "back" and item in ("shown", "gone"):
         steps = ["Go back"]
         if end := _suffix(record.get("url_after"), path):
@@ -253,6 +258,8 @@ def interaction_candidates(app_map: object, running: str) -> list[Candidate]:
     for record in records[1:]:
         if record.get("action") in SECOND:
             continue  # replayed above, as a whole or not at all
+        if record.get("action") == "reload" and record.get("item") != "shown":
+            continue  # the app keeps nothing over a reload: no step asserts a loss
         found = _step(record, path, every)
         if found is None:
             break  # what follows depended on this action's outcome

@@ -75,6 +75,7 @@ _COUNTED = re.compile(rf"^\s*Expect a count reading {_Q} to be visible\s*$")
 _COUNT = re.compile(r"(\d{1,6}) ([A-Za-z][A-Za-z ]{0,40})")
 _BUTTON = re.compile(rf"^\s*Expect the button {_Q} to be (visible|gone)\s*$")
 GO_BACK = "Go back"
+RELOAD = "Reload the page"
 _CLASSED = re.compile(rf"^\s*Expect the link {_Q} to have the class {_Q}\s*$")
 _CLASS = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")  # safe inside a regex literal
 _ADDRESS = re.compile(rf"^\s*Expect the address to end with {_Q}\s*$")
@@ -187,6 +188,8 @@ def _interaction(step: str) -> tuple[str, str, str | None, str] | None:
         return ("item_uncheck", "checkbox", name, step) if name is not None else None
     if step.strip() == GO_BACK:
         return ("back", "", None, step)
+    if step.strip() == RELOAD:
+        return ("reload", "", None, step)
     if (m := _EMPTY.match(step)) and (name := _quoted(m.group(2))):
         return ("empty", m.group(1), name, step)
     if (m := _COUNTED.match(step)) and (text := _quoted(m.group(1))) and _COUNT.fullmatch(text):
@@ -265,6 +268,8 @@ def interaction_lines(
         return [f"await {_control('link', value or '')}.first().click();"]
     if kind == "back":
         return ["await page.goBack();"]
+    if kind == "reload":
+        return ["await page.reload();"]
     if kind == "empty":
         return [f"await expect({_control(label, value or '')}).toHaveValue('');"]
     if kind == "count":  # the number free: another test's items may count too

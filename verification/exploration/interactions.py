@@ -4,7 +4,8 @@ The box (``box/interact.mjs``) types the run's value into a text field no ``<for
 presses Enter; when the value then shows (an item was created) it types a second item with
 spaces before it (where the list puts it, saved trimmed?), edits that one with spaces around the text (saved trimmed?) and empties it
 (an empty edit removes it?), clicks a page-level checkbox by its label ("Mark all as
-complete") twice, toggles the item's checkbox,
+complete") twice, toggles the item's checkbox, opens the page again in another tab (is the
+item kept?),
 clicks the page's filter links (another ``#/route`` or ``?query`` of the same page), edits the
 item by double-click (Enter saves; Escape cancels; leaving the field saves) and deletes it by its own button. Each
 action comes back with the snapshots before and after and the URL after. Everything is
@@ -39,6 +40,7 @@ ROLES = {
     "empty_edit": ("textbox",),  # the second item's text emptied, then Enter
     "toggle_all": ("checkbox",),  # a page-level checkbox, clicked by its label
     "untoggle_all": ("checkbox",),  # the same, clicked again
+    "reload": ("page",),  # the same address opened again in another tab: is the item kept?
 }
 # actions whose target is found by its name
 NAMED = ("enter", "filter", "clear", "enter_second", "toggle_all", "untoggle_all")
@@ -124,7 +126,7 @@ def _seen(raw: dict, action: str, error: str, shown: list[str], tag: str) -> dic
         out["second"] = "edited" if second == "re-edited" else second
         if action == "enter_second" and raw.get("order") in ("after", "before"):
             out["order"] = raw["order"]
-    checks = {"toggle_all": "checked", "untoggle_all": "checked"}
+    checks = {"toggle_all": "checked", "untoggle_all": "checked", "reload": "checked"}
     checks |= {"enter_second": "trimmed", "edit_second": "trimmed"}
     for key in (checks.get(action), "all_checked" if action in ("toggle", "untoggle") else None):
         if key and isinstance(raw.get(key), bool):

@@ -4,7 +4,8 @@
 // was created), a second item is typed with spaces before it (where does the list put it? is it
 // saved trimmed?), edited with spaces around its text (saved trimmed?) and emptied (does an empty edit remove it?), then the first item is
 // tried as a user would: a page-level checkbox named by its <label> ("Mark all as complete")
-// clicked twice, its own checkbox toggled, the page's filter links (same page, another #hash or
+// clicked twice, its own checkbox toggled, the page opened again in another tab (is the item
+// kept?), the page's filter links (same page, another #hash or
 // ?query) clicked, a double-click to edit it (Enter saves, Escape cancels, leaving the field
 // saves), then its own delete button, so exploration leaves nothing behind. Only the item the run created is changed or deleted. Each action hands back the page's accessibility snapshot before and after and the
 // URL after; the worker (verification/exploration/interactions.py) works out what changed and
@@ -256,6 +257,25 @@ export async function interactionTrials(page, pages, cfg, origin, deadline) {
     };
   }
 
+  async function reopened(path) {
+    const before = await snap();
+    const other = await page.context().newPage();
+    try {
+      await other.goto(page.url(), { timeout: left() });
+      await other.waitForLoadState("networkidle", { timeout: 2000 }).catch(() => {});
+      const after = await other.locator("body").ariaSnapshot({ timeout: 5000 }).catch(() => "");
+      const own = itemOf(other, value, "checkbox").getByRole("checkbox");
+      const checked = (await own.count()) === 1 ? await own.isChecked().catch(() => null) : null;
+      const target = { role: "page", name: "" };
+      out.push({ path, action: "reload", target, before, after, url_after: url(other, origin), error: "", checked });
+    } catch (error) {
+      const said = String(error.message || error).split("\n")[0].slice(0, 500);
+      out.push({ path, action: "reload", target: { role: "page", name: "" }, error: said });
+    } finally {
+      await other.close().catch(() => {});
+    }
+  }
+
   async function pageToggle(item) {
     // The text of the <label> of the one checkbox outside every list row ("Mark all as
     // complete"), found through the label even when it names no box (a "for" pointing at no
@@ -318,6 +338,9 @@ export async function interactionTrials(page, pages, cfg, origin, deadline) {
         }
       }
     }
+    // Kept? The same address opened in another tab of this session (the page the trials act
+    // on keeps its state: an app that keeps nothing loses nothing here).
+    if (room()) await reopened(path);
     const links = await filterLinks(page, origin, 3);
     const filter = async ([name]) => {
       const link = page.getByRole("link", { name, exact: true }).first();
