@@ -279,9 +279,10 @@ def _stayed_lines(actions: list, expected: str) -> list[str]:
     path = url.split("#")[0].split("?")[0].rstrip("/")
     return [
         # A client-side router redirects once its scripts ran (often after a request): let
-        # the page settle first (bounded: a page that keeps a request open never idles).
+        # the page settle first (bounded: a page that keeps a request open never idles),
+        # then ask the page itself where it is (history.replaceState moved it in place).
         "await page.waitForLoadState('networkidle', { timeout: 5000 }).catch(() => {});",
-        "expect(new URL(page.url()).pathname.replace(/\\/+$/, ''), "
+        "expect((await page.evaluate(() => location.pathname)).replace(/\\/+$/, ''), "
         f"'the page it opened, not a redirect').toBe({_ts(path)});",
     ]
 
