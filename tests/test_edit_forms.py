@@ -24,33 +24,40 @@ TAG = "editform01"
 
 
 class Users:
-    """/user/0 shows the user's name and pets; /user/0/edit renames it (Update) and adds a pet
-    (Add), both fields inside labels whose "for" names no id."""
+    """/user/0 shows the user's name and pets and links to /user/1; /user/<id>/edit renames
+    the user (Update) and adds a pet (Add), both fields inside labels whose "for" names no
+    id. User 1's forms are user 0's forms on another record: one trial each is enough."""
 
     def __init__(self) -> None:
         self.name, self.pets = "TJ", ["Tobi"]
+        self.other = "Guillermo"
+        self.posts: list[str] = []
 
     def __call__(self, environ, start_response):
         path = environ["PATH_INFO"]
         if environ["REQUEST_METHOD"] == "POST":
+            self.posts.append(path)
             size = int(environ.get("CONTENT_LENGTH") or 0)
             form = parse_qs(environ["wsgi.input"].read(size).decode())
             if path == "/user/0":
                 self.name = form.get("user[name]", [self.name])[0]
+            elif path == "/user/1":
+                self.other = form.get("user[name]", [self.other])[0]
             elif path == "/user/0/pet":
                 self.pets.append(form.get("pet[name]", [""])[0])
-            start_response("302 Found", [("Location", "/user/0")])
+            start_response("302 Found", [("Location", path.removesuffix("/pet"))])
             return [b""]
-        name = html.escape(self.name)
-        if path == "/user/0":
-            pets = "".join(f"<li>{html.escape(p)}</li>" for p in self.pets)
-            body = f"<h1>{name}</h1><ul>{pets}</ul>"
-        elif path == "/user/0/edit":
+        user = path.split("/")[2] if path.startswith("/user/") else ""
+        name = html.escape(self.name if user == "0" else self.other)
+        if path in ("/user/0", "/user/1"):
+            pets = "".join(f"<li>{html.escape(p)}</li>" for p in self.pets if user == "0")
+            body = f'<h1>{name}</h1><ul>{pets}</ul><a href="/user/1/edit">Guillermo</a>'
+        elif path in ("/user/0/edit", "/user/1/edit"):
             body = (
-                f'<h1>{name}</h1><form action="/user/0" method="post">'
+                f'<h1>{name}</h1><form action="/user/{user}" method="post">'
                 f'<label for="user[name]">Name: <input type="text" name="user[name]" value="{name}">'
                 '</label><input type="submit" value="Update"></form>'
-                '<form action="/user/0/pet" method="post"><label for="pet[name]">Pet: '
+                f'<form action="/user/{user}/pet" method="post"><label for="pet[name]">Pet: '
                 '<input type="text" name="pet[name]" placeholder="Pet Name"></label>'
                 '<input type="submit" value="Add"></form>'
             )
@@ -87,9 +94,16 @@ def test_a_field_in_a_label_that_names_none_is_filled_and_the_record_put_back(us
         runner=runner_from_settings(),
         bounds=bounds,
         shots_dir=tmp_path / "shots",
-        start_paths=["/user/0/edit"],
+        start_paths=["/user/0/edit", "/user/0"],
         tag=TAG,
     )
+    # One trial per form of a route: /user/1/edit's forms are /user/0/edit's.
+    assert sorted((t["path"], t["submit"]) for t in app_map["trials"]) == [
+        ("/user/0/edit", "Add"),
+        ("/user/0/edit", "Update"),
+    ]
+    assert "/user/1/edit" in [page["path"] for page in app_map["pages"]]
+    assert app.other == "Guillermo" and "/user/1" not in app.posts
     tried = {t["submit"]: t for t in app_map["trials"]}
     assert tried["Update"]["filled"] == [
         {"label": "Name:", "type": "text", "option": "", "within_label": True, "edits": True}
