@@ -384,7 +384,7 @@ AMTP_EXPLORE_FORM_TRIALS = env_int("AMTP_EXPLORE_FORM_TRIALS", 5)
 # account and explores signed in; the tests' setup project does the same.
 AMTP_EXPLORE_SIGN_UP = env_bool("AMTP_EXPLORE_SIGN_UP", True)
 # Actions outside forms (type and press Enter, toggle, filter, edit, delete the item it made)
-AMTP_EXPLORE_INTERACTIONS = env_int("AMTP_EXPLORE_INTERACTIONS", 16)
+AMTP_EXPLORE_INTERACTIONS = env_int("AMTP_EXPLORE_INTERACTIONS", 24)
 # The Fernet key (comma-separated: the first encrypts, each decrypts) of repositories' stored
 # login credentials (repositories/credentials.py). In DEBUG without it a development key is
 # derived from SECRET_KEY; in production, storing or using stored credentials without it fails

@@ -165,14 +165,16 @@ def covered(routes: list[dict], paths: set[str]) -> list[dict]:
 
 def on_wrong_page(passing_code: list[str], app_map: dict) -> int:
     """Passing tests that opened a page exploration saw answer 404 or send the browser to a
-    login, and do not expect that 404: they passed without seeing their subject."""
+    login, and do not expect that 404 or that login: they passed without seeing their
+    subject."""
     wrong = {p["path"] for p in app_map["pages"] if p.get("login_redirect") or p["status"] == 404}
     wrong |= set(app_map.get("behind_login") or [])
     wrong = {p.rstrip("/") or "/" for p in wrong}
     count = 0
     for code in passing_code:
         pages = {m["path"].rstrip("/") or "/" for m in _OPENS.finditer(code) if "goto" in m[0]}
-        count += bool(pages & wrong) and "toBe(404)" not in code
+        expects = "toBe(404)" in code or "'sent to the login'" in code
+        count += bool(pages & wrong) and not expects
     return count
 
 

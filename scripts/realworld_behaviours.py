@@ -15,7 +15,8 @@ own suite does and asserts, with a matcher:
 - ``expect``: patterns, one of which an assertion after the action matches (the outcome);
 - ``echo`` (optional, for what a user creates or changes): that assertion must also name the
   value the test typed (the argument of its last ``fill`` up to the action, a literal or a
-  constant), so asserting a text that was on the page anyway does not count.
+  constant; typed with spaces around it, the value is named without them, as an app that
+  trims shows it), so asserting a text that was on the page anyway does not count.
 
 A generated test exercises a behaviour only when, in its own code, it opens the route, then acts
 on that page (the last page it opened is the route; a request is its own page) as ``act`` and
@@ -47,6 +48,10 @@ KINDS = {
 }
 FIELDS = {"id", "description", "route", "act", "target", "expect", "echo"}
 _FILLED = re.compile(r"\.(?:fill|type|pressSequentially)\(\s*([^,)]+?)\s*[,)]")
+# Spaces typed around a value: after the expression's opening quote, before its closing one,
+# then a literal left empty at either end ("'  ' + name + '  '").
+_PADDING = re.compile(r"^(['\"`])\s+|\s+(['\"`])$")
+_EMPTY_END = re.compile(r"^(['\"`])\1\s*\+\s*|\s*\+\s*(['\"`])\2$")
 # Full-line comments: a spec's "// Expected: …" notes are not assertions.
 _COMMENT = re.compile(r"(?m)^\s*//.*$")
 _OPEN = re.compile(
@@ -155,7 +160,7 @@ def exercises(code: str, behaviour: Behaviour) -> bool:
         if path is not None:
             on_route = bool(route.fullmatch(path))
         if filled := _FILLED.search(statement):
-            typed = filled[1]
+            typed = _EMPTY_END.sub("", _PADDING.sub(lambda m: m[1] or m[2], filled[1]))
         if not on_route or "expect(" in statement or not kinds.search(statement):
             continue
         if targets and not any(t.search(statement) for t in targets):

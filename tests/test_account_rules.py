@@ -47,7 +47,10 @@ def test_a_page_that_redirected_is_tested_as_that_redirect():
     home_case = cases["tc_page_home"]
     assert home_case["title"] == 'Home page redirects to /login, which shows its heading "Login"'
     code = code_of([home_case])
-    assert "expect(new URL(page.url()).pathname, 'where it led').toBe(\"/login\");" in code
+    assert (
+        "await expect.poll(() => page.evaluate(() => location.pathname), 'where it led')"
+        '.toBe("/login");' in code
+    )
     assert "the page it opened, not a redirect" not in code
     assert 'page.goto("/")' in code
     # A hostile target is no redirect: the page is tested as itself.

@@ -47,6 +47,12 @@ BEHAVIOURS = {
     "blur saves": ("and leave it", "re-edited text to be visible"),
     "filter highlighted": ('Click the link "Active"', 'link "Active" to have the class "selected"'),
     "editing hides": ("Double-click the created item, see its text hidden", "press Enter"),
+    "appends": ("Type a second unique text", "second text to be shown after the created text"),
+    "entry trims": ("spaces before it", "second text to be shown trimmed"),
+    "edit trims": ("with spaces around it", "edited text to be shown trimmed"),
+    "empty edit removes": ("empty its text and press Enter", "second text to be gone"),
+    "mark all": ('Click the label "Mark all as complete"', "created item to be checked"),
+    "unmark all": ('Click the label "Mark all as complete"', "created item to be unchecked"),
 }
 
 
@@ -60,7 +66,7 @@ def explored(tmp_path_factory):
         time_s=90,
         page_timeout_s=10,
         max_bytes=512 << 10,
-        interactions=16,
+        interactions=24,
     )
     app_map = explore(
         url,
@@ -87,9 +93,17 @@ def test_exploration_acts_as_a_user_and_hash_routes_are_routes(explored):
     ]
     assert acted == [
         ("enter", "What needs to be done?", "/", "shown"),
+        # A second item, edited with spaces around its text, then emptied: the first stays.
+        ("enter_second", "What needs to be done?", "/", "shown"),
+        ("edit_second", "", "/", "shown"),
+        ("empty_edit", "", "/", "shown"),
+        # The page-level box, clicked by its label (its "for" names no element here).
+        ("toggle_all", "Mark all as complete", "/", "shown"),
+        ("untoggle_all", "Mark all as complete", "/", "shown"),
         ("toggle", "", "/", "shown"),
         ("untoggle", "", "/", "shown"),
         ("toggle", "", "/", "shown"),
+        ("reload", "", "/", "gone"),  # opened again in another tab: the todos live in memory
         ("filter", "All", "/#/", "shown"),
         ("filter", "Active", "/#/active", "gone"),  # the item was completed: hidden here
         ("filter", "Completed", "/#/completed", "shown"),
@@ -102,7 +116,16 @@ def test_exploration_acts_as_a_user_and_hash_routes_are_routes(explored):
         # one: exploration leaves nothing behind.
         ("clear", "Clear completed", "/#/", "gone"),
     ]
-    enter, toggle, untoggle = app_map["interactions"][:3]
+    enter, second, edited, emptied, every, again, toggle, untoggle = app_map["interactions"][:8]
+    # The list appends; the edit was saved trimmed; the empty edit removed the second item.
+    assert (second["second"], second["order"], second["trimmed"]) == ("shown", "after", True)
+    assert (edited["second"], edited["trimmed"]) == ("edited", True)
+    assert emptied["second"] == "gone"
+    assert {"role": "count", "text": "2 items left"} in second["appeared"]
+    # "Mark all" checked the item's own box, and the second click unchecked it; this app's
+    # page-level box does not follow the item's own (its script sets the label's "checked").
+    assert (every["checked"], again["checked"]) == (True, False)
+    assert (toggle["all_checked"], untoggle["all_checked"]) == (False, False)
     # New controls and the item itself appeared; the run's tag is a placeholder.
     assert {"role": "text", "text": "AMTP {tag}"} in enter["appeared"]
     assert {"role": "link", "text": "Active"} in enter["appeared"]
@@ -123,7 +146,7 @@ def test_exploration_acts_as_a_user_and_hash_routes_are_routes(explored):
     ]
     # While its edit field was open, the item's text was hidden (the app's "editing" state).
     assert [i.get("hides") for i in app_map["interactions"] if i["action"] == "edit"] == [True]
-    assert exploration_note(app_map) == "4 page(s), 0 form(s), 13 action(s) outside forms"
+    assert exploration_note(app_map) == "4 page(s), 0 form(s), 19 action(s) outside forms"
 
 
 # A list app of another shape (no checkbox, no filter, nothing to edit, a "Remove" button per
@@ -183,8 +206,13 @@ def test_exploration_removes_only_the_item_it_created(tmp_path):
         server.shutdown()
         server.server_close()
     acted = [(i["action"], i["target"]["name"], i["item"]) for i in app_map["interactions"]]
-    assert acted == [("enter", "New item", "shown"), ("delete", "Remove", "gone")]
-    assert removed == [f"AMTP {TAG}"]  # never "Keep me"
+    assert acted == [
+        ("enter", "New item", "shown"),
+        ("enter_second", "New item", "shown"),  # removed again by its own button
+        ("reload", "", "gone"),  # the list lives in the page: another tab does not show it
+        ("delete", "Remove", "gone"),
+    ]
+    assert removed == [f"AMTP2 {TAG}", f"AMTP {TAG}"]  # what it created, never "Keep me"
     (journey,) = interaction_candidates(app_map, "the app is running")
     assert journey.title == "Journey /: create, see it, delete"
     assert (
@@ -328,12 +356,12 @@ def test_the_journey_exercises_the_apps_own_behaviours_and_passes_first_time(exp
     (journey,) = [c for c in cases if c["id"].startswith("tc_journey")]
     assert cases[0] is journey  # the journey leads
     assert journey["title"] == (
-        "Journey /: create, see it, mark it, unmark it, filter, go back, edit, cancel an edit,"
-        " delete"
+        "Journey /: create, see it, add a second and empty it, mark all, unmark all, mark it,"
+        " unmark it, filter, go back, edit, cancel an edit, delete"
     )
     steps = "\n".join(journey["steps"])
     exercised = [b for b, (act, check) in BEHAVIOURS.items() if act in steps and check in steps]
-    assert len(exercised) == len(BEHAVIOURS) == 16, exercised
+    assert len(exercised) == len(BEHAVIOURS) == 22, exercised
     # Hash routes are routes: each live one the exploration reached has its page test.
     pages = [c for c in generate_cases(request, "standard")["test_cases"] if "#" in c["title"]]
     assert sorted(c["steps"][0] for c in pages) == [
@@ -348,15 +376,25 @@ def test_the_journey_exercises_the_apps_own_behaviours_and_passes_first_time(exp
     )
     check_playwright(files)
     # The app's own Cypress suite, as the benchmark counts it (behaviours.yaml): the journey
-    # acts and then asserts 18 of its 26 behaviours (the input clears, the count, "Clear
+    # acts and then asserts 24 of its 26 behaviours (the input clears, the count, "Clear
     # completed" shown, removing and hidden, unchecking, the back button, an edit saved on
-    # blur, the controls hidden while editing and the current filter highlighted among them).
+    # blur, the controls hidden while editing, the current filter highlighted, the order of
+    # entry, text saved trimmed, an empty edit removing the item and "Mark all as complete"
+    # among them). Not: the page-level box following the items (this app's does not), and
+    # the todos kept across a reload (this app keeps them in memory).
     rb = script("realworld_behaviours")
     own = rb.load(FIXTURE.parent / "behaviours.yaml")
     exercised = rb.exercised(own, [f["contents"] for f in files])
-    new = {"edit-saved-on-blur", "editing-hides-controls", "filter-highlighted"}
+    new = {
+        "new-todo-appends-at-bottom",
+        "new-todo-trims-text",
+        "edit-trims-text",
+        "empty-edit-removes-item",
+        "toggle-all-completes-all",
+        "toggle-all-clears-all",
+    }
     assert new <= set(exercised), exercised
-    assert len(exercised) == 18, exercised
+    assert len(exercised) == 24, exercised
     plan = Plan(
         run_id="interaction-check",
         framework="playwright",
@@ -563,6 +601,274 @@ def test_exploration_never_presses_a_bulk_button_that_would_remove_other_rows(tm
         server.shutdown()
         server.server_close()
     acted = [i["action"] for i in app_map["interactions"]]
-    assert acted[:4] == ["enter", "toggle", "untoggle", "toggle"]
+    # Nothing edits the second item here: its own "Remove" takes it away again (not recorded).
+    assert acted[:5] == ["enter", "enter_second", "toggle", "untoggle", "toggle"]
     assert "clear" not in acted and acted[-1] == "delete"
-    assert removed == [f"AMTP {TAG}"]  # never "Keep me"
+    assert removed == [f"AMTP2 {TAG}", f"AMTP {TAG}"]  # what it created, never "Keep me"
+
+
+# Another layout of the same kind of app: the newest item first, a "Select all" box wrapped in
+# its <label> (named by it), an edit saved as typed (spaces kept), an empty edit refused (the
+# item stays), the items kept in localStorage (a reload shows them). Exploration records what this app does; the journey asserts only that, and
+# leaves out the second item, which no empty edit removes (its own button does, exploring).
+CHORES = b"""<!doctype html><html><head><title>Chores</title></head><body>
+<h1>Chores</h1><input id="new" aria-label="Add a chore">
+<div><label><input type="checkbox" id="all"> Select all</label></div>
+<ul id="list"></ul><p id="left"></p>
+<script>
+const list = document.getElementById("list");
+const all = document.getElementById("all");
+const items = JSON.parse(localStorage.getItem("chores") || "[]");
+function render() {
+  localStorage.setItem("chores", JSON.stringify(items));
+  list.replaceChildren();
+  for (const item of items) {
+    const li = document.createElement("li");
+    const box = document.createElement("input");
+    box.type = "checkbox";
+    box.checked = item.done;
+    box.addEventListener("change", () => { item.done = box.checked; render(); });
+    const span = document.createElement("span");
+    span.textContent = item.text;
+    span.addEventListener("dblclick", () => {
+      const edit = document.createElement("input");
+      edit.value = item.text;
+      let done = false;
+      const close = (save) => {
+        if (done) return;
+        done = true;
+        if (save && edit.value.trim()) item.text = edit.value;
+        render();
+      };
+      edit.addEventListener("keydown", (e) => {
+        if (e.key === "Enter" || e.key === "Escape") close(e.key === "Enter");
+      });
+      edit.addEventListener("blur", () => close(true));
+      li.replaceChild(edit, span);
+      edit.focus();
+    });
+    const remove = document.createElement("button");
+    remove.textContent = "Remove";
+    remove.addEventListener("click", () => { items.splice(items.indexOf(item), 1); render(); });
+    li.append(box, span, remove);
+    list.append(li);
+  }
+  all.checked = items.length > 0 && items.every((i) => i.done);
+  document.getElementById("left").textContent = items.filter((i) => !i.done).length + " chores left";
+}
+all.addEventListener("change", () => { items.forEach((i) => (i.done = all.checked)); render(); });
+document.getElementById("new").addEventListener("keydown", (e) => {
+  if (e.key !== "Enter" || !e.target.value.trim()) return;
+  items.unshift({ text: e.target.value.trim(), done: false });
+  e.target.value = "";
+  render();
+});
+render();
+</script></body></html>"""
+
+
+def test_a_second_item_and_a_labelled_select_all_on_another_layout(tmp_path):
+    chromium_path()
+
+    def chores(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/html")])
+        return [CHORES]
+
+    server, url = serve(chores)
+    try:
+        bounds = Bounds(
+            max_pages=1,
+            max_depth=0,
+            time_s=60,
+            page_timeout_s=10,
+            max_bytes=512 << 10,
+            interactions=24,
+        )
+        app_map = explore(
+            url,
+            allow_hosts=["127.0.0.1"],
+            runner=runner_from_settings(),
+            bounds=bounds,
+            shots_dir=tmp_path / "shots",
+            start_paths=["/"],
+            tag=TAG,
+        )
+        acted = {i["action"]: i for i in reversed(app_map["interactions"])}
+        assert acted["enter_second"]["order"] == "before"  # the newest first
+        assert acted["enter_second"]["trimmed"] is True
+        assert acted["edit_second"]["trimmed"] is False  # saved with the spaces typed
+        assert acted["empty_edit"]["second"] == "edited"  # refused: the item stayed
+        assert acted["toggle_all"]["target"]["name"] == "Select all"
+        assert (acted["toggle_all"]["checked"], acted["untoggle_all"]["checked"]) == (True, False)
+        assert acted["toggle"]["all_checked"] is True  # the only item checked: all are
+        assert (acted["reload"]["item"], acted["reload"]["checked"]) == ("shown", True)
+        assert app_map["interactions"][-1]["action"] == "delete"
+        (journey,) = interaction_candidates(app_map, "the app is running")
+        assert journey.title.startswith("Journey /: create, see it, mark all, unmark all, mark it")
+        assert not any("second" in step for step in journey.steps)
+        assert 'Click the label "Select all"' in journey.steps
+        assert 'Expect the checkbox labelled "Select all" to be checked' in journey.steps
+        kept = journey.steps.index("Reload the page")
+        assert journey.steps[kept + 1 : kept + 3] == [
+            "Expect the created text to be visible",
+            "Expect the checkbox of the created item to be checked",
+        ]
+        cases = [
+            {
+                "id": "tc_" + journey.key,
+                "title": journey.title,
+                "steps": journey.steps,
+                "expected": journey.expected,
+                "priority": journey.priority,
+                "preconditions": journey.preconditions,
+            }
+        ]
+        files = generate_files(
+            engineer_input({"test_cases": cases, "coverage_notes": ""}, "playwright"),
+            test_dir=TEST_DIR,
+            app_id=None,
+        )
+        plan = Plan(
+            run_id="chores-check",
+            framework="playwright",
+            files=files,
+            target_url=url,
+            test_dir=TEST_DIR,
+            failing_tests="fixme",
+            heal_rounds=0,
+            budget_s=120,
+            runner=dataclasses.replace(runner_from_settings(), retries=0),
+            evidence_dir=tmp_path / "evidence",
+            allow_hosts=["127.0.0.1"],
+        )
+        report = verify(plan, heal=lambda payload, seconds: {})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [(t["status"], t["attempts"]) for t in report["tests"]] == [("passed", 1)], report
+
+
+def second(action: str, **more) -> dict:
+    target = {"role": "textbox", "name": "New todo" if action == "enter_second" else ""}
+    after = f'- textbox "New todo"\n- text: AMTP {TAG}\n- text: AMTP2 {TAG}'
+    return hostile(action=action, target=target, after=after) | more
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        second("enter_second", target={"role": "textbox", "name": ""}),  # found by its name
+        second("enter_second", target={"role": "checkbox", "name": "New todo"}),
+        second("edit_second", target={"role": "button", "name": ""}),
+        hostile(action="toggle_all", target={"role": "checkbox", "name": ""}),
+        hostile(action="toggle_all", target={"role": "button", "name": "Mark all"}),
+        hostile(action="untoggle_all", target={"role": "link", "name": "Mark all"}),
+        hostile(action="toggle_all", target={"role": "checkbox", "name": f"AMTP {TAG}"}),
+        hostile(action="reload", target={"role": "button", "name": "Reload"}),
+    ],
+)
+def test_hostile_second_item_and_page_checkbox_records_are_refused(raw):
+    assert interaction(raw, TAG, {"/"}, lambda p: True) is None
+
+
+def test_what_the_box_says_of_the_second_item_and_the_page_checkbox_is_checked():
+    def seen(raw: dict) -> dict:
+        found = interaction(raw, TAG, {"/"}, lambda p: True)
+        keys = ("second", "order", "trimmed", "checked", "all_checked")
+        return {k: found[k] for k in keys if k in found}
+
+    assert seen(second("enter_second", order="after")) == {"second": "shown", "order": "after"}
+    for bad in ("sideways", "", 1, ["after"], None):
+        assert seen(second("enter_second", order=bad)) == {"second": "shown"}, bad
+    assert seen(second("edit_second", trimmed=True, order="after")) == {
+        "second": "shown",
+        "trimmed": True,
+    }
+    assert seen(second("edit_second", trimmed="yes")) == {"second": "shown"}
+    gone = hostile(action="empty_edit", target={"role": "textbox", "name": ""})
+    assert seen(gone) == {"second": "gone"}
+    # A snapshot cannot make the second item "re-edited": it is edited once.
+    again = second("edit_second", after=f"- text: AMTP2 {TAG} edited again")
+    assert seen(again) == {"second": "edited"}
+    every = {"action": "toggle_all", "target": {"role": "checkbox", "name": "Mark all"}}
+    assert seen(hostile(**every, checked=True, all_checked=True)) == {"checked": True}
+    assert seen(hostile(**every, checked="true")) == {}
+    box = {"action": "toggle", "target": {"role": "checkbox", "name": ""}}
+    assert seen(hostile(**box, all_checked=False, checked=True)) == {"all_checked": False}
+    assert seen(hostile(**box, all_checked=1)) == {}
+    # After an error, nothing the box said is kept.
+    assert seen(second("enter_second", order="after", error="timed out")) == {}
+
+
+def test_the_second_item_is_replayed_whole_or_not_at_all():
+    def record(action: str, **more) -> dict:
+        found = interaction(second(action), TAG, {"/"}, lambda p: True)
+        return found | more
+
+    first = interaction(hostile(), TAG, {"/"}, lambda p: True)
+    typed = record("enter_second", order="after", trimmed=True)
+    edited = record("edit_second", second="edited", trimmed=True)
+    emptied = record("empty_edit", second="gone")
+    (journey,) = interaction_candidates(
+        {"interactions": [first, typed, edited, emptied]}, "the app is running"
+    )
+    assert journey.title == "Journey /: create, see it, add a second and empty it"
+    assert journey.steps[-7:] == [
+        'Type a second unique text, spaces before it, into the textbox "New todo" and press Enter',
+        "Expect the second text to be shown after the created text",
+        "Expect the second text to be shown trimmed",
+        "Double-click the second item, type its edited text with spaces around it and press Enter",
+        "Expect the second item's edited text to be shown trimmed",
+        "Double-click the second item, empty its text and press Enter",
+        "Expect the second text to be gone",
+    ]
+    code = code_for([journey])
+    assert (
+        "await expect(page.getByText('AMTP ' + tag, { exact: true })"
+        ".or(page.getByText('AMTP2 ' + tag, { exact: true })))"
+        ".toHaveText(['AMTP ' + tag, 'AMTP2 ' + tag]);" in code
+    )
+    assert ".fill('  AMTP2 ' + tag);" in code
+    assert ".toHaveText(new RegExp('^AMTP2 ' + tag + '$'));" in code
+    assert ".fill('  AMTP2 ' + tag + ' edited  ');" in code
+    assert ".toHaveText(new RegExp('^AMTP2 ' + tag + ' edited$'));" in code
+    assert ".fill('');" in code
+    assert "await expect(page.getByText('AMTP2 ' + tag)).toHaveCount(0);" in code
+    # Left behind (the empty edit kept it), failed, or edited in a named field: left out.
+    for records in (
+        [first, typed, edited, {**emptied, "second": "edited"}],
+        [first, typed, {**edited, "error": "no field"}, emptied],
+        [first, typed, edited, {**emptied, "target": {"role": "textbox", "name": "Edit"}}],
+        [first, {**typed, "second": "gone"}, edited, emptied],
+    ):
+        (journey,) = interaction_candidates({"interactions": records}, "the app is running")
+        assert journey.title == "Journey /: create, see it", records
+        assert not any("second" in step for step in journey.steps)
+
+
+def test_a_page_checkbox_is_clicked_by_its_label_and_its_name_stays_quoted():
+    name = 'Mark "all"); process.exit(1); ("'
+    first = interaction(hostile(), TAG, {"/"}, lambda p: True)
+    every = {**first, "action": "toggle_all", "target": {"role": "checkbox", "name": name}}
+    records = [
+        first,
+        {**every, "checked": True},
+        {**every, "action": "untoggle_all", "checked": False},
+        {**first, "action": "toggle", "target": {"role": "checkbox", "name": ""}},
+    ]
+    records[-1]["all_checked"] = True
+    (journey,) = interaction_candidates({"interactions": records}, "the app is running")
+    assert journey.title == "Journey /: create, see it, mark all, unmark all, mark it"
+    code = code_for([journey])
+    quoted = json.dumps(name)
+    assert f"await page.getByText({quoted}, {{ exact: true }}).click();" in code
+    assert code.count(f"page.getByText({quoted}, {{ exact: true }}).click()") == 2
+    labelled = (
+        f"page.locator('body *').filter({{ has: page.getByText({quoted}, {{ exact: true }}) }})"
+        ".filter({ has: page.getByRole('checkbox') }).last().getByRole('checkbox').first()"
+    )
+    assert f"await expect({labelled}).toBeChecked();" in code
+    # Without a state the box reported, the click is not replayed (nothing to assert).
+    del records[1]["checked"]
+    (journey,) = interaction_candidates({"interactions": records}, "the app is running")
+    assert journey.title == "Journey /: create, see it"

@@ -147,6 +147,18 @@ def test_a_change_counts_only_when_the_assertion_names_the_value_typed():
     assert not rb.exercises(before, UPDATE_USER)  # typed and asserted, never submitted
 
 
+def test_a_value_typed_with_spaces_around_it_is_named_without_them():
+    typed = CLICK_ONLY.replace(
+        "    await page.getByRole('button'",
+        "    await page.getByLabel('Name:').fill('  TJ ' + tag + '  ');\n"
+        "    await page.getByRole('button'",
+    )
+    assert rb.exercises(typed.replace('"TJ edit"', "'TJ ' + tag"), UPDATE_USER)
+    # Only the padding goes: another value, or the same one cut short, is not named.
+    assert not rb.exercises(typed.replace('"TJ edit"', "'TJ' + tag"), UPDATE_USER)
+    assert not rb.exercises(typed.replace('"TJ edit"', "'T ' + tag"), UPDATE_USER)
+
+
 GOOD = {
     "id": "x",
     "description": "does x",

@@ -260,8 +260,9 @@ def test_agents_never_see_a_login_redirect_as_the_page_asked_for():
 
 def test_the_offline_engine_tests_no_page_behind_a_login_as_itself():
     """flaskr's own files, explored without a session: /create showed the login, so no case
-    opens it expecting the post form (nor the login's heading); with the sign-up's session
-    (nothing behind the login) it is a page case again."""
+    opens it expecting the post form (nor the login's heading), only one that expects the
+    login it asks for; with the sign-up's session (nothing behind the login) it is a page
+    case again."""
     repo = app_repository("flaskr")
     login = {"path": "/create", "status": 200, "title": "Log In - Flaskr", "links": []}
     login |= {"snapshot": '- heading "Log In" [level=1]', "forms": [], "depth": 0}
@@ -278,7 +279,9 @@ def test_the_offline_engine_tests_no_page_behind_a_login_as_itself():
         steps = [" ".join(c["steps"]) + " " + c["expected"] for c in cases]
         opened[walled] = [s for s in steps if "Open /create" in s]
         assert not any("Log In" in s for s in steps)
-    assert opened[True] == [] and opened[False]
+    (asks,) = opened[True]
+    assert 'asks for a login: the browser ends on "/auth/login"' in asks
+    assert opened[False] and not any("asks for a login" in s for s in opened[False])
 
 
 def _signup_map(signed_in: bool) -> dict:

@@ -4,11 +4,14 @@ and so does a redirect to a login page (the test never saw the page it asked for
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from agents.offline.code import _stayed_lines
 from agents.offline.common import PAGE_ERRORS_CHECK, PAGE_ERRORS_WATCH
 from runs.demo.app import serve
+from tests.test_browser import chromium_path
 from tests.test_verify import HEADER, chromium, make_plan, no_heal, spec  # noqa: F401
 from verification import playwright as pw
 from verification import verify as v
@@ -70,3 +73,47 @@ def test_a_refused_cdn_script_is_listed_and_its_page_errors_are_not_the_apps(tmp
     # redirected to the login page, which shows its heading: never a pass
     assert tests["account"]["status"] == "quarantined"
     assert "the page it opened, not a redirect" in tests["account"]["error"]
+
+
+# A client-side router as React Router's auth example runs: every path gets the same page, whose
+# layout shows at once; a protected path asks the server for the session (it answers late) and
+# then moves the browser to /login without loading a page.
+SPA = b"""<!doctype html><title>Auth Example</title><h1>Auth Example</h1><main></main>
+<script>
+if (location.pathname === "/protected") {
+  fetch("/session").then((r) => {
+    if (r.ok) return;
+    history.replaceState(null, "", "/login");
+    document.querySelector("main").textContent = "You must log in";
+  });
+}
+</script>"""
+
+
+def spa_app(environ, start_response):
+    if environ["PATH_INFO"] == "/session":
+        time.sleep(0.4)
+        start_response("401 Unauthorized", [("Content-Type", "application/json")])
+        return [b"{}"]
+    start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
+    return [SPA]
+
+
+def test_a_client_side_redirect_after_the_page_loaded_fails_a_page_test(tmp_path):
+    chromium_path()
+    server, url = serve(spa_app)
+    try:
+        source = HEADER + page_test("home", "/", "Auth Example")
+        source += page_test("protected", "/protected", "Auth Example")
+        runner = pw.Runner(**{**runner_from_settings().__dict__, "retries": 0})
+        plan = make_plan(tmp_path, url, [spec("spa", source)], heal_rounds=0, runner=runner)
+        report = v.verify(plan, heal=no_heal)
+    finally:
+        server.shutdown()
+        server.server_close()
+    tests = {t["title"]: t for t in report["tests"]}
+    assert tests["home"]["status"] == "passed", tests["home"]["error"]
+    # Its layout showed the heading at /protected first: only the settled address tells.
+    assert tests["protected"]["status"] == "quarantined"
+    assert "the page it opened, not a redirect" in tests["protected"]["error"]
+    assert '"/login"' in tests["protected"]["error"]

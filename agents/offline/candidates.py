@@ -31,6 +31,7 @@ from .live import (
     api_shapes,
     behind_login,
     live_pages,
+    login_page,
     unknown_path_status,
     write_answers,
 )
@@ -40,6 +41,8 @@ SAMPLE_NOTE = "Sample values fill the path parameters of {}; adjust them to exis
 LIVE_NOTE = "Seen at {} when the app was explored: expectations follow what it showed"
 RUNNING = "The web app is running and reachable at the base URL (default {})"
 NO_ERRORS = "throws no uncaught page errors"
+# A page behind a login (code.py turns it into the address and a password field).
+ASKS_LOGIN = "it asks for a login: the browser ends on"
 PAGE_OK = f"the page responds with a 2xx status, renders a visible body and {NO_ERRORS}"
 PAGE_DYNAMIC = f"the page responds without a server error (status below 500) and {NO_ERRORS}"
 SMOKE = " renders (smoke)"  # a test that checks nothing but the render says so
@@ -111,7 +114,7 @@ def web_candidates(stack: dict, app_map: object = None) -> list[Candidate]:
     # A GET the source took for JSON that the browser saw render a heading is a page.
     api = [a for a in api if not (a[0] == "GET" and a[1] in live and live[a[1]].heading)]
     api, absent = _untestable(pages, api, app_map)
-    out: list[Candidate] = []
+    out: list[Candidate] = _login_wall_cases(app_map, running)
     if ("/" in pages or not api) and "/" not in absent:
         out += _page_cases("/", pages.pop("/", None), "critical", running, live.get("/"))
     entry = _entries([r for r in pages if not params(r)])
@@ -172,6 +175,26 @@ def _untestable(pages: dict[str, str | None], api: list, app_map: object) -> tup
         del pages[route]
     gone = [a for a in api if logs_out(a[1]) or (a[0] == "GET" and a[1] in absent)]
     return [a for a in api if a not in gone], absent
+
+
+def _login_wall_cases(app_map: object, running: str) -> list[Candidate]:
+    """A page that sent the browser to a login when explored (in the session the tests
+    share) is tested as that: it asks for a login (the address ends on the login page, which
+    shows a password field), never as the page asked for."""
+    login = login_page(app_map)
+    if not login:
+        return []
+    out = []
+    for path in sorted(behind_login(app_map) - {login}):
+        if params(path) or logs_out(path):
+            continue
+        name = "Home page" if path == "/" else f"Page {path}"
+        area = "home" if path == "/" else "page_" + area_of(path)
+        expected = f"{ASKS_LOGIN} {_q(login)} with a password field; {NO_ERRORS}"
+        title = f"{name} asks for a login"
+        key = "page_" + (slug(path) or "home")
+        out.append(Candidate(key, title, [f"Open {path}"], expected, "medium", area, [running]))
+    return out
 
 
 def _entries(routes: list[str]) -> dict[str, str]:

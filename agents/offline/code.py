@@ -34,6 +34,7 @@ from .journey_code import (
     RUN_TOKEN,
     TAG,
     VALUES,
+    WAS,
     action_lines,
     clean_up_block,
     form_action,
@@ -309,6 +310,8 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
     body = [f"  test({title}, async ({{ {fixtures} }}) => {{", *comments]
     if "page" in kinds:
         body += ["    " + line for line in PAGE_ERRORS_WATCH]
+        if "remember" in kinds:  # the values an edit form held, put back in clean-up
+            body.append(f"    const {WAS}: Record<string, string> = {{}};")
     if uses_tag(actions, expected):
         body.append(TAG)
     if anonymous:
@@ -335,15 +338,20 @@ def _test_block(case: dict, cid: str) -> tuple[str, list[str]]:
 
 
 def _stayed_lines(actions: list, expected: str) -> list[str]:
-    """A page test that expects a 2xx ends on the path it opened: a redirect (to a login
-    page, to the home page) answers 2xx too, and then the test never saw its subject."""
+    """A page test that expects a 2xx ends on the path it opened once the page settled: a
+    redirect (to a login page, to the home page; by the server or by a client-side router)
+    answers 2xx too, and then the test never saw its subject."""
     url = [a[1] for a in actions if a[0] == "page"][-1]
     if not url.startswith("/") or "2xx" not in expected.lower():
         return []
     path = url.split("#")[0].split("?")[0].rstrip("/")
     return [
-        "expect(new URL(page.url()).pathname.replace(/\\/+$/, ''), "
-        f"'the page it opened, not a redirect').toBe({_ts(path)});"
+        # A client-side router redirects once its scripts ran (often after a request): let
+        # the page settle first (bounded: a page that keeps a request open never idles),
+        # then ask the page itself where it is (history.replaceState moved it in place).
+        "await page.waitForLoadState('networkidle', { timeout: 5000 }).catch(() => {});",
+        "expect((await page.evaluate(() => location.pathname)).replace(/\\/+$/, ''), "
+        f"'the page it opened, not a redirect').toBe({_ts(path)});",
     ]
 
 
@@ -383,6 +391,21 @@ OWN_ACCOUNT = (
     f"const account = JSON.parse(readFileSync({_ts(ACCOUNT_FILE)}, 'utf8')).username as string;"
 )
 _TITLE_IS = re.compile(r'\bits document title is ("(?:[^"\\]|\\.){1,400}")')
+_ASKS_LOGIN = re.compile(r'\bit asks for a login: the browser ends on ("(?:[^"\\]|\\.){1,500}")')
+
+
+def _login_lines(expected: str) -> list[str]:
+    """A page that asks for a login: the address the browser ends on, polled (a client-side
+    router sends it there after the page loaded), and the login's password field."""
+    m = _ASKS_LOGIN.search(expected)
+    path = _quoted(m.group(1)) if m else None
+    if not path or not _URL.match(path):
+        return []
+    return [
+        "await expect.poll(() => new URL(page.url()).pathname, 'sent to the login')"
+        f".toBe({_ts(path)});",
+        "await expect(page.locator('input[type=\"password\"]').first()).toBeVisible();",
+    ]
 
 
 def _page_lines(expected: str) -> list[str]:
@@ -391,8 +414,14 @@ def _page_lines(expected: str) -> list[str]:
     blank = "nothing rendered when explored" in expected
     lines = [] if blank else ["await expect(page.locator('body')).toBeVisible();"]
     if (m := _LANDS_ON.search(expected)) and (path := _quoted(m.group(1))) and _URL.match(path):
-        # A redirect the test expects: the address it led to, as the explored app showed it.
-        lines.insert(0, f"expect(new URL(page.url()).pathname, 'where it led').toBe({_ts(path)});")
+        # A redirect the test expects: the address it led to, as the explored app showed it,
+        # asked of the page until it settles (a client-side redirect comes after the load).
+        lines.insert(
+            0,
+            "await expect.poll(() => page.evaluate(() => location.pathname), 'where it led')"
+            f".toBe({_ts(path)});",
+        )
+    lines += _login_lines(expected)
     if (m := _TITLE_IS.search(expected)) and (title := _quoted(m.group(1))):
         lines.append(f"await expect(page).toHaveTitle({_ts(title)});")
     if (heading := _heading(expected)) and ACCOUNT in heading:

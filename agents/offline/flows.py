@@ -20,6 +20,7 @@ import re
 
 from .candidates import NO_ERRORS, Candidate
 from .common import ACCOUNT, area_of, clean_route, one_line, params, slug
+from .journey_code import CLEAN_PREFIX
 
 PLACEHOLDER = "{tag}"
 MAX_FLOWS = 10
@@ -28,6 +29,9 @@ DATA_NOTE = (
     " retry (AMTP <tag>, amtp.<tag>@example.com)"
 )
 TRIED_NOTE = "Tried when the app was explored: after {} it showed what this flow expects"
+RESTORE_NOTE = (
+    "The flow puts back the values it changed, at its end or after a failure (best effort)"
+)
 # What a form that failed says: such a trial shows no outcome worth expecting.
 _ERROR = re.compile(
     r"\b(error|invalid|required|wrong|fail(ed|s)?|must|not allowed|try again|incorrect|"
@@ -72,22 +76,36 @@ def _outcome(text: object) -> str | None:
 
 
 def trial_steps(trial: dict, path: str, submit: str) -> list[str] | None:
+    """The flow's steps: the fields as the trial filled them (one inside a label that names
+    no field is found through that label), then the button; a field that held a value (an
+    edit form) is remembered first and put back in clean-up steps."""
     steps = [f"Open {path}"]
+    back: list[str] = []
     filled = trial.get("filled") if isinstance(trial.get("filled"), list) else []
     for item in filled[:40]:
         item = item if isinstance(item, dict) else {}
         label, kind = _label(item.get("label")), item.get("type")
         if label is None:
             return None
+        within = item.get("within_label") is True
+        if (within or item.get("edits") is True) and kind not in FILL:
+            return None  # only text fields are found inside labels and put back
+        field = f"the field in the label {_q(label)}" if within else _q(label)
+        if item.get("edits") is True:
+            steps.append(f"Remember the value of {field}")
+            back.append(f"Fill {field} with the value it had")
         if kind in FILL:
-            steps.append(f"Fill {_q(label)} with {FILL[kind]}")
+            steps.append(f"Fill {field} with {FILL[kind]}")
         elif kind == "check":
             steps.append(f"Check {_q(label)}")
         elif kind == "select" and (option := _label(item.get("option"))):
             steps.append(f"Select {_q(option)} in {_q(label)}")
         else:
             return None
-    return [*steps, f"Click the button {_q(submit)}"]
+    click = f"Click the button {_q(submit)}"
+    if back:
+        back = [f"Open {path}", *back, click]
+    return [*steps, click, *(f"{CLEAN_PREFIX}{step}" for step in back)]
 
 
 def trial_outcome(trial: dict) -> tuple[list[str], str | None] | None:
@@ -185,6 +203,8 @@ def flow_candidates(
         key = f"flow_{slug(path) or 'home'}_{slug(submit, 24) or 'submit'}"
         title = f"Flow {path}: fill the form and click {_q(submit)}; the user sees the outcome"
         pre = [running, DATA_NOTE, TRIED_NOTE.format(f"clicking {_q(submit)}")]
+        if any(step.startswith(CLEAN_PREFIX) for step in steps):
+            pre.append(RESTORE_NOTE)
         expected = "; ".join([*checks, NO_ERRORS])
         prio = "critical" if creates else "high"
         out.append(Candidate(key, title, steps, expected, prio, "flow_" + area_of(path), pre))

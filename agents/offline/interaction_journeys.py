@@ -1,12 +1,16 @@
 """Interaction journeys: the item lifecycle exploration acted out on a page without a form.
 
 ExploreApp typed its value into a text field no ``<form>`` holds and pressed Enter, and when
-the value then showed, tried the item it had created: its checkbox, the page's filter links
+the value then showed, typed a second item with spaces before it (where the list put it,
+saved trimmed), edited that one with spaces around its text and emptied it (an empty edit removes an item), clicked a page-level
+checkbox's label twice ("Mark all as complete"), then tried the item it had created: its
+checkbox, the page's filter links
 (``#/active``), a double-click to edit it (Enter saves, Escape cancels, leaving the field
 saves), its delete button
 (``interactions`` of the app map; ``verification/exploration/interactions.py``). The journey replays
 those actions in the same order with the test's own unique text, and expects what each one
-showed: create → see → change → filter → edit → delete, as far as the trials went. It finds
+showed: create → see → change → filter → edit → delete, as far as the trials went. The second
+item is replayed only when the empty edit removed it (the journey leaves nothing behind). It finds
 the item by its own text, never by an id or a position. An action that failed, or whose
 outcome the journey cannot check, ends the journey there (what follows depended on it).
 
@@ -29,6 +33,7 @@ _SUFFIX = re.compile(r"[#?][\w\-/#!?=&.%~]{0,120}")
 _COUNT = re.compile(r"\d{1,6} [A-Za-z][A-Za-z ]{0,40}")
 _CLASS = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")
 CLEAN_NOTE = "The journey deletes what it created, at its end or after a failure (best effort)"
+SECOND = ("enter_second", "edit_second", "empty_edit")  # the second item's actions, in order
 RUN_NOTE = (
     "Each run and retry types its own text (built from a run token, the worker and the"
     " retry), so parallel runs and reruns never collide"
@@ -83,18 +88,68 @@ def _suffix(url: object, path: str) -> str | None:
     return rest if _SUFFIX.fullmatch(rest) else None
 
 
-def _step(record: dict, path: str) -> tuple[str, list[str]] | None:
+def _second(records: list[dict], field: str) -> list[str]:
+    """The steps of the second item (typed into ``field``, the create step's "role "name""):
+    where the list put it, its edit saved trimmed, the empty edit that removed it; none unless
+    that edit removed it (else the journey would leave it behind) and every action worked."""
+    by = {r.get("action"): r for r in records if r.get("action") in SECOND}
+    typed, edited, emptied = (by.get(a) for a in SECOND)
+    if not typed or not emptied or emptied.get("second") != "gone":
+        return []
+    if any(r.get("error") for r in by.values()) or typed.get("second") != "shown":
+        return []
+    if any(r["target"].get("name") for r in (edited, emptied) if r):
+        return []  # the focused field is the one the steps type into
+    steps = [f"Type a second unique text, spaces before it, into the {field} and press Enter"]
+    if typed.get("order") in ("after", "before"):
+        steps.append(f"Expect the second text to be shown {typed['order']} the created text")
+    if typed.get("trimmed") is True:
+        steps.append("Expect the second text to be shown trimmed")
+    if edited and edited.get("second") == "edited":
+        steps.append(
+            "Double-click the second item, type its edited text with spaces around it and press Enter"
+        )
+        trimmed = " trimmed" if edited.get("trimmed") is True else ""
+        steps.append(f"Expect the second item's edited text to be shown{trimmed}")
+    return [
+        *steps,
+        "Double-click the second item, empty its text and press Enter",
+        "Expect the second text to be gone",
+    ]
+
+
+def _step(record: dict, path: str, every: str = "") -> tuple[str, list[str]] | None:
     """(what the title says, the steps and checks) of one action after the item was created;
-    None when the journey cannot follow it."""
+    None when the journey cannot follow it. ``every``: the label of the page-level checkbox
+    (``toggle_all``) whose state the item's own box changes."""
     action, item = record.get("action"), record.get("item")
     name = _name(record["target"].get("name"), empty=True)
     if record.get("error") or name is None:
         return None
     named = f" {_q(name)}" if name else ""
+    if (
+        action in ("toggle_all", "untoggle_all")
+        and name
+        and isinstance(record.get("checked"), bool)
+    ):
+        state = "checked" if record["checked"] else "unchecked"
+        word = "mark all" if record["checked"] else "unmark all"
+        return word, [
+            f"Click the label {_q(name)}",
+            f"Expect the checkbox of the created item to be {state}",
+            *_watched(record),
+        ]
+    # The page-level box following the item's: asserted where it did (checked).
+    follows = (
+        [f"Expect the checkbox labelled {_q(every)} to be checked"]
+        if every and record.get("all_checked") is True
+        else []
+    )
     if action == "toggle" and item in ("shown", "edited"):
         return "mark it", [
             f"Check the checkbox{named} of the created item",
             "Expect the checkbox of the created item to be checked",
+            *follows,
             *_watched(record),
         ]
     if action == "untoggle" and item in ("shown", "edited"):
@@ -103,6 +158,11 @@ def _step(record: dict, path: str) -> tuple[str, list[str]] | None:
             "Expect the checkbox of the created item to be unchecked",
             *_watched(record),
         ]
+    if action == "reload" and item == "shown":
+        kept = ["Expect the checkbox of the created item to be checked"] * (
+            record.get("checked") is True
+        )
+        return "reload", ["Reload the page", "Expect the created text to be visible", *kept]
     if action == "back" and item in ("shown", "gone"):
         steps = ["Go back"]
         if end := _suffix(record.get("url_after"), path):
@@ -187,9 +247,20 @@ def interaction_candidates(app_map: object, running: str) -> list[Candidate]:
         steps.append(f"Expect the {role} {_q(name)} to be empty")
     steps += _watched(first)
     words = ["create", "see it"]
+    if second := _second(records, f"{role} {_q(name)}"):
+        steps += second
+        words.append("add a second and empty it")
+    every = next(
+        (_name(r["target"].get("name")) or "" for r in records if r.get("action") == "toggle_all"),
+        "",
+    )
     removal: list[str] = []
     for record in records[1:]:
-        found = _step(record, path)
+        if record.get("action") in SECOND:
+            continue  # replayed above, as a whole or not at all
+        if record.get("action") == "reload" and record.get("item") != "shown":
+            continue  # the app keeps nothing over a reload: no step asserts a loss
+        found = _step(record, path, every)
         if found is None:
             break  # what follows depended on this action's outcome
         word, more = found

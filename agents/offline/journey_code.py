@@ -31,6 +31,14 @@ VALUES = {
     "the phone number 5550100": "'5550100'",
 }
 CREATED, EDITED = VALUES["a unique text"], VALUES["an edited unique text"]
+# The second item (holds no CREATED: each is found by its own text), its edited text, and that
+# text as typed with spaces around it.
+SECOND = "'AMTP2 ' + tag"
+SECOND_TYPED = "'  AMTP2 ' + tag"
+SECOND_ONLY = "new RegExp('^AMTP2 ' + tag + '$')"  # tag: letters and digits
+SECOND_EDITED = "'AMTP2 ' + tag + ' edited'"
+SECOND_PADDED = "'  AMTP2 ' + tag + ' edited  '"
+SECOND_EXACT = "new RegExp('^AMTP2 ' + tag + ' edited$')"  # tag: letters and digits
 DROPPED = VALUES["a discarded text"]
 REEDITED = VALUES["a re-edited unique text"]
 RUN_TOKEN = (
@@ -42,6 +50,14 @@ TAG = (
     "p${test.info().parallelIndex}r${test.info().retry}`;"
 )
 _FILL = re.compile(rf"^\s*Fill {_Q} with ({'|'.join(map(re.escape, VALUES))})\s*$")
+# A field inside a <label> that names no field, and an edit form's value kept to put back.
+_FILL_IN = re.compile(
+    rf"^\s*Fill the field in the label {_Q} with ({'|'.join(map(re.escape, VALUES))})\s*$"
+)
+_FIELD = rf"(?:the field in the label {_Q}|{_Q})"
+_REMEMBER = re.compile(rf"^\s*Remember the value of {_FIELD}\s*$")
+_FILL_WAS = re.compile(rf"^\s*Fill {_FIELD} with the value it had\s*$")
+WAS = "was"  # the test's record of the values an edit form held
 _SELECT = re.compile(rf"^\s*Select {_Q} in {_Q}\s*$")
 _CHECK = re.compile(rf"^\s*Check {_Q}\s*$")
 _CLICK = re.compile(rf"^\s*Click the button {_Q}(, accepting its confirmation)?\s*$")
@@ -62,6 +78,7 @@ _COUNTED = re.compile(rf"^\s*Expect a count reading {_Q} to be visible\s*$")
 _COUNT = re.compile(r"(\d{1,6}) ([A-Za-z][A-Za-z ]{0,40})")
 _BUTTON = re.compile(rf"^\s*Expect the button {_Q} to be (visible|gone)\s*$")
 GO_BACK = "Go back"
+RELOAD = "Reload the page"
 _CLASSED = re.compile(rf"^\s*Expect the link {_Q} to have the class {_Q}\s*$")
 _CLASS = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")  # safe inside a regex literal
 _ADDRESS = re.compile(rf"^\s*Expect the address to end with {_Q}\s*$")
@@ -79,6 +96,19 @@ _EDITS = {
     "a re-edited unique text": REEDITED,
 }
 POINT = "Point at the created item"
+_TYPE_SECOND = re.compile(
+    r"^\s*Type a second unique text, spaces before it, into the (textbox|searchbox|combobox)"
+    rf" {_Q} and press Enter\s*$"
+)
+_ORDER = re.compile(r"^\s*Expect the second text to be shown (after|before) the created text\s*$")
+EDIT_SECOND = (
+    "Double-click the second item, type its edited text with spaces around it and press Enter"
+)
+EMPTY_SECOND = "Double-click the second item, empty its text and press Enter"
+_SECOND_EDITED = re.compile(r"^\s*Expect the second item's edited text to be shown( trimmed)?\s*$")
+SECOND_TRIMMED = "Expect the second text to be shown trimmed"
+_LABEL = re.compile(rf"^\s*Click the label {_Q}\s*$")
+_LABELLED = re.compile(rf"^\s*Expect the checkbox labelled {_Q} to be checked\s*$")
 FOCUSED = "input:focus, textarea:focus, [contenteditable]:focus"
 EXPECTS = {
     "Expect the created text to be visible": "created",
@@ -90,6 +120,7 @@ EXPECTS = {
     "Expect the checkbox of the created item to be checked": "checked",
     "Expect the checkbox of the created item to be unchecked": "unchecked",
     "Expect the user to be signed in": "signed_in",
+    "Expect the second text to be gone": "second_gone",
 }
 OPEN_ITEM = "Click the link of the created item"
 # Before opening a page that logs out: the test's own context only, so the session the
@@ -120,6 +151,13 @@ def form_action(step: str) -> tuple[str, str, str | None, str] | None:
     if m := _FILL.match(step):
         label = _quoted(m.group(1))
         return ("fill", label, VALUES[m.group(2)], step) if label else None
+    if m := _FILL_IN.match(step):
+        label = _quoted(m.group(1))
+        return ("fill_in", label, VALUES[m.group(2)], step) if label else None
+    for kind, pattern in (("remember", _REMEMBER), ("fill_was", _FILL_WAS)):
+        if m := pattern.match(step):
+            within, label = m.group(1) is not None, _quoted(m.group(1) or m.group(2))
+            return (kind, label, "in" if within else "", step) if label else None
     if m := _SELECT.match(step):
         option, label = _quoted(m.group(1)), _quoted(m.group(2))
         return ("select", label, _ts(option), step) if option and label else None
@@ -156,6 +194,8 @@ def _interaction(step: str) -> tuple[str, str, str | None, str] | None:
         return ("item_uncheck", "checkbox", name, step) if name is not None else None
     if step.strip() == GO_BACK:
         return ("back", "", None, step)
+    if step.strip() == RELOAD:
+        return ("reload", "", None, step)
     if (m := _EMPTY.match(step)) and (name := _quoted(m.group(2))):
         return ("empty", m.group(1), name, step)
     if (m := _COUNTED.match(step)) and (text := _quoted(m.group(1))) and _COUNT.fullmatch(text):
@@ -178,6 +218,25 @@ def _interaction(step: str) -> tuple[str, str, str | None, str] | None:
 
     if step.strip() == POINT:
         return ("point", "", None, step)
+    return _second_item(step)
+
+
+def _second_item(step: str) -> tuple[str, str, str | None, str] | None:
+    """A step on the second item or the page-level checkbox, else None."""
+    if (m := _TYPE_SECOND.match(step)) and (name := _quoted(m.group(2))):
+        return ("type_second", m.group(1), name, step)
+    if m := _ORDER.match(step):
+        return ("order", m.group(1), None, step)
+    if step.strip() in (EDIT_SECOND, EMPTY_SECOND):
+        return ("edit_second" if step.strip() == EDIT_SECOND else "empty_second", "", None, step)
+    if step.strip() == SECOND_TRIMMED:
+        return ("second_trimmed", "", None, step)
+    if m := _SECOND_EDITED.match(step):
+        return ("second_edited", "trimmed" if m.group(1) else "", None, step)
+    if (m := _LABEL.match(step)) and (name := _quoted(m.group(1))):
+        return ("label", name, None, step)
+    if (m := _LABELLED.match(step)) and (name := _quoted(m.group(1))):
+        return ("labelled_checked", name, None, step)
     return None
 
 
@@ -215,6 +274,8 @@ def interaction_lines(
         return [f"await {_control('link', value or '')}.first().click();"]
     if kind == "back":
         return ["await page.goBack();"]
+    if kind == "reload":
+        return ["await page.reload();"]
     if kind == "empty":
         return [f"await expect({_control(label, value or '')}).toHaveValue('');"]
     if kind == "count":  # the number free: another test's items may count too
@@ -246,13 +307,70 @@ def interaction_lines(
         ]
     if kind == "point":  # controls shown only while the pointer is over the item
         return [f"await {_holder('button')}.hover({options});"]
+    return _second_lines(kind, label, value)
+
+
+def _labelled(label: str) -> str:
+    """The checkbox a label names: the one in the innermost element holding both the label's
+    text and a checkbox (a label whose "for" names no element, wired by a script, names no
+    box for getByLabel)."""
+    text = f"page.getByText({_ts(label)}, {{ exact: true }})"
+    holder = f"page.locator('body *').filter({{ has: {text} }}).filter({{ has: page.getByRole('checkbox') }}).last()"
+    return f"{holder}.getByRole('checkbox').first()"
+
+
+def _second_lines(kind: str, label: str, value: str | None) -> list[str] | None:
+    """The statements of a step on the second item or the page-level checkbox, else None."""
+    focused = f"page.locator({_ts(FOCUSED)}).last()"
+    if kind == "type_second":
+        field = _control(label, value or "")
+        return [f"await {field}.fill({SECOND_TYPED});", f"await {field}.press('Enter');"]
+    if kind == "second_trimmed":  # the text itself, not as whitespace-normalised
+        text = f"page.getByText({SECOND}, {{ exact: true }}).first()"
+        return [f"await expect({text}).toHaveText({SECOND_ONLY});"]
+    if kind == "order":  # both texts, in the order the page shows them
+        both = f"page.getByText({CREATED}, {{ exact: true }}).or(page.getByText({SECOND}, {{ exact: true }}))"
+        shown = [CREATED, SECOND] if label == "after" else [SECOND, CREATED]
+        return [f"await expect({both}).toHaveText([{', '.join(shown)}]);"]
+    if kind in ("edit_second", "empty_second"):
+        typed = SECOND_PADDED if kind == "edit_second" else "''"
+        return [
+            f"await page.getByText({SECOND}).first().dblclick();",
+            f"await {focused}.fill({typed});",
+            f"await {focused}.press('Enter');",
+        ]
+    if kind == "second_edited":  # trimmed: the text itself, not as whitespace-normalised
+        text = f"page.getByText({SECOND_EDITED}, {{ exact: true }}).first()"
+        check = f"toHaveText({SECOND_EXACT})" if label == "trimmed" else "toBeVisible()"
+        return [f"await expect({text}).{check};"]
+    if kind == "label":
+        return [f"await page.getByText({_ts(label)}, {{ exact: true }}).click();"]
+    if kind == "labelled_checked":
+        return [f"await expect({_labelled(label)}).toBeChecked();"]
     return None
+
+
+def field_in(label: str) -> str:
+    """The field inside the <label> showing ``label`` (one that names no field)."""
+    return f"page.locator('label').filter({{ hasText: {_ts(label)} }}).locator('input, textarea, select')"
 
 
 def action_lines(kind: str, label: str, value: str | None, options: str = "") -> list[str]:
     """The TypeScript statements of one form action; ``options`` is an extra argument
     (``{ timeout: 5000 }``) for clean-up steps."""
     field = f"page.getByLabel({_ts(label)}, {{ exact: true }})"
+    if kind == "fill_in":
+        return [f"await {field_in(label)}.fill({value}{', ' + options if options else ''});"]
+    if kind in ("remember", "fill_was"):  # value: "in" for a field inside its label
+        field = field_in(label) if value == "in" else field
+        key = f"{WAS}[{_ts(label)}]"
+        if kind == "remember":
+            return [f"{key} = await {field}.inputValue();"]
+        # Nothing remembered (it failed before): nothing to put back, never an empty value.
+        return [
+            f"if ({key} === undefined) return;",
+            f"await {field}.fill({key}{', ' + options if options else ''});",
+        ]
     accept = "page.once('dialog', (dialog) => dialog.accept().catch(() => {}));"
     click = f".click({options})"
     if kind == "fill":
@@ -302,6 +420,8 @@ def expect_lines(what: str) -> list[str]:
         return [
             f"await expect(page.getByText({CREATED}).filter({{ visible: true }})).toHaveCount(0);"
         ]
+    if what == "second_gone":
+        return [f"await expect(page.getByText({SECOND})).toHaveCount(0);"]
     if what == "dropped":
         return [f"await expect(page.getByText({DROPPED})).toHaveCount(0);"]
     if what == "checked":
@@ -322,10 +442,12 @@ def clean_up_block(steps: list[str]) -> list[str]:
     result (pass, or its first failure) is what the report shows."""
     timeout = f"{{ timeout: {CLEAN_TIMEOUT_MS} }}"
     body: list[str] = []
+    # Putting an edit form's values back happens whether or not the test's text shows.
+    restores = any(_FILL_WAS.match(step) for step in steps)
     for step in steps:
         if m := re.match(r"^\s*Open (/\S*)\s*$", step):
             body.append(f"await page.goto({_ts(m.group(1))}, {timeout});")
-            if len(body) == 1:  # nothing left to delete: done
+            if len(body) == 1 and not restores:  # nothing left to delete: done
                 body.append(f"if ((await page.getByText({CREATED}).count()) === 0) return;")
         elif (action := form_action(step)) and action[0] != "expect":
             body += action_lines(*action[:3], options=timeout)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from .candidates import NO_ERRORS, Candidate
 from .common import clean_route, one_line, params, slug
 from .flows import CREATES, PLACEHOLDER, trial_outcome, trial_steps
-from .journey_code import SIGN_OUT
+from .journey_code import CLEAN_PREFIX, SIGN_OUT
 from .live import named_elements
 
 SIGN_UP = re.compile(r"\b(register|sign[ -]?up|create (an )?account|join)\b", re.I)
@@ -218,6 +218,8 @@ def _main_trial(app_map: dict) -> tuple[dict, list[str], str] | None:
         if not path or path != trial["path"] or params(path) or not submit:
             continue
         steps, outcome = trial_steps(trial, path, submit), trial_outcome(trial)
+        if steps and any(step.startswith(CLEAN_PREFIX) for step in steps):
+            continue  # it changed a record the app had: an edit, not a create
         if steps and outcome and outcome[1]:
             after = trial.get("path_after") if isinstance(trial.get("path_after"), str) else ""
             listing = _listing(path, after, {p["path"] for p in _live_pages(app_map)})

@@ -183,6 +183,14 @@ def behind_login(app_map: object) -> set[str]:
     return {path for path in paths if path}
 
 
+def login_page(app_map: object) -> str | None:
+    """The login the paths of ``behind_login`` sent the browser to (``login_page`` of the
+    map's view: a path, no query), else None."""
+    found = app_map.get("login_page") if isinstance(app_map, dict) else None
+    path = clean_route(found) if isinstance(found, str) and "?" not in found else None
+    return path if path and path == found and not params(path) else None
+
+
 def api_shapes(app_map: object) -> dict[str, dict]:
     """Static path → what a GET of it answered as JSON (``status`` and ``body`` shape), for the
     app map's ``apis`` records that pass the same checks as the worker's."""

@@ -1,7 +1,11 @@
 """Interaction trials: what the app did when ExploreApp acted on it as a user, outside forms.
 
 The box (``box/interact.mjs``) types the run's value into a text field no ``<form>`` holds and
-presses Enter; when the value then shows (an item was created) it toggles the item's checkbox,
+presses Enter; when the value then shows (an item was created) it types a second item with
+spaces before it (where the list puts it, saved trimmed?), edits that one with spaces around the text (saved trimmed?) and empties it
+(an empty edit removes it?), clicks a page-level checkbox by its label ("Mark all as
+complete") twice, toggles the item's checkbox, opens the page again in another tab (is the
+item kept?),
 clicks the page's filter links (another ``#/route`` or ``?query`` of the same page), edits the
 item by double-click (Enter saves; Escape cancels; leaving the field saves) and deletes it by its own button. Each
 action comes back with the snapshots before and after and the URL after. Everything is
@@ -31,8 +35,16 @@ ROLES = {
     "back": ("page",),  # the browser's back button
     "clear": ("button",),  # a page-level button marking the item brought ("Clear completed")
     "blur_edit": ("textbox",),  # an edit saved by leaving the field
+    "enter_second": ("textbox", "searchbox", "combobox"),  # a second item, typed as the first
+    "edit_second": ("textbox",),  # the second item edited, spaces around its new text
+    "empty_edit": ("textbox",),  # the second item's text emptied, then Enter
+    "toggle_all": ("checkbox",),  # a page-level checkbox, clicked by its label
+    "untoggle_all": ("checkbox",),  # the same, clicked again
+    "reload": ("page",),  # the same address opened again in another tab: is the item kept?
 }
-NAMED = ("enter", "filter", "clear")  # actions whose target is found by its name
+# actions whose target is found by its name
+NAMED = ("enter", "filter", "clear", "enter_second", "toggle_all", "untoggle_all")
+SECOND = ("enter_second", "edit_second", "empty_edit")  # actions on the second item
 MAX_INTERACTIONS = 30
 # Roles whose text is what a user typed into, not what the page shows.
 FIELD_ROLES = ("textbox", "searchbox", "combobox", "spinbutton", "option", "listbox")
@@ -93,20 +105,34 @@ def interaction(raw, tag: str, live: set[str], local: Callable[[str], bool]) -> 
         "appeared": [] if error else _changed(raw, "before", "after", tag),
         "removed": [] if error else _changed(raw, "after", "before", tag),
         "error": error,
-    } | _seen(raw, action, error)
+    } | _seen(raw, action, error, shown, tag)
 
 
-def _seen(raw: dict, action: str, error: str) -> dict:
+def _seen(raw: dict, action: str, error: str, shown: list[str], tag: str) -> dict:
     """What the box saw besides the snapshots: whether the field emptied after Enter, whether
     the item's text hid while its edit field was open, the class a filter link's click gave
-    it (one CSS class name, else nothing)."""
+    it (one CSS class name, else nothing); for the second item, where it stood (``second``),
+    where the list put it (``order``) and whether its edit was saved trimmed; whether the
+    item's box was checked after a page-level click, and the page-level box after the item's
+    (each a boolean, else nothing)."""
     if error:
         return {}
+    out: dict = {}
     if action == "filter":
         added = raw.get("class_added")
         return {"class_added": added} if isinstance(added, str) and _CLASS.fullmatch(added) else {}
+    if action in SECOND:
+        second = _item(shown, f"AMTP2 {tag}")  # never typed twice: "re-edited" is "edited"
+        out["second"] = "edited" if second == "re-edited" else second
+        if action == "enter_second" and raw.get("order") in ("after", "before"):
+            out["order"] = raw["order"]
+    checks = {"toggle_all": "checked", "untoggle_all": "checked", "reload": "checked"}
+    checks |= {"enter_second": "trimmed", "edit_second": "trimmed"}
+    for key in (checks.get(action), "all_checked" if action in ("toggle", "untoggle") else None):
+        if key and isinstance(raw.get(key), bool):
+            out[key] = raw[key]
     key = {"enter": "cleared", "edit": "hides"}.get(action)
-    return {key: raw.get(key) is True} if key else {}
+    return out | ({key: raw.get(key) is True} if key else {})
 
 
 def _changed(raw: dict, first: str, then: str, tag: str) -> list[dict]:

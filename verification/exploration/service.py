@@ -146,6 +146,7 @@ def app_view(content: dict | None, crawl: dict | None = None) -> dict | None:
         **({"behind_login": walled[:100]} if walled else {}),
         **({"credential": content["credential"]} if content.get("credential") else {}),
         **({"signup": _signup_view(signup)} if (signup := content.get("signup")) else {}),
+        **({"login_page": login} if (login := _login_page(content["pages"])) else {}),
     }
 
 
@@ -164,6 +165,12 @@ def _signup_view(signup: dict) -> dict:
         **({"login_form": _form_view(login)} if login else {}),
         "signed_in": signup["signed_in"],
     }
+
+
+def _login_page(pages: list[dict]) -> str:
+    """The path (no query) the first page behind a login sent the browser to, else ""."""
+    found = next((page["login_redirect"] for page in pages if page.get("login_redirect")), "")
+    return urlsplit(found).path if found.startswith("/") and not found.startswith("//") else ""
 
 
 def exploration_note(content: dict) -> str:

@@ -109,7 +109,10 @@ def _filled(items, form: dict) -> list[dict]:
         label, kind = item.get("label"), item.get("type")
         if label in labels and kind in FILLED_TYPES:
             option = clean(_str(item.get("option")), 200) if kind == "select" else ""
-            out.append({"label": label, "type": kind, "option": option})
+            # within_label: found inside a <label> that names no field (getByLabel finds
+            # none); edits: the field held a value (an edit form of a record the app had).
+            seen = {k: True for k in ("within_label", "edits") if item.get(k) is True}
+            out.append({"label": label, "type": kind, "option": option} | seen)
     return out
 
 

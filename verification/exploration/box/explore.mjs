@@ -192,7 +192,9 @@ function trialForms(pages) {
       } catch {
         return;
       }
-      const key = JSON.stringify([target.pathname, form.submit, form.fields.map((f) => f.label)]);
+      // One trial per form of a route: /user/0's and /user/1's edit forms are one form.
+      const route = target.pathname.replace(/\/\d+(?=\/|$)/g, "/{n}");
+      const key = JSON.stringify([route, form.submit, form.fields.map((f) => f.label)]);
       const secret = form.fields.some((f) => f.type === "password" || f.type === "file");
       // A select whose every choice is destructive ("Delete selected users") leaves no safe one.
       const onlyRisky = form.fields.some((f) => f.options?.length && !f.options.some(safe));
@@ -205,13 +207,26 @@ function trialForms(pages) {
   return out.slice(0, trialCfg.max);
 }
 
-async function fill(page, field, left, groups, said = "", fields = []) {
+function fieldIn(page, label) {
+  // The field inside the <label> showing this text: a label whose "for" names no element
+  // (Express's examples: for="user[name]", the field's name, not an id) names no field, so
+  // getByLabel finds none; a user still sees the label beside the field.
+  return page.locator("label").filter({ hasText: label }).locator("input, textarea, select");
+}
+
+async function fill(page, field, left, groups, said = "", fields = [], priors = []) {
   // What was filled ({label, type}), or null for a field left as it was. A radio group gets
   // its first choice (a vote form has nothing else to fill); a checkbox only when required.
-  const input = page.getByLabel(field.label, { exact: true });
+  // A text field that held a value (an edit form) goes in ``priors`` with that value.
+  let input = page.getByLabel(field.label, { exact: true });
+  let within = false;
   const radio = field.type === "radio";
   if ((radio && groups.has(field.name)) || (field.type === "checkbox" && !field.required)) {
     return null;
+  }
+  if (field.label && (await input.count()) === 0 && (await fieldIn(page, field.label).count()) === 1) {
+    input = fieldIn(page, field.label);
+    within = true;
   }
   if (!field.label || (await input.count()) !== 1) {
     if (field.required) throw new Error(`no single field labelled "${field.label}"`);
@@ -239,8 +254,24 @@ async function fill(page, field, left, groups, said = "", fields = []) {
     if (field.required) throw new Error(`cannot fill a ${field.type} field`);
     return null;
   }
+  const was = await input.inputValue({ timeout: left() }).catch(() => "");
+  if (was) priors.push({ label: field.label, within, was });
   await input.fill(fitted(field, value(trialCfg.tag), said, fields), { timeout: left() });
-  return { label: field.label, type: field.type === "textarea" ? "text" : field.type, option: "" };
+  const type = field.type === "textarea" ? "text" : field.type;
+  return { label: field.label, type, option: "", within_label: within, edits: Boolean(was) };
+}
+
+async function restore(page, chosen, priors, left) {
+  // An edit form's trial changed a record the app already had: its values go back (best
+  // effort), so the pages explored before show what the tests expect of them.
+  if (!priors.length) return;
+  await page.goto(chosen.path, { timeout: left() });
+  for (const { label, within, was } of priors) {
+    const input = within ? fieldIn(page, label) : page.getByLabel(label, { exact: true });
+    await input.fill(was, { timeout: left() });
+  }
+  await page.getByRole("button", { name: chosen.form.submit, exact: true }).click({ timeout: left() });
+  await page.waitForLoadState("networkidle", { timeout: 2000 }).catch(() => {});
 }
 
 async function trial(page, chosen) {
@@ -262,8 +293,9 @@ async function trialOnce(page, chosen, said) {
   const before = await snap();
   const filled = [];
   const groups = new Set(); // radio groups given a choice
+  const priors = []; // the values an edit form held, put back after the trial
   for (const field of chosen.form.fields) {
-    const done = await fill(page, field, left, groups, said, chosen.form.fields);
+    const done = await fill(page, field, left, groups, said, chosen.form.fields, priors);
     if (done) filled.push(done);
   }
   const form = page.locator("form").nth(chosen.index);
@@ -294,6 +326,7 @@ async function trialOnce(page, chosen, said) {
   const where = (p) => new URL(p, new URL(chosen.path, origin)).pathname;
   const stayed = [chosen.path, chosen.form.action || chosen.path].map(where).includes(where(path_after || "/"));
   const refused = stayed ? await refusal(page, form, text) : "";
+  await restore(page, chosen, priors, left).catch(() => {});
   return { path: chosen.path, form: chosen.index, submit, filled, path_after, status, before, after, refused };
 }
 
