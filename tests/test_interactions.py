@@ -11,13 +11,13 @@ from urllib.parse import parse_qs
 import pytest
 
 import schemas
-from agents.offline import generate_cases, generate_files
+from agents.offline import generate_cases
 from agents.offline.interaction_journeys import interaction_candidates
 from agents.rendering import render_envelope, text_tokens
 from amtp_site.canonical import canonical_text
 from runs.demo.app import serve
 from tests.contract_examples import ENVELOPE
-from tests.offline_checks import TEST_DIR, check_playwright, crawl, engineer_input
+from tests.offline_checks import TEST_DIR, crawl, playwright_code, playwright_files
 from tests.realworld_apps import script
 from tests.test_browser import chromium_path
 from tests.todomvc_app import FIXTURE, todomvc
@@ -305,12 +305,7 @@ def code_for(candidates) -> str:
         }
         for c in candidates
     ]
-    files = generate_files(
-        engineer_input({"test_cases": cases, "coverage_notes": ""}, "playwright"),
-        test_dir=TEST_DIR,
-        app_id=None,
-    )
-    return "\n".join(f["contents"] for f in files)
+    return playwright_code(cases)
 
 
 def repository() -> dict[str, str]:
@@ -341,12 +336,7 @@ def test_the_journey_exercises_the_apps_own_behaviours_and_passes_first_time(exp
         "Open /#/active",
         "Open /#/completed",
     ]
-    files = generate_files(
-        engineer_input({"test_cases": [journey, *pages], "coverage_notes": ""}, "playwright"),
-        test_dir=TEST_DIR,
-        app_id=None,
-    )
-    check_playwright(files)
+    files = playwright_files([journey, *pages])
     # The app's own Cypress suite, as the benchmark counts it (behaviours.yaml): the journey
     # acts and then asserts 18 of its 26 behaviours (the input clears, the count, "Clear
     # completed" shown, removing and hidden, unchecking, the back button, an edit saved on

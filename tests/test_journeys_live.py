@@ -6,12 +6,12 @@ delete breaks, the journey fails on its own check and its clean-up still removes
 import dataclasses
 from pathlib import Path
 
-from agents.offline import generate_cases, generate_files
+from agents.offline import generate_cases
 from repositories.credentials import Credentials
 from repositories.login import Recipe
 from runs.demo.app import serve
 from tests.journey_app import JOURNEY_REPO, PASSWORD, USERNAME, JourneyApp
-from tests.offline_checks import TEST_DIR, check_playwright, crawl, engineer_input
+from tests.offline_checks import crawl, playwright_files
 from tests.test_browser import chromium_path
 from tests.test_verify import make_plan
 from verification.exploration.explore import Bounds, explore
@@ -47,9 +47,7 @@ def test_a_journey_passes_first_time_twice_and_cleans_up_after_a_failure(tmp_pat
         assert journey["title"] == (
             "Journey /: sign up, log in, create, see it listed, search it, open it, edit, delete"
         )
-        output["test_cases"] = [journey]
-        files = generate_files(engineer_input(output, "playwright"), test_dir=TEST_DIR, app_id=None)
-        check_playwright(files)
+        files = playwright_files([journey])
         users = set(app.users)
         for run in (1, 2):
             (test,) = verified(files, url, tmp_path / f"evidence-{run}")

@@ -11,9 +11,9 @@ import urllib.request
 import pytest
 
 import schemas
-from agents.offline import generate_cases, generate_files
+from agents.offline import generate_cases
 from runs.demo.app import serve
-from tests.offline_checks import TEST_DIR, check_playwright, crawl, engineer_input
+from tests.offline_checks import TEST_DIR, crawl, playwright_files
 from tests.spa_app import FIXTURE, TEST_EMAIL, TEST_PASSWORD, SpaApp, spa_repository
 from tests.test_browser import chromium_path
 from verification.exploration.explore import Bounds, explore
@@ -209,9 +209,7 @@ def test_the_flow_planned_from_the_trial_passes_on_its_first_attempt(explored, t
         c for c in generate_cases(request, "core")["test_cases"] if c["id"].startswith("tc_flow")
     ]
     assert [c["id"] for c in cases] == ["tc_flow_contact_send_message"]
-    output = {"test_cases": cases, "coverage_notes": ""}
-    files = generate_files(engineer_input(output, "playwright"), test_dir=TEST_DIR, app_id=None)
-    check_playwright(files)  # tree-sitter, the file policy
+    files = playwright_files(cases)
     plan = Plan(
         run_id="flow-check",
         framework="playwright",
