@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import EmailValidator
 
 from repositories.models import NotifyEvent
-from repositories.targets import address_kind, allows, origin, resolve, url_form_problem
+from repositories.targets import address_kind, allows, origin, resolved, url_form_problem
 
 MAX_EMAILS = 20
 MAX_WEBHOOK_URL = 500
@@ -104,11 +104,5 @@ def webhook_problem(url: str) -> str | None:
     name that does not resolve here is checked again when a notification is sent."""
     if problem := webhook_url_problem(url):
         return problem
-    if not url:
-        return None
-    _scheme, host, port = origin(url)
-    try:
-        addresses = resolve(host, port)
-    except (OSError, UnicodeError):
-        return None
-    return webhook_address_problem(host, port, addresses)
+    found = resolved(url)
+    return webhook_address_problem(*found) if found else None

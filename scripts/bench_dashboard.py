@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_lists import REPOSITORIES, SEED_RUNS, clients, granted_user  # noqa: E402
+from bench_lists import REPOSITORIES, SEED_RUNS, clients, granted_user, seeded  # noqa: E402
 
 DB_NAME = "amtp_bench_dashboard"
 VALKEY_DB = 12
@@ -149,16 +149,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1_000_000)
     parser.add_argument("--requests", type=int, default=20)
     args = parser.parse_args()
-
-    from amtp_site.scratch_stack import use_scratch_stack
-
-    use_scratch_stack(database=DB_NAME, valkey_db=VALKEY_DB)
+    data = seeded(args.runs, DB_NAME, VALKEY_DB, seed)
     from django.conf import settings
 
-    started = time.perf_counter()
-    data = seed(args.runs)
-    steps = ", ".join(f"{k} {v:,.1f}" for k, v in data["seconds"].items())
-    print(f"seeded {args.runs:,} runs in {time.perf_counter() - started:.0f} s ({steps})")
     with_rollup, without = run_ends(True), run_ends(False)
     print(
         f"a run's end: {with_rollup:.2f} ms with its rollup, {without:.2f} ms without "

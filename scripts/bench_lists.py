@@ -179,6 +179,19 @@ def seed(runs: int) -> dict:
     return {"sizes": sizes, "seconds": seconds, "user": user}
 
 
+def seeded(runs: int, database: str, valkey_db: int, seed_with=seed) -> dict:
+    """Point Django at a scratch database and Valkey DB of the benchmark's own, fill it with
+    ``seed_with(runs)`` and say how long each step took."""
+    from amtp_site.scratch_stack import use_scratch_stack
+
+    use_scratch_stack(database=database, valkey_db=valkey_db)
+    started = time.perf_counter()
+    data = seed_with(runs)
+    steps = ", ".join(f"{k} {v:,.1f}" for k, v in data["seconds"].items())
+    print(f"seeded {runs:,} runs in {time.perf_counter() - started:.0f} s ({steps})", flush=True)
+    return data
+
+
 SMALL_TABLES = {"django_session", "auth_user", "api_tokens", "django_content_type", "repositories"}
 
 
@@ -405,16 +418,9 @@ def main() -> None:
         help="measure as a user who may see this many repositories (0: a superuser)",
     )
     args = parser.parse_args()
-
-    from amtp_site.scratch_stack import use_scratch_stack
-
-    use_scratch_stack(database=DB_NAME, valkey_db=VALKEY_DB)
+    data = seeded(args.runs, DB_NAME, VALKEY_DB)
     from django.conf import settings
 
-    started = time.perf_counter()
-    data = seed(args.runs)
-    steps = ", ".join(f"{k} {v:.1f} s" for k, v in data["seconds"].items())
-    print(f"seeded in {time.perf_counter() - started:.0f} s ({steps})")
     settings.DEBUG = False  # as deployed: no query log on every cursor
     if args.grants:
         data["user"], data["granted"] = granted_user(args.grants)
