@@ -46,12 +46,16 @@ def _control(text: str) -> bool:
     return any(ord(c) <= 32 or ord(c) == 127 for c in text)
 
 
+def list_problems(values: Any, limit: int, not_a_list: str, too_many: str) -> list[str]:
+    """The rule every list setting shares: a list of strings, at most ``limit`` of them."""
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        return [not_a_list]
+    return [too_many] if len(values) > limit else []
+
+
 def email_problems(addresses: Any) -> list[str]:
-    if not isinstance(addresses, list) or not all(isinstance(a, str) for a in addresses):
-        return [EMAILS_NOT_A_LIST]
-    if len(addresses) > MAX_EMAILS:
-        return [TOO_MANY_EMAILS]
-    problems = []
+    if problems := list_problems(addresses, MAX_EMAILS, EMAILS_NOT_A_LIST, TOO_MANY_EMAILS):
+        return problems
     for address in addresses:
         try:
             if _control(address):  # a header injection ("a@b.c\nBcc: ...") is refused here
