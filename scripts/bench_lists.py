@@ -218,6 +218,18 @@ def plan_indexes(queries: list[dict]) -> str:
     return ", ".join(dict.fromkeys(found)) or "-"
 
 
+def percentiles(client, url: str, requests: int) -> dict:
+    """p50 and p95 in ms of ``requests`` GETs of ``url``, one after the other."""
+    times = []
+    for _ in range(requests):
+        start = time.perf_counter()
+        client.get(url)
+        times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
+    return {"p50": statistics.median(times), "p95": p95}
+
+
 def measure(client, url: str, requests: int) -> dict:
     """Queries of one request, p50/p95 of ``requests`` more, the slowest query's indexes."""
     from django.db import connection, reset_queries
@@ -229,16 +241,9 @@ def measure(client, url: str, requests: int) -> dict:
     if response.status_code != 200:
         raise SystemExit(f"{url}: HTTP {response.status_code}: {response.content[:500]!r}")
     queries = list(ctx.captured_queries)  # read now: the next request clears the log
-    times = []
-    for _ in range(requests):
-        start = time.perf_counter()
-        client.get(url)
-        times.append((time.perf_counter() - start) * 1000)
-    times.sort()
     return {
         "queries": len(queries),
-        "p50": statistics.median(times),
-        "p95": times[min(len(times) - 1, round(0.95 * (len(times) - 1)))],
+        **percentiles(client, url, requests),
         "db_ms": sum(float(q["time"]) for q in queries) * 1000,
         "indexes": plan_indexes(queries),
         "response": response,

@@ -18,9 +18,9 @@ from agents.offline import generate_cases
 from agents.offline.api_shape import clean_apis, shape_lines
 from runs.demo.app import serve
 from tests.offline_checks import crawl, joined, playwright_files
+from tests.plans import verified
 from tests.realworld_apps import script
 from tests.test_browser import chromium_path
-from tests.test_journeys_live import verified
 from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import app_view
 from verification.service import runner_from_settings
@@ -96,7 +96,7 @@ def test_refusals_are_recorded_probed_and_pass_first_time(tmp_path):
         code = joined(files)
         assert 'headers: { Authorization: "Bearer amtp-invalid-token" }' in code
         assert 'expect(responseBody["detail"]).toBe("Could not validate credentials");' in code
-        tests = verified(files, url, tmp_path / "evidence")
+        tests = verified(files, url, tmp_path / "evidence")["tests"]
         assert [(t["status"], t["attempts"]) for t in tests] == [("passed", 1)] * 4, tests
     finally:
         server.shutdown()

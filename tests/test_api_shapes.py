@@ -22,8 +22,8 @@ from amtp_site.canonical import canonical_text
 from runs.demo.app import serve
 from tests.contract_examples import APP_VIEW, ENVELOPE
 from tests.offline_checks import crawl, playwright_code, playwright_files
+from tests.plans import verified
 from tests.test_browser import chromium_path
-from tests.test_journeys_live import verified
 from tests.verify_apps import NOTES_REPO, NotesApp
 from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import app_view, start_paths
@@ -263,11 +263,11 @@ def test_an_explored_shape_passes_first_time_and_catches_a_changed_type(tmp_path
         ]
         assert case["title"] == "GET /api/notes answers a list of notes with id and text"
         files = playwright_files([case])
-        (test,) = verified(files, url, tmp_path / "evidence")
+        (test,) = verified(files, url, tmp_path / "evidence")["tests"]
         assert (test["status"], test["attempts"]) == ("passed", 1), test
 
         app.notes[0]["id"] = "1"  # the API now answers its ids as strings
-        (test,) = verified(files, url, tmp_path / "evidence-changed")
+        (test,) = verified(files, url, tmp_path / "evidence-changed")["tests"]
     finally:
         server.shutdown()
         server.server_close()

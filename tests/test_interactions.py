@@ -4,7 +4,6 @@ double-click, deletes what it created), the records are checked as hostile input
 offline engine turns them into a journey that passes against the live app."""
 
 import copy
-import dataclasses
 import json
 from urllib.parse import parse_qs
 
@@ -17,7 +16,8 @@ from agents.rendering import render_envelope, text_tokens
 from amtp_site.canonical import canonical_text
 from runs.demo.app import serve
 from tests.contract_examples import ENVELOPE
-from tests.offline_checks import TEST_DIR, crawl, playwright_code, playwright_files
+from tests.offline_checks import crawl, playwright_code, playwright_files
+from tests.plans import verified
 from tests.realworld_apps import script
 from tests.test_browser import chromium_path
 from tests.todomvc_app import FIXTURE, todomvc
@@ -25,7 +25,6 @@ from verification.exploration.explore import Bounds, explore
 from verification.exploration.interactions import interaction
 from verification.exploration.service import app_view, exploration_note
 from verification.service import runner_from_settings
-from verification.verify import Plan, verify
 
 TAG = "todotrial01"
 # The app's own suite (tests/fixtures/realworld/todomvc-es5/README.md): the step that exercises each
@@ -347,20 +346,7 @@ def test_the_journey_exercises_the_apps_own_behaviours_and_passes_first_time(exp
     new = {"edit-saved-on-blur", "editing-hides-controls", "filter-highlighted"}
     assert new <= set(exercised), exercised
     assert len(exercised) == 18, exercised
-    plan = Plan(
-        run_id="interaction-check",
-        framework="playwright",
-        files=files,
-        target_url=url,
-        test_dir=TEST_DIR,
-        failing_tests="fixme",
-        heal_rounds=0,
-        budget_s=120,
-        runner=dataclasses.replace(runner_from_settings(), retries=0),
-        evidence_dir=tmp_path / "evidence",
-        allow_hosts=["127.0.0.1"],
-    )
-    report = verify(plan, heal=lambda payload, seconds: {})
+    report = verified(files, url, tmp_path / "evidence")
     assert [(t["status"], t["attempts"]) for t in report["tests"]] == [("passed", 1)] * 4, report
 
 

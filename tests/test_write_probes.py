@@ -17,9 +17,9 @@ import schemas
 from agents.offline import generate_cases
 from runs.demo.app import serve
 from tests.offline_checks import crawl, joined, playwright_files
+from tests.plans import verified
 from tests.realworld_apps import script
 from tests.test_browser import chromium_path
-from tests.test_journeys_live import verified
 from tests.todomvc_app import FIXTURE
 from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import app_view, start_paths
@@ -133,7 +133,7 @@ def test_the_writes_tests_send_are_probed_and_asserted_as_answered(tmp_path):
         assert f'request.post("/auth/register", {{ {empty} }});' in code
         sign_in = 'form: { username: "amtp_nobody", password: "amtp-not-the-password" }'
         assert f'request.post("/auth/login", {{ {sign_in} }});' in code
-        tests = verified(files, url, tmp_path / "evidence")
+        tests = verified(files, url, tmp_path / "evidence")["tests"]
         assert [(t["status"], t["attempts"]) for t in tests] == [("passed", 1)] * 6, tests
     finally:
         server.shutdown()
