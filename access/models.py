@@ -17,6 +17,19 @@ class Scope(models.TextChoices):
     APPROVALS_DECIDE = "approvals:decide", "Approve or reject held runs"
 
 
+def created_by_field(help_text: str) -> models.ForeignKey:
+    """The user who made a credential, kept for the audit of what it does."""
+    return models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="+",
+        help_text=help_text,
+    )
+
+
 class ApiToken(models.Model):
     """A bearer token. Only the SHA-256 of the secret is stored; the secret is shown once."""
 
@@ -31,14 +44,8 @@ class ApiToken(models.Model):
         related_name="api_tokens",
         help_text="Whose token it is (optional; a token without a user is a service token).",
     )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        editable=False,
-        related_name="+",
-        help_text="Who minted it; a service token's actions are audited under this user.",
+    created_by = created_by_field(
+        "Who minted it; a service token's actions are audited under this user."
     )
     key_prefix = models.CharField(
         max_length=16,
@@ -118,14 +125,8 @@ class OidcTrustRule(models.Model):
     )
     scopes = models.JSONField(default=list, help_text="Any of: " + ", ".join(Scope.values))
     enabled = models.BooleanField(default=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        editable=False,
-        related_name="+",
-        help_text="Who configured it; its identities' actions are audited under this user.",
+    created_by = created_by_field(
+        "Who configured it; its identities' actions are audited under this user."
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

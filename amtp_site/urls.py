@@ -11,6 +11,7 @@ from reporting.admin.health import health_view
 from runs.admin.launch import launch_run_view
 from triggers.admin import check_tests_now_view
 
+admin.autodiscover()  # SimpleAdminConfig (settings.py): the admin modules load with the URLs
 admin.site.site_header = "AMTP operations"
 admin.site.site_title = "AMTP"
 admin.site.index_title = "Runs, approvals and repositories"

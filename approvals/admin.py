@@ -18,7 +18,6 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.decorators import method_decorator
-from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
@@ -110,7 +109,7 @@ class DecisionFilter(admin.SimpleListFilter):
 
 
 @admin.register(Approval)
-class ApprovalAdmin(PrefixSearchMixin, admin.ModelAdmin):
+class ApprovalAdmin(show.RunColumns, PrefixSearchMixin, admin.ModelAdmin):
     change_form_template = "admin/approvals/approval/change_form.html"
     list_display = (
         "short_id",
@@ -169,15 +168,6 @@ class ApprovalAdmin(PrefixSearchMixin, admin.ModelAdmin):
     @admin.display(description="decision", ordering="decision")
     def decision_badge(self, approval):
         return show.badge(approval.decision)
-
-    @admin.display(description="run", ordering="run")
-    def run_link(self, approval):
-        url = reverse("admin:runs_run_change", args=[approval.run_id])
-        return format_html('<a href="{}">{}</a>', url, str(approval.run_id)[:8])
-
-    @admin.display(description="repository", ordering="run__repo_full_name")
-    def repository(self, approval):
-        return approval.run.repo_full_name
 
     @admin.display(description="held because")
     def held_because(self, approval):

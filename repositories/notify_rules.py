@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import EmailValidator
 
 from repositories.models import NotifyEvent
-from repositories.targets import address_kind, allows, origin, resolve, url_form_problem
+from repositories.targets import address_kind, allows, origin, resolved, url_form_problem
 
 MAX_EMAILS = 20
 MAX_WEBHOOK_URL = 500
@@ -46,12 +46,16 @@ def _control(text: str) -> bool:
     return any(ord(c) <= 32 or ord(c) == 127 for c in text)
 
 
+def list_problems(values: Any, limit: int, not_a_list: str, too_many: str) -> list[str]:
+    """The rule every list setting shares: a list of strings, at most ``limit`` of them."""
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        return [not_a_list]
+    return [too_many] if len(values) > limit else []
+
+
 def email_problems(addresses: Any) -> list[str]:
-    if not isinstance(addresses, list) or not all(isinstance(a, str) for a in addresses):
-        return [EMAILS_NOT_A_LIST]
-    if len(addresses) > MAX_EMAILS:
-        return [TOO_MANY_EMAILS]
-    problems = []
+    if problems := list_problems(addresses, MAX_EMAILS, EMAILS_NOT_A_LIST, TOO_MANY_EMAILS):
+        return problems
     for address in addresses:
         try:
             if _control(address):  # a header injection ("a@b.c\nBcc: ...") is refused here
@@ -104,11 +108,5 @@ def webhook_problem(url: str) -> str | None:
     name that does not resolve here is checked again when a notification is sent."""
     if problem := webhook_url_problem(url):
         return problem
-    if not url:
-        return None
-    _scheme, host, port = origin(url)
-    try:
-        addresses = resolve(host, port)
-    except (OSError, UnicodeError):
-        return None
-    return webhook_address_problem(host, port, addresses)
+    found = resolved(url)
+    return webhook_address_problem(*found) if found else None

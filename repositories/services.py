@@ -24,7 +24,12 @@ from repositories.hosts.local import LocalGitHost
 from repositories.login import CREDENTIALS, normalised_login_path, recipe_problems
 from repositories.models import Host, Repository
 from repositories.names import full_name_problem
-from repositories.notify_rules import email_problems, event_problems, webhook_problem
+from repositories.notify_rules import (
+    email_problems,
+    event_problems,
+    list_problems,
+    webhook_problem,
+)
 from repositories.paths import checked_test_dir
 from repositories.refnames import ref_problem
 from repositories.targets import (
@@ -217,19 +222,16 @@ def _listed(problem: str | None) -> list[str]:
 
 
 def _branch_problems(branches: Any) -> list[str]:
-    if not isinstance(branches, list) or not all(isinstance(b, str) for b in branches):
-        return [BRANCHES_NOT_A_LIST]
-    if len(branches) > MAX_WEBHOOK_BRANCHES:
-        return [TOO_MANY_BRANCHES]
+    limits = (MAX_WEBHOOK_BRANCHES, BRANCHES_NOT_A_LIST, TOO_MANY_BRANCHES)
+    if problems := list_problems(branches, *limits):
+        return problems
     return [p for p in map(ref_problem, branches) if p]
 
 
 def allow_host_problems(entries: Any) -> list[str]:
-    if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
-        return [ALLOW_HOSTS_NOT_A_LIST]
-    if len(entries) > MAX_ALLOW_HOSTS:
-        return [TOO_MANY_ALLOW_HOSTS]
-    problems = []
+    limits = (MAX_ALLOW_HOSTS, ALLOW_HOSTS_NOT_A_LIST, TOO_MANY_ALLOW_HOSTS)
+    if problems := list_problems(entries, *limits):
+        return problems
     for entry in entries:
         try:
             parse_allow_host(entry)
@@ -247,11 +249,9 @@ def _secret_problems(secret: str) -> list[str]:
 
 
 def _label_problems(labels: Any) -> list[str]:
-    if not isinstance(labels, list) or not all(isinstance(name, str) for name in labels):
-        return [LABELS_NOT_A_LIST]
-    if len(labels) > MAX_LABELS:
-        return [TOO_MANY_LABELS]
-    problems, seen = [], set()
+    if problems := list_problems(labels, MAX_LABELS, LABELS_NOT_A_LIST, TOO_MANY_LABELS):
+        return problems
+    seen = set()
     for label in labels:
         if (
             not 0 < len(label) <= MAX_LABEL_LENGTH

@@ -199,17 +199,23 @@ def blocked_reason(host: str, port: int, addresses: list[str], allow_hosts: list
     return ""
 
 
-def target_address_problem(url: str, allow_hosts: list[str]) -> str | None:
-    """Why the tests could not be let through to ``url`` (a valid target URL), or None. A name
-    that does not resolve here is left to the verifier, which resolves it again."""
+def resolved(url: str) -> tuple[str, int, list[str]] | None:
+    """The host and port of ``url`` (a valid URL) and the addresses the name resolves to now;
+    None for no URL or a name that does not resolve here."""
     if not url:
         return None
     _scheme, host, port = origin(url)
     try:
-        addresses = resolve(host, port)
+        return host, port, resolve(host, port)
     except (OSError, UnicodeError):
         return None
-    return blocked_reason(host, port, addresses, allow_hosts) or None
+
+
+def target_address_problem(url: str, allow_hosts: list[str]) -> str | None:
+    """Why the tests could not be let through to ``url`` (a valid target URL), or None. A name
+    that does not resolve here is left to the verifier, which resolves it again."""
+    found = resolved(url)
+    return (blocked_reason(*found, allow_hosts) or None) if found else None
 
 
 def display(url: str) -> str:

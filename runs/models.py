@@ -75,7 +75,17 @@ class ArtifactKind(models.TextChoices):
     APP_BOOT = "app_boot"
 
 
-class Run(models.Model):
+class Timed:
+    """A run's or a stage's duration, from its start and finish times."""
+
+    @property
+    def duration(self):
+        if self.started_at and self.finished_at:
+            return self.finished_at - self.started_at
+        return None
+
+
+class Run(Timed, models.Model):
     Status = RunStatus
 
     Trigger = Trigger
@@ -202,14 +212,8 @@ class Run(models.Model):
     def is_terminal(self) -> bool:
         return self.status in self.TERMINAL
 
-    @property
-    def duration(self):
-        if self.started_at and self.finished_at:
-            return self.finished_at - self.started_at
-        return None
 
-
-class Stage(models.Model):
+class Stage(Timed, models.Model):
     Name = StageName
 
     Status = StageStatus
@@ -247,12 +251,6 @@ class Stage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name}: {self.status}"
-
-    @property
-    def duration(self):
-        if self.started_at and self.finished_at:
-            return self.finished_at - self.started_at
-        return None
 
 
 class Artifact(models.Model):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -27,7 +26,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_lists import REPOSITORIES, SEED_RUNS, clients, granted_user  # noqa: E402
+from bench_lists import (  # noqa: E402
+    REPOSITORIES,
+    SEED_RUNS,
+    clients,
+    granted_user,
+    percentiles,
+    seeded,
+)
 
 DB_NAME = "amtp_bench_dashboard"
 VALKEY_DB = 12
@@ -134,14 +140,7 @@ def measure(client, url: str, requests: int) -> dict:
     response = client.get(url)
     if response.status_code != 200:
         raise SystemExit(f"{url}: HTTP {response.status_code}: {response.content[:300]!r}")
-    times = []
-    for _ in range(requests):
-        start = time.perf_counter()
-        client.get(url)
-        times.append((time.perf_counter() - start) * 1000)
-    times.sort()
-    p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
-    return {"p50": statistics.median(times), "p95": p95}
+    return percentiles(client, url, requests)
 
 
 def main() -> None:
@@ -149,16 +148,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1_000_000)
     parser.add_argument("--requests", type=int, default=20)
     args = parser.parse_args()
-
-    from amtp_site.scratch_stack import use_scratch_stack
-
-    use_scratch_stack(database=DB_NAME, valkey_db=VALKEY_DB)
+    data = seeded(args.runs, DB_NAME, VALKEY_DB, seed)
     from django.conf import settings
 
-    started = time.perf_counter()
-    data = seed(args.runs)
-    steps = ", ".join(f"{k} {v:,.1f}" for k, v in data["seconds"].items())
-    print(f"seeded {args.runs:,} runs in {time.perf_counter() - started:.0f} s ({steps})")
     with_rollup, without = run_ends(True), run_ends(False)
     print(
         f"a run's end: {with_rollup:.2f} ms with its rollup, {without:.2f} ms without "

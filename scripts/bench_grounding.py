@@ -30,7 +30,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_verify import offline_crawl, offline_files, verified  # sets up Django
+from bench_verify import offline_files, verified  # sets up Django
 from django.conf import settings
 
 from agents import spec_blocks
@@ -41,6 +41,7 @@ from runs.demo.content import DEMO_WEB
 from tests.journey_app import JOURNEY_REPO, JourneyApp
 from tests.journey_app import PASSWORD as JOURNEY_PASSWORD
 from tests.journey_app import USERNAME as JOURNEY_USER
+from tests.offline_checks import crawl as offline_crawl
 from tests.spa_app import FIXTURE, TEST_EMAIL, TEST_PASSWORD, SpaApp, spa_repository
 from tests.verify_apps import NOTES_REPO, NotesApp
 from verification.exploration.explore import Bounds, explore

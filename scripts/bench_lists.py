@@ -179,6 +179,19 @@ def seed(runs: int) -> dict:
     return {"sizes": sizes, "seconds": seconds, "user": user}
 
 
+def seeded(runs: int, database: str, valkey_db: int, seed_with=seed) -> dict:
+    """Point Django at a scratch database and Valkey DB of the benchmark's own, fill it with
+    ``seed_with(runs)`` and say how long each step took."""
+    from amtp_site.scratch_stack import use_scratch_stack
+
+    use_scratch_stack(database=database, valkey_db=valkey_db)
+    started = time.perf_counter()
+    data = seed_with(runs)
+    steps = ", ".join(f"{k} {v:,.1f}" for k, v in data["seconds"].items())
+    print(f"seeded {runs:,} runs in {time.perf_counter() - started:.0f} s ({steps})", flush=True)
+    return data
+
+
 SMALL_TABLES = {"django_session", "auth_user", "api_tokens", "django_content_type", "repositories"}
 
 
@@ -205,6 +218,18 @@ def plan_indexes(queries: list[dict]) -> str:
     return ", ".join(dict.fromkeys(found)) or "-"
 
 
+def percentiles(client, url: str, requests: int) -> dict:
+    """p50 and p95 in ms of ``requests`` GETs of ``url``, one after the other."""
+    times = []
+    for _ in range(requests):
+        start = time.perf_counter()
+        client.get(url)
+        times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
+    return {"p50": statistics.median(times), "p95": p95}
+
+
 def measure(client, url: str, requests: int) -> dict:
     """Queries of one request, p50/p95 of ``requests`` more, the slowest query's indexes."""
     from django.db import connection, reset_queries
@@ -216,16 +241,9 @@ def measure(client, url: str, requests: int) -> dict:
     if response.status_code != 200:
         raise SystemExit(f"{url}: HTTP {response.status_code}: {response.content[:500]!r}")
     queries = list(ctx.captured_queries)  # read now: the next request clears the log
-    times = []
-    for _ in range(requests):
-        start = time.perf_counter()
-        client.get(url)
-        times.append((time.perf_counter() - start) * 1000)
-    times.sort()
     return {
         "queries": len(queries),
-        "p50": statistics.median(times),
-        "p95": times[min(len(times) - 1, round(0.95 * (len(times) - 1)))],
+        **percentiles(client, url, requests),
         "db_ms": sum(float(q["time"]) for q in queries) * 1000,
         "indexes": plan_indexes(queries),
         "response": response,
@@ -405,16 +423,9 @@ def main() -> None:
         help="measure as a user who may see this many repositories (0: a superuser)",
     )
     args = parser.parse_args()
-
-    from amtp_site.scratch_stack import use_scratch_stack
-
-    use_scratch_stack(database=DB_NAME, valkey_db=VALKEY_DB)
+    data = seeded(args.runs, DB_NAME, VALKEY_DB)
     from django.conf import settings
 
-    started = time.perf_counter()
-    data = seed(args.runs)
-    steps = ", ".join(f"{k} {v:.1f} s" for k, v in data["seconds"].items())
-    print(f"seeded in {time.perf_counter() - started:.0f} s ({steps})")
     settings.DEBUG = False  # as deployed: no query log on every cursor
     if args.grants:
         data["user"], data["granted"] = granted_user(args.grants)

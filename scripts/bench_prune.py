@@ -96,20 +96,16 @@ def main() -> None:
     parser.add_argument("--older-than", type=int, default=180)
     parser.add_argument("--batch-size", type=int, default=1000)
     args = parser.parse_args()
+    from bench_lists import seeded
 
-    from amtp_site.scratch_stack import use_scratch_stack
-
-    use_scratch_stack(database=DB_NAME, valkey_db=VALKEY_DB)
-    from bench_lists import seed
+    data = seeded(args.runs, DB_NAME, VALKEY_DB)
+    print(f"seeded {data['sizes']}", flush=True)
     from django.conf import settings
     from django.core.management import call_command
     from django.db import connection
 
     from repositories.models import Repository
 
-    started = time.perf_counter()
-    data = seed(args.runs)
-    print(f"seeded {data['sizes']} in {time.perf_counter() - started:.0f} s", flush=True)
     settings.DEBUG = False
     with connection.cursor() as cursor:
         cursor.execute(

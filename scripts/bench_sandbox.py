@@ -29,39 +29,24 @@ django.setup()
 from django.conf import settings  # noqa: E402
 
 from agents.offline.cases import generate_cases  # noqa: E402
-from agents.offline.code import generate_files  # noqa: E402
 from runs.demo.app import DemoTasks, serve  # noqa: E402
 from runs.demo.content import DEMO_WEB  # noqa: E402
-from tests.offline_checks import RUN_ID, crawl, engineer_input  # noqa: E402
+from tests.offline_checks import crawl, playwright_files  # noqa: E402
+from tests.plans import make_plan  # noqa: E402
 from verification import proxy, sandbox, seccomp  # noqa: E402
 from verification import verify as v  # noqa: E402
 from verification.cgroup import Cgroup  # noqa: E402
 from verification.service import runner_from_settings  # noqa: E402
 
-TEST_DIR = "e2e/amtp"
-
 
 def demo_files() -> list[dict]:
-    cases = generate_cases(crawl(DEMO_WEB), "smoke")
-    return generate_files(engineer_input(cases, "playwright"), test_dir=TEST_DIR, app_id=None)
+    return playwright_files(generate_cases(crawl(DEMO_WEB), "smoke"))
 
 
 def verify_once(files: list[dict], url: str, sandboxed: bool) -> tuple[float, dict]:
     settings.AMTP_VERIFY_UNSANDBOXED = not sandboxed
     with tempfile.TemporaryDirectory() as scratch:
-        plan = v.Plan(
-            run_id=RUN_ID,
-            framework="playwright",
-            files=files,
-            target_url=url,
-            test_dir=TEST_DIR,
-            failing_tests="fixme",
-            heal_rounds=0,
-            budget_s=300,
-            runner=runner_from_settings(),
-            evidence_dir=Path(scratch) / "evidence",
-            allow_hosts=["127.0.0.1"],
-        )
+        plan = make_plan(Path(scratch), url, files, heal_rounds=0, budget_s=300)
         started = time.perf_counter()
         report = v.verify(plan, heal=None)
         return time.perf_counter() - started, report

@@ -29,64 +29,33 @@ import django  # noqa: E402
 
 django.setup()
 
-from agents.offline import detect, generate_cases, generate_files, plan_reads  # noqa: E402
+from agents.offline import generate_cases  # noqa: E402
 from agents.service import run_test_healer  # noqa: E402
 from runs.demo.app import DemoTasks, serve  # noqa: E402
 from runs.demo.content import DEMO_WEB  # noqa: E402
+from tests.offline_checks import crawl, playwright_files  # noqa: E402
+from tests.plans import make_plan  # noqa: E402
 from tests.verify_apps import NOTES_REPO, NotesApp  # noqa: E402
 from verification.exploration.service import app_view  # noqa: E402
-from verification.service import runner_from_settings  # noqa: E402
-from verification.verify import Plan, verify  # noqa: E402
+from verification.verify import verify  # noqa: E402
 
-RUN_ID = "00000000-0000-4000-8000-000000000001"
 APPS = {"demo/web": (DEMO_WEB, DemoTasks), "notes (Flask)": (NOTES_REPO, NotesApp)}
-
-
-def offline_crawl(repo: dict[str, str]) -> dict:
-    """The CrawlRepo output the offline rules give for ``repo`` (path → contents)."""
-    paths = sorted(repo)
-    entry_points, stack = detect(paths, {p: repo[p] for p in plan_reads(paths)})
-    return {
-        "run_id": RUN_ID,
-        "repo_full_name": "bench/app",
-        "ref": "main",
-        "file_tree": [{"path": p, "size": len(repo[p]), "sha": "0" * 40} for p in paths],
-        "entry_points": entry_points,
-        "detected_stack": stack,
-        "cache_hits": 0,
-    }
 
 
 def offline_files(repo: dict[str, str], depth: str, app_map: dict | None = None) -> list[dict]:
     """The spec files the offline rules write for ``repo`` at ``depth``, from the app map too
     when there is one (the ExploreApp stage's output)."""
-    request = {**offline_crawl(repo), "depth_level": depth}
+    request = {**crawl(repo), "depth_level": depth}
     if app_map is not None:
         request["app_map"] = app_view(app_map, request)  # what the pipeline hands the agents
-    cases = generate_cases(request, depth)["test_cases"]
-    return generate_files(
-        {"target_framework": "playwright", "test_cases": cases}, test_dir="e2e/amtp", app_id=None
-    )
+    return playwright_files(generate_cases(request, depth))
 
 
 def verified(url: str, files: list[dict], **plan: object) -> dict:
     """The verification report of ``files`` against the app at ``url``: one run, one healing
     round, the rest quarantined. ``plan`` overrides fields of the Plan."""
-    with tempfile.TemporaryDirectory() as evidence:
-        options = {
-            "run_id": RUN_ID,
-            "framework": "playwright",
-            "files": files,
-            "target_url": url,
-            "test_dir": "e2e/amtp",
-            "failing_tests": "fixme",
-            "heal_rounds": 1,
-            "budget_s": 600,
-            "runner": runner_from_settings(),
-            "evidence_dir": Path(evidence),
-            "allow_hosts": ["127.0.0.1"],  # the stand-in apps listen on loopback
-        }
-        return verify(Plan(**{**options, **plan}), heal=_heal)
+    with tempfile.TemporaryDirectory() as scratch:
+        return verify(make_plan(Path(scratch), url, files, **{"budget_s": 600, **plan}), heal=_heal)
 
 
 def _heal(heal_input: dict, _seconds_left: float) -> dict:

@@ -88,9 +88,9 @@ def load(key: str) -> RealApp:
 def found(app: RealApp) -> list[str]:
     """The routes of the list that the offline crawl of the app's files finds."""
     from bench_grounding import covered
-    from bench_verify import offline_crawl
+    from bench_verify import crawl
 
-    stack = offline_crawl(app.repo)["detected_stack"]
+    stack = crawl(app.repo)["detected_stack"]
     paths = [r["path"] for r in stack["routes"]] + [p["route"] for p in stack["pages"]]
     return [r["path"] for r in covered(app.routes, {p.rstrip("/") or "/" for p in paths})]
 

@@ -1,3 +1,4 @@
+import amtp_site.urls  # noqa: F401  (the admin's registrations, as the web server has them)
 from tests.temporal_worker import temporal_env, worker  # noqa: F401  (shared fixtures)
 
 # Tests with a Temporal worker or a live server run whole pipelines and take seconds to a

@@ -17,7 +17,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from agents import file_policy
-from agents.offline import HEADER, MAESTRO_COMMANDS, detect, plan_reads
+from agents.offline import HEADER, MAESTRO_COMMANDS, detect, generate_files, plan_reads
 from tests.samples import DEMO_MOBILE, DEMO_WEB, SAMPLE_REPOS
 
 RUN_ID = str(uuid.UUID(int=42))
@@ -193,6 +193,25 @@ def check_playwright(files: list[dict]) -> None:
         assert "test(" in f["contents"] or "test.fixme(" in f["contents"]
         assert HEADER in f["contents"]
     file_policy.check_generated_files(files, framework="playwright", test_dir=TEST_DIR)
+
+
+def playwright_files(cases: dict | list[dict]) -> list[dict]:
+    """The offline engineer's Playwright files for `cases` (a planner's output, or its list of
+    test cases), passed through every gate check_playwright runs."""
+    if isinstance(cases, list):
+        cases = {"test_cases": cases, "coverage_notes": ""}
+    files = generate_files(engineer_input(cases, "playwright"), test_dir=TEST_DIR, app_id=None)
+    check_playwright(files)
+    return files
+
+
+def joined(files: list[dict]) -> str:
+    """The files' contents as one text, for assertions on the code written."""
+    return "\n".join(f["contents"] for f in files)
+
+
+def playwright_code(cases: dict | list[dict]) -> str:
+    return joined(playwright_files(cases))
 
 
 def commands_of(flow: str) -> list:

@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 
 import schemas
-from agents.offline import generate_cases, generate_files
+from agents.offline import generate_cases
 from agents.offline.api_shape import clean_apis, shape_lines
 from runs.demo.app import serve
-from tests.offline_checks import RUN_ID, TEST_DIR, check_playwright, crawl, engineer_input
+from tests.offline_checks import crawl, joined, playwright_files
+from tests.plans import verified
 from tests.realworld_apps import script
 from tests.test_browser import chromium_path
-from tests.test_journeys_live import verified
 from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import app_view
 from verification.service import runner_from_settings
@@ -92,18 +92,11 @@ def test_refusals_are_recorded_probed_and_pass_first_time(tmp_path):
             'GET /users/me/ with another scheme is refused: 401 "Not authenticated"',
             'GET /users/me/ without credentials is refused: 401 "Not authenticated"',
         ]
-        files = generate_files(
-            engineer_input(
-                {"run_id": RUN_ID, "test_cases": cases, "coverage_notes": ""}, "playwright"
-            ),
-            test_dir=TEST_DIR,
-            app_id=None,
-        )
-        check_playwright(files)
-        code = "\n".join(f["contents"] for f in files)
+        files = playwright_files(cases)
+        code = joined(files)
         assert 'headers: { Authorization: "Bearer amtp-invalid-token" }' in code
         assert 'expect(responseBody["detail"]).toBe("Could not validate credentials");' in code
-        tests = verified(files, url, tmp_path / "evidence")
+        tests = verified(files, url, tmp_path / "evidence")["tests"]
         assert [(t["status"], t["attempts"]) for t in tests] == [("passed", 1)] * 4, tests
     finally:
         server.shutdown()

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import schemas
 from agents import expectations
-from agents.offline import generate_cases, generate_files
+from agents.offline import generate_cases
 from agents.offline.api_shape import MAX_KEYS, clean_apis, describe, parse, summary
 from agents.rendering import render_envelope, text_tokens
 from amtp_site.canonical import canonical_text
 from runs.demo.app import serve
 from tests.contract_examples import APP_VIEW, ENVELOPE
-from tests.offline_checks import RUN_ID, TEST_DIR, check_playwright, crawl, engineer_input
+from tests.offline_checks import crawl, playwright_code, playwright_files
+from tests.plans import verified
 from tests.test_browser import chromium_path
-from tests.test_journeys_live import verified
 from tests.verify_apps import NOTES_REPO, NotesApp
 from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import app_view, start_paths
@@ -140,10 +140,7 @@ def test_a_hostile_case_cannot_break_the_generated_typescript():
         "expected": f"responds with status 200; the body is a JSON object with the keys {keys}",
         "priority": "high",
     }
-    cases = {"run_id": RUN_ID, "test_cases": [case], "coverage_notes": ""}
-    (spec,) = generate_files(engineer_input(cases, "playwright"), test_dir=TEST_DIR, app_id=None)
-    check_playwright([spec])  # tree-sitter finds no error node; the file policy passes
-    code = spec["contents"]
+    code = playwright_code([case])  # tree-sitter finds no error node; the file policy passes
     assert "expect(response.status()).toBe(200);" in code
     assert '"a\\"b": expect.any(String)' in code and '"line\\nbreak": expect.any(String)' in code
     assert '"${process.exit(1)}": expect.any(String)' in code  # a plain string, not a template
@@ -156,8 +153,8 @@ def test_a_heal_may_not_drop_or_loosen_a_shape_assertion():
     request = crawl(NOTES_REPO) | {"depth_level": "core", "app_map": view}
     cases = generate_cases(request, "core")
     cases["test_cases"] = [c for c in cases["test_cases"] if c["id"] == "tc_api_get_notes"]
-    (spec,) = generate_files(engineer_input(cases, "playwright"), test_dir=TEST_DIR, app_id=None)
-    test = spec["contents"][spec["contents"].index("  test(") : spec["contents"].rindex("});")]
+    code = playwright_code(cases)
+    test = code[code.index("  test(") : code.rindex("});")]
     item = next(line for line in test.splitlines() if "objectContaining" in line)
     assert expectations.weakening(test, test) == []
     assert expectations.weakening(test, test.replace(item, "")) != []
@@ -196,9 +193,9 @@ def test_a_write_test_fails_when_its_route_answers_404():
     request = crawl(NOTES_REPO) | {"depth_level": "core"}
     cases = generate_cases(request, "core")
     cases["test_cases"] = [c for c in cases["test_cases"] if c["id"] == "tc_api_post_notes"]
-    (spec,) = generate_files(engineer_input(cases, "playwright"), test_dir=TEST_DIR, app_id=None)
-    assert "expect(response.status()).toBeLessThan(500);" in spec["contents"]
-    assert "expect(response.status(), 'the route exists').not.toBe(404);" in spec["contents"]
+    code = playwright_code(cases)
+    assert "expect(response.status()).toBeLessThan(500);" in code
+    assert "expect(response.status(), 'the route exists').not.toBe(404);" in code
 
 
 def test_the_llm_prompts_ask_for_the_status_and_the_shape():
@@ -265,14 +262,12 @@ def test_an_explored_shape_passes_first_time_and_catches_a_changed_type(tmp_path
             if c["id"] == "tc_api_get_notes"
         ]
         assert case["title"] == "GET /api/notes answers a list of notes with id and text"
-        cases = {"run_id": RUN_ID, "test_cases": [case], "coverage_notes": ""}
-        files = generate_files(engineer_input(cases, "playwright"), test_dir=TEST_DIR, app_id=None)
-        check_playwright(files)
-        (test,) = verified(files, url, tmp_path / "evidence")
+        files = playwright_files([case])
+        (test,) = verified(files, url, tmp_path / "evidence")["tests"]
         assert (test["status"], test["attempts"]) == ("passed", 1), test
 
         app.notes[0]["id"] = "1"  # the API now answers its ids as strings
-        (test,) = verified(files, url, tmp_path / "evidence-changed")
+        (test,) = verified(files, url, tmp_path / "evidence-changed")["tests"]
     finally:
         server.shutdown()
         server.server_close()

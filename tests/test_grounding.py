@@ -9,12 +9,12 @@ import re
 import pytest
 
 import schemas
-from agents.offline import generate_cases, generate_files
+from agents.offline import generate_cases
 from agents.providers.base import ProviderOptions
 from agents.providers.offline import OfflineProvider
 from agents.rendering import render_envelope, text_tokens
 from amtp_site.canonical import canonical_text
-from tests.offline_checks import RUN_ID, TEST_DIR, check_playwright, crawl, engineer_input
+from tests.offline_checks import RUN_ID, crawl, playwright_code
 from tests.samples import SAMPLE_REPOS
 from tests.verify_apps import NOTES_REPO
 from verification.exploration.service import app_view
@@ -52,16 +52,6 @@ def cases_with(repo: dict, app_map: dict | None, depth: str = "deep") -> dict[st
     return {c["id"]: c for c in generate_cases(request, depth)["test_cases"]}
 
 
-def spec_text(cases: dict[str, dict]) -> str:
-    files = generate_files(
-        engineer_input({"test_cases": list(cases.values()), "coverage_notes": ""}, "playwright"),
-        test_dir=TEST_DIR,
-        app_id=None,
-    )
-    check_playwright(files)  # tree-sitter, the file policy
-    return "\n".join(f["contents"] for f in files)
-
-
 HOME = '- banner:\n  - heading "My Notes" [level=1]\n- textbox "Search notes"\n- button "Go"'
 
 
@@ -71,7 +61,7 @@ def test_the_live_heading_and_fields_replace_the_guess_from_source():
     assert 'the heading "My Notes"' in home["expected"]
     assert 'the textbox "Search notes" is visible' in home["expected"]
     assert 'the button "Go" is visible' in home["expected"]
-    text = spec_text(cases)
+    text = playwright_code(list(cases.values()))
     assert "getByRole('heading', { name: \"My Notes\", exact: true })" in text
     assert 'getByRole("textbox", { name: "Search notes", exact: true })' in text
     # /login: the source took it for JSON; the browser saw a page with a heading.
@@ -141,7 +131,7 @@ def test_a_route_that_logs_out_is_opened_signed_out_in_the_tests_own_context():
     assert logout["steps"] == ["Clear the browser's cookies", "Open /auth/logout"]
     assert "status below 500" in logout["expected"]
     assert not any("logout" in cid for cid in cases if cid != "tc_page_auth_logout")
-    text = spec_text(cases)
+    text = playwright_code(list(cases.values()))
     cleared = text.index("await page.context().clearCookies();")
     assert cleared < text.index('page.goto("/auth/logout")')
     assert text.count("clearCookies") == 1  # no other test leaves the shared session
@@ -161,7 +151,7 @@ def test_a_route_that_logs_out_is_opened_signed_out_in_the_tests_own_context():
 def test_hostile_names_in_a_snapshot_stay_data(name):
     snapshot = f"- heading {json.dumps(name)} [level=1]\n- button {json.dumps(name)}\n- textbox"
     cases = cases_with(NOTES_REPO, app(page("/", snapshot), page("/" + "a" * 600, snapshot)))
-    text = spec_text(cases)
+    text = playwright_code(list(cases.values()))
     code = [
         STRINGS.sub('""', line) for line in text.splitlines() if not line.lstrip().startswith("//")
     ]

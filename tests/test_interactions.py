@@ -4,20 +4,20 @@ double-click, deletes what it created), the records are checked as hostile input
 offline engine turns them into a journey that passes against the live app."""
 
 import copy
-import dataclasses
 import json
 from urllib.parse import parse_qs
 
 import pytest
 
 import schemas
-from agents.offline import generate_cases, generate_files
+from agents.offline import generate_cases
 from agents.offline.interaction_journeys import interaction_candidates
 from agents.rendering import render_envelope, text_tokens
 from amtp_site.canonical import canonical_text
 from runs.demo.app import serve
 from tests.contract_examples import ENVELOPE
-from tests.offline_checks import TEST_DIR, check_playwright, crawl, engineer_input
+from tests.offline_checks import crawl, playwright_code, playwright_files
+from tests.plans import verified
 from tests.realworld_apps import script
 from tests.test_browser import chromium_path
 from tests.todomvc_app import FIXTURE, todomvc
@@ -25,7 +25,6 @@ from verification.exploration.explore import Bounds, explore
 from verification.exploration.interactions import interaction
 from verification.exploration.service import app_view, exploration_note
 from verification.service import runner_from_settings
-from verification.verify import Plan, verify
 
 TAG = "todotrial01"
 # The app's own suite (tests/fixtures/realworld/todomvc-es5/README.md): the step that exercises each
@@ -333,12 +332,7 @@ def code_for(candidates) -> str:
         }
         for c in candidates
     ]
-    files = generate_files(
-        engineer_input({"test_cases": cases, "coverage_notes": ""}, "playwright"),
-        test_dir=TEST_DIR,
-        app_id=None,
-    )
-    return "\n".join(f["contents"] for f in files)
+    return playwright_code(cases)
 
 
 def repository() -> dict[str, str]:
@@ -369,12 +363,7 @@ def test_the_journey_exercises_the_apps_own_behaviours_and_passes_first_time(exp
         "Open /#/active",
         "Open /#/completed",
     ]
-    files = generate_files(
-        engineer_input({"test_cases": [journey, *pages], "coverage_notes": ""}, "playwright"),
-        test_dir=TEST_DIR,
-        app_id=None,
-    )
-    check_playwright(files)
+    files = playwright_files([journey, *pages])
     # The app's own Cypress suite, as the benchmark counts it (behaviours.yaml): the journey
     # acts and then asserts 24 of its 26 behaviours (the input clears, the count, "Clear
     # completed" shown, removing and hidden, unchecking, the back button, an edit saved on
@@ -395,20 +384,7 @@ def test_the_journey_exercises_the_apps_own_behaviours_and_passes_first_time(exp
     }
     assert new <= set(exercised), exercised
     assert len(exercised) == 24, exercised
-    plan = Plan(
-        run_id="interaction-check",
-        framework="playwright",
-        files=files,
-        target_url=url,
-        test_dir=TEST_DIR,
-        failing_tests="fixme",
-        heal_rounds=0,
-        budget_s=120,
-        runner=dataclasses.replace(runner_from_settings(), retries=0),
-        evidence_dir=tmp_path / "evidence",
-        allow_hosts=["127.0.0.1"],
-    )
-    report = verify(plan, heal=lambda payload, seconds: {})
+    report = verified(files, url, tmp_path / "evidence")
     assert [(t["status"], t["attempts"]) for t in report["tests"]] == [("passed", 1)] * 4, report
 
 
@@ -723,25 +699,8 @@ def test_a_second_item_and_a_labelled_select_all_on_another_layout(tmp_path):
                 "preconditions": journey.preconditions,
             }
         ]
-        files = generate_files(
-            engineer_input({"test_cases": cases, "coverage_notes": ""}, "playwright"),
-            test_dir=TEST_DIR,
-            app_id=None,
-        )
-        plan = Plan(
-            run_id="chores-check",
-            framework="playwright",
-            files=files,
-            target_url=url,
-            test_dir=TEST_DIR,
-            failing_tests="fixme",
-            heal_rounds=0,
-            budget_s=120,
-            runner=dataclasses.replace(runner_from_settings(), retries=0),
-            evidence_dir=tmp_path / "evidence",
-            allow_hosts=["127.0.0.1"],
-        )
-        report = verify(plan, heal=lambda payload, seconds: {})
+        files = playwright_files(cases)
+        report = verified(files, url, tmp_path / "evidence")
     finally:
         server.shutdown()
         server.server_close()

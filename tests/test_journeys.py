@@ -8,9 +8,9 @@ import re
 import time
 from pathlib import Path
 
-from agents.offline import generate_cases, generate_files
+from agents.offline import generate_cases
 from agents.offline.journeys import journey_candidates
-from tests.offline_checks import TEST_DIR, check_playwright
+from tests.offline_checks import playwright_code
 
 RUNNING = "The web app is running"
 
@@ -69,14 +69,6 @@ def cases_for(app_map: dict, depth: str = "standard") -> list[dict]:
     return generate_cases(request, depth)["test_cases"]
 
 
-def code_of(cases: list[dict]) -> str:
-    files = generate_files(
-        {"target_framework": "playwright", "test_cases": cases}, test_dir=TEST_DIR, app_id=None
-    )
-    check_playwright(files)  # tree-sitter and the file policy
-    return "\n".join(f["contents"] for f in files)
-
-
 def test_flaskr_gets_the_whole_journey_with_outcomes_first_and_cleanup_last():
     (journey,) = journey_candidates(flaskr(), RUNNING)
     assert journey.priority == "critical"
@@ -129,7 +121,7 @@ def test_the_journey_leads_even_at_smoke_depth_and_its_trial_is_no_second_flow()
 
 
 def test_generated_journey_uses_data_unique_to_run_worker_and_retry_and_cleans_up_safely():
-    code = code_of([c for c in cases_for(flaskr()) if c["id"].startswith("tc_journey")])
+    code = playwright_code([c for c in cases_for(flaskr()) if c["id"].startswith("tc_journey")])
     assert "const RUN = process.env.AMTP_RUN_TOKEN ?? Date.now().toString(36)" in code
     assert (
         "const tag = `${RUN}${test.info().testId.slice(-4)}"
@@ -168,7 +160,7 @@ def test_a_search_form_finds_the_created_item_and_opens_it_when_it_is_a_link():
     assert (
         "search it, edit" in plain.title and "Click the link of the created item" not in plain.steps
     )
-    code = code_of(
+    code = playwright_code(
         [
             c
             for c in cases_for(flaskr(pages=pages, trials=[linked]))
@@ -208,7 +200,7 @@ def test_only_an_account_journey_when_no_form_creates_anything():
     (journey,) = journey_candidates(app_map, RUNNING)
     assert journey.key == "journey_account"
     assert journey.steps[-1] == "Expect the user to be signed in"
-    code = code_of([c for c in cases_for(app_map) if c["id"] == "tc_journey_account"])
+    code = playwright_code([c for c in cases_for(app_map) if c["id"] == "tc_journey_account"])
     assert "finally" not in code  # nothing created, nothing to clean up
     assert "getByRole('link', { name: /log ?out|sign ?out/i })" in code
 
@@ -250,7 +242,7 @@ def test_a_page_that_rendered_nothing_is_held_to_its_status_and_title():
     assert docs["title"].startswith(
         'Page /docs answers, titled "FastAPI - Swagger UI" (nothing rendered'
     )
-    code = code_of([docs])
+    code = playwright_code([docs])
     assert 'await expect(page).toHaveTitle("FastAPI - Swagger UI");' in code
     assert "page.locator('body')).toBeVisible()" not in code
 
@@ -268,7 +260,9 @@ def test_script_labels_stay_quoted_text_and_huge_labels_are_refused():
         page("/create", forms=[form("Save", *NOTE)]),
     ]
     (journey,) = journey_candidates(flaskr(pages=pages), RUNNING)
-    code = code_of([c for c in cases_for(flaskr(pages=pages)) if c["id"].startswith("tc_journey")])
+    code = playwright_code(
+        [c for c in cases_for(flaskr(pages=pages)) if c["id"].startswith("tc_journey")]
+    )
     assert "sign up" in journey.title
     # The label reaches the code only as one JSON string literal (tree-sitter parsed it).
     statements = "\n".join(x for x in code.splitlines() if not x.strip().startswith("//"))
@@ -290,7 +284,9 @@ def test_a_delete_button_on_every_page_is_only_ever_used_on_the_created_item():
     (journey,) = journey_candidates(flaskr(pages=pages), RUNNING)
     deletes = [s for s in journey.steps if "Delete" in s and not s.startswith("Clean up")]
     assert deletes == ['Click the button "Delete" of the created item, accepting its confirmation']
-    code = code_of([c for c in cases_for(flaskr(pages=pages)) if c["id"].startswith("tc_journey")])
+    code = playwright_code(
+        [c for c in cases_for(flaskr(pages=pages)) if c["id"].startswith("tc_journey")]
+    )
     unscoped = "await page.getByRole('button', { name: \"Delete\""
     assert unscoped not in code
 

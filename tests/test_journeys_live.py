@@ -3,22 +3,18 @@ attempt, twice in a row: each run signs up its own user and creates, edits and d
 own note, so the second run collides with nothing the first left behind. When the app's
 delete breaks, the journey fails on its own check and its clean-up still removes the note."""
 
-import dataclasses
-from pathlib import Path
-
-from agents.offline import generate_cases, generate_files
+from agents.offline import generate_cases
 from repositories.credentials import Credentials
 from repositories.login import Recipe
 from runs.demo.app import serve
 from tests.journey_app import JOURNEY_REPO, PASSWORD, USERNAME, JourneyApp
-from tests.offline_checks import TEST_DIR, check_playwright, crawl, engineer_input
+from tests.offline_checks import crawl, playwright_files
+from tests.plans import verified
 from tests.test_browser import chromium_path
-from tests.test_verify import make_plan
 from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import app_view
 from verification.login import Login
 from verification.service import runner_from_settings
-from verification.verify import verify
 
 # The explorer signs in as the app's test account, so it sees the create and edit forms.
 EXPLORER = Login(
@@ -47,30 +43,19 @@ def test_a_journey_passes_first_time_twice_and_cleans_up_after_a_failure(tmp_pat
         assert journey["title"] == (
             "Journey /: sign up, log in, create, see it listed, search it, open it, edit, delete"
         )
-        output["test_cases"] = [journey]
-        files = generate_files(engineer_input(output, "playwright"), test_dir=TEST_DIR, app_id=None)
-        check_playwright(files)
+        files = playwright_files([journey])
         users = set(app.users)
         for run in (1, 2):
-            (test,) = verified(files, url, tmp_path / f"evidence-{run}")
+            (test,) = verified(files, url, tmp_path / f"evidence-{run}")["tests"]
             assert (test["status"], test["attempts"]) == ("passed", 1), test
         made = set(app.users) - users
         assert len(made) == 2 and all(name.startswith("amtp_") for name in made)  # one per run
         assert not [n for n in app.notes.values() if n["by"] in made]  # each cleaned up its note
 
         app.refuse_deletes = 1  # the journey's delete now leaves the note in place
-        (test,) = verified(files, url, tmp_path / "evidence-broken")
+        (test,) = verified(files, url, tmp_path / "evidence-broken")["tests"]
     finally:
         server.shutdown()
         server.server_close()
     assert test["status"] != "passed" and "toHaveCount" in test["error"], test  # its own check
     assert not [n for n in app.notes.values() if n["by"] not in users]  # cleaned up all the same
-
-
-def verified(files: list[dict], url: str, evidence: Path) -> list[dict]:
-    """The tests of one verification of ``files``: no retry, no heal."""
-    runner = dataclasses.replace(runner_from_settings(), retries=0)
-    plan = make_plan(
-        evidence.parent, url, files, heal_rounds=0, runner=runner, evidence_dir=evidence
-    )
-    return verify(plan, heal=lambda payload, seconds: {})["tests"]

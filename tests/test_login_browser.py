@@ -3,7 +3,6 @@ fetch, client-side navigation) and maps the pages only a session sees; VerifyTes
 from the storage state of the AMTP-written setup project; a wrong password is a clear error.
 Nothing read back from the box holds the credentials."""
 
-import dataclasses
 import json
 
 import pytest
@@ -13,12 +12,12 @@ from repositories.credentials import Credentials, in_use
 from repositories.login import Recipe
 from runs.demo.app import serve
 from tests.login_app import USERNAME, LoginApp
+from tests.plans import verified
 from tests.test_browser import chromium_path
 from verification.errors import LoginFailed
 from verification.exploration.explore import Bounds, explore
 from verification.login import Login
 from verification.service import runner_from_settings
-from verification.verify import Plan, verify
 
 PASSWORD = "canary-login-7f3Kq9"
 BY_PATH = Recipe("/login", "Email", "Password", "Sign in", "/account")
@@ -95,25 +94,12 @@ test('leaks the password', async ({ page }) => {
 
 def test_the_tests_start_from_the_setup_projects_storage_state(app, tmp_path):
     credentials = Credentials(USERNAME, PASSWORD)
-    plan = Plan(
-        run_id="login-check",
-        framework="playwright",
-        files=[
-            {"path": "e2e/amtp/report.spec.ts", "contents": REPORT_SPEC},
-            {"path": "e2e/amtp/leak.spec.ts", "contents": LEAKING_SPEC},
-        ],
-        target_url=app.url,
-        test_dir="e2e/amtp",
-        failing_tests="fixme",
-        heal_rounds=0,
-        budget_s=120,
-        runner=dataclasses.replace(runner_from_settings(), retries=0),
-        evidence_dir=tmp_path / "evidence",
-        allow_hosts=["127.0.0.1"],
-        login=Login(BY_TEXT, credentials),
-    )
+    files = [
+        {"path": "e2e/amtp/report.spec.ts", "contents": REPORT_SPEC},
+        {"path": "e2e/amtp/leak.spec.ts", "contents": LEAKING_SPEC},
+    ]
     with in_use(credentials):
-        report = verify(plan, heal=lambda payload, seconds: {})
+        report = verified(files, app.url, tmp_path / "evidence", login=Login(BY_TEXT, credentials))
     tests = {t["title"]: t for t in report["tests"]}
     assert tests["the report is shown"]["status"] == "passed"  # /account/report needs a session
     assert report["totals"]["tests"] == 2  # the setup project's test is not one of them
@@ -160,20 +146,6 @@ def test_a_write_is_also_sent_signed_out_and_kept_where_it_ends_elsewhere(app, t
     files = generate_files(
         {"target_framework": "playwright", "test_cases": [case]}, test_dir="e2e/amtp", app_id=None
     )
-    plan = Plan(
-        run_id="login-check",
-        framework="playwright",
-        files=files,
-        target_url=app.url,
-        test_dir="e2e/amtp",
-        failing_tests="fixme",
-        heal_rounds=0,
-        budget_s=120,
-        runner=dataclasses.replace(runner_from_settings(), retries=0),
-        evidence_dir=tmp_path / "evidence",
-        allow_hosts=["127.0.0.1"],
-        login=Login(BY_TEXT, credentials),
-    )
     with in_use(credentials):
-        report = verify(plan, heal=lambda payload, seconds: {})
+        report = verified(files, app.url, tmp_path / "evidence", login=Login(BY_TEXT, credentials))
     assert [(t["status"], t["attempts"]) for t in report["tests"]] == [("passed", 1)], report

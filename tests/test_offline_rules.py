@@ -25,10 +25,11 @@ from tests.offline_checks import (
     WEB,
     assert_valid,
     check_maestro,
-    check_playwright,
     commands_of,
     crawl,
     engineer_input,
+    joined,
+    playwright_files,
 )
 
 # --- Repo Crawler -------------------------------------------------------------------------
@@ -148,9 +149,7 @@ def test_nothing_detected_still_gives_a_smoke_case() -> None:
         output = generate_cases(crawler, "smoke")
         assert_valid("test_case_generator/output", output)
         assert [c["id"] for c in output["test_cases"]] == ["tc_page_home"]
-        check_playwright(
-            generate_files(engineer_input(output, "playwright"), test_dir=TEST_DIR, app_id=None)
-        )
+        playwright_files(output)
         check_maestro(
             generate_files(engineer_input(output, "maestro"), test_dir=TEST_DIR, app_id=None), None
         )
@@ -165,9 +164,8 @@ def test_nothing_detected_still_gives_a_smoke_case() -> None:
 def test_playwright_files_parse_and_pass_the_policy(name: str) -> None:
     for depth in ("smoke", "deep"):
         cases = generate_cases(crawl(REPOS[name]), depth)
-        files = generate_files(engineer_input(cases, "playwright"), test_dir=TEST_DIR, app_id=None)
-        check_playwright(files)
-        text = "\n".join(f["contents"] for f in files)
+        files = playwright_files(cases)
+        text = joined(files)
         for case in cases["test_cases"]:
             assert json.dumps(case["id"])[:-1] in text  # every case is a test
         assert "test.fixme(" not in text  # every rule-made step is machine-readable
@@ -231,7 +229,7 @@ def test_maestro_flows_parse_and_pass_the_policy(name: str) -> None:
         cases = generate_cases(crawler, depth)
         files = generate_files(engineer_input(cases, "maestro"), test_dir=TEST_DIR, app_id=app_id)
         check_maestro(files, app_id)
-        text = "\n".join(f["contents"] for f in files)
+        text = joined(files)
         assert all(f"# Case {c['id']} " in text for c in cases["test_cases"])
         assert all(
             commands_of(f["contents"])[0] == {"launchApp": {"clearState": True}} for f in files
@@ -269,9 +267,7 @@ def test_hostile_repository_content_is_contained() -> None:
     for depth in ORDER:
         cases = generate_cases(crawler, depth)
         assert_valid("test_case_generator/output", cases)
-        check_playwright(
-            generate_files(engineer_input(cases, "playwright"), test_dir=TEST_DIR, app_id=None)
-        )
+        playwright_files(cases)
         check_maestro(
             generate_files(engineer_input(cases, "maestro"), test_dir=TEST_DIR, app_id=None), None
         )
@@ -305,10 +301,9 @@ def test_hostile_cases_cannot_break_the_files() -> None:
         "test_cases": [case, {**case, "id": "tc_evil"}, {**case, "steps": [EVIL]}, malformed],
         "coverage_notes": EVIL,
     }
-    web = generate_files(engineer_input(cases, "playwright"), test_dir=TEST_DIR, app_id=None)
-    check_playwright(web)
+    web = playwright_files(cases)
     assert any("test.fixme(" in f["contents"] for f in web)
-    text = "\n".join(f["contents"] for f in web)
+    text = joined(web)
     assert 'page.goto("/a\\"b`${x}`/\'q\'\\\\*/<!--")' in text
     assert 'request.put("/q\\"`${z}`", { data: {} })' in text
     mobile = generate_files(engineer_input(cases, "maestro"), test_dir=TEST_DIR, app_id="com.x.y")

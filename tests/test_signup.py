@@ -3,7 +3,6 @@ app's own sign-up form (retrying once in another shape when the form refuses the
 signs in with it and explores signed in; a page that sent the browser to a login is
 recorded as such. The account's values appear nowhere in the map."""
 
-import dataclasses
 import json
 
 import pytest
@@ -15,6 +14,7 @@ from runs import selectors
 from runs.demo.app import serve
 from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
 from tests.offline_checks import crawl
+from tests.plans import verified
 from tests.realworld_apps import app_repository
 from tests.signup_app import SPECIAL_USE, SignupApp
 from tests.test_browser import chromium_path
@@ -31,7 +31,6 @@ from verification.login import (
     throwaway,
 )
 from verification.service import runner_from_settings
-from verification.verify import Plan, verify
 
 
 @pytest.fixture
@@ -118,21 +117,8 @@ def test_the_tests_sign_up_through_their_own_setup_project(served, tmp_path):
     source = setup_source(signup)
     assert "process.env" not in source and "amtp" + "@" not in source
     assert '.getByLabel("Email", { exact: true }).fill(values.email)' in source
-    plan = Plan(
-        run_id="signup-check",
-        framework="playwright",
-        files=[{"path": "e2e/amtp/create.spec.ts", "contents": CREATE_SPEC}],
-        target_url=app.url,
-        test_dir="e2e/amtp",
-        failing_tests="fixme",
-        heal_rounds=0,
-        budget_s=120,
-        runner=dataclasses.replace(runner_from_settings(), retries=0),
-        evidence_dir=tmp_path / "evidence",
-        allow_hosts=["127.0.0.1"],
-        login=Login(signup),
-    )
-    report = verify(plan, heal=lambda payload, seconds: {})
+    files = [{"path": "e2e/amtp/create.spec.ts", "contents": CREATE_SPEC}]
+    report = verified(files, app.url, tmp_path / "evidence", login=Login(signup))
     (test,) = report["tests"]
     assert (test["status"], test["attempts"]) == ("passed", 1), test
     assert len(app.users) == 2  # the exploration's account, then the setup's own
@@ -155,27 +141,10 @@ def test_a_page_greeting_the_signed_in_user_is_checked_with_the_tests_own_accoun
     assert (
         "readFileSync(\"playwright/.auth/account.json\", 'utf8')).username" in files[0]["contents"]
     )
-    report = verify(_plan(files, app, tmp_path, Login(signup_of(app_map))), heal=lambda p, s: {})
+    report = verified(files, app.url, tmp_path / "evidence", login=Login(signup_of(app_map)))
     (test,) = report["tests"]
     assert (test["status"], test["attempts"]) == ("passed", 1), test
     assert len(app.users) == 2  # the exploration's account, then the setup's own
-
-
-def _plan(files: list[dict], app, tmp_path, login: Login) -> Plan:
-    return Plan(
-        run_id="signup-check",
-        framework="playwright",
-        files=files,
-        target_url=app.url,
-        test_dir="e2e/amtp",
-        failing_tests="fixme",
-        heal_rounds=0,
-        budget_s=120,
-        runner=dataclasses.replace(runner_from_settings(), retries=0),
-        evidence_dir=tmp_path / "evidence",
-        allow_hosts=["127.0.0.1"],
-        login=login,
-    )
 
 
 def test_no_setup_project_from_a_sign_up_that_did_not_sign_in():

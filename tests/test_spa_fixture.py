@@ -2,7 +2,6 @@
 behaves as the fixture's README says, its committed route list is what the app's runtime
 route table builds, and exploring it reaches the routes only the running app reveals."""
 
-import dataclasses
 import json
 import re
 import urllib.error
@@ -11,15 +10,15 @@ import urllib.request
 import pytest
 
 import schemas
-from agents.offline import generate_cases, generate_files
+from agents.offline import generate_cases
 from runs.demo.app import serve
-from tests.offline_checks import TEST_DIR, check_playwright, crawl, engineer_input
+from tests.offline_checks import crawl, playwright_files
+from tests.plans import verified
 from tests.spa_app import FIXTURE, TEST_EMAIL, TEST_PASSWORD, SpaApp, spa_repository
 from tests.test_browser import chromium_path
 from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import app_view
 from verification.service import runner_from_settings
-from verification.verify import Plan, verify
 
 ROUTES = json.loads((FIXTURE / "routes.json").read_text())["routes"]
 LOGIN = json.dumps({"email": TEST_EMAIL, "password": TEST_PASSWORD}).encode()
@@ -209,23 +208,8 @@ def test_the_flow_planned_from_the_trial_passes_on_its_first_attempt(explored, t
         c for c in generate_cases(request, "core")["test_cases"] if c["id"].startswith("tc_flow")
     ]
     assert [c["id"] for c in cases] == ["tc_flow_contact_send_message"]
-    output = {"test_cases": cases, "coverage_notes": ""}
-    files = generate_files(engineer_input(output, "playwright"), test_dir=TEST_DIR, app_id=None)
-    check_playwright(files)  # tree-sitter, the file policy
-    plan = Plan(
-        run_id="flow-check",
-        framework="playwright",
-        files=files,
-        target_url=app.url,
-        test_dir=TEST_DIR,
-        failing_tests="fixme",
-        heal_rounds=0,
-        budget_s=120,
-        runner=dataclasses.replace(runner_from_settings(), retries=0),
-        evidence_dir=tmp_path / "evidence",
-        allow_hosts=["127.0.0.1"],
-    )
-    report = verify(plan, heal=lambda payload, seconds: {})
+    files = playwright_files(cases)
+    report = verified(files, app.url, tmp_path / "evidence")
     (test,) = report["tests"]
     assert (test["status"], test["attempts"]) == ("passed", 1), test
     sent = app.messages[-1]  # the test's own data, not the exploration's

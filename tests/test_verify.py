@@ -20,6 +20,7 @@ from agents.runner import AgentContext, run_agent
 from agents.service import run_test_healer
 from agents.test_engineer import HealingTestEngineer
 from runs.demo.app import serve
+from tests.plans import make_plan
 from tests.test_browser import chromium_path
 from tests.verify_apps import FailingApp, NotesApp
 from verification import playwright as pw
@@ -32,7 +33,6 @@ from verification.errors import (
 )
 from verification.service import runner_from_settings
 
-RUN_ID = "3f2b8c1e-9a4d-4e6f-8b21-5c7d9e0f1a2b"
 HEADER = "import { test, expect } from '@playwright/test';\n\n"
 PASSING = (
     HEADER
@@ -79,24 +79,6 @@ def notes():
 @pytest.fixture(autouse=True)
 def chromium():
     chromium_path()  # fails (not skips) when the browser is missing
-
-
-def make_plan(tmp_path, url, files, **overrides) -> v.Plan:
-    values = {
-        "run_id": RUN_ID,
-        "framework": "playwright",
-        "files": files,
-        "target_url": url,
-        "test_dir": "e2e/amtp",
-        "failing_tests": "fixme",
-        "heal_rounds": 1,
-        "budget_s": 120,
-        "runner": runner_from_settings(),
-        "evidence_dir": tmp_path / "evidence",
-        "allow_hosts": ["127.0.0.1"],  # the apps under test listen on loopback
-        **overrides,
-    }
-    return v.Plan(**values)
 
 
 def spec(name: str, contents: str) -> dict:

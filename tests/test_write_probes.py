@@ -14,12 +14,12 @@ import json
 from urllib.parse import parse_qs
 
 import schemas
-from agents.offline import generate_cases, generate_files
+from agents.offline import generate_cases
 from runs.demo.app import serve
-from tests.offline_checks import RUN_ID, TEST_DIR, check_playwright, crawl, engineer_input
+from tests.offline_checks import crawl, joined, playwright_files
+from tests.plans import verified
 from tests.realworld_apps import script
 from tests.test_browser import chromium_path
-from tests.test_journeys_live import verified
 from tests.todomvc_app import FIXTURE
 from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import app_view, start_paths
@@ -155,15 +155,8 @@ def test_the_writes_tests_send_are_probed_and_asserted_as_answered(tmp_path):
             in titles
         )
         assert "POST /create with an empty payload answers 200, ending on /auth/login" in titles
-        files = generate_files(
-            engineer_input(
-                {"run_id": RUN_ID, "test_cases": cases, "coverage_notes": ""}, "playwright"
-            ),
-            test_dir=TEST_DIR,
-            app_id=None,
-        )
-        check_playwright(files)
-        code = "\n".join(f["contents"] for f in files)
+        files = playwright_files(cases)
+        code = joined(files)
         assert 'expect(await response.text()).toContain("Incorrect username.");' in code
         assert 'expect(new URL(response.url()).pathname).toBe("/auth/login");' in code
         empty = "form: { \"username\": '', \"password\": '' }"
@@ -172,7 +165,7 @@ def test_the_writes_tests_send_are_probed_and_asserted_as_answered(tmp_path):
         assert f'request.post("/auth/login", {{ {sign_in} }});' in code
         taken = 'expect(await response2.text()).toContain("User amtp_" + tag + " is already registered.");'
         assert taken in code
-        tests = verified(files, url, tmp_path / "evidence")
+        tests = verified(files, url, tmp_path / "evidence")["tests"]
         assert [(t["status"], t["attempts"]) for t in tests] == [("passed", 1)] * 9, tests
         assert len(USERS) == 3  # the probe's, then one per account test
     finally:

@@ -80,17 +80,13 @@ class OpenAIProvider(VendorProvider):
         self,
         options: ProviderOptions,
         *,
-        agent: str,
-        api_key: str,
-        base_url: str | None = None,
         structured_outputs: bool = True,
         api: str | None = None,
-        http_client: Any = None,
+        **vendor: Any,
     ) -> None:
-        super().__init__(
-            options, agent=agent, api_key=api_key, base_url=base_url, http_client=http_client
-        )
-        self._hosted = base_url is None or urlsplit(base_url).hostname == "api.openai.com"
+        """``vendor``: VendorProvider's keywords (agent, api_key, base_url, http_client)."""
+        super().__init__(options, **vendor)
+        self._hosted = self.base_url is None or urlsplit(self.base_url).hostname == "api.openai.com"
         self.structured_outputs = structured_outputs
         # "chat" (Chat Completions) or "responses", from the model table unless given.
         self.api = api or openai_api(options.model, self._hosted)

@@ -31,6 +31,20 @@ class PullRequestResult:
     updated: bool = False  # True when an open PR of an earlier run got the files instead
 
 
+@dataclass(frozen=True)
+class NewPullRequest:
+    """What ``open_pull_request`` was asked for, as the hosts' ``_open_pull_request`` get it."""
+
+    base_branch: str
+    expected_base_sha: str
+    head_branch: str
+    files: dict[str, str]
+    title: str
+    body: str
+    draft: bool
+    labels: Sequence[str]
+
+
 class RepositoryHost(ABC):
     """One repository on one host. Reads are by commit SHA, so they are immutable."""
 
@@ -56,7 +70,6 @@ class RepositoryHost(ABC):
     def read_file(self, commit_sha: str, path: str) -> bytes:
         """The blob at ``path`` in the commit. Missing path: RepositoryAccessError."""
 
-    @abstractmethod
     def open_pull_request(
         self,
         *,
@@ -76,6 +89,15 @@ class RepositoryHost(ABC):
         adopts (``adopted=True``) an existing head branch / PR created by an earlier attempt,
         adding only the labels it lacks.
         """
+        return self._open_pull_request(
+            NewPullRequest(
+                base_branch, expected_base_sha, head_branch, files, title, body, draft, labels
+            )
+        )
+
+    @abstractmethod
+    def _open_pull_request(self, pr: NewPullRequest) -> PullRequestResult:
+        """The host's own open_pull_request."""
 
     def update_pull_request(
         self, *, head_branch: str, base_branch: str, files: dict[str, str], title: str, body: str

@@ -27,7 +27,7 @@ from repositories.errors import (
     StaleBaseBranch,
 )
 from repositories.hosts import github_errors as answers
-from repositories.hosts.base import PullRequestResult, check_files
+from repositories.hosts.base import NewPullRequest, PullRequestResult, check_files
 
 _DIGEST_TRAILER = "AMTP-Files-Digest"
 BASE_GONE = (
@@ -54,18 +54,9 @@ class PullRequestWrites:
     """The write half of GitHubHost: needs its ``full_name``, ``_repo()``, ``_github()``,
     ``_errors()`` and ``_retry_waits``."""
 
-    def open_pull_request(
-        self,
-        *,
-        base_branch: str,
-        expected_base_sha: str,
-        head_branch: str,
-        files: dict[str, str],
-        title: str,
-        body: str,
-        draft: bool = True,
-        labels: Sequence[str] = (),
-    ) -> PullRequestResult:
+    def _open_pull_request(self, new: NewPullRequest) -> PullRequestResult:
+        base_branch, head_branch, files = new.base_branch, new.head_branch, new.files
+        expected_base_sha = new.expected_base_sha
         check_files(files)
         with self._errors(f"open a pull request from {head_branch} into {base_branch}"):
             observed = self._base_head(base_branch, expected_base_sha)
@@ -75,15 +66,17 @@ class PullRequestWrites:
                 if observed != expected_base_sha:
                     raise StaleBaseBranch(base_branch, observed, expected_base_sha)
                 head_sha, adopted = self._commit(
-                    head_branch, base_branch, expected_base_sha, files, title
+                    head_branch, base_branch, expected_base_sha, files, new.title
                 )
             pr = self._find_pull(head_branch, base_branch) if adopted else None
             if pr is None:
                 if adopted:
                     self._check_ours(head_branch, head_sha, expected_base_sha, files)
-                pr, pr_adopted = self._create_pull(base_branch, head_branch, title, body, draft)
+                pr, pr_adopted = self._create_pull(
+                    base_branch, head_branch, new.title, new.body, new.draft
+                )
                 adopted = adopted or pr_adopted
-            self._label(pr, labels)
+            self._label(pr, new.labels)
             head = (pr.number, pr.html_url, head_branch, head_sha)
             return PullRequestResult(*head, base_branch, expected_base_sha, adopted)
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
@@ -32,7 +31,13 @@ import pygit2
 from pygit2.enums import FileMode, RepositoryOpenFlag
 
 from repositories.errors import RepositoryAccessError, StaleBaseBranch
-from repositories.hosts.base import PullRequestResult, RepositoryHost, TreeEntry, check_files
+from repositories.hosts.base import (
+    NewPullRequest,
+    PullRequestResult,
+    RepositoryHost,
+    TreeEntry,
+    check_files,
+)
 from repositories.hosts.local_pulls import PullRecords, missing_labels
 from repositories.hosts.local_updates import PullRequestUpdates
 from repositories.paths import read_path_problem
@@ -186,18 +191,9 @@ class LocalGitHost(PullRequestUpdates, RepositoryHost):
 
     # --- pull requests ------------------------------------------------------------------
 
-    def open_pull_request(
-        self,
-        *,
-        base_branch: str,
-        expected_base_sha: str,
-        head_branch: str,
-        files: dict[str, str],
-        title: str,
-        body: str,
-        draft: bool = True,
-        labels: Sequence[str] = (),
-    ) -> PullRequestResult:
+    def _open_pull_request(self, new: NewPullRequest) -> PullRequestResult:
+        base_branch, head_branch, files = new.base_branch, new.head_branch, new.files
+        expected_base_sha, title, body = new.expected_base_sha, new.title, new.body
         self._check_branch(base_branch, "base branch")
         self._check_branch(head_branch, "head branch")
         if head_branch == base_branch:
@@ -213,8 +209,8 @@ class LocalGitHost(PullRequestUpdates, RepositoryHost):
             "base_sha": expected_base_sha,
             "title": title,
             "body": body,
-            "draft": bool(draft),
-            "labels": list(labels),
+            "draft": bool(new.draft),
+            "labels": list(new.labels),
         }
         with self._pulls.lock(), self._lock:
             heads = self._branch_heads(head_branch, base_branch)

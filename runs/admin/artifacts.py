@@ -15,10 +15,10 @@ from django.db.models.functions import Cast
 from django.http import Http404, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
 
 from amtp_site.lists import EstimatedCountPaginator, PrefixSearchMixin
 from repositories import access
+from runs.admin.display import RunColumns
 from runs.admin.render import (
     META_PREVIEW_CHARS,
     PREVIEW_CHARS,
@@ -38,7 +38,7 @@ def download_name(artifact: Artifact) -> str:
 
 
 @admin.register(Artifact)
-class ArtifactAdmin(PrefixSearchMixin, admin.ModelAdmin):
+class ArtifactAdmin(RunColumns, PrefixSearchMixin, admin.ModelAdmin):
     list_display = ("kind", "run_link", "repository", "schema_id", "created_at")
     list_filter = ("kind",)
     search_fields = ("run__repo_full_name",)
@@ -65,15 +65,6 @@ class ArtifactAdmin(PrefixSearchMixin, admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False  # deleted with their run, never alone: a handoff would lose its input
-
-    @admin.display(description="run", ordering="run")
-    def run_link(self, artifact):
-        url = reverse("admin:runs_run_change", args=[artifact.run_id])
-        return format_html('<a href="{}">{}</a>', url, str(artifact.run_id)[:8])
-
-    @admin.display(description="repository", ordering="run__repo_full_name")
-    def repository(self, artifact):
-        return artifact.run.repo_full_name
 
     def get_urls(self):
         download = self.admin_site.admin_view(self.download_view)

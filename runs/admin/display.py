@@ -11,6 +11,8 @@ import re
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
+from django.contrib import admin
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -36,6 +38,19 @@ STATUS_COLOURS = {
 }
 LINKED_SCHEMES = ("http", "https")
 EMPTY = "—"
+
+
+class RunColumns:
+    """The run and repository columns of an admin list of rows that belong to a run."""
+
+    @admin.display(description="run", ordering="run")
+    def run_link(self, row):
+        url = reverse("admin:runs_run_change", args=[row.run_id])
+        return format_html('<a href="{}">{}</a>', url, str(row.run_id)[:8])
+
+    @admin.display(description="repository", ordering="run__repo_full_name")
+    def repository(self, row):
+        return row.run.repo_full_name
 
 
 def badge(status: str) -> SafeString:

@@ -243,6 +243,16 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
             raise Http404("no such run")
         return run
 
+    def _allowed_run(self, request, object_id, allowed: bool, right, doing: str) -> Run:
+        """The run a view acts on: the model permission (``allowed``), then the run (404 when
+        the user may not see it), then ``right`` on its repository."""
+        if not allowed:
+            raise PermissionDenied
+        run = self._run_or_404(request, str(object_id))
+        if rule := refused(request, right, run, doing):
+            raise PermissionDenied(rule)
+        return run
+
     def _change_url(self, run: Run) -> str:
         return reverse("admin:runs_run_change", args=[run.pk])
 
@@ -279,11 +289,8 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
         """A trace or screenshot the verification kept, or an app map's screenshot, as a
         download: evidence is an artifact's, so it needs the artifact right on the run's
         repository."""
-        if not self.has_view_permission(request):
-            raise PermissionDenied
-        run = self._run_or_404(request, str(object_id))
-        if rule := refused(request, EVIDENCE, run, "downloading evidence"):
-            raise PermissionDenied(rule)
+        allowed = self.has_view_permission(request)
+        run = self._allowed_run(request, object_id, allowed, EVIDENCE, "downloading evidence")
         path = evidence_file(run, name, selectors.evidence_names(run))
         if path is None:
             raise Http404("no such evidence file")
@@ -291,22 +298,16 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
 
     @method_decorator(require_POST)
     def cancel_view(self, request, object_id):
-        if not self.has_change_permission(request):
-            raise PermissionDenied
-        run = self._run_or_404(request, object_id)
-        if rule := refused(request, CANCEL, run, "cancelling runs"):
-            raise PermissionDenied(rule)
+        allowed = self.has_change_permission(request)
+        run = self._allowed_run(request, object_id, allowed, CANCEL, "cancelling runs")
         if self._cancel(request, run):
             self.message_user(request, CANCEL_REQUESTED.format(run_id=run.pk))
         return HttpResponseRedirect(self._change_url(run))
 
     @method_decorator(require_POST)
     def run_again_view(self, request, object_id):
-        if not self.has_launch_permission(request):
-            raise PermissionDenied
-        run = self._run_or_404(request, object_id)
-        if rule := refused(request, LAUNCH_PERMISSION, run, "starting runs"):
-            raise PermissionDenied(rule)
+        allowed = self.has_launch_permission(request)
+        run = self._allowed_run(request, object_id, allowed, LAUNCH_PERMISSION, "starting runs")
         new = self._run_again(request, run)
         return HttpResponseRedirect(self._change_url(new or run))
 
