@@ -159,3 +159,16 @@ def test_single_sign_on_settings_name_what_is_wrong():
     assert "AMTP_SSO_GROUP_MAP must map at least one provider group" in result.stderr
     result = manage("check", **{**sso, "AMTP_SSO_ISSUER": "http://sso.example.com"}, **client)
     assert "AMTP_SSO_ISSUER must be an https:// URL" in result.stderr
+
+
+def test_check_runs_the_admins_checks_on_its_registered_pages():
+    """The admin registers its pages with the URLs (SimpleAdminConfig); `manage.py check` loads
+    them first, so its admin checks (`--tag admin`, no URL check to load them by chance) see
+    every page."""
+    show = (
+        "from django.core.management import call_command; call_command('check', tags=['admin']);"
+        " from django.contrib import admin; from runs.models import Run;"
+        " print('REGISTERED', admin.site.is_registered(Run))"
+    )
+    result = manage("shell", "-c", show, DJANGO_DEBUG="true")
+    assert "REGISTERED True" in result.stdout, result.stdout + result.stderr
