@@ -54,7 +54,9 @@ class OldHoldingWorkflow:
             "retry_policy": RetryPolicy(maximum_attempts=1),
         }
         await workflow.execute_local_activity(t.START_RUN, params.run_id, **local)
-        request = t.ApprovalRequest(params.run_id, "policy", "an earlier AMTP asked first")
+        request = t.ApprovalRequest(
+            params.run_id, "policy", "an earlier AMTP asked first", "create_pull_request"
+        )
         await workflow.execute_local_activity(t.REQUEST_APPROVAL, request, **local)
         await workflow.wait_condition(lambda: self.decision is not None)
         return t.PASSED

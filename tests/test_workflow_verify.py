@@ -102,7 +102,7 @@ def test_tests_grounded_in_the_app_pass_first_and_a_real_bug_is_quarantined(
     assert [p["path"] for p in app_map["pages"]] == ["/", "/api/notes", "/login"]
     assert app_map["sandbox"]["isolated"] and app_map["unknown_path_status"] == 404
     stage = run.stages.get(name="verify_tests")
-    assert (stage.status, stage.note) == ("passed", "5 tests: 4 passed, 1 quarantined")
+    assert (stage.status, stage.note) == ("passed", "6 tests: 5 passed, 1 quarantined")
     report = run.artifacts.get(kind="verification_report")
     results = {t["title"].split(":")[0]: t for t in report.content["tests"]}
     assert {k: (t["status"], t["attempts"]) for k, t in results.items()} == {
@@ -110,6 +110,7 @@ def test_tests_grounded_in_the_app_pass_first_and_a_real_bug_is_quarantined(
         "tc_page_login": ("passed", 1),  # the source said JSON; the browser saw a page
         "tc_api_get_notes": ("passed", 1),  # exploration met its warm-up 503
         "tc_api_post_login": ("passed", 1),
+        "tc_api_post_login_unknown_credentials": ("passed", 1),  # as the explored app answered
         # a real bug: an empty POST answers 500, the same way twice: not run a third time
         "tc_api_post_notes": ("quarantined", min(temporal_env.AMTP_VERIFY_RETRIES, 1) + 1),
     }
@@ -130,7 +131,7 @@ def test_tests_grounded_in_the_app_pass_first_and_a_real_bug_is_quarantined(
     assert "getByRole('heading', { name: \"Sign in\", exact: true })" in login_spec
     (pull,) = LocalGitHost(repo.full_name, repo.local_path).pull_requests()
     assert "## Verification" in pull["body"] and "🚧 quarantined" in pull["body"]
-    assert "**4 passed · 1 quarantined**" in pull["body"]
+    assert "**5 passed · 1 quarantined**" in pull["body"]
     first_line = summary.provenance(report.content)  # sandboxed, or the override said so
     assert pull["body"].startswith(first_line) and report.content["target_url"] in first_line
     assert (pull["draft"], pull["labels"]) == (True, ["amtp", "model-written"])

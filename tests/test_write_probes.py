@@ -323,3 +323,22 @@ def test_a_write_sent_signed_out_is_kept_only_after_its_own_answer():
         ("form", ["title"], "/create", "Title is required."),
         ("signed_out", ["title"], "/auth/login", ""),
     ]
+
+
+def test_a_write_that_answered_a_server_error_is_never_expected():
+    """An empty POST the explored app answered 500 (a real bug) keeps the test that fails on
+    a server error; a 4xx refusal is what the app meant, and is expected as answered."""
+    stack = {"runtime": "python", "routes": [{"method": "POST", "path": "/api/notes"}]}
+    stack["routes"].append({"method": "POST", "path": "/api/tags"})
+    writes_seen = [
+        {"method": "POST", "path": "/api/notes", "payload": "empty", "status": 500},
+        {"method": "POST", "path": "/api/tags", "payload": "empty", "status": 422},
+    ]
+    for record in writes_seen:
+        record |= {"fields": [], "message": "", "path_after": record["path"]}
+    app_map = {"pages": [], "writes": writes_seen}
+    request = {"run_id": "r", "detected_stack": stack | {"pages": []}, "app_map": app_map}
+    titles = {c["title"] for c in generate_cases(request, "standard")["test_cases"]}
+    assert "POST /api/notes answers an empty payload without a server error" in titles
+    assert not any("answers 500" in title for title in titles), titles
+    assert "POST /api/tags with an empty payload answers 422" in titles
