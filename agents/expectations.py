@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from agents.file_policy import _TYPESCRIPT, _callee_names
+from agents.file_policy import _TYPESCRIPT, _callee_names, walk
 
 WAITS = frozenset({"timeout", "intervals"})
 # Playwright's retrying assertions, whose last argument may be options holding a wait; other
@@ -103,7 +103,7 @@ def read(statement: str) -> Reading | None:
     """The reading of one test statement (``test('…', async (…) => {…})``), None when it is
     not one."""
     root = tree_sitter.Parser(_TYPESCRIPT).parse(statement.encode("utf-8")).root_node
-    call = next((n for n in _walk(root) if n.type == "call_expression"), None)
+    call = next((n for n in walk(root) if n.type == "call_expression"), None)
     if call is None:
         return None
     names = _callee_names(call.child_by_field_name("function"))
@@ -114,7 +114,7 @@ def read(statement: str) -> Reading | None:
         return None
     expectations, skips, returns = [], 0, 0
     values = _values(fn)
-    for node in _walk(fn):
+    for node in walk(fn):
         if node.type == "call_expression":
             found = _expectation(node, fn, values)
             if found is not None:
@@ -189,20 +189,11 @@ def _describe(old: Expectation, unused: list[Expectation]) -> str:
     return f"remove {old.shown()}"
 
 
-def _walk(node: tree_sitter.Node):
-    """Every node under ``node``, in source order, without recursion."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.children))
-
-
 def _values(fn: tree_sitter.Node) -> dict[str, str]:
     """What each variable declared in the test holds, canonical: an expected value may be
     named (``toHaveText(title)``), and a heal changing ``title`` changes what is expected."""
     values = {}
-    for node in _walk(fn):
+    for node in walk(fn):
         if node.type == "variable_declarator":
             name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
             if name is not None and name.type == "identifier" and value is not None:
@@ -256,7 +247,7 @@ def _expectation(
         soft=soft or "soft" in names,
         guard=_guard(matcher_call, fn),
         awaited=_awaited(matcher_call),
-        trivial=subject is None or not any(n.type in _SUBJECT_REFERS for n in _walk(subject)),
+        trivial=subject is None or not any(n.type in _SUBJECT_REFERS for n in walk(subject)),
     )
 
 

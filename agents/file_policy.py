@@ -83,6 +83,15 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x fa
 _TYPESCRIPT = tree_sitter.Language(tree_sitter_typescript.language_typescript())
 
 
+def walk(node: tree_sitter.Node):
+    """Every node under ``node``, in source order, without recursion."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
 def normalise_test_dir(test_dir: str) -> str:
     """The configured test directory without its trailing '/'; refused unless it is safe.
 

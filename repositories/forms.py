@@ -15,7 +15,10 @@ from repositories.services import FIELDS, repository_validate
 
 class TextListField(forms.CharField):
     """A JSON list (``webhook_branches``, ``allowed_hosts``) as comma-separated text: nobody
-    wants to type JSON brackets and quotes into an admin form."""
+    wants to type JSON brackets and quotes into an admin form. Blank is the empty list."""
+
+    def __init__(self, **kwargs):
+        super().__init__(required=False, **kwargs)
 
     def prepare_value(self, value):
         if isinstance(value, list):
@@ -59,6 +62,7 @@ class SecretField(forms.CharField):
         return bool(data)  # blank keeps it: not a change, whatever is stored
 
 
+FIELD_NAMES = {field.name for field in Repository._meta.fields}
 SECRET_SET = "A secret is set (never shown). Type a new one to replace it; leave blank to keep it."
 SECRET_NOT_SET = (
     "Not set: pushes are checked against the global GITHUB_WEBHOOK_SECRET, which every "
@@ -73,49 +77,21 @@ CREDENTIAL_NOT_SET = (
 
 class RepositoryForm(forms.ModelForm):
     webhook_branches = TextListField(
-        required=False,
         help_text="Comma-separated branch names whose pushes start a run (empty: the default "
         "branch only).",
     )
-    allowed_hosts = TextListField(
-        required=False,
-        label="Allowed hosts",
-        help_text=Repository._meta.get_field("allowed_hosts").help_text,
-    )
+    allowed_hosts = TextListField(label="Allowed hosts")
 
-    pull_request_labels = LabelListField(
-        required=False,
-        label="Pull request labels",
-        help_text=Repository._meta.get_field("pull_request_labels").help_text,
-    )
-    test_data_setup_command = ArgvField(
-        label="Test data set-up command",
-        help_text=Repository._meta.get_field("test_data_setup_command").help_text,
-    )
-    test_data_teardown_command = ArgvField(
-        label="Test data tear-down command",
-        help_text=Repository._meta.get_field("test_data_teardown_command").help_text,
-    )
+    pull_request_labels = LabelListField(label="Pull request labels")
+    test_data_setup_command = ArgvField(label="Test data set-up command")
+    test_data_teardown_command = ArgvField(label="Test data tear-down command")
     test_data_timeout_s = forms.IntegerField(
         required=False,  # blank: the default
         label="Test data timeout (s)",
-        help_text=Repository._meta.get_field("test_data_timeout_s").help_text,
     )
-    notify_emails = TextListField(
-        required=False,
-        label="Notification emails",
-        help_text=Repository._meta.get_field("notify_emails").help_text,
-    )
-    notify_email_events = TextListField(
-        required=False,
-        label="Emailed events",
-        help_text=Repository._meta.get_field("notify_email_events").help_text,
-    )
-    notify_webhook_events = TextListField(
-        required=False,
-        label="Webhook events",
-        help_text=Repository._meta.get_field("notify_webhook_events").help_text,
-    )
+    notify_emails = TextListField(label="Notification emails")
+    notify_email_events = TextListField(label="Emailed events")
+    notify_webhook_events = TextListField(label="Webhook events")
     webhook_secret = SecretField(label="Webhook secret")
     clear_webhook_secret = forms.BooleanField(
         required=False,
@@ -123,16 +99,8 @@ class RepositoryForm(forms.ModelForm):
         help_text="Pushes are then checked against the global GITHUB_WEBHOOK_SECRET.",
     )
 
-    boot_services = TextListField(
-        required=False,
-        label="Services",
-        help_text=Repository._meta.get_field("boot_services").help_text,
-    )
-    boot_env_worker = TextListField(
-        required=False,
-        label="Environment from the worker",
-        help_text=Repository._meta.get_field("boot_env_worker").help_text,
-    )
+    boot_services = TextListField(label="Services")
+    boot_env_worker = TextListField(label="Environment from the worker")
     boot_env = SecretField(
         label="App environment (stored encrypted)",
         widget=forms.Textarea(attrs={"rows": 3, "placeholder": "NAME=value, one a line"}),
@@ -152,6 +120,9 @@ class RepositoryForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        for name in self.declared_fields:  # a field declared here says what its column says
+            if not self.fields[name].help_text and name in FIELD_NAMES:
+                self.fields[name].help_text = Repository._meta.get_field(name).help_text
         self.initial.pop("webhook_secret", None)  # nothing on the page carries the value
         is_set = bool(self.instance.pk and self.instance.webhook_secret)
         self.fields["webhook_secret"].help_text = SECRET_SET if is_set else SECRET_NOT_SET

@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models import Q
 
 from amtp_site.constraints import one_of
+from amtp_site.fields import optional_char, optional_list, optional_text
 from repositories.choices import (  # noqa: F401  (imported from here by the rest of AMTP)
     DEFAULT_NOTIFY_EVENTS,
     DEFAULT_PULL_REQUEST_LABELS,
@@ -49,11 +50,8 @@ class Repository(models.Model):
     )
     # Write-only: admin shows whether it is set, never the value (repositories.forms); HMAC
     # needs the value itself, so it cannot be stored hashed.
-    webhook_secret = models.CharField(
+    webhook_secret = optional_char(
         max_length=255,
-        blank=True,
-        default="",
-        db_default="",
         help_text="The secret of this repository's GitHub webhook: its pushes must be signed "
         "with it (empty: the global GITHUB_WEBHOOK_SECRET, shared by every repository).",
     )
@@ -92,12 +90,9 @@ class Repository(models.Model):
         help_text="Off: a draft pull request gets its check when it is marked ready for review. "
         "On: drafts are checked like any pull request.",
     )
-    pr_preview_url_template = models.CharField(
+    pr_preview_url_template = optional_char(
         "PR preview URL template",
         max_length=500,
-        blank=True,
-        default="",
-        db_default="",
         help_text="Where a pull request's preview runs: an http(s) URL with {pr}, {sha} and "
         "{branch} filled in, e.g. https://pr-{pr}.preview.example.com; or {deployment} alone: "
         "each successful GitHub deployment of a commit gives its URL (deployment_status).",
@@ -111,18 +106,12 @@ class Repository(models.Model):
         help_text="Let the person who requested a run (or the owner of the token that did) "
         "approve its hold. Off: a second person decides (four eyes).",
     )
-    preview_url = models.CharField(
+    preview_url = optional_char(
         max_length=500,
-        blank=True,
-        default="",
-        db_default="",
         help_text="A running instance of the app (http(s) URL). When set, the generated tests "
         "run against it before the pull request is opened; a run can override it.",
     )
-    allowed_hosts = models.JSONField(
-        default=list,
-        blank=True,
-        db_default=[],
+    allowed_hosts = optional_list(
         help_text="Hosts the generated tests may reach although they resolve to a loopback, "
         "private, link-local or other non-public address (HOST or HOST:PORT, comma-separated; "
         "empty: public addresses only). The target itself must be listed when it is such an "
@@ -141,40 +130,28 @@ class Repository(models.Model):
         help_text="When the tests cannot be run (target unreachable, timeout, runner missing), "
         "open the pull request anyway, marked unverified, instead of failing the run.",
     )
-    test_data_setup_url = models.CharField(
+    test_data_setup_url = optional_char(
         "test data set-up URL",
         max_length=500,
-        blank=True,
-        default="",
-        db_default="",
         help_text="Called with POST before the generated tests first run, from inside the "
         "sandbox: a path on the app (e.g. /api/test-data/seed, called on the run's target) or "
         "a URL on the preview URL's origin. A failure stops verification (the environment, "
         "not the tests).",
     )
-    test_data_setup_command = models.JSONField(
+    test_data_setup_command = optional_list(
         "test data set-up command",
-        default=list,
-        blank=True,
-        db_default=[],
         help_text="Or a command run in the sandbox before the tests, as a JSON list: "
         '["node", "-e", "…"]. No shell unless it names one; it reaches only the target and the '
         "allowed hosts, through the proxy at HTTP_PROXY.",
     )
-    test_data_teardown_url = models.CharField(
+    test_data_teardown_url = optional_char(
         "test data tear-down URL",
         max_length=500,
-        blank=True,
-        default="",
-        db_default="",
         help_text="Called with POST after the tests last ran (also when they failed or timed "
         "out), like the set-up URL. A failure is reported, and does not fail the run.",
     )
-    test_data_teardown_command = models.JSONField(
+    test_data_teardown_command = optional_list(
         "test data tear-down command",
-        default=list,
-        blank=True,
-        db_default=[],
         help_text="Or a command run in the sandbox after the tests, like the set-up command.",
     )
     test_data_timeout_s = models.PositiveIntegerField(
@@ -197,78 +174,51 @@ class Repository(models.Model):
     )
     # The login recipe (repositories.login): how the sandboxed browser logs into the preview
     # before exploring and before the tests run. Empty login_path: no login.
-    login_path = models.CharField(
+    login_path = optional_char(
         max_length=500,
-        blank=True,
-        default="",
-        db_default="",
         help_text="The login page: a path on the preview's origin (/login), or a URL on the "
         "preview URL's origin. Empty: the app is explored and tested without logging in.",
     )
-    login_username_label = models.CharField(
+    login_username_label = optional_char(
         max_length=200,
-        blank=True,
-        default="",
-        db_default="",
         help_text="The exact accessible label of the user name field (e.g. Email).",
     )
-    login_password_label = models.CharField(
+    login_password_label = optional_char(
         max_length=200,
-        blank=True,
-        default="",
-        db_default="",
         help_text="The exact accessible label of the password field (e.g. Password).",
     )
-    login_submit = models.CharField(
+    login_submit = optional_char(
         max_length=200,
-        blank=True,
-        default="",
-        db_default="",
         help_text="The exact accessible name of the button that logs in (e.g. Sign in).",
     )
-    login_success = models.CharField(
+    login_success = optional_char(
         max_length=200,
-        blank=True,
-        default="",
-        db_default="",
         help_text="Logged in when: a path starting with / that the app lands on (/dashboard), "
         "or a text the page shows once logged in (Sign out).",
     )
-    login_username_env = models.CharField(
+    login_username_env = optional_char(
         max_length=64,
-        blank=True,
-        default="",
-        db_default="",
         help_text="Instead of a stored user name: the worker's environment variable holding it "
         "(a name starting with AMTP_LOGIN_).",
     )
-    login_password_env = models.CharField(
+    login_password_env = optional_char(
         max_length=64,
-        blank=True,
-        default="",
-        db_default="",
         help_text="Instead of a stored password: the worker's environment variable holding it "
         "(a name starting with AMTP_LOGIN_).",
     )
     # An API with token auth (repositories.login.ApiToken): the login credentials above are
     # POSTed here for a bearer token, instead of a browser filling a login form.
-    api_token_path = models.CharField(
+    api_token_path = optional_char(
         "API token path",
         max_length=500,
-        blank=True,
-        default="",
-        db_default="",
         help_text="For a JSON API with token auth, instead of a login page: the path on the "
         "app's origin that issues a token (/token). AMTP POSTs the login user name and password "
         "there as a form (username, password: OAuth 2.0's password grant), else as JSON, and "
         "sends the token of the answer (access_token) as a bearer token. Empty: no API token.",
     )
-    api_key_in = models.CharField(
+    api_key_in = optional_char(
         "API key sent in",
         max_length=60,
-        blank=True,
-        default="",
-        db_default="",
         help_text="For a JSON API that takes a ready key instead: where the key goes, "
         "'query NAME' (query api-key) or 'header NAME' (header X-API-Key). The key is the login "
         "password (stored encrypted, or the password variable); no user name is needed. "
@@ -276,78 +226,54 @@ class Repository(models.Model):
     )
     # Write-only, Fernet tokens (repositories.credentials): set through the services' plain
     # login_username and login_password, never shown, never in a form.
-    login_username_token = models.TextField(blank=True, default="", db_default="", editable=False)
-    login_password_token = models.TextField(blank=True, default="", db_default="", editable=False)
+    login_username_token = optional_text(editable=False)
+    login_password_token = optional_text(editable=False)
     # The app recipe's overrides (repositories.boot_settings, verification.boot.recipe): how AMTP
     # installs and starts the app itself when a run has no target URL. Empty: found in the
     # repository's own files.
-    boot_install = models.TextField(
-        blank=True,
-        default="",
-        db_default="",
+    boot_install = optional_text(
         help_text="Install commands, one a line, run in order from the app's folder "
         "(empty: from the repository's dependency files, e.g. npm ci).",
     )
-    boot_start = models.CharField(
+    boot_start = optional_char(
         max_length=1000,
-        blank=True,
-        default="",
-        db_default="",
         help_text="The shell command that starts the app (e.g. npm start); empty: found in "
         "the repository (Playwright webServer, devcontainer, Procfile, package.json, ...).",
     )
     boot_port = models.PositiveIntegerField(
         null=True, blank=True, help_text="The port the started app listens on (1024-65535)."
     )
-    boot_ready_path = models.CharField(
+    boot_ready_path = optional_char(
         max_length=500,
-        blank=True,
-        default="",
-        db_default="",
         help_text="The path AMTP requests until the app answers (below 500); empty: /.",
     )
-    boot_seed = models.CharField(
+    boot_seed = optional_char(
         max_length=1000,
-        blank=True,
-        default="",
-        db_default="",
         help_text="A command run once after the services are up, before the app starts "
         "(e.g. python manage.py migrate --noinput).",
     )
-    boot_services = models.JSONField(
-        default=list,
-        blank=True,
-        db_default=[],
+    boot_services = optional_list(
         help_text="Throwaway services the app gets (DATABASE_URL, REDIS_URL): postgres, valkey.",
     )
-    boot_workdir = models.CharField(
+    boot_workdir = optional_char(
         max_length=200,
-        blank=True,
-        default="",
-        db_default="",
         help_text="The app's folder in the repository (empty: found, else the root).",
     )
-    boot_env_worker = models.JSONField(
-        default=list,
-        blank=True,
-        db_default=[],
+    boot_env_worker = optional_list(
         help_text="Variables the app gets from the worker: NAME takes the value of the "
         "worker's AMTP_APP_NAME (comma-separated names).",
     )
     # Write-only, set through the services' plain boot_env ("NAME=value" lines): the names are
     # shown, the values are a Fernet token (repositories.credentials), never shown.
-    boot_env_names = models.JSONField(default=list, blank=True, db_default=[], editable=False)
-    boot_env_token = models.TextField(blank=True, default="", db_default="", editable=False)
+    boot_env_names = optional_list(editable=False)
+    boot_env_token = optional_text(editable=False)
     pr_ci_workflow = models.BooleanField(
         default=True,
         db_default=True,
         help_text="Pull requests to a GitHub repository add .github/workflows/amtp-e2e.yml "
         "(installs, starts the app, runs the tests) unless the repository has that file.",
     )
-    notify_emails = models.JSONField(
-        default=list,
-        blank=True,
-        db_default=[],
+    notify_emails = optional_list(
         help_text="Addresses told of this repository's events by email (comma-separated; "
         "empty: none). Sent through the server's mail settings.",
     )
@@ -357,11 +283,8 @@ class Repository(models.Model):
         db_default=list(DEFAULT_NOTIFY_EVENTS),
         help_text="Which events are emailed: " + ", ".join(NotifyEvent.values) + ".",
     )
-    notify_webhook_url = models.CharField(
+    notify_webhook_url = optional_char(
         max_length=500,
-        blank=True,
-        default="",
-        db_default="",
         help_text="A Slack or Teams incoming webhook, or any URL that takes a JSON POST "
         '({"text": ...}); https only, never a private or metadata address.',
     )

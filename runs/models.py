@@ -12,6 +12,7 @@ from django.db import models
 from django.db.models import Q
 
 from amtp_site.constraints import one_of
+from amtp_site.fields import optional_char, optional_list, optional_text
 from amtp_site.indexes import newest_first, prefix_search
 from repositories.models import DepthLevel, Framework, Repository
 from runs import stages as vocabulary
@@ -105,17 +106,11 @@ class Run(Timed, models.Model):
     ref = models.CharField(max_length=255)
     commit_sha = models.CharField(max_length=40, blank=True, help_text="The ref, resolved.")
     base_branch = models.CharField(max_length=255)
-    target_url = models.CharField(
+    target_url = optional_char(
         max_length=500,
-        blank=True,
-        default="",
-        db_default="",
         help_text="Where the generated tests run (empty: the repository's preview URL).",
     )
-    allowed_hosts = models.JSONField(
-        default=list,
-        blank=True,
-        db_default=[],
+    allowed_hosts = optional_list(
         help_text="Hosts this run's tests may reach besides the repository's allowed hosts "
         "(launch_run --allow-host with --target-url): kept with the run, so running it again "
         "reaches the same app, and never added to the repository.",
@@ -142,11 +137,8 @@ class Run(Timed, models.Model):
         help_text="Held for an approval before any test runs (a fork's pull request).",
     )
     requested_by = models.CharField(max_length=200, blank=True)
-    requester = models.CharField(
+    requester = optional_char(
         max_length=40,
-        blank=True,
-        default="",
-        db_default="",
         help_text="Who asked, for the four-eyes rule: user:<id> (a person, or the owner of the "
         "token used), token:<id> (a service token), oidc:<rule id>:<repository id> (a CI by "
         "OpenID Connect); empty for webhooks and the CLI.",
@@ -157,11 +149,8 @@ class Run(Timed, models.Model):
         blank=True,
         help_text="Idempotency-Key of the request (or webhook delivery) that created the run.",
     )
-    traceparent = models.CharField(
+    traceparent = optional_char(
         max_length=55,
-        blank=True,
-        default="",
-        db_default="",
         help_text="The W3C traceparent of the request that accepted the run (empty when not "
         "traced): its workflow joins that trace.",
     )
@@ -233,10 +222,7 @@ class Stage(Timed, models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     error_type = models.CharField(max_length=100, blank=True)
     error_message = models.TextField(blank=True)
-    note = models.TextField(
-        blank=True,
-        default="",
-        db_default="",
+    note = optional_text(
         help_text="Why a stage was skipped, or what it found.",
     )
 

@@ -193,7 +193,7 @@ def test_keyed_api_is_asked_three_ways_and_the_tests_pass_first_time(tmp_path):
         assert 'request.get("/api/users?api-key=foo")' in code
         assert 'request.get("/api/users?api-key=amtp-invalid-key")' in code
         assert 'request.get("/api/amtp-no-such-route?api-key=foo")' in code
-        tests = verified(files, url, tmp_path / "evidence")
+        tests = verified(files, url, tmp_path / "evidence")["tests"]
         assert [(t["status"], t["attempts"]) for t in tests] == [("passed", 1)] * len(cases)
     finally:
         server.shutdown()

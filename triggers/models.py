@@ -7,6 +7,8 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from amtp_site.fields import optional_char
+
 
 class DeliveryOutcome(models.TextChoices):
     PONG = "pong"
@@ -30,9 +32,7 @@ class WebhookDelivery(models.Model):
     event = models.CharField(max_length=64)
     repo_full_name = models.CharField(max_length=200, blank=True)
     outcome = models.CharField(max_length=32, choices=Outcome.choices)
-    pushed_sha = models.CharField(
-        max_length=64, blank=True, default="", db_default="", help_text="A push's ``after``."
-    )
+    pushed_sha = optional_char(max_length=64, help_text="A push's ``after``.")
     note = models.TextField(blank=True)
     run = models.ForeignKey(
         "runs.Run", on_delete=models.SET_NULL, null=True, blank=True, related_name="deliveries"

@@ -506,54 +506,40 @@ def _probe_case(
     source lists: the test sends the same and expects what the app answered."""
     auth = record["auth"]
     bare = route[4:] if route.startswith("/api/") else route
+
+    def case(suffix: str, title: str, step: str, priority: str, *notes: str) -> list[Candidate]:
+        return [
+            Candidate(
+                f"api_get_{slug(bare) or 'root'}_{suffix}",
+                f"GET {route} with {title}",
+                [f"Send GET {route} {step}"],
+                describe(record["status"], record["body"], record),
+                priority,
+                "api_" + area_of(route),
+                [running, *notes, LIVE_NOTE.format(route)],
+            )
+        ]
+
+    refused = record["status"] >= 400
     if auth in ("key", "invalid_key") and key and (key["keys"] or auth == "invalid_key"):
         value = key["keys"][0] if auth == "key" else INVALID_KEY
         what = "the source's API key" if auth == "key" else "an API key no app issued"
-        answered = f"answers {summary(route, record['body'])}"
-        if record["status"] >= 400:
-            answered = f"answers {_refused(record)}"
-        return [
-            Candidate(
-                f"api_get_{slug(bare) or 'root'}_{auth}",
-                f"GET {route} with {what} {answered}",
-                [f"Send GET {route} {key_words(key, value)}"],
-                describe(record["status"], record["body"], record),
-                "high",
-                "api_" + area_of(route),
-                [running, LIVE_NOTE.format(route)],
-            )
-        ]
+        answered = _refused(record) if refused else summary(route, record["body"])
+        return case(auth, f"{what} answers {answered}", key_words(key, value), "high")
     if auth == "token":  # the repository's API token path issued it to the test account
-        answered = f"answers {summary(route, record['body'])}"
-        if record["status"] >= 400:
-            answered = f"is refused: {_refused(record)}"
-        return [
-            Candidate(
-                f"api_get_{slug(bare) or 'root'}_token",
-                f"GET {route} with the {'API token' if token == WITH_TOKEN else 'API key'} "
-                f"{answered}",
-                [f"Send GET {route} {token}"],
-                describe(record["status"], record["body"], record),
-                "critical",
-                "api_" + area_of(route),
-                [running, TOKEN_NOTE, LIVE_NOTE.format(route)],
-            )
-        ]
+        what = "API token" if token == WITH_TOKEN else "API key"
+        answered = (
+            f"is refused: {_refused(record)}"
+            if refused
+            else f"answers {summary(route, record['body'])}"
+        )
+        return case("token", f"the {what} {answered}", token, "critical", TOKEN_NOTE)
     if auth not in AUTH_HEADERS:  # a key's probe with no key's place to send it in
         return []
     header = AUTH_HEADERS[auth]
     what = "a bearer token it never issued" if auth == "invalid_bearer" else "another scheme"
-    return [
-        Candidate(
-            f"api_get_{slug(bare) or 'root'}_{auth}",
-            f"GET {route} with {what} is refused: {_refused(record)}",
-            [f"Send GET {route} with the header Authorization {_q(header)}"],
-            describe(record["status"], record["body"], record),
-            "high",
-            "api_" + area_of(route),
-            [running, LIVE_NOTE.format(route)],
-        )
-    ]
+    step = f"with the header Authorization {_q(header)}"
+    return case(auth, f"{what} is refused: {_refused(record)}", step, "high")
 
 
 # --- mobile -------------------------------------------------------------------------------

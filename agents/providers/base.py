@@ -49,6 +49,12 @@ class ToolResult:
     content: str
     is_error: bool = False
 
+    @property
+    def flagged(self) -> str:
+        """The content, saying it is an error in the text: for the APIs whose tool results
+        have no error flag (OpenAI's)."""
+        return f"Error: {self.content}" if self.is_error else self.content
+
 
 @dataclass
 class Completion:

@@ -231,7 +231,7 @@ def _to_vendor(message: dict[str, Any]) -> list[dict[str, Any]]:
             {
                 "role": "tool",
                 "tool_call_id": result.call_id,
-                "content": f"Error: {result.content}" if result.is_error else result.content,
+                "content": result.flagged,
             }
             for result in message["results"]
         ]

@@ -84,7 +84,7 @@ def _items(message: dict[str, Any]) -> list[dict[str, Any]]:
             {
                 "type": "function_call_output",
                 "call_id": result.call_id,
-                "output": f"Error: {result.content}" if result.is_error else result.content,
+                "output": result.flagged,
             }
             for result in message["results"]
         ]

@@ -17,9 +17,9 @@ import json
 from dataclasses import dataclass, field
 
 import tree_sitter
-import tree_sitter_typescript
 
-_TYPESCRIPT = tree_sitter.Language(tree_sitter_typescript.language_typescript())
+from agents.file_policy import _TYPESCRIPT, walk
+
 UNREADABLE = object()  # a value that needs the config to run to be known
 
 
@@ -39,7 +39,7 @@ def web_servers(source: str) -> list[WebServer]:
     """Every ``webServer`` the config declares (one object, or an array of them), in order."""
     root = tree_sitter.Parser(_TYPESCRIPT).parse(source.encode("utf-8")).root_node
     consts = _consts(root)
-    for pair in _walk(root):
+    for pair in walk(root):
         if pair.type == "pair" and _key(pair) == "webServer":
             value = _unwrap(pair.child_by_field_name("value"))
             value = _unset_branch(value)
@@ -191,11 +191,3 @@ def _key(pair: tree_sitter.Node) -> str:
     key = pair.child_by_field_name("key")
     text = key.text.decode() if key is not None else ""
     return text[1:-1] if key is not None and key.type == "string" else text
-
-
-def _walk(node: tree_sitter.Node):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.named_children))

@@ -6,7 +6,7 @@
 import fs from "node:fs";
 import { chromium, request as pwRequest } from "@playwright/test";
 import { fitted, markSent, pageText, refusal } from "./answers.mjs";
-import { interactionTrials } from "./interact.mjs";
+import { interactionTrials, settle } from "./interact.mjs";
 import { loginForm, trySignUp } from "./signup.mjs";
 
 const config = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
@@ -309,14 +309,7 @@ async function trialOnce(page, chosen, said) {
   };
   page.on("response", navigated);
   await button.click({ timeout: left() });
-  // Settled: the page differs from before and two snapshots agree (at most about 4 s).
-  let after = before;
-  for (let i = 0; i < 16; i++) {
-    await page.waitForTimeout(250);
-    const now = await snap();
-    if (now && now !== before && now === after) break;
-    after = now;
-  }
+  const after = await settle(page, snap, before, 16); // at most about 4 s
   page.off("response", navigated);
   const { submit } = chosen.form;
   const path_after = local(page.url()) || "";

@@ -38,10 +38,10 @@ function url(page, origin) {
   return here.pathname + here.search + (/^#!?\//.test(here.hash) ? here.hash : "");
 }
 
-async function settle(page, snap, before) {
-  // The page differs from before and two snapshots agree, or about 2 s passed.
+export async function settle(page, snap, before, rounds = 8) {
+  // The page differs from before and two snapshots agree, or rounds * 250 ms passed.
   let after = before;
-  for (let i = 0; i < 8; i++) {
+  for (let i = 0; i < rounds; i++) {
     await page.waitForTimeout(250);
     const now = await snap();
     if (now && now !== before && now === after) break;
