@@ -67,10 +67,10 @@ def _left_behind(app) -> list[str]:
     return left
 
 
-@pytest.mark.parametrize(
-    "name,page,marker",
-    [("express-mvc", "/users", "TJ"), ("flaskr", "/auth/login", 'name="password"')],
-)
+# One real app here: a cold install, then the install (its Python venv) restored from the cache
+# into a new box. Every vendored app, the Node ones included, cold then warm:
+# scripts/bench_boot.py (docs/benchmarks.md).
+@pytest.mark.parametrize("name,page,marker", [("flaskr", "/auth/login", 'name="password"')])
 def test_a_real_app_boots_then_boots_from_the_cache(tmp_path, name, page, marker):
     app_git_repo(name, tmp_path / name)
     host = LocalGitHost("acme/" + name, tmp_path / name)

@@ -7,13 +7,17 @@ authorization (e.g. cancelling a finished run is a 409, not a 403); one is denie
 401, 403, or (for what the caller may not see) 404 or "not registered"."""
 
 import json
+import re
+import sys
 import time
 import uuid
 from pathlib import Path
 
 import pytest
+from django.conf import settings as site_settings
 from django.contrib.auth.models import Group, Permission, User
-from django.test import Client
+from django.db import transaction
+from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
@@ -122,8 +126,9 @@ class World:
             name="old", key_prefix="amtp_x", token_hash="0" * 64, user=self.root
         )
         self.user = self._user()
-        self.client = self._client()
+        self._credentials()
         Run.objects.filter(pk=self.own.pk).update(requester=self.identity)
+        self.client: Client | None = None  # a new one for every case: fresh_client()
 
     def _user(self):
         if self.role in ("anonymous", *TOKENS, CI):
@@ -163,15 +168,17 @@ class World:
             )
         return User.objects.get(pk=user.pk)  # a fresh permission cache
 
-    def _client(self) -> Client:
+    def _credentials(self) -> None:
+        """Who the caller is to the server, and what its clients present: a bearer secret, a
+        fresh OIDC token per request, or the cookie of a session made here."""
         self.identity = f"user:{self.user.pk}" if self.user else "user:0"
+        self.secret = self.session_key = None
         if self.role in TOKENS:
-            token, secret = auth.api_token_create(
+            token, self.secret = auth.api_token_create(
                 name="t", scopes=[TOKENS[self.role]], actor=None, repositories=["acme/shop"]
             )
             self.identity = f"token:{token.pk}"
-            return Client(headers={"Authorization": f"Bearer {secret}"})
-        if self.role == CI:
+        elif self.role == CI:
             rule = OidcTrustRule.objects.create(
                 name="shop-ci",
                 repository_ids=[self.repository.pk],
@@ -179,15 +186,26 @@ class World:
                 created_by=self.root,
             )
             self.identity = f"oidc:{rule.pk}:{self.repository.pk}"
+        elif self.user is not None:
+            client = Client()
+            if self.role == SSO:
+                client.force_login(self.user, backend="amtp_site.sso.SsoBackend")
+                session = client.session
+                session["oidc_id_token_expiration"] = time.time() + 3600  # checked a moment ago
+                session.save()
+            else:
+                client.force_login(self.user)
+            self.session_key = client.cookies[site_settings.SESSION_COOKIE_NAME].value
+
+    def fresh_client(self) -> Client:
+        """A client with no cookie but the session's (no messages of an earlier case)."""
+        if self.secret is not None:
+            return Client(headers={"Authorization": f"Bearer {self.secret}"})
+        if self.role == CI:
             return FreshTokenClient(self.issuer, self.repository.full_name)
         client = Client()
-        if self.role == SSO:
-            client.force_login(self.user, backend="amtp_site.sso.SsoBackend")
-            session = client.session
-            session["oidc_id_token_expiration"] = time.time() + 3600  # checked a moment ago
-            session.save()
-        elif self.user is not None:
-            client.force_login(self.user)
+        if self.session_key is not None:
+            client.cookies[site_settings.SESSION_COOKIE_NAME] = self.session_key
         return client
 
     # --- how an answer reads --------------------------------------------------------------
@@ -352,24 +370,82 @@ def issuer():
         yield running
 
 
+def role_settings(role: str, issuer) -> dict:
+    """The settings a case of this role runs with."""
+    # Nothing here may need a workflow to succeed.
+    values = {"TEMPORAL_ADDRESS": "127.0.0.1:1"}
+    if role == CI:
+        values.update(AMTP_OIDC_ISSUER=issuer.url, AMTP_OIDC_AUDIENCE=AUDIENCE)
+    if role == SSO:  # signed in through an identity provider (never asked here)
+        values.update(AMTP_SSO_ISSUER="https://idp.example.com", AMTP_SSO_GROUP_MAP=SSO_GROUPS)
+    return values
+
+
 def test_every_row_of_the_matrix_is_an_action_here():
     assert {action for action, _, _ in matrix()} == set(ACTIONS)
     roles = {"anonymous", "superuser", *ROLES, *GRANTS, *TOKENS, CI, SSO}
     assert {role for _, role, _ in matrix()} == roles
 
 
+def pytest_generate_tests(metafunc):
+    """A role's class gets the cells of its column."""
+    if "action" in metafunc.fixturenames:
+        role = metafunc.cls.role
+        cells = [(action, allowed) for action, r, allowed in matrix() if r == role]
+        metafunc.parametrize("action,allowed", cells, ids=str)
+
+
+@pytest.fixture(scope="class")
+def world(request, django_db_setup, django_db_blocker):
+    """The world of the class's role, built once in a transaction of its own; each case runs
+    in a savepoint of it that is rolled back after the case (Django's
+    ``TestCase.setUpTestData``), so every case starts from the state built for the role,
+    whatever the case before it wrote."""
+    role = request.cls.role
+    issuer = request.getfixturevalue("issuer") if role == CI else None
+    with django_db_blocker.unblock():
+        atomic = transaction.atomic()
+        atomic.__enter__()
+        try:
+            with override_settings(**role_settings(role, issuer)):
+                built = World(role, issuer)
+        except BaseException:
+            atomic.__exit__(*sys.exc_info())
+            raise
+    yield built
+    with django_db_blocker.unblock():
+        transaction.set_rollback(True)
+        atomic.__exit__(None, None, None)
+
+
 @pytest.mark.django_db
-@pytest.mark.parametrize("action,role,allowed", matrix(), ids=lambda v: str(v))
-def test_the_matrix(action, role, allowed, settings, valkey, request):
-    settings.TEMPORAL_ADDRESS = "127.0.0.1:1"  # nothing here may need a workflow to succeed
-    issuer = None
-    if role == CI:
-        issuer = request.getfixturevalue("issuer")
-        settings.AMTP_OIDC_ISSUER, settings.AMTP_OIDC_AUDIENCE = issuer.url, AUDIENCE
-    if role == SSO:  # signed in through an identity provider (never asked here)
-        settings.AMTP_SSO_ISSUER = "https://idp.example.com"
-        settings.AMTP_SSO_GROUP_MAP = SSO_GROUPS
-    world = World(role, issuer)
-    assert ACTIONS[action](world) is allowed
-    for approval in (world.pending, world.own_pending):  # no signal: undone
-        assert Approval.objects.get(pk=approval.pk).decision == "pending"
+class RoleCases:
+    """The cases of one role (a subclass per role, below), on one world (``world``)."""
+
+    role: str
+
+    @pytest.fixture
+    def case(self, world, settings, valkey):
+        """The world with the role's settings and a new client (no cookie of a case before)."""
+        for name, value in role_settings(world.role, world.issuer).items():
+            setattr(settings, name, value)
+        world.client = world.fresh_client()
+        return world
+
+    @pytest.mark.parametrize("turn", [1, 2])
+    def test_a_case_starts_from_the_state_built_for_its_role(self, case, turn):
+        """Twice in a row: what the first turn wrote is gone in the second."""
+        assert not RepositoryGrant.objects.filter(user=case.other).exists()
+        assert not Repository.objects.filter(full_name="acme/written").exists()
+        RepositoryGrant.objects.create(repository=case.repository, user=case.other, role="viewer")
+        RepositoryFactory(full_name="acme/written")
+
+    def test_the_matrix(self, case, action, allowed):
+        assert ACTIONS[action](case) is allowed
+        for approval in (case.pending, case.own_pending):  # no signal: undone
+            assert Approval.objects.get(pk=approval.pk).decision == "pending"
+
+
+for _role in sorted({role for _, role, _ in matrix()}):
+    _name = "TestAs" + "".join(word.capitalize() for word in re.split(r"\W+", _role))
+    globals()[_name] = type(_name, (RoleCases,), {"role": _role})
