@@ -35,9 +35,11 @@ def test_a_5mb_artifact_renders_a_bounded_preview_quickly_and_downloads_whole(ad
         content=content,
         meta={"sanitizer_version": "v1.0.0", "model": "offline"},
     )
-    started = time.monotonic()
+    # CPU seconds of this process (the view renders here): rendering all 5 MB would take far
+    # longer, and a loaded machine does not fail a bounded preview.
+    started = time.process_time()
     response = admin_client.get(change_url(artifact))
-    elapsed = time.monotonic() - started
+    elapsed = time.process_time() - started
     page = response.content.decode()
     assert response.status_code == 200
     assert elapsed < 3, f"viewer took {elapsed:.2f}s"

@@ -297,9 +297,9 @@ def test_a_loop_of_links_and_a_flood_of_pages_plan_in_bounded_time():
         for n in range(2000)
     ]
     trials = [{**CREATE_TRIAL, "path": f"/p{n}/create"} for n in range(50)]
-    began = time.monotonic()
+    began = time.process_time()  # CPU seconds: the machine's load does not fail a bound plan
     found = journey_candidates(flaskr(pages=pages, trials=trials), RUNNING)
-    assert time.monotonic() - began < 2
+    assert time.process_time() - began < 2
     assert len(found) == 1 and len(found[0].steps) < 40
 
 
