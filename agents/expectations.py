@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from agents.file_policy import _TYPESCRIPT, _callee_names, walk
+from agents.file_policy import TYPESCRIPT, _callee_names, walk
 
 WAITS = frozenset({"timeout", "intervals"})
 # Playwright's retrying assertions, whose last argument may be options holding a wait; other
@@ -102,7 +102,7 @@ class Reading:
 def read(statement: str) -> Reading | None:
     """The reading of one test statement (``test('…', async (…) => {…})``), None when it is
     not one."""
-    root = tree_sitter.Parser(_TYPESCRIPT).parse(statement.encode("utf-8")).root_node
+    root = tree_sitter.Parser(TYPESCRIPT).parse(statement.encode("utf-8")).root_node
     call = next((n for n in walk(root) if n.type == "call_expression"), None)
     if call is None:
         return None

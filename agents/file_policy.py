@@ -80,7 +80,7 @@ MAESTRO_HOOKS = ("onFlowStart", "onFlowComplete")  # command lists run around th
 
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")  # NUL, or lone surrogates a JSON string can carry
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster, same rules
-_TYPESCRIPT = tree_sitter.Language(tree_sitter_typescript.language_typescript())
+TYPESCRIPT = tree_sitter.Language(tree_sitter_typescript.language_typescript())
 
 
 def walk(node: tree_sitter.Node):
@@ -220,7 +220,7 @@ def _clash_problems(paths: dict[str, str]) -> list[str]:
 
 
 def _playwright_problems(source: str) -> list[str]:
-    root = tree_sitter.Parser(_TYPESCRIPT).parse(source.encode("utf-8")).root_node
+    root = tree_sitter.Parser(TYPESCRIPT).parse(source.encode("utf-8")).root_node
     broken, imports, tests, only = [], False, False, False
     stack = [root]
     while stack:  # iterative: deeply nested model output must not exhaust Python's stack

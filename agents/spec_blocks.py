@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from agents.file_policy import _TYPESCRIPT, _callee_names
+from agents.file_policy import TYPESCRIPT, _callee_names
 
 TEST_MODIFIERS = ("fixme", "skip", "fail", "only", "slow")
 
@@ -70,7 +70,7 @@ def dynamic_lines(source: str) -> set[int]:
 
 def _walk(source: str) -> tuple[list[TestBlock], set[int]]:
     data = source.encode("utf-8")
-    root = tree_sitter.Parser(_TYPESCRIPT).parse(data).root_node
+    root = tree_sitter.Parser(TYPESCRIPT).parse(data).root_node
     found, dynamic = [], set()
     stack = [root]
     while stack:

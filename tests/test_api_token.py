@@ -22,7 +22,7 @@ import tree_sitter
 from django.urls import reverse
 
 import schemas
-from agents.file_policy import _TYPESCRIPT
+from agents.file_policy import TYPESCRIPT
 from agents.offline import generate_cases, generate_files
 from agents.offline.api_shape import clean_apis
 from repositories import login
@@ -297,7 +297,7 @@ def test_a_token_path_is_the_repositorys_recipe_with_the_login_credentials():
 def test_the_setup_and_the_pr_name_the_variables_never_a_value():
     hostile = ApiToken('/token"); process.exit(1); ("')
     source = setup_source(hostile)
-    assert not tree_sitter.Parser(_TYPESCRIPT).parse(source.encode()).root_node.has_error
+    assert not tree_sitter.Parser(TYPESCRIPT).parse(source.encode()).root_node.has_error
     assert json.dumps(hostile.path) in source  # a string literal, never code
     assert "process.env.AMTP_E2E_USERNAME" in source and "playwright/.auth/user.json" in source
     files, _, body = summary.pull_request_contents(CODE, None, "e2e/amtp", login=ApiToken("/t"))
@@ -343,7 +343,7 @@ def test_the_sign_in_probe_runs_when_no_sign_up_happened(api, tmp_path):
 
 def test_a_key_setups_source_parses_and_the_pr_names_its_variable():
     source = setup_source(ApiKey("header", "X-API-Key"))
-    assert not tree_sitter.Parser(_TYPESCRIPT).parse(source.encode()).root_node.has_error
+    assert not tree_sitter.Parser(TYPESCRIPT).parse(source.encode()).root_node.has_error
     assert "process.env.AMTP_E2E_PASSWORD" in source and "request.post" not in source
     files, _, body = summary.pull_request_contents(
         CODE, None, "e2e/amtp", login=ApiKey("query parameter", "api-key")

@@ -9,7 +9,7 @@ import pytest
 import tree_sitter
 from django.urls import reverse
 
-from agents.file_policy import _TYPESCRIPT
+from agents.file_policy import TYPESCRIPT
 from repositories import credentials, login
 from repositories.credentials import credentials_for
 from repositories.errors import CredentialsUnavailable, RepositoryInvalid
@@ -212,7 +212,7 @@ def test_the_pr_carries_the_setup_file_and_variable_names_only():
     setup = files[-1]
     assert setup == {"path": "e2e/amtp/auth.setup.ts", "contents": setup_source(recipe)}
     # a hostile label stays a string literal: the file passes the generated-code syntax check
-    tree = tree_sitter.Parser(_TYPESCRIPT).parse(setup["contents"].encode())
+    tree = tree_sitter.Parser(TYPESCRIPT).parse(setup["contents"].encode())
     assert not tree.root_node.has_error
     assert "name: \"Sign in'); require('fs')//\"" in setup["contents"]
     assert "process.env.AMTP_E2E_PASSWORD" in setup["contents"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import tree_sitter
 
-from agents.file_policy import _TYPESCRIPT, walk
+from agents.file_policy import TYPESCRIPT, walk
 
 UNREADABLE = object()  # a value that needs the config to run to be known
 
@@ -37,7 +37,7 @@ class WebServer:
 
 def web_servers(source: str) -> list[WebServer]:
     """Every ``webServer`` the config declares (one object, or an array of them), in order."""
-    root = tree_sitter.Parser(_TYPESCRIPT).parse(source.encode("utf-8")).root_node
+    root = tree_sitter.Parser(TYPESCRIPT).parse(source.encode("utf-8")).root_node
     consts = _consts(root)
     for pair in walk(root):
         if pair.type == "pair" and _key(pair) == "webServer":
