@@ -3,6 +3,7 @@ a message naming it and how to choose another; a part of the system that dies en
 with a non-zero exit."""
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -72,5 +73,8 @@ def test_a_dead_worker_ends_run_system_with_a_non_zero_exit():
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "AMTP is up" in done.stdout
-    assert "worker exited with code 1; stopping" in done.stderr
-    assert done.stderr.rstrip().endswith("CommandError: worker exited with code 1")
+    # The worker's own exit: 1 from its error, or rarely a signal while the Temporal SDK's
+    # threads wind down; either way run_system says which and stops.
+    said = re.search(r"worker exited with code (-?\d+); stopping", done.stderr)
+    assert said and said.group(1) != "0", done.stderr
+    assert done.stderr.rstrip().endswith(f"CommandError: worker exited with code {said.group(1)}")
