@@ -153,22 +153,38 @@ def _end(run_id: str, status: str, failure: Failure | None) -> tuple[str, str] |
     message = failure.message[:MAX_TEXT] if failure else None
     ended = _fetch(
         _RUN_END,
-        {**params, "to": status, "from": ENDS_FROM[status], "error_type": error_type,
-         "message": message},
-    )  # fmt: skip
+        {
+            **params,
+            "to": status,
+            "from": ENDS_FROM[status],
+            "error_type": error_type,
+            "message": message,
+        },
+    )
     if ended is None:
         return None
     if failure is not None and failure.stage:
         _write(
             _STAGE_FAIL,
-            {**params, "name": failure.stage, "to": StageStatus.FAILED, "from": OPEN_STAGE,
-             "error_type": error_type, "message": message},
-        )  # fmt: skip
+            {
+                **params,
+                "name": failure.stage,
+                "to": StageStatus.FAILED,
+                "from": OPEN_STAGE,
+                "error_type": error_type,
+                "message": message,
+            },
+        )
     _write(
         _STAGES_CLOSE,
-        {**params, "to": OPEN_STAGES_END[status], "from": OPEN_STAGE,
-         "failed_run": status == RunStatus.FAILED, "failed": StageStatus.FAILED},
-    )  # fmt: skip
+        {
+            **params,
+            "to": OPEN_STAGES_END[status],
+            "from": OPEN_STAGE,
+            "failed_run": status == RunStatus.FAILED,
+            "failed": StageStatus.FAILED,
+        },
+    )
     Approval.objects.filter(run_id=run_id).close(_why(status, failure))
     if failure is not None:
         _report(failure)

@@ -71,9 +71,12 @@ def test_a_check_run_whose_tests_and_report_both_fail_ends_both_stages_failed(
     repository = RepositoryFactory(full_name=REPO, allowed_hosts=["127.0.0.1"])
     with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=1):
         run = run_create(
-            repository=repository, ref=head, target_url=closed_port_url(), kind="check",
+            repository=repository,
+            ref=head,
+            target_url=closed_port_url(),
+            kind="check",
             pull_number=7,
-        )  # fmt: skip
+        )
         run = wait_terminal(run, 90)
     assert (run.status, run.error_type) == ("failed", "GitHubForbidden"), run.error_message
     assert stage_ends(run) == {
@@ -105,15 +108,19 @@ def test_a_check_run_held_then_rejected_or_expired_fails_on_the_stage_that_waite
         "report_check": ("skipped", ""),
     }
     assert failure_report(run) == {
-        "error": error_type, "message": run.error_message, "stage": "verify_tests"
-    }  # fmt: skip
+        "error": error_type,
+        "message": run.error_message,
+        "stage": "verify_tests",
+    }
     assert run.approvals.get().decision == "rejected"
     assert hub.check_runs(REPO) == []  # none of the fork's code ran, nothing was reported
 
 
 def stage_ends(run: Run) -> dict:
-    return {name: (status, error) for name, status, error in
-            run.stages.values_list("name", "status", "error_type")}  # fmt: skip
+    return {
+        name: (status, error)
+        for name, status, error in run.stages.values_list("name", "status", "error_type")
+    }
 
 
 def failure_report(run: Run) -> dict:
