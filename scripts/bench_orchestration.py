@@ -252,6 +252,10 @@ def main() -> None:
         valkey_db=VALKEY_DB,
         TEMPORAL_TASK_QUEUE=f"bench-amtp-{uuid.uuid4().hex[:8]}",
         AMTP_LLM_PROVIDER="offline",
+        # The demo repository holds an app BootApp would start, explore and verify in a
+        # browser (a minute a run): off, so this measures orchestration; bench_boot.py
+        # and bench_grounding.py measure those stages.
+        AMTP_BOOT_APPS="false",
     )
     from amtp_site import valkey
 

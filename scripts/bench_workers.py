@@ -136,7 +136,15 @@ def main() -> None:
 
     from amtp_site.scratch_stack import use_scratch_stack
 
-    use_scratch_stack(database=DB_NAME, valkey_db=VALKEY_DB, AMTP_LLM_PROVIDER="offline")
+    use_scratch_stack(
+        database=DB_NAME,
+        valkey_db=VALKEY_DB,
+        AMTP_LLM_PROVIDER="offline",
+        # The demo repository holds an app BootApp would start, explore and verify in a
+        # browser (a minute a run): off, so this measures orchestration; bench_boot.py
+        # and bench_grounding.py measure those stages.
+        AMTP_BOOT_APPS="false",
+    )
     from django.conf import settings
 
     from amtp_site import valkey
