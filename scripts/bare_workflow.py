@@ -2,7 +2,7 @@
 
 It lives in its own importable module, free of Django at import time, because Temporal's
 workflow sandbox re-imports the workflow's module, which does not work for code defined in a
-script's ``__main__``; the pool's processes import ``_noop`` from it by name.
+script's ``__main__``.
 """
 
 from __future__ import annotations
@@ -16,10 +16,6 @@ WORKFLOW_NAME = "BenchBareWorkflow"
 ACTIVITY_NAMES = ("BenchBareCrawl", "BenchBareCases", "BenchBareCode", "BenchBarePullRequest")
 
 
-def _noop(run_id: str) -> str:
-    return run_id
-
-
 class BareActivities:
     """Each activity a no-op in a fresh process of ``pool``, as AMTP's agents run."""
 
@@ -27,7 +23,10 @@ class BareActivities:
         self.pool = pool
 
     async def _in_pool(self, run_id: str) -> str:
-        return await asyncio.wrap_future(self.pool.submit(_noop, run_id))
+        # ``str`` of a str is the str: a no-op the child unpickles without importing anything.
+        # A function of this module would import temporalio in every child (the agent
+        # template does not preload it), ~1 s a task, which AMTP's activities never pay.
+        return await asyncio.wrap_future(self.pool.submit(str, run_id))
 
     @activity.defn(name=ACTIVITY_NAMES[0])
     async def crawl(self, run_id: str) -> str:
