@@ -259,6 +259,20 @@ def _item(role: str, name: str) -> str:
     return f"{_holder(role, name)}{_control(role, name)[4:]}.first()"
 
 
+# The steps acting outside forms in one statement, on the created item's checkbox, the field
+# of the step's role (its label) or the link or button it names.
+_STATEMENTS = {
+    "item_check": "await {item}.check();",
+    "item_uncheck": "await {item}.uncheck();",
+    "link": "await {link}.first().click();",
+    "back": "await page.goBack();",
+    "reload": "await page.reload();",
+    "empty": "await expect({field}).toHaveValue('');",
+    "button_visible": "await expect({button}).toBeVisible();",
+    "button_gone": "await expect({button}).toHaveCount(0);",
+}
+
+
 def interaction_lines(
     kind: str, label: str, value: str | None, options: str = ""
 ) -> list[str] | None:
@@ -266,25 +280,14 @@ def interaction_lines(
     if kind == "type_enter":
         field = _control(label, value or "")
         return [f"await {field}.fill({CREATED});", f"await {field}.press('Enter');"]
-    if kind == "item_check":
-        return [f"await {_item('checkbox', value or '')}.check();"]
-    if kind == "item_uncheck":
-        return [f"await {_item('checkbox', value or '')}.uncheck();"]
-    if kind == "link":
-        return [f"await {_control('link', value or '')}.first().click();"]
-    if kind == "back":
-        return ["await page.goBack();"]
-    if kind == "reload":
-        return ["await page.reload();"]
-    if kind == "empty":
-        return [f"await expect({_control(label, value or '')}).toHaveValue('');"]
+    if statement := _STATEMENTS.get(kind):
+        name = value or ""
+        item, field = _item("checkbox", name), _control(label, name)
+        link, button = _control("link", name), _control("button", name)
+        return [statement.format(item=item, field=field, link=link, button=button)]
     if kind == "count":  # the number free: another test's items may count too
         words = _COUNT.fullmatch(label).group(2)  # letters and spaces only: a safe literal
         return [f"await expect(page.getByText(/^\\d+ {words}$/).first()).toBeVisible();"]
-    if kind == "button_visible":
-        return [f"await expect({_control('button', value or '')}).toBeVisible();"]
-    if kind == "button_gone":
-        return [f"await expect({_control('button', value or '')}).toHaveCount(0);"]
     if kind == "link_class":  # label: a class name (letters, digits, - and _ only)
         link = f"{_control('link', value or '')}.first()"
         return [f"await expect({link}).toHaveClass(/(^|\\s){label}(\\s|$)/);"]
@@ -407,33 +410,30 @@ def action_lines(kind: str, label: str, value: str | None, options: str = "") ->
     return expect_lines(label)
 
 
-def expect_lines(what: str) -> list[str]:
-    if what == "created":
-        return [f"await expect(page.getByText({CREATED}).first()).toBeVisible();"]
-    if what == "edited":
-        return [f"await expect(page.getByText({EDITED}).first()).toBeVisible();"]
-    if what == "reedited":
-        return [f"await expect(page.getByText({REEDITED}).first()).toBeVisible();"]
-    if what == "gone":
-        return [f"await expect(page.getByText({CREATED})).toHaveCount(0);"]
-    if what == "hidden":  # a filter may hide it, or take it out of the page
-        return [
-            f"await expect(page.getByText({CREATED}).filter({{ visible: true }})).toHaveCount(0);"
-        ]
-    if what == "second_gone":
-        return [f"await expect(page.getByText({SECOND})).toHaveCount(0);"]
-    if what == "dropped":
-        return [f"await expect(page.getByText({DROPPED})).toHaveCount(0);"]
-    if what == "checked":
-        return [f"await expect({_item('checkbox', '')}).toBeChecked();"]
-    if what == "unchecked":
-        return [f"await expect({_item('checkbox', '')}).not.toBeChecked();"]
-    signed_in = (
-        f"page.getByRole('link', {{ name: {_SIGNED_OUT} }})"
+_GONE = "await expect({}).toHaveCount(0);"
+# What an ``EXPECTS`` step checks, by its name there.
+_EXPECTED = {
+    "created": f"await expect(page.getByText({CREATED}).first()).toBeVisible();",
+    "edited": f"await expect(page.getByText({EDITED}).first()).toBeVisible();",
+    "reedited": f"await expect(page.getByText({REEDITED}).first()).toBeVisible();",
+    "gone": _GONE.format(f"page.getByText({CREATED})"),
+    # a filter may hide it, or take it out of the page
+    "hidden": _GONE.format(f"page.getByText({CREATED}).filter({{ visible: true }})"),
+    "second_gone": _GONE.format(f"page.getByText({SECOND})"),
+    "dropped": _GONE.format(f"page.getByText({DROPPED})"),
+    "checked": f"await expect({_item('checkbox', '')}).toBeChecked();",
+    "unchecked": f"await expect({_item('checkbox', '')}).not.toBeChecked();",
+    "signed_in": (
+        f"await expect(page.getByRole('link', {{ name: {_SIGNED_OUT} }})"
         f".or(page.getByRole('button', {{ name: {_SIGNED_OUT} }}))"
-        f".or(page.getByText({VALUES['a unique username']}))"
-    )
-    return [f"await expect({signed_in}.first()).toBeVisible();"]
+        f".or(page.getByText({VALUES['a unique username']})).first()).toBeVisible();"
+    ),
+}
+
+
+def expect_lines(what: str) -> list[str]:
+    """The check an ``EXPECTS`` step makes (an unknown one: that the user is signed in)."""
+    return [_EXPECTED.get(what, _EXPECTED["signed_in"])]
 
 
 def clean_up_block(steps: list[str]) -> list[str]:
