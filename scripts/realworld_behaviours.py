@@ -47,22 +47,6 @@ KINDS = {
     "back": r"\bpage\.goBack\(",
 }
 FIELDS = {"id", "description", "route", "act", "target", "expect", "echo"}
-_FILLED = re.compile(r"\.(?:fill|type|pressSequentially)\(\s*([^,)]+?)\s*[,)]")
-# Spaces typed around a value: after the expression's opening quote, before its closing one,
-# then a literal left empty at either end ("'  ' + name + '  '").
-_PADDING = re.compile(r"^(['\"`])\s+|\s+(['\"`])$")
-_EMPTY_END = re.compile(r"^(['\"`])\1\s*\+\s*|\s*\+\s*(['\"`])\2$")
-# Full-line comments: a spec's "// Expected: …" notes are not assertions.
-_COMMENT = re.compile(r"(?m)^\s*//.*$")
-_OPEN = re.compile(
-    r"\b(?:page\.goto|request\.(?:get|post|put|patch|delete|head|fetch))\(\s*"
-    r"(?P<q>['\"`])(?P<path>/[^'\"`]*)(?P=q)"
-)
-# Assertions every loaded page passes: they say nothing about an action's outcome.
-_GENERIC = re.compile(
-    r"page\.locator\(\s*['\"]body['\"]\s*\)\)\.toBeVisible|toBeLessThan\(\s*500\s*\)"
-    r"|uncaught page errors|toHaveTitle\(/\\S/\)|\.ok\(\)\)\.toBeTruthy|not\.toBeUndefined"
-)
 
 
 @dataclass(frozen=True)
@@ -127,6 +111,10 @@ def not_counted(path: Path) -> list[dict]:
     return yaml.safe_load(path.read_text()).get("not_counted") or []
 
 
+# Full-line comments: a spec's "// Expected: …" notes are not assertions.
+_COMMENT = re.compile(r"(?m)^\s*//.*$")
+
+
 def _statements(code: str) -> list[str]:
     """The test's statements, in order (a chained call over several lines is one)."""
     code = _COMMENT.sub("", code)
@@ -141,10 +129,23 @@ def _route_pattern(route: str) -> re.Pattern:
     return re.compile(pattern + "/?(?:\\?[^#]*)?" + tail)
 
 
+_OPEN = re.compile(
+    r"\b(?:page\.goto|request\.(?:get|post|put|patch|delete|head|fetch))\(\s*"
+    r"(?P<q>['\"`])(?P<path>/[^'\"`]*)(?P=q)"
+)
+
+
 def _opened(statement: str) -> str | None:
     """The path a statement opens (page.goto or a request), else None."""
     found = _OPEN.search(statement)
     return found["path"] if found else None
+
+
+_FILLED = re.compile(r"\.(?:fill|type|pressSequentially)\(\s*([^,)]+?)\s*[,)]")
+# Spaces typed around a value: after the expression's opening quote, before its closing one,
+# then a literal left empty at either end ("'  ' + name + '  '").
+_PADDING = re.compile(r"^(['\"`])\s+|\s+(['\"`])$")
+_EMPTY_END = re.compile(r"^(['\"`])\1\s*\+\s*|\s*\+\s*(['\"`])\2$")
 
 
 def exercises(code: str, behaviour: Behaviour) -> bool:
@@ -173,6 +174,13 @@ def exercises(code: str, behaviour: Behaviour) -> bool:
         ):
             return True
     return False
+
+
+# Assertions every loaded page passes: they say nothing about an action's outcome.
+_GENERIC = re.compile(
+    r"page\.locator\(\s*['\"]body['\"]\s*\)\)\.toBeVisible|toBeLessThan\(\s*500\s*\)"
+    r"|uncaught page errors|toHaveTitle\(/\\S/\)|\.ok\(\)\)\.toBeTruthy|not\.toBeUndefined"
+)
 
 
 def _asserts(statement: str, expects: list[re.Pattern], typed: str | None) -> bool:

@@ -363,13 +363,10 @@ def _api_cases(
     prio = "medium" if dynamic else "high"
     if answered:  # what the app answered this very request when explored
         pre.append(WROTE_NOTE)
-        expected = f"responds with status {answered['status']}"
+        expected = _answered(answered, stayed=url.split("?")[0])
         said = f": {_q(answered['message'])}" if answered["message"] else ""
         if answered["path_after"] and answered["path_after"] != url.split("?")[0]:
-            expected += f"; it ends on {_q(answered['path_after'])}"
             said = said or f", ending on {answered['path_after']}"
-        if answered["message"]:
-            expected += f"; the answer says {_q(answered['message'])}"
         what = "on a missing record" if dynamic else "with an empty payload"
         title = f"{method} {route} {what} answers {answered['status']}{said}"
     return [Candidate(key, title, [f"Send {method} {url}{body}"], expected, prio, area, pre)]
@@ -387,6 +384,31 @@ SIGNED_OUT_NOTE = (
 )
 
 
+def _answered(answered: dict, stayed: str = "", says: bool = True) -> str:
+    """What a test expects of a write the explored app answered: its status, the page it
+    ended on (unless it stayed on ``stayed``) and, if ``says``, the answer's message."""
+    expected = f"responds with status {answered['status']}"
+    if answered["path_after"] and answered["path_after"] != stayed:
+        expected += f"; it ends on {_q(answered['path_after'])}"
+    if says and answered["message"]:
+        expected += f"; the answer says {_q(answered['message'])}"
+    return expected
+
+
+# How a probe sent a write → the case's priority and the note on what the app answered.
+_WRITES = {"signed_out": ("medium", SIGNED_OUT_NOTE), "unknown_credentials": ("high", WROTE_NOTE)}
+
+
+def _write_case(
+    method: str, route: str, tried: str, title: str, step: str, expected: str, running: str
+) -> Candidate:
+    """A write a probe sent to ``route`` (``tried`` names how), as a case sending it again."""
+    priority, note = _WRITES[tried]
+    key = f"api_{method.lower()}_{slug(route) or 'root'}_{tried}"
+    area = "api_" + area_of(route)
+    return Candidate(key, title, [step], expected, priority, area, [running, note])
+
+
 def _signed_out_case(method: str, route: str, answered: dict, running: str) -> Candidate:
     """A write sent without a session (``signed_out``) that ended elsewhere than signed in:
     the test sends it signed out and expects where it ended (the login page)."""
@@ -394,40 +416,22 @@ def _signed_out_case(method: str, route: str, answered: dict, running: str) -> C
     if answered["fields"]:
         body = f" with the form fields {json.dumps(answered['fields'])} empty"
     url = sample_path(route, missing=True)
-    expected = f"responds with status {answered['status']}"
-    if answered["path_after"]:
-        expected += f"; it ends on {_q(answered['path_after'])}"
     where = f"ends on {answered['path_after']}" if answered["path_after"] else "answers"
-    return Candidate(
-        f"api_{method.lower()}_{slug(route) or 'root'}_signed_out",
-        f"{method} {route} signed out {where} ({answered['status']})",
-        [f"Send {method} {url}{body}, signed out"],
-        expected,
-        "medium",
-        "api_" + area_of(route),
-        [running, SIGNED_OUT_NOTE],
-    )
+    title = f"{method} {route} signed out {where} ({answered['status']})"
+    step = f"Send {method} {url}{body}, signed out"
+    expected = _answered(answered, says=False)
+    return _write_case(method, route, "signed_out", title, step, expected, running)
 
 
 def _sign_in_case(method: str, route: str, answered: dict, running: str) -> Candidate:
     """A sign-in route sent a username and password no account has (``writes``): the test
     sends the same and expects what the app answered (its refusal)."""
     creds = " and ".join(f"{k} {_q(v)}" for k, v in CREDENTIALS.items())
-    expected = f"responds with status {answered['status']}"
-    if answered["path_after"] and answered["path_after"] != route:
-        expected += f"; it ends on {_q(answered['path_after'])}"
-    if answered["message"]:
-        expected += f"; the answer says {_q(answered['message'])}"
     said = f": {_q(answered['message'])}" if answered["message"] else ""
-    return Candidate(
-        f"api_{method.lower()}_{slug(route) or 'root'}_unknown_credentials",
-        f"{method} {route} with credentials no account has answers {answered['status']}{said}",
-        [f"Send {method} {route} with the form {creds}"],
-        expected,
-        "high",
-        "api_" + area_of(route),
-        [running, WROTE_NOTE],
-    )
+    title = f"{method} {route} with credentials no account has answers {answered['status']}{said}"
+    step = f"Send {method} {route} with the form {creds}"
+    expected = _answered(answered, stayed=route)
+    return _write_case(method, route, "unknown_credentials", title, step, expected, running)
 
 
 ACCOUNT_VALUES = {

@@ -92,21 +92,7 @@ def _account_fields(text: str) -> str | None:
     return "form: { " + ", ".join(f"{_ts(k)}: {value[v]}" for k, v in fields.items()) + " }"
 
 
-_HEADER = re.compile(
-    r'with the header Authorization "((?:Bearer|Basic) [A-Za-z0-9._~+/=-]{1,500})"'
-)
-_BEARER = "'Bearer ' + apiToken()"
-_OPEN = re.compile(r"^\s*(?:Open|Visit|Navigate to|Go to|Load)\s+(\S+)\s*$", re.I)
 _URL = re.compile(r"^(/|https?://)\S*$")
-_HEADING = re.compile(r'heading ("(?:[^"\\]|\\.)*")')
-_SHOWN = re.compile(
-    r'\bthe (textbox|searchbox|combobox|spinbutton|button) ("(?:[^"\\]|\\.)*") is visible'
-)
-_TEXT = re.compile(r'\bthe text ("(?:[^"\\]|\\.)*") is visible')
-_EXACT = re.compile(r'\bthe exact text ("(?:[^"\\]|\\.)*") is visible')
-_SUBMITTED = re.compile(r'\bthe submitted ("(?:[^"\\]|\\.)*") is visible')
-_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
-_DEFAULT_URL = re.compile(r"\(default (https?://[\w.\-:/]+)\)")
 
 
 def _ts(text: object) -> str:
@@ -116,6 +102,9 @@ def _ts(text: object) -> str:
 def _case_id(case: dict, index: int) -> str:
     cid = slug(case.get("id", ""), 64)
     return cid if cid.startswith("tc_") else f"tc_{cid or 'case'}_{index}"
+
+
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 
 
 def generate_files(
@@ -174,6 +163,13 @@ def _maestro(cases: list[dict], directory: str, app_id: str | None) -> list[dict
 
 
 # --- Playwright ---------------------------------------------------------------------------
+
+
+_HEADER = re.compile(
+    r'with the header Authorization "((?:Bearer|Basic) [A-Za-z0-9._~+/=-]{1,500})"'
+)
+_BEARER = "'Bearer ' + apiToken()"
+_OPEN = re.compile(r"^\s*(?:Open|Visit|Navigate to|Go to|Load)\s+(\S+)\s*$", re.I)
 
 
 def _actions(steps: list[str]) -> list[tuple[str, str, str | None, str]]:
@@ -240,9 +236,17 @@ def _quoted(text: str | None) -> str | None:
     return one_line(value, _QUOTE_LIMIT) or None
 
 
+_HEADING = re.compile(r'heading ("(?:[^"\\]|\\.)*")')
+
+
 def _heading(expected: str) -> str | None:
     match = _HEADING.search(expected)
     return _quoted(match.group(1) if match else None)
+
+
+_SHOWN = re.compile(
+    r'\bthe (textbox|searchbox|combobox|spinbutton|button) ("(?:[^"\\]|\\.)*") is visible'
+)
 
 
 def _shown(expected: str) -> list[tuple[str, str]]:
@@ -458,6 +462,11 @@ def _with_tag(text: str) -> str:
     return " + tag + ".join(_ts(part) for part in text.split("{tag}"))
 
 
+_SUBMITTED = re.compile(r'\bthe submitted ("(?:[^"\\]|\\.)*") is visible')
+_EXACT = re.compile(r'\bthe exact text ("(?:[^"\\]|\\.)*") is visible')
+_TEXT = re.compile(r'\bthe text ("(?:[^"\\]|\\.)*") is visible')
+
+
 def _outcome_lines(expected: str) -> list[str]:
     """A flow's checks: what appeared after submitting, and the submitted text shown."""
     lines = []
@@ -475,6 +484,9 @@ def _outcome_lines(expected: str) -> list[str]:
         if text := _quoted(match.group(1)):
             lines.append(f"await expect(page.getByText({_with_tag(text)}).first()).toBeVisible();")
     return lines
+
+
+_DEFAULT_URL = re.compile(r"\(default (https?://[\w.\-:/]+)\)")
 
 
 def _playwright(cases: list[dict], directory: str, env: str) -> list[dict]:

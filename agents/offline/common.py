@@ -61,14 +61,6 @@ _PARAM_PATTERNS = (
     (re.compile(r"\{(\w+)(?::\w+)?\}"), r"{\1}"),  # FastAPI / OpenAPI ({path:path})
     (re.compile(r":([A-Za-z_]\w*)(?:\([^)/]*\))?\??"), r"{\1}"),  # Express / react-router
 )
-_BRACKET_CHARS = re.compile(r"[()\[\]{}'\"`\\]")
-_PARAM = re.compile(r"\{(\w+)\}")
-_VERSION = re.compile(r"v\d+")
-_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
-_NOT_SLUG = re.compile(r"[^a-z0-9]+")
-_UI_SUFFIX = re.compile(r"(Activity|ViewController|View|Screen|Fragment|Page)$")
-_ALNUM = re.compile(r"[A-Za-z0-9]")
-_NUMERIC_PARAM = re.compile(r"^(id|pk|num|number|year|month|day|page|index|n)$|(_id|Id|_pk)$")
 
 
 def logs_out(path: str) -> bool:
@@ -116,6 +108,9 @@ def join_route(prefix: str, path: str) -> str:
     if not path:
         return prefix
     return prefix.rstrip("/") + "/" + path.lstrip("/")
+
+
+_PARAM = re.compile(r"\{(\w+)\}")
 
 
 def params(route: str) -> list[str]:
@@ -187,6 +182,9 @@ def _segment_pattern(seg: str) -> re.Pattern[str] | None:
     return re.compile("[^/]+".join(re.escape(p) for p in parts))
 
 
+_NUMERIC_PARAM = re.compile(r"^(id|pk|num|number|year|month|day|page|index|n)$|(_id|Id|_pk)$")
+
+
 def sample_path(route: str, *, missing: bool = False) -> str:
     """Fill `{param}` with a sample value; `missing` picks values that should not exist."""
 
@@ -203,6 +201,9 @@ def static_segments(route: str) -> list[str]:
     return [s for s in route.split("/") if s and not s.startswith("{")]
 
 
+_VERSION = re.compile(r"v\d+")
+
+
 def area_of(route: str) -> str:
     """Top-level area of a route: first static segment, skipping `api` and version prefixes."""
     for seg in route.split("/"):
@@ -212,11 +213,18 @@ def area_of(route: str) -> str:
     return "root"
 
 
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+
+
 def slug(text: str, max_len: int = 48) -> str:
     """Lower-case `[a-z0-9_]` identifier fragment (possibly empty)."""
     text = _CAMEL.sub(r"\1_\2", str(text))
     out = _NOT_SLUG.sub("_", text.lower()).strip("_")
     return out[:max_len].rstrip("_")
+
+
+_UI_SUFFIX = re.compile(r"(Activity|ViewController|View|Screen|Fragment|Page)$")
 
 
 def title_words(name: str) -> str:
@@ -233,6 +241,9 @@ def one_line(text: object, limit: int = 160) -> str:
     return " ".join("".join(chars).split())[:limit]
 
 
+_ALNUM = re.compile(r"[A-Za-z0-9]")
+
+
 def ui_text(text: str | None) -> str | None:
     """Visible UI text found in source (a heading, a title), if it looks like real text; not
     a text a value was scrubbed out of ("Hi, [REDACTED:held-secret]!": the exploration's
@@ -243,6 +254,9 @@ def ui_text(text: str | None) -> str | None:
     if not value or any(c in value for c in "{}<>`$\\") or not _ALNUM.search(value):
         return None
     return value
+
+
+_BRACKET_CHARS = re.compile(r"[()\[\]{}'\"`\\]")
 
 
 def balanced(text: str, open_idx: int, limit: int = 2000) -> str:

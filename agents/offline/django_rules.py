@@ -13,12 +13,6 @@ from dataclasses import dataclass
 from .common import Findings, balanced, ident_before, join_route
 from .py_source import imported_names, module_file, view_methods
 
-_CALL = re.compile(r"\b(path|re_path|url)\s*\(\s*r?(['\"])(.*?)\2")
-_INCLUDE = re.compile(r"\binclude\s*\(")
-_DRF_INCLUDE = re.compile(r"include\(\s*(\w+)\.urls\s*\)")
-_DRF_REGISTER = re.compile(r"\.register\(\s*r?['\"]([^'\"]*)['\"]")
-_AS_VIEW = re.compile(r",\s*([\w.]+)\.as_view\s*\(")
-_NAME = re.compile(r"[A-Za-z_][\w.]*")
 # URLconfs of apps installed from PyPI, never in the repository: the routes a user meets.
 # Django: https://github.com/django/django/blob/main/django/contrib/auth/urls.py (LogoutView
 # answers POST only since Django 5.0); allauth: https://docs.allauth.org/en/latest/account/views.html
@@ -74,6 +68,10 @@ def _regex_route(pattern: str) -> str:
     return text.lstrip("^").rstrip("$")
 
 
+_CALL = re.compile(r"\b(path|re_path|url)\s*\(\s*r?(['\"])(.*?)\2")
+_INCLUDE = re.compile(r"\binclude\s*\(")
+
+
 def _calls(text: str) -> list[_Call]:
     out = []
     for n, match in enumerate(_CALL.finditer(text)):
@@ -85,6 +83,9 @@ def _calls(text: str) -> list[_Call]:
         inc = _INCLUDE.search(args)
         out.append(_Call(match.start(), match.group(1), raw, args, inc.end() if inc else None))
     return out
+
+
+_NAME = re.compile(r"[A-Za-z_][\w.]*")
 
 
 def _included(call: _Call) -> str:
@@ -171,6 +172,11 @@ def detect_django(py_files: dict[str, str], drf: bool, found: Findings) -> None:
             cur, part = includes[cur]
             prefix = part + prefix
         _conf_routes(conf, prefix, drf, found)
+
+
+_DRF_INCLUDE = re.compile(r"include\(\s*(\w+)\.urls\s*\)")
+_DRF_REGISTER = re.compile(r"\.register\(\s*r?['\"]([^'\"]*)['\"]")
+_AS_VIEW = re.compile(r",\s*([\w.]+)\.as_view\s*\(")
 
 
 def _conf_routes(conf: _Conf, prefix: str, drf: bool, found: Findings) -> None:

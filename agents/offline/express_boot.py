@@ -21,16 +21,6 @@ import re
 
 from .common import Findings, balanced
 
-_READDIR = re.compile(r"readdirSync\s*\(\s*([\w$.]+)\s*\)")
-_CALLBACK_PARAM = re.compile(r"forEach\s*\(\s*(?:function\s*\w*\s*\(|\(?)\s*(\w+)")
-_DYNAMIC_CALL = re.compile(r"\w+\s*\[\s*(\w+)\s*\]\s*\(\s*(\w+)\s*,")
-_SWITCH = re.compile(r"switch\s*\(\s*\w+\s*\)\s*\{")
-_CASE = re.compile(r"\bcase\s+(['\"])(\w+)\1\s*:|\bdefault\s*:")
-_FROM_EXPORT = re.compile(
-    r"(?:var|let|const)?\s*(\w+)\s*=\s*\w+\.(\w+)\s*\|\|\s*(\w+|'[^'\n]*'|\"[^\"\n]*\")"
-)
-_STRING = re.compile(r"^(['\"])([^'\"\n]*)\1$")
-_EXPORT = re.compile(r"^\s*(?:module\.)?exports\.(\w+)\s*=\s*(?:(['\"])([^'\"\n]*)\2)?", re.M)
 MAX_CASES = 50
 MAX_CONTROLLERS = 200
 
@@ -51,6 +41,9 @@ def _dir_of(boot: str, text: str, arg: str) -> str | None:
     return "" if joined == "." else joined
 
 
+_STRING = re.compile(r"^(['\"])([^'\"\n]*)\1$")
+
+
 def _evaluate(expr: str, values: dict[str, str]) -> str | None:
     """`'/' + name + '/:' + name + '_id'` with known variables, or None."""
     out = []
@@ -64,6 +57,12 @@ def _evaluate(expr: str, values: dict[str, str]) -> str | None:
         else:
             return None
     return "".join(out)
+
+
+_CALLBACK_PARAM = re.compile(r"forEach\s*\(\s*(?:function\s*\w*\s*\(|\(?)\s*(\w+)")
+_DYNAMIC_CALL = re.compile(r"\w+\s*\[\s*(\w+)\s*\]\s*\(\s*(\w+)\s*,")
+_SWITCH = re.compile(r"switch\s*\(\s*\w+\s*\)\s*\{")
+_CASE = re.compile(r"\bcase\s+(['\"])(\w+)\1\s*:|\bdefault\s*:")
 
 
 def _mapping(text: str) -> tuple[dict[str, tuple[str, str]], str, str, str] | None:
@@ -100,6 +99,13 @@ def _controllers(folder: str, files: dict[str, str]) -> list[tuple[str, str]]:
         if match:
             out.append((match.group(1), path))
     return out[:MAX_CONTROLLERS]
+
+
+_READDIR = re.compile(r"readdirSync\s*\(\s*([\w$.]+)\s*\)")
+_FROM_EXPORT = re.compile(
+    r"(?:var|let|const)?\s*(\w+)\s*=\s*\w+\.(\w+)\s*\|\|\s*(\w+|'[^'\n]*'|\"[^\"\n]*\")"
+)
+_EXPORT = re.compile(r"^\s*(?:module\.)?exports\.(\w+)\s*=\s*(?:(['\"])([^'\"\n]*)\2)?", re.M)
 
 
 def detect_boot(files: dict[str, str], found: Findings) -> None:

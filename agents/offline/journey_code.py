@@ -16,6 +16,13 @@ import re
 from .common import EMAIL_DOMAIN
 
 _Q = r'("(?:[^"\\]|\\.)*")'
+
+
+def _step(sentence: str) -> re.Pattern[str]:
+    """A step of the grammar: the whole of it is the sentence, bar spaces around."""
+    return re.compile(rf"^\s*{sentence}\s*$")
+
+
 # The values a step types, as TypeScript expressions over the test's `tag`.
 VALUES = {
     "a unique text": "'AMTP ' + tag",
@@ -49,46 +56,42 @@ TAG = (
     "    const tag = `${RUN}${test.info().testId.slice(-4)}"
     "p${test.info().parallelIndex}r${test.info().retry}`;"
 )
-_FILL = re.compile(rf"^\s*Fill {_Q} with ({'|'.join(map(re.escape, VALUES))})\s*$")
+_FILL = _step(rf"Fill {_Q} with ({'|'.join(map(re.escape, VALUES))})")
 # A field inside a <label> that names no field, and an edit form's value kept to put back.
-_FILL_IN = re.compile(
-    rf"^\s*Fill the field in the label {_Q} with ({'|'.join(map(re.escape, VALUES))})\s*$"
-)
+_FILL_IN = _step(rf"Fill the field in the label {_Q} with ({'|'.join(map(re.escape, VALUES))})")
 _FIELD = rf"(?:the field in the label {_Q}|{_Q})"
-_REMEMBER = re.compile(rf"^\s*Remember the value of {_FIELD}\s*$")
-_FILL_WAS = re.compile(rf"^\s*Fill {_FIELD} with the value it had\s*$")
+_REMEMBER = _step(rf"Remember the value of {_FIELD}")
+_FILL_WAS = _step(rf"Fill {_FIELD} with the value it had")
 WAS = "was"  # the test's record of the values an edit form held
-_SELECT = re.compile(rf"^\s*Select {_Q} in {_Q}\s*$")
-_CHECK = re.compile(rf"^\s*Check {_Q}\s*$")
-_CLICK = re.compile(rf"^\s*Click the button {_Q}(, accepting its confirmation)?\s*$")
-_ITEM = re.compile(
-    rf"^\s*Click the (link|button)(?: {_Q})? of the created item(, accepting its confirmation)?\s*$"
+_SELECT = _step(rf"Select {_Q} in {_Q}")
+_CHECK = _step(rf"Check {_Q}")
+_CLICK = _step(rf"Click the button {_Q}(, accepting its confirmation)?")
+_ITEM = _step(
+    rf"Click the (link|button)(?: {_Q})? of the created item(, accepting its confirmation)?"
 )
 # Acting outside forms (interaction trials: agents/offline/interaction_journeys.py).
-_TYPE = re.compile(
-    rf"^\s*Type a unique text into the (textbox|searchbox|combobox) {_Q} and press Enter\s*$"
-)
-_ITEM_CHECK = re.compile(rf"^\s*Check the checkbox(?: {_Q})? of the created item\s*$")
-_ITEM_UNCHECK = re.compile(rf"^\s*Uncheck the checkbox(?: {_Q})? of the created item\s*$")
-_LINK = re.compile(rf"^\s*Click the link {_Q}\s*$")
+_TYPE = _step(rf"Type a unique text into the (textbox|searchbox|combobox) {_Q} and press Enter")
+_ITEM_CHECK = _step(rf"Check the checkbox(?: {_Q})? of the created item")
+_ITEM_UNCHECK = _step(rf"Uncheck the checkbox(?: {_Q})? of the created item")
+_LINK = _step(rf"Click the link {_Q}")
 # Signed out: the control that signs in again ("Log In": the log-in form's button) is shown.
-_SIGNED_OFF = re.compile(rf"^\s*Expect the user to be signed out, offered {_Q}\s*$")
-_EMPTY = re.compile(rf"^\s*Expect the (textbox|searchbox|combobox) {_Q} to be empty\s*$")
-_COUNTED = re.compile(rf"^\s*Expect a count reading {_Q} to be visible\s*$")
+_SIGNED_OFF = _step(rf"Expect the user to be signed out, offered {_Q}")
+_EMPTY = _step(rf"Expect the (textbox|searchbox|combobox) {_Q} to be empty")
+_COUNTED = _step(rf"Expect a count reading {_Q} to be visible")
 _COUNT = re.compile(r"(\d{1,6}) ([A-Za-z][A-Za-z ]{0,40})")
-_BUTTON = re.compile(rf"^\s*Expect the button {_Q} to be (visible|gone)\s*$")
+_BUTTON = _step(rf"Expect the button {_Q} to be (visible|gone)")
 GO_BACK = "Go back"
 RELOAD = "Reload the page"
-_CLASSED = re.compile(rf"^\s*Expect the link {_Q} to have the class {_Q}\s*$")
+_CLASSED = _step(rf"Expect the link {_Q} to have the class {_Q}")
 _CLASS = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")  # safe inside a regex literal
-_ADDRESS = re.compile(rf"^\s*Expect the address to end with {_Q}\s*$")
+_ADDRESS = _step(rf"Expect the address to end with {_Q}")
 _SUFFIX = re.compile(r"^[#?][\w\-/#!?=&.%~]{0,120}$")
 # "and leave it": the field loses the focus (blur), which saves in most list apps.
 # "see its text hidden": the item's text hides while its edit field is open.
-_EDIT = re.compile(
-    r"^\s*Double-click the created item(, see its text hidden)?, type"
+_EDIT = _step(
+    r"Double-click the created item(, see its text hidden)?, type"
     r" (an edited unique text|a discarded text|a re-edited unique text)"
-    rf"(?: into the textbox {_Q})? and (?:press (Enter|Escape)|leave it)\s*$"
+    rf"(?: into the textbox {_Q})? and (?:press (Enter|Escape)|leave it)"
 )
 _EDITS = {
     "an edited unique text": EDITED,
@@ -96,19 +99,19 @@ _EDITS = {
     "a re-edited unique text": REEDITED,
 }
 POINT = "Point at the created item"
-_TYPE_SECOND = re.compile(
-    r"^\s*Type a second unique text, spaces before it, into the (textbox|searchbox|combobox)"
-    rf" {_Q} and press Enter\s*$"
+_TYPE_SECOND = _step(
+    r"Type a second unique text, spaces before it, into the (textbox|searchbox|combobox)"
+    rf" {_Q} and press Enter"
 )
-_ORDER = re.compile(r"^\s*Expect the second text to be shown (after|before) the created text\s*$")
+_ORDER = _step(r"Expect the second text to be shown (after|before) the created text")
 EDIT_SECOND = (
     "Double-click the second item, type its edited text with spaces around it and press Enter"
 )
 EMPTY_SECOND = "Double-click the second item, empty its text and press Enter"
-_SECOND_EDITED = re.compile(r"^\s*Expect the second item's edited text to be shown( trimmed)?\s*$")
+_SECOND_EDITED = _step(r"Expect the second item's edited text to be shown( trimmed)?")
 SECOND_TRIMMED = "Expect the second text to be shown trimmed"
-_LABEL = re.compile(rf"^\s*Click the label {_Q}\s*$")
-_LABELLED = re.compile(rf"^\s*Expect the checkbox labelled {_Q} to be checked\s*$")
+_LABEL = _step(rf"Click the label {_Q}")
+_LABELLED = _step(rf"Expect the checkbox labelled {_Q} to be checked")
 FOCUSED = "input:focus, textarea:focus, [contenteditable]:focus"
 EXPECTS = {
     "Expect the created text to be visible": "created",
@@ -259,6 +262,20 @@ def _item(role: str, name: str) -> str:
     return f"{_holder(role, name)}{_control(role, name)[4:]}.first()"
 
 
+# The steps acting outside forms in one statement, on the created item's checkbox, the field
+# of the step's role (its label) or the link or button it names.
+_STATEMENTS = {
+    "item_check": "await {item}.check();",
+    "item_uncheck": "await {item}.uncheck();",
+    "link": "await {link}.first().click();",
+    "back": "await page.goBack();",
+    "reload": "await page.reload();",
+    "empty": "await expect({field}).toHaveValue('');",
+    "button_visible": "await expect({button}).toBeVisible();",
+    "button_gone": "await expect({button}).toHaveCount(0);",
+}
+
+
 def interaction_lines(
     kind: str, label: str, value: str | None, options: str = ""
 ) -> list[str] | None:
@@ -266,25 +283,14 @@ def interaction_lines(
     if kind == "type_enter":
         field = _control(label, value or "")
         return [f"await {field}.fill({CREATED});", f"await {field}.press('Enter');"]
-    if kind == "item_check":
-        return [f"await {_item('checkbox', value or '')}.check();"]
-    if kind == "item_uncheck":
-        return [f"await {_item('checkbox', value or '')}.uncheck();"]
-    if kind == "link":
-        return [f"await {_control('link', value or '')}.first().click();"]
-    if kind == "back":
-        return ["await page.goBack();"]
-    if kind == "reload":
-        return ["await page.reload();"]
-    if kind == "empty":
-        return [f"await expect({_control(label, value or '')}).toHaveValue('');"]
+    if statement := _STATEMENTS.get(kind):
+        name = value or ""
+        item, field = _item("checkbox", name), _control(label, name)
+        link, button = _control("link", name), _control("button", name)
+        return [statement.format(item=item, field=field, link=link, button=button)]
     if kind == "count":  # the number free: another test's items may count too
         words = _COUNT.fullmatch(label).group(2)  # letters and spaces only: a safe literal
         return [f"await expect(page.getByText(/^\\d+ {words}$/).first()).toBeVisible();"]
-    if kind == "button_visible":
-        return [f"await expect({_control('button', value or '')}).toBeVisible();"]
-    if kind == "button_gone":
-        return [f"await expect({_control('button', value or '')}).toHaveCount(0);"]
     if kind == "link_class":  # label: a class name (letters, digits, - and _ only)
         link = f"{_control('link', value or '')}.first()"
         return [f"await expect({link}).toHaveClass(/(^|\\s){label}(\\s|$)/);"]
@@ -407,33 +413,30 @@ def action_lines(kind: str, label: str, value: str | None, options: str = "") ->
     return expect_lines(label)
 
 
-def expect_lines(what: str) -> list[str]:
-    if what == "created":
-        return [f"await expect(page.getByText({CREATED}).first()).toBeVisible();"]
-    if what == "edited":
-        return [f"await expect(page.getByText({EDITED}).first()).toBeVisible();"]
-    if what == "reedited":
-        return [f"await expect(page.getByText({REEDITED}).first()).toBeVisible();"]
-    if what == "gone":
-        return [f"await expect(page.getByText({CREATED})).toHaveCount(0);"]
-    if what == "hidden":  # a filter may hide it, or take it out of the page
-        return [
-            f"await expect(page.getByText({CREATED}).filter({{ visible: true }})).toHaveCount(0);"
-        ]
-    if what == "second_gone":
-        return [f"await expect(page.getByText({SECOND})).toHaveCount(0);"]
-    if what == "dropped":
-        return [f"await expect(page.getByText({DROPPED})).toHaveCount(0);"]
-    if what == "checked":
-        return [f"await expect({_item('checkbox', '')}).toBeChecked();"]
-    if what == "unchecked":
-        return [f"await expect({_item('checkbox', '')}).not.toBeChecked();"]
-    signed_in = (
-        f"page.getByRole('link', {{ name: {_SIGNED_OUT} }})"
+_GONE = "await expect({}).toHaveCount(0);"
+# What an ``EXPECTS`` step checks, by its name there.
+_EXPECTED = {
+    "created": f"await expect(page.getByText({CREATED}).first()).toBeVisible();",
+    "edited": f"await expect(page.getByText({EDITED}).first()).toBeVisible();",
+    "reedited": f"await expect(page.getByText({REEDITED}).first()).toBeVisible();",
+    "gone": _GONE.format(f"page.getByText({CREATED})"),
+    # a filter may hide it, or take it out of the page
+    "hidden": _GONE.format(f"page.getByText({CREATED}).filter({{ visible: true }})"),
+    "second_gone": _GONE.format(f"page.getByText({SECOND})"),
+    "dropped": _GONE.format(f"page.getByText({DROPPED})"),
+    "checked": f"await expect({_item('checkbox', '')}).toBeChecked();",
+    "unchecked": f"await expect({_item('checkbox', '')}).not.toBeChecked();",
+    "signed_in": (
+        f"await expect(page.getByRole('link', {{ name: {_SIGNED_OUT} }})"
         f".or(page.getByRole('button', {{ name: {_SIGNED_OUT} }}))"
-        f".or(page.getByText({VALUES['a unique username']}))"
-    )
-    return [f"await expect({signed_in}.first()).toBeVisible();"]
+        f".or(page.getByText({VALUES['a unique username']})).first()).toBeVisible();"
+    ),
+}
+
+
+def expect_lines(what: str) -> list[str]:
+    """The check an ``EXPECTS`` step makes (an unknown one: that the user is signed in)."""
+    return [_EXPECTED.get(what, _EXPECTED["signed_in"])]
 
 
 def clean_up_block(steps: list[str]) -> list[str]:

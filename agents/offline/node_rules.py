@@ -13,32 +13,6 @@ from .express_boot import detect_boot
 JS_EXT = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs")
 _JS_RESOLVE = (".js", ".ts", ".mjs", ".cjs", ".jsx", ".tsx")
 
-# Variables assigned from a router factory are the only receivers whose `.get(` calls count,
-# so `axios.get('/api/users')` in client code is never mistaken for a route.
-_ROUTER_ASSIGN = re.compile(
-    r"(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::\s*[\w.<>]+\s*)?=\s*(?:new\s+)?"
-    r"(?:express(?:\s*\.\s*Router)?|Router|fastify|Fastify|Hono)\s*\("
-)
-_ROUTER_HINT = re.compile(r"express|fastify|hono|koa-router|@koa/router|\bRouter\s*\(")
-_IMPORT_DEFAULT = re.compile(r"import\s+([A-Za-z_$][\w$]*)\s+from\s+['\"]([^'\"]+)['\"]")
-_IMPORT_NAMED = re.compile(r"import\s*\{([^}]*)\}\s*from\s*['\"]([^'\"]+)['\"]")
-_REQUIRE = re.compile(
-    r"(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*require\(\s*['\"]([^'\"]+)['\"]\s*\)"
-)
-_USE = re.compile(r"\.\s*use\s*\(\s*(['\"`])(/[^'\"`\n]*)\1\s*,")
-_METHOD_CALL = re.compile(r"\.\s*(get|post|put|patch|delete|all)\s*\(")
-_LITERAL = re.compile(r"\s*(['\"`])([^'\"`\n]*)\1")
-_H1 = re.compile(r"<h1\b[^>]*>\s*([^<{]+?)\s*</h1>", re.I)
-_NEXT_METHODS = re.compile(
-    r"export\s+(?:async\s+)?(?:function|const)\s+(GET|POST|PUT|PATCH|DELETE)\b"
-)
-_NEXT_CONFIG = re.compile(r"(^|/)next\.config\.\w+$")
-_BUNDLER_CONFIG = re.compile(r"(^|/)(next|vite|webpack)\.config\.\w+$")
-_REQUIRED = re.compile(r"require\(\s*['\"]([^'\"]+)['\"]")
-_TRAILING_IDENT = re.compile(r"([A-Za-z_$][\w$]*)\s*$")
-_JSON_CALL = re.compile(r"\.json\s*\(")
-_PAGES_API_METHODS = re.compile(r"['\"](GET|POST|PUT|PATCH|DELETE)['\"]")
-
 
 def package_manifests(files: dict[str, str]) -> dict[str, set[str]]:
     """Directory of each readable package.json → its dependency names."""
@@ -58,6 +32,10 @@ def package_manifests(files: dict[str, str]) -> dict[str, set[str]]:
                 deps.update(str(name) for name in data[key])
         out[posixpath.dirname(path)] = deps
     return out
+
+
+_NEXT_CONFIG = re.compile(r"(^|/)next\.config\.\w+$")
+_BUNDLER_CONFIG = re.compile(r"(^|/)(next|vite|webpack)\.config\.\w+$")
 
 
 def detect_node(paths: list[str], files: dict[str, str], found: Findings) -> None:
@@ -105,6 +83,13 @@ def detect_node(paths: list[str], files: dict[str, str], found: Findings) -> Non
 # --- Express / Fastify / Hono -------------------------------------------------------------
 
 
+_IMPORT_DEFAULT = re.compile(r"import\s+([A-Za-z_$][\w$]*)\s+from\s+['\"]([^'\"]+)['\"]")
+_IMPORT_NAMED = re.compile(r"import\s*\{([^}]*)\}\s*from\s*['\"]([^'\"]+)['\"]")
+_REQUIRE = re.compile(
+    r"(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*require\(\s*['\"]([^'\"]+)['\"]\s*\)"
+)
+
+
 def imports_of(text: str) -> dict[str, str]:
     """Local identifier → module specifier, for default, named and require imports."""
     out = {name: spec for name, spec in _IMPORT_DEFAULT.findall(text)}
@@ -127,6 +112,9 @@ def resolve_module(from_file: str, spec: str, files: dict[str, str] | list[str])
     return next((c for c in candidates if c in files), None)
 
 
+_METHOD_CALL = re.compile(r"\.\s*(get|post|put|patch|delete|all)\s*\(")
+
+
 def _chained_methods(text: str, pos: int) -> list[str]:
     """Methods chained after `.route('/x')`: `.get(...).post(...)` at bracket depth 0."""
     methods: list[str] = []
@@ -143,6 +131,18 @@ def _chained_methods(text: str, pos: int) -> list[str]:
 
 
 Mount = tuple[str, str, str]  # (mounting file, mounting router variable, path)
+
+
+# Variables assigned from a router factory are the only receivers whose `.get(` calls count,
+# so `axios.get('/api/users')` in client code is never mistaken for a route.
+_ROUTER_ASSIGN = re.compile(
+    r"(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::\s*[\w.<>]+\s*)?=\s*(?:new\s+)?"
+    r"(?:express(?:\s*\.\s*Router)?|Router|fastify|Fastify|Hono)\s*\("
+)
+_ROUTER_HINT = re.compile(r"express|fastify|hono|koa-router|@koa/router|\bRouter\s*\(")
+_USE = re.compile(r"\.\s*use\s*\(\s*(['\"`])(/[^'\"`\n]*)\1\s*,")
+_REQUIRED = re.compile(r"require\(\s*['\"]([^'\"]+)['\"]")
+_TRAILING_IDENT = re.compile(r"([A-Za-z_$][\w$]*)\s*$")
 
 
 def _express(files: dict[str, str], found: Findings) -> None:
@@ -188,6 +188,10 @@ def _mounted(path: str, var: str, mounts: dict, local: dict, depth: int = 0) -> 
         return ""
     parent_file, parent_var, part = mount
     return _join(_mounted(parent_file, parent_var, mounts, local, depth + 1), part)
+
+
+_LITERAL = re.compile(r"\s*(['\"`])([^'\"`\n]*)\1")
+_JSON_CALL = re.compile(r"\.json\s*\(")
 
 
 def _express_file(
@@ -245,6 +249,12 @@ def _app_segments(dirs: list[str]) -> list[str] | None:
     return out
 
 
+_H1 = re.compile(r"<h1\b[^>]*>\s*([^<{]+?)\s*</h1>", re.I)
+_NEXT_METHODS = re.compile(
+    r"export\s+(?:async\s+)?(?:function|const)\s+(GET|POST|PUT|PATCH|DELETE)\b"
+)
+
+
 def _next_app_file(path: str, sub: str, text: str | None, found: Findings) -> None:
     *dirs, name = sub.split("/")
     segments = _app_segments(dirs)
@@ -260,6 +270,9 @@ def _next_app_file(path: str, sub: str, text: str | None, found: Findings) -> No
             found.route(method, route, path, json=True)
     elif re.fullmatch(r"layout\.(tsx|jsx|ts|js)", name):
         found.mark(path, "ui_component")
+
+
+_PAGES_API_METHODS = re.compile(r"['\"](GET|POST|PUT|PATCH|DELETE)['\"]")
 
 
 def _next_pages_file(path: str, sub: str, text: str | None, found: Findings) -> None:

@@ -80,13 +80,6 @@ def detect_python(paths: list[str], files: dict[str, str], found: Findings) -> N
 
 # --- Flask / FastAPI ----------------------------------------------------------------------
 
-_ADD_URL_RULE = re.compile(r"\.\s*add_url_rule\s*\(")
-_MOUNT_CALL = re.compile(r"\.\s*(register_blueprint|include_router)\s*\(")
-_METHODS = re.compile(r"methods\s*=\s*[\[({]([^\])}]*)")
-_VIEW_CLASS = re.compile(
-    r"view_func\s*=\s*([\w.]+)\.as_view\s*\(|^[^,]*,[^,]*,\s*([\w.]+)\.as_view"
-)
-_PREFIX_NAME = re.compile(r"\b(?:url_prefix|prefix)\s*=\s*([A-Za-z_][\w.]*)\s*[,)]?")
 MAX_MOUNTS = 500  # real apps mount a handful; bounds hostile files
 MAX_NESTING = 20
 
@@ -103,6 +96,9 @@ def _objects(py_files: dict[str, str]) -> dict[Node, tuple[str, str]]:
             own = _given_prefix(args, py_files) or ""
             out[(path, match.group(1))] = (match.group(2), own)
     return out
+
+
+_PREFIX_NAME = re.compile(r"\b(?:url_prefix|prefix)\s*=\s*([A-Za-z_][\w.]*)\s*[,)]?")
 
 
 def _given_prefix(args: str, py_files: dict[str, str]) -> str | None:
@@ -138,6 +134,9 @@ def _mount_target(expr: str, path: str, imported: dict, objects: dict) -> Node |
         if name == attr and (base == stem + ".py" or file.endswith(f"{stem}/__init__.py")):
             return file, name
     return None
+
+
+_MOUNT_CALL = re.compile(r"\.\s*(register_blueprint|include_router)\s*\(")
 
 
 def _mounts(py_files: dict[str, str], objects: dict) -> dict[Node, tuple[Node, str | None]]:
@@ -219,6 +218,12 @@ def _decorated(py_files: dict[str, str], found: Findings) -> None:
                 found.route(method, route, path, json=json)
 
 
+_ADD_URL_RULE = re.compile(r"\.\s*add_url_rule\s*\(")
+_VIEW_CLASS = re.compile(
+    r"view_func\s*=\s*([\w.]+)\.as_view\s*\(|^[^,]*,[^,]*,\s*([\w.]+)\.as_view"
+)
+
+
 def _registrations(text: str, py_files: dict[str, str]) -> list[tuple[str, str, list[str]]]:
     """(receiver, rule, methods) of each decorator route and `add_url_rule` in a file."""
     out = []
@@ -242,6 +247,9 @@ def _registrations(text: str, py_files: dict[str, str]) -> list[tuple[str, str, 
             if receiver:
                 out.append((receiver, literal.group(2), methods or ["GET"]))
     return out
+
+
+_METHODS = re.compile(r"methods\s*=\s*[\[({]([^\])}]*)")
 
 
 def _listed(args: str) -> list[str]:

@@ -69,7 +69,6 @@ _CANDIDATES = tuple((score, re.compile(pattern)) for score, pattern in _CANDIDAT
 _TEST_OR_SPEC = re.compile(r"\.(test|spec)\.")
 _TEST_CONFIG = re.compile(r"(playwright|cypress|jest|vitest)\.config\.\w+|conftest\.py")
 _TEST_DIR = re.compile(r"(^|/)(e2e|tests?|__tests__|\.maestro)/")
-_TEST_SOURCE = re.compile(r"\.(py|js|ts|tsx|ya?ml|swift|kt)$")
 _TEST_FILE = re.compile(r"\.(test|spec)\.(js|ts|jsx|tsx)$|(^|/)test_\w+\.py$")
 
 
@@ -95,6 +94,9 @@ def plan_reads(paths: list[str]) -> list[str]:
                 break
     ranked = sorted(scored, key=lambda p: (-scored[p], p))
     return ranked[:MAX_READS]
+
+
+_TEST_SOURCE = re.compile(r"\.(py|js|ts|tsx|ya?ml|swift|kt)$")
 
 
 def _test_fixtures(paths: list[str], found: Findings) -> None:
