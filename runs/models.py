@@ -12,7 +12,7 @@ from django.db import models
 from django.db.models import Q
 
 from amtp_site.constraints import one_of, one_of_each
-from amtp_site.fields import optional_char, optional_list, optional_text
+from amtp_site.fields import flag, optional_char, optional_list, optional_text
 from amtp_site.indexes import newest_first, prefix_search
 from repositories.models import DepthLevel, Framework, Repository
 from runs import stages as vocabulary
@@ -131,9 +131,8 @@ class Run(Timed, models.Model):
     pull_number = models.PositiveIntegerField(
         null=True, blank=True, help_text="The pull request a check run checks."
     )
-    held = models.BooleanField(
+    held = flag(
         default=False,
-        db_default=False,
         help_text="Held for an approval before any test runs (a fork's pull request).",
     )
     requested_by = models.CharField(max_length=200, blank=True)
