@@ -10,6 +10,9 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 
+from amtp_site.fields import optional_reference
+from amtp_site.moved import KeptInRuns
+
 
 class Scope(models.TextChoices):
     RUNS_READ = "runs:read", "Read runs, artifacts and approvals"
@@ -19,28 +22,33 @@ class Scope(models.TextChoices):
 
 def created_by_field(help_text: str) -> models.ForeignKey:
     """The user who made a credential, kept for the audit of what it does."""
-    return models.ForeignKey(
+    return optional_reference(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
         editable=False,
         related_name="+",
         help_text=help_text,
     )
 
 
-class ApiToken(models.Model):
+def scopes_field() -> models.JSONField:
+    """What a credential may do: a list of ``Scope`` values (``scopes_known`` checks them)."""
+    return models.JSONField(default=list, help_text="Any of: " + ", ".join(Scope.values))
+
+
+def scopes_known(name: str) -> models.CheckConstraint:
+    return models.CheckConstraint(condition=Q(scopes__contained_by=Scope.values), name=name)
+
+
+class ApiToken(KeptInRuns):
     """A bearer token. Only the SHA-256 of the secret is stored; the secret is shown once."""
 
     Scope = Scope
 
     name = models.CharField(max_length=100, help_text="What the token is for, e.g. 'CI deploy'.")
-    user = models.ForeignKey(
+    user = optional_reference(
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
-        null=True,
-        blank=True,
         related_name="api_tokens",
         help_text="Whose token it is (optional; a token without a user is a service token).",
     )
@@ -54,7 +62,7 @@ class ApiToken(models.Model):
         help_text="The first characters of the secret, to recognise the token in logs and lists.",
     )
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
-    scopes = models.JSONField(default=list, help_text="Any of: " + ", ".join(Scope.values))
+    scopes = scopes_field()
     # Ids, not names: a renamed repository stays in the list, a deleted one only narrows it.
     repository_ids = ArrayField(
         models.BigIntegerField(),
@@ -69,8 +77,7 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
 
-    class Meta:
-        app_label = "runs"  # its table and migrations stay with runs
+    class Meta(KeptInRuns.Meta):
         db_table = "api_tokens"
         verbose_name = "API token"
         ordering = ["-created_at"]
@@ -78,9 +85,7 @@ class ApiToken(models.Model):
             models.CheckConstraint(
                 condition=Q(token_hash__regex=r"^[0-9a-f]{64}$"), name="api_tokens_hash_hex"
             ),
-            models.CheckConstraint(
-                condition=Q(scopes__contained_by=Scope.values), name="api_tokens_scopes_known"
-            ),
+            scopes_known("api_tokens_scopes_known"),
             models.CheckConstraint(
                 condition=Q(user__isnull=False) | Q(repository_ids__isnull=False),
                 name="api_tokens_service_names_repositories",
@@ -95,7 +100,7 @@ class ApiToken(models.Model):
         return self.revoked_at is not None
 
 
-class OidcTrustRule(models.Model):
+class OidcTrustRule(KeptInRuns):
     """Who a CI's OpenID Connect token is (access.oidc): a token from the configured issuer whose
     ``repository`` claim names one of ``repository_ids`` and whose ``ref``, ``workflow_ref``
     and ``environment`` claims match the patterns set here acts with ``scopes`` on that one
@@ -123,22 +128,19 @@ class OidcTrustRule(models.Model):
         blank=True,
         help_text="Pattern for 'environment', e.g. production (empty: any, also none).",
     )
-    scopes = models.JSONField(default=list, help_text="Any of: " + ", ".join(Scope.values))
+    scopes = scopes_field()
     enabled = models.BooleanField(default=True)
     created_by = created_by_field(
         "Who configured it; its identities' actions are audited under this user."
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
-        app_label = "runs"  # its table and migrations stay with runs
+    class Meta(KeptInRuns.Meta):
         db_table = "oidc_trust_rules"
         verbose_name = "OIDC trust rule"
         ordering = ["name"]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(scopes__contained_by=Scope.values), name="oidc_rules_scopes_known"
-            ),
+            scopes_known("oidc_rules_scopes_known"),
             models.CheckConstraint(
                 condition=Q(repository_ids__len__gt=0), name="oidc_rules_name_repositories"
             ),

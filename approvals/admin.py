@@ -161,13 +161,8 @@ class ApprovalAdmin(show.RunColumns, PrefixSearchMixin, admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
-    @admin.display(description="approval")
-    def short_id(self, approval):
-        return str(approval.approval_id)[:8]
-
-    @admin.display(description="decision", ordering="decision")
-    def decision_badge(self, approval):
-        return show.badge(approval.decision)
+    short_id = show.short_id_column("approval_id", "approval")
+    decision_badge = show.badge_column("decision")
 
     @admin.display(description="held because")
     def held_because(self, approval):

@@ -13,7 +13,8 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
-from amtp_site.constraints import one_of
+from amtp_site.constraints import one_of_each
+from amtp_site.moved import KeptInRuns
 from repositories.models import NotifyEvent
 
 
@@ -28,7 +29,7 @@ class NotificationStatus(models.TextChoices):
     FAILED = "failed"
 
 
-class Notification(models.Model):
+class Notification(KeptInRuns):
     Channel = Channel
     Status = NotificationStatus
 
@@ -57,14 +58,13 @@ class Notification(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     sent_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        app_label = "runs"  # its table and migrations stay with runs
+    class Meta(KeptInRuns.Meta):
         db_table = "notifications"
         ordering = ["-created_at"]
         constraints = [
-            one_of("event", NotifyEvent, "notifications_event_valid"),
-            one_of("channel", Channel, "notifications_channel_valid"),
-            one_of("status", NotificationStatus, "notifications_status_valid"),
+            *one_of_each(
+                "notifications", event=NotifyEvent, channel=Channel, status=NotificationStatus
+            ),
             models.UniqueConstraint(
                 fields=["run", "dedupe_key", "channel"], name="notifications_once"
             ),

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from django.db import models
 
+from amtp_site.moved import KeptInRuns
 from repositories.models import Repository
 
 
-class RunDay(models.Model):
+class RunDay(KeptInRuns):
     day = models.DateField()
     repository = models.ForeignKey(
         Repository, on_delete=models.CASCADE, related_name="+", db_index=False
@@ -38,8 +39,7 @@ class RunDay(models.Model):
     tests_first_attempt = models.IntegerField(default=0, help_text="Passed on attempt 1.")
     tests_passed = models.IntegerField(default=0, help_text="Passed in the end: healed too.")
 
-    class Meta:
-        app_label = "runs"  # its table and migrations stay with runs
+    class Meta(KeptInRuns.Meta):
         db_table = "run_days"
         constraints = [
             # Repository first: a reader who may see some repositories reads only theirs.
@@ -50,7 +50,7 @@ class RunDay(models.Model):
         indexes = [models.Index(fields=["day"], name="run_days_by_day")]  # all repositories
 
 
-class StageDay(models.Model):
+class StageDay(KeptInRuns):
     """How many stages of one name took a duration in ``bucket``: (1.25^(b-1), 1.25^b]
     seconds, so a percentile read from it is within 12 % of the exact one. A row without a
     repository counts every repository's: what a reader who may see them all reads, a
@@ -64,8 +64,7 @@ class StageDay(models.Model):
     bucket = models.SmallIntegerField()
     stages = models.IntegerField(default=0)
 
-    class Meta:
-        app_label = "runs"  # its table and migrations stay with runs
+    class Meta(KeptInRuns.Meta):
         db_table = "stage_days"
         constraints = [
             # Repository first (NULL: all of them), counts included: an index-only scan of the
@@ -79,7 +78,7 @@ class StageDay(models.Model):
         ]
 
 
-class RunHealth(models.Model):
+class RunHealth(KeptInRuns):
     """The test counts of one ended run's verification report, and each test's outcome in a
     few words: what the repository health page and ``/api/repositories/.../health`` read
     instead of the report blobs. PostgreSQL fills it when a run with a ``verified`` report
@@ -105,8 +104,7 @@ class RunHealth(models.Model):
         help_text="[file, title, status, reason] per test; the reason of quarantined ones only.",
     )
 
-    class Meta:
-        app_label = "runs"  # its table and migrations stay with runs
+    class Meta(KeptInRuns.Meta):
         db_table = "run_health"
         indexes = [
             # A repository's newest points: an index scan, however many runs it has.

@@ -62,6 +62,13 @@ class SecretField(forms.CharField):
         return bool(data)  # blank keeps it: not a change, whatever is stored
 
 
+class ClearField(forms.BooleanField):
+    """The tick box that removes a stored secret: a blank secret field keeps it."""
+
+    def __init__(self, what: str, **kwargs):
+        super().__init__(required=False, label=f"Remove the {what}", **kwargs)
+
+
 FIELD_NAMES = {field.name for field in Repository._meta.fields}
 SECRET_SET = "A secret is set (never shown). Type a new one to replace it; leave blank to keep it."
 SECRET_NOT_SET = (
@@ -93,9 +100,8 @@ class RepositoryForm(forms.ModelForm):
     notify_email_events = TextListField(label="Emailed events")
     notify_webhook_events = TextListField(label="Webhook events")
     webhook_secret = SecretField(label="Webhook secret")
-    clear_webhook_secret = forms.BooleanField(
-        required=False,
-        label="Remove the webhook secret",
+    clear_webhook_secret = ClearField(
+        "webhook secret",
         help_text="Pushes are then checked against the global GITHUB_WEBHOOK_SECRET.",
     )
 
@@ -105,13 +111,11 @@ class RepositoryForm(forms.ModelForm):
         label="App environment (stored encrypted)",
         widget=forms.Textarea(attrs={"rows": 3, "placeholder": "NAME=value, one a line"}),
     )
-    clear_boot_env = forms.BooleanField(required=False, label="Remove the stored app environment")
+    clear_boot_env = ClearField("stored app environment")
     login_username = SecretField(label="Login user name")
     login_password = SecretField(label="Login password")
-    clear_login_credentials = forms.BooleanField(
-        required=False,
-        label="Remove the stored login credentials",
-        help_text="Both the user name and the password.",
+    clear_login_credentials = ClearField(
+        "stored login credentials", help_text="Both the user name and the password."
     )
 
     class Meta:

@@ -9,8 +9,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from amtp_site.constraints import one_of
-from amtp_site.fields import optional_char, optional_list, optional_text
+from amtp_site.constraints import one_of, one_of_each
+from amtp_site.fields import flag, optional_char, optional_list, optional_reference, optional_text
 from repositories.choices import (  # noqa: F401  (imported from here by the rest of AMTP)
     DEFAULT_NOTIFY_EVENTS,
     DEFAULT_PULL_REQUEST_LABELS,
@@ -24,6 +24,34 @@ from repositories.choices import (  # noqa: F401  (imported from here by the res
     default_notify_events,
     default_pull_request_labels,
 )
+
+
+def optional_url(*args, **kwargs) -> models.CharField:
+    """A URL, or a path on the app's origin, that may be empty."""
+    return optional_char(*args, max_length=500, **kwargs)
+
+
+def notify_events(how: str) -> models.JSONField:
+    """Which events a repository's notifications of one channel are about."""
+    return optional_list(
+        default=default_notify_events,
+        help_text=f"Which events are {how}: " + ", ".join(NotifyEvent.values) + ".",
+    )
+
+
+def accessible_name(of: str) -> models.CharField:
+    """A control of the login form, found by its exact accessible name (as a person using a
+    screen reader would find it)."""
+    return optional_char(max_length=200, help_text=f"The exact accessible {of}.")
+
+
+def login_variable(holding: str) -> models.CharField:
+    """The worker's environment variable holding a login credential, instead of storing it."""
+    return optional_char(
+        max_length=64,
+        help_text=f"Instead of a stored {holding}: the worker's environment variable holding "
+        "it (a name starting with AMTP_LOGIN_).",
+    )
 
 
 class Repository(models.Model):
@@ -55,16 +83,14 @@ class Repository(models.Model):
         help_text="The secret of this repository's GitHub webhook: its pushes must be signed "
         "with it (empty: the global GITHUB_WEBHOOK_SECRET, shared by every repository).",
     )
-    maintain_on_push = models.BooleanField(
+    maintain_on_push = flag(
         default=False,
-        db_default=False,
         help_text="A push to the default branch starts a maintenance run: the tests already in "
         "the test directory re-verified against the preview, healed or quarantined, and one "
         "maintenance pull request when something changed.",
     )
-    maintain_all_specs = models.BooleanField(
+    maintain_all_specs = flag(
         default=False,
-        db_default=False,
         help_text="Maintenance runs keep every Playwright spec in the test directory, not only "
         "the files AMTP wrote.",
     )
@@ -77,22 +103,19 @@ class Repository(models.Model):
         help_text="Also start a maintenance run on a schedule (a Temporal Schedule; skipped "
         "while the previous maintenance run is still going).",
     )
-    pr_checks = models.BooleanField(
+    pr_checks = flag(
         default=False,
-        db_default=False,
         help_text="Run the repository's tests against each pull request's preview and report a "
         "GitHub check run (needs the PR preview URL template).",
     )
-    pr_checks_drafts = models.BooleanField(
+    pr_checks_drafts = flag(
         "Check draft pull requests too",
         default=False,
-        db_default=False,
         help_text="Off: a draft pull request gets its check when it is marked ready for review. "
         "On: drafts are checked like any pull request.",
     )
-    pr_preview_url_template = optional_char(
+    pr_preview_url_template = optional_url(
         "PR preview URL template",
-        max_length=500,
         help_text="Where a pull request's preview runs: an http(s) URL with {pr}, {sha} and "
         "{branch} filled in, e.g. https://pr-{pr}.preview.example.com; or {deployment} alone: "
         "each successful GitHub deployment of a commit gives its URL (deployment_status).",
@@ -100,14 +123,12 @@ class Repository(models.Model):
     require_approval = models.BooleanField(
         default=False, help_text="Hold every run for a human approval before the PR is opened."
     )
-    allow_self_approval = models.BooleanField(
+    allow_self_approval = flag(
         default=False,
-        db_default=False,
         help_text="Let the person who requested a run (or the owner of the token that did) "
         "approve its hold. Off: a second person decides (four eyes).",
     )
-    preview_url = optional_char(
-        max_length=500,
+    preview_url = optional_url(
         help_text="A running instance of the app (http(s) URL). When set, the generated tests "
         "run against it before the pull request is opened; a run can override it.",
     )
@@ -124,15 +145,13 @@ class Repository(models.Model):
         db_default=FailingTests.FIXME,
         help_text="What a generated test still failing after healing becomes.",
     )
-    open_pr_unverified = models.BooleanField(
+    open_pr_unverified = flag(
         default=False,
-        db_default=False,
         help_text="When the tests cannot be run (target unreachable, timeout, runner missing), "
         "open the pull request anyway, marked unverified, instead of failing the run.",
     )
-    test_data_setup_url = optional_char(
+    test_data_setup_url = optional_url(
         "test data set-up URL",
-        max_length=500,
         help_text="Called with POST before the generated tests first run, from inside the "
         "sandbox: a path on the app (e.g. /api/test-data/seed, called on the run's target) or "
         "a URL on the preview URL's origin. A failure stops verification (the environment, "
@@ -144,9 +163,8 @@ class Repository(models.Model):
         '["node", "-e", "…"]. No shell unless it names one; it reaches only the target and the '
         "allowed hosts, through the proxy at HTTP_PROXY.",
     )
-    test_data_teardown_url = optional_char(
+    test_data_teardown_url = optional_url(
         "test data tear-down URL",
-        max_length=500,
         help_text="Called with POST after the tests last ran (also when they failed or timed "
         "out), like the set-up URL. A failure is reported, and does not fail the run.",
     )
@@ -160,57 +178,35 @@ class Repository(models.Model):
         db_default=60,
         help_text="Seconds each test data call or command may take (1 to 300).",
     )
-    draft_pull_requests = models.BooleanField(
+    draft_pull_requests = flag(
         default=True,
-        db_default=True,
         help_text="Open pull requests as drafts, so CI that runs on pull requests does not run "
         "the generated specs before a person has read them.",
     )
-    pull_request_labels = models.JSONField(
+    pull_request_labels = optional_list(
         default=default_pull_request_labels,
-        blank=True,
-        db_default=list(DEFAULT_PULL_REQUEST_LABELS),
         help_text="Labels put on every pull request AMTP opens (comma-separated; empty: none).",
     )
     # The login recipe (repositories.login): how the sandboxed browser logs into the preview
     # before exploring and before the tests run. Empty login_path: no login.
-    login_path = optional_char(
-        max_length=500,
+    login_path = optional_url(
         help_text="The login page: a path on the preview's origin (/login), or a URL on the "
         "preview URL's origin. Empty: the app is explored and tested without logging in.",
     )
-    login_username_label = optional_char(
-        max_length=200,
-        help_text="The exact accessible label of the user name field (e.g. Email).",
-    )
-    login_password_label = optional_char(
-        max_length=200,
-        help_text="The exact accessible label of the password field (e.g. Password).",
-    )
-    login_submit = optional_char(
-        max_length=200,
-        help_text="The exact accessible name of the button that logs in (e.g. Sign in).",
-    )
+    login_username_label = accessible_name("label of the user name field (e.g. Email)")
+    login_password_label = accessible_name("label of the password field (e.g. Password)")
+    login_submit = accessible_name("name of the button that logs in (e.g. Sign in)")
     login_success = optional_char(
         max_length=200,
         help_text="Logged in when: a path starting with / that the app lands on (/dashboard), "
         "or a text the page shows once logged in (Sign out).",
     )
-    login_username_env = optional_char(
-        max_length=64,
-        help_text="Instead of a stored user name: the worker's environment variable holding it "
-        "(a name starting with AMTP_LOGIN_).",
-    )
-    login_password_env = optional_char(
-        max_length=64,
-        help_text="Instead of a stored password: the worker's environment variable holding it "
-        "(a name starting with AMTP_LOGIN_).",
-    )
+    login_username_env = login_variable("user name")
+    login_password_env = login_variable("password")
     # An API with token auth (repositories.login.ApiToken): the login credentials above are
     # POSTed here for a bearer token, instead of a browser filling a login form.
-    api_token_path = optional_char(
+    api_token_path = optional_url(
         "API token path",
-        max_length=500,
         help_text="For a JSON API with token auth, instead of a login page: the path on the "
         "app's origin that issues a token (/token). AMTP POSTs the login user name and password "
         "there as a form (username, password: OAuth 2.0's password grant), else as JSON, and "
@@ -243,8 +239,7 @@ class Repository(models.Model):
     boot_port = models.PositiveIntegerField(
         null=True, blank=True, help_text="The port the started app listens on (1024-65535)."
     )
-    boot_ready_path = optional_char(
-        max_length=500,
+    boot_ready_path = optional_url(
         help_text="The path AMTP requests until the app answers (below 500); empty: /.",
     )
     boot_seed = optional_char(
@@ -267,9 +262,8 @@ class Repository(models.Model):
     # shown, the values are a Fernet token (repositories.credentials), never shown.
     boot_env_names = optional_list(editable=False)
     boot_env_token = optional_text(editable=False)
-    pr_ci_workflow = models.BooleanField(
+    pr_ci_workflow = flag(
         default=True,
-        db_default=True,
         help_text="Pull requests to a GitHub repository add .github/workflows/amtp-e2e.yml "
         "(installs, starts the app, runs the tests) unless the repository has that file.",
     )
@@ -277,23 +271,12 @@ class Repository(models.Model):
         help_text="Addresses told of this repository's events by email (comma-separated; "
         "empty: none). Sent through the server's mail settings.",
     )
-    notify_email_events = models.JSONField(
-        default=default_notify_events,
-        blank=True,
-        db_default=list(DEFAULT_NOTIFY_EVENTS),
-        help_text="Which events are emailed: " + ", ".join(NotifyEvent.values) + ".",
-    )
-    notify_webhook_url = optional_char(
-        max_length=500,
+    notify_email_events = notify_events("emailed")
+    notify_webhook_url = optional_url(
         help_text="A Slack or Teams incoming webhook, or any URL that takes a JSON POST "
         '({"text": ...}); https only, never a private or metadata address.',
     )
-    notify_webhook_events = models.JSONField(
-        default=default_notify_events,
-        blank=True,
-        db_default=list(DEFAULT_NOTIFY_EVENTS),
-        help_text="Which events are posted to the webhook: " + ", ".join(NotifyEvent.values) + ".",
-    )
+    notify_webhook_events = notify_events("posted to the webhook")
     retention_days = models.PositiveIntegerField(
         null=True,
         blank=True,
@@ -312,11 +295,14 @@ class Repository(models.Model):
         verbose_name_plural = "repositories"
         ordering = ["full_name"]
         constraints = [
-            one_of("host", Host, "repositories_host_valid"),
+            *one_of_each(
+                "repositories",
+                host=Host,
+                failing_tests=FailingTests,
+                maintenance_every=MaintenanceEvery,
+            ),
             one_of("default_depth_level", DepthLevel, "repositories_depth_valid"),
             one_of("default_framework", Framework, "repositories_framework_valid"),
-            one_of("failing_tests", FailingTests, "repositories_failing_tests_valid"),
-            one_of("maintenance_every", MaintenanceEvery, "repositories_maintenance_every_valid"),
             models.CheckConstraint(
                 condition=Q(full_name__regex=r"^[^/]+/[^/]+$"), name="repositories_full_name_valid"
             ),
@@ -336,19 +322,15 @@ class RepositoryGrant(models.Model):
     Role = Role
 
     repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="grants")
-    user = models.ForeignKey(
+    user = optional_reference(
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
-        null=True,
-        blank=True,
         related_name="repository_grants",
         db_index=False,  # repository_grants_one_per_user leads with it
     )
-    group = models.ForeignKey(
+    group = optional_reference(
         "auth.Group",
         on_delete=models.CASCADE,
-        null=True,
-        blank=True,
         related_name="repository_grants",
         db_index=False,  # repository_grants_one_per_group leads with it
     )

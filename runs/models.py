@@ -11,8 +11,8 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
-from amtp_site.constraints import one_of
-from amtp_site.fields import optional_char, optional_list, optional_text
+from amtp_site.constraints import one_of, one_of_each
+from amtp_site.fields import flag, optional_char, optional_list, optional_text
 from amtp_site.indexes import newest_first, prefix_search
 from repositories.models import DepthLevel, Framework, Repository
 from runs import stages as vocabulary
@@ -131,9 +131,8 @@ class Run(Timed, models.Model):
     pull_number = models.PositiveIntegerField(
         null=True, blank=True, help_text="The pull request a check run checks."
     )
-    held = models.BooleanField(
+    held = flag(
         default=False,
-        db_default=False,
         help_text="Held for an approval before any test runs (a fork's pull request).",
     )
     requested_by = models.CharField(max_length=200, blank=True)
@@ -167,9 +166,7 @@ class Run(Timed, models.Model):
         db_table = "runs"
         ordering = ["-created_at"]
         constraints = [
-            one_of("status", RunStatus, "runs_status_valid"),
-            one_of("trigger", Trigger, "runs_trigger_valid"),
-            one_of("kind", RunKind, "runs_kind_valid"),
+            *one_of_each("runs", status=RunStatus, trigger=Trigger, kind=RunKind),
             one_of("depth_level", DepthLevel, "runs_depth_valid"),
             one_of("target_framework", Framework, "runs_framework_valid"),
             # A constraint, not unique=True: the field form adds a LIKE index nothing asks for.
@@ -230,8 +227,7 @@ class Stage(Timed, models.Model):
         db_table = "stages"
         ordering = ["run", "position"]
         constraints = [
-            one_of("status", StageStatus, "stages_status_valid"),
-            one_of("name", StageName, "stages_name_valid"),
+            *one_of_each("stages", status=StageStatus, name=StageName),
             models.UniqueConstraint(fields=["run", "name"], name="stages_one_per_run_and_name"),
         ]
 

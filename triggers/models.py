@@ -7,7 +7,9 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from amtp_site.fields import optional_char
+from amtp_site.constraints import one_of
+from amtp_site.fields import optional_char, optional_reference
+from amtp_site.moved import KeptInRuns
 
 
 class DeliveryOutcome(models.TextChoices):
@@ -22,7 +24,7 @@ class DeliveryOutcome(models.TextChoices):
 STARTED_A_RUN = (DeliveryOutcome.RUN_CREATED, DeliveryOutcome.ORCHESTRATOR_UNAVAILABLE)
 
 
-class WebhookDelivery(models.Model):
+class WebhookDelivery(KeptInRuns):
     """One row per ``X-GitHub-Delivery``: a redelivery finds its row and creates nothing; and
     at most one delivery per (repository, pushed SHA) ever starts a run, whatever its id."""
 
@@ -34,21 +36,15 @@ class WebhookDelivery(models.Model):
     outcome = models.CharField(max_length=32, choices=Outcome.choices)
     pushed_sha = optional_char(max_length=64, help_text="A push's ``after``.")
     note = models.TextField(blank=True)
-    run = models.ForeignKey(
-        "runs.Run", on_delete=models.SET_NULL, null=True, blank=True, related_name="deliveries"
-    )
+    run = optional_reference("runs.Run", on_delete=models.SET_NULL, related_name="deliveries")
     received_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
-        app_label = "runs"  # its table and migrations stay with runs
+    class Meta(KeptInRuns.Meta):
         db_table = "webhook_deliveries"
         verbose_name_plural = "webhook deliveries"
         ordering = ["-received_at"]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(outcome__in=DeliveryOutcome.values),
-                name="webhook_deliveries_outcome_valid",
-            ),
+            one_of("outcome", DeliveryOutcome, "webhook_deliveries_outcome_valid"),
             # Replays of a captured push, under new delivery ids, any time later: no new run.
             models.UniqueConstraint(
                 fields=["repo_full_name", "pushed_sha"],

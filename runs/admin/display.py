@@ -40,13 +40,38 @@ LINKED_SCHEMES = ("http", "https")
 EMPTY = "—"
 
 
+def short_id(key) -> str:
+    """The start of a UUID key: enough to tell rows apart, and what the admin search takes."""
+    return str(key)[:8]
+
+
+def short_id_column(key: str, description: str, ordering: str | None = None):
+    """A list column of the ``short_id`` of each row's ``key``."""
+
+    @admin.display(description=description, ordering=ordering)
+    def column(self, row):
+        return short_id(getattr(row, key))
+
+    return column
+
+
+def badge_column(field: str):
+    """A list column of each row's ``field`` (a status) as a ``badge``, sorted by it."""
+
+    @admin.display(description=field, ordering=field)
+    def column(self, row):
+        return badge(getattr(row, field))
+
+    return column
+
+
 class RunColumns:
     """The run and repository columns of an admin list of rows that belong to a run."""
 
     @admin.display(description="run", ordering="run")
     def run_link(self, row):
         url = reverse("admin:runs_run_change", args=[row.run_id])
-        return format_html('<a href="{}">{}</a>', url, str(row.run_id)[:8])
+        return format_html('<a href="{}">{}</a>', url, short_id(row.run_id))
 
     @admin.display(description="repository", ordering="run__repo_full_name")
     def repository(self, row):

@@ -147,13 +147,8 @@ class RunAdmin(PrefixSearchMixin, admin.ModelAdmin):
 
     # --- columns -----------------------------------------------------------------------
 
-    @admin.display(description="run", ordering="run_id")
-    def short_id(self, run):
-        return str(run.run_id)[:8]
-
-    @admin.display(description="status", ordering="status")
-    def status_badge(self, run):
-        return show.badge(run.status)
+    short_id = show.short_id_column("run_id", "run", ordering="run_id")
+    status_badge = show.badge_column("status")
 
     @admin.display(description="request")
     def request(self, run):
