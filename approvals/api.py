@@ -5,18 +5,17 @@ from typing import Literal
 
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Field, Query, Router, Schema
-from ninja.pagination import paginate
+from ninja import Field, Query, Schema
 from pydantic import ConfigDict
 
 from access.auth import DECIDE_APPROVALS, READ_APPROVALS, scoped
-from amtp_site.pagination import Page
+from access.routes import ApiRouter
 from amtp_site.problems import documented
 from approvals.api_schemas import ApprovalOut
 from approvals.models import Approval, Decision
 from approvals.services import MAX_COMMENT_CHARS, approval_decide
 
-router = Router(tags=["approvals"])
+router = ApiRouter(tags=["approvals"])
 
 
 class ApprovalFilters(Schema):
@@ -37,14 +36,7 @@ class DecisionIn(Schema):
     )
 
 
-@router.get(
-    "",
-    response={200: list[ApprovalOut], **documented(401, 403, 422)},
-    auth=scoped(READ_APPROVALS),
-    url_name="approval_list",
-    summary="List approvals",
-)
-@paginate(Page)
+@router.page(ApprovalOut, READ_APPROVALS, url_name="approval_list", summary="List approvals")
 def list_approvals(request: HttpRequest, filters: Query[ApprovalFilters]):
     """Newest first; ``?decision=pending`` lists the runs waiting for a human."""
     approvals = request.auth.restrict(

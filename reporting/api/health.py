@@ -8,17 +8,18 @@ import uuid
 from datetime import datetime
 
 from django.http import HttpRequest
-from ninja import Field, Path, Router, Schema
+from ninja import Field, Path, Schema
 
-from access.auth import READ_RUNS, scoped
-from amtp_site.problems import Problem, documented
+from access.auth import READ_RUNS
+from access.routes import ApiRouter
+from amtp_site.problems import Problem
 from reporting import health
 from repositories.models import Repository
 
 PART = r"^[A-Za-z0-9_.-]+$"  # one side of owner/name (repositories.names)
 NOT_REGISTERED = "repository {name!r} is not registered in AMTP"
 
-router = Router(tags=["repositories"])
+router = ApiRouter(tags=["repositories"])
 
 
 class PointOut(Schema):
@@ -88,10 +89,10 @@ def _visible(request: HttpRequest, full_name: str) -> Repository:
     return found
 
 
-@router.get(
+@router.read(
     "/{owner}/{name}/health",
-    response={200: HealthOut, **documented(401, 403, 404, 422)},
-    auth=scoped(READ_RUNS),
+    HealthOut,
+    READ_RUNS,
     url_name="repository_health",
     summary="A repository's test health",
 )
