@@ -45,18 +45,21 @@ class MaintenanceRunOut(Schema):
     pr_url: str = Field(description="The maintenance pull request; empty when none was opened.")
 
 
-class QuarantinedOut(Schema):
+class RepositoryTestOut(Schema):
+    """A test of the repository: the file it is in and its title."""
+
     file: str
     title: str
+
+
+class QuarantinedOut(RepositoryTestOut):
     since: datetime = Field(description="The end of the run that quarantined it first.")
     at_least: bool = Field(description="It was quarantined before the window, too.")
     reason: str
     run_id: uuid.UUID = Field(description="The run that quarantined it first.")
 
 
-class FlakyOut(Schema):
-    file: str
-    title: str
+class FlakyOut(RepositoryTestOut):
     times: int = Field(description="Runs in which it passed only on a retry.")
     runs: int = Field(description="Runs that ran it (not skipped).")
     last_seen: datetime
