@@ -6,7 +6,6 @@ from typing import Literal
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Field, Query, Schema
-from pydantic import ConfigDict
 
 from access.auth import DECIDE_APPROVALS, READ_APPROVALS, scoped
 from access.routes import ApiRouter
@@ -14,6 +13,7 @@ from amtp_site.problems import documented
 from approvals.api_schemas import ApprovalOut
 from approvals.models import Approval, Decision
 from approvals.services import MAX_COMMENT_CHARS, approval_decide
+from runs.api_schemas import ClosedSchema
 
 router = ApiRouter(tags=["approvals"])
 
@@ -23,9 +23,7 @@ class ApprovalFilters(Schema):
     run_id: uuid.UUID | None = None
 
 
-class DecisionIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class DecisionIn(ClosedSchema):
     decision: Literal["approved", "rejected"]
     comment: str = Field(
         "",
