@@ -5,18 +5,17 @@ from typing import Literal
 
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Field, Query, Router, Schema
-from ninja.pagination import paginate
-from pydantic import ConfigDict
+from ninja import Field, Query, Schema
 
 from access.auth import DECIDE_APPROVALS, READ_APPROVALS, scoped
-from amtp_site.pagination import Page
+from access.routes import ApiRouter
 from amtp_site.problems import documented
 from approvals.api_schemas import ApprovalOut
 from approvals.models import Approval, Decision
 from approvals.services import MAX_COMMENT_CHARS, approval_decide
+from runs.api_schemas import ClosedSchema
 
-router = Router(tags=["approvals"])
+router = ApiRouter(tags=["approvals"])
 
 
 class ApprovalFilters(Schema):
@@ -24,9 +23,7 @@ class ApprovalFilters(Schema):
     run_id: uuid.UUID | None = None
 
 
-class DecisionIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class DecisionIn(ClosedSchema):
     decision: Literal["approved", "rejected"]
     comment: str = Field(
         "",
@@ -37,14 +34,7 @@ class DecisionIn(Schema):
     )
 
 
-@router.get(
-    "",
-    response={200: list[ApprovalOut], **documented(401, 403, 422)},
-    auth=scoped(READ_APPROVALS),
-    url_name="approval_list",
-    summary="List approvals",
-)
-@paginate(Page)
+@router.page(ApprovalOut, READ_APPROVALS, url_name="approval_list", summary="List approvals")
 def list_approvals(request: HttpRequest, filters: Query[ApprovalFilters]):
     """Newest first; ``?decision=pending`` lists the runs waiting for a human."""
     approvals = request.auth.restrict(

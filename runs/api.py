@@ -9,8 +9,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
-from ninja import Header, Query, Router, Status
-from ninja.pagination import paginate
+from ninja import Header, Query, Status
 
 import schemas
 from access.auth import (
@@ -22,7 +21,7 @@ from access.auth import (
     Principal,
     scoped,
 )
-from amtp_site.pagination import Page
+from access.routes import ApiRouter
 from amtp_site.problems import Problem, documented, field_error
 from repositories.models import Repository
 from runs import selectors
@@ -40,7 +39,7 @@ from runs.models import ArtifactKind, Run
 from runs.services import run_cancel, run_create
 from schemas.errors import SchemaValidationError
 
-router = Router(tags=["runs"])
+router = ApiRouter(tags=["runs"])
 
 REPO_NOT_REGISTERED = "repository {name!r} is not registered in AMTP"
 
@@ -142,35 +141,22 @@ def create_run(
     return Status(201 if run.created else 200, run)
 
 
-@router.get(
-    "",
-    response={200: list[RunOut], **documented(401, 403, 422)},
-    auth=scoped(READ_RUNS),
-    url_name="run_list",
-    summary="List runs",
-)
-@paginate(Page)
+@router.page(RunOut, READ_RUNS, url_name="run_list", summary="List runs")
 def list_runs(request: HttpRequest, filters: Query[RunFilters]):
     """Newest first; filter by status, repository, framework, trigger and creation time."""
     return filters.apply(request.auth.restrict(Run.objects.all(), READ_RUNS))
 
 
-@router.get(
-    "/{run_id}",
-    response={200: RunDetailOut, **documented(401, 403, 404, 422)},
-    auth=scoped(READ_RUNS),
-    url_name="run_detail",
-    summary="A run",
-)
+@router.read("/{run_id}", RunDetailOut, READ_RUNS, url_name="run_detail", summary="A run")
 def get_run(request: HttpRequest, run_id: uuid.UUID):
     """The run with its stages, artifact summaries, approvals and pull request."""
     return _visible_run(request, run_id)
 
 
-@router.get(
+@router.read(
     "/{run_id}/artifacts/{kind}",
-    response={200: ArtifactOut, **documented(401, 403, 404, 422)},
-    auth=scoped(READ_ARTIFACTS),
+    ArtifactOut,
+    READ_ARTIFACTS,
     url_name="run_artifact",
     summary="An artifact of a run",
 )
@@ -204,10 +190,10 @@ _CONTEXT_SCHEMA = {
 }
 
 
-@router.get(
+@router.read(
     "/{run_id}/context",
-    response={200: dict[str, Any], **documented(401, 403, 404, 422)},
-    auth=scoped(READ_RUNS),
+    dict[str, Any],
+    READ_RUNS,
     url_name="run_context",
     summary="The run as a context document",
     openapi_extra={

@@ -34,9 +34,13 @@ NO_CONTROL = r"^[^\x00-\x1f\x7f]*$"
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,150}$"
 
 
-class RunIn(Schema):
+class ClosedSchema(Schema):
+    """A body whose unknown fields are an error: 422 in a request, a bug in a response."""
+
     model_config = ConfigDict(extra="forbid")
 
+
+class RunIn(ClosedSchema):
     repo_full_name: str = Field(
         min_length=3,
         max_length=200,
@@ -134,9 +138,7 @@ class VerificationOut(Schema):
     )
 
 
-class AppRecipeOut(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class AppRecipeOut(ClosedSchema):
     status: str = Field(
         description="booted (AMTP started the run's app from its recipe), failed (it did not "
         "come up: error and message say why) or no_recipe (nothing says how the app starts)."
@@ -165,9 +167,7 @@ class AppRecipeOut(Schema):
     )
 
 
-class CoverageRowOut(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class CoverageRowOut(ClosedSchema):
     route: str = Field(
         description="The route as found in source, parameters as {name} (/notes/{id}); for a "
         "route only the live app showed, the path it was reached at; empty for a screen "
@@ -193,9 +193,7 @@ class CoverageRowOut(Schema):
     covered: bool = Field(description="At least one test exercises it (state covered).")
 
 
-class CoverageTotalsOut(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class CoverageTotalsOut(ClosedSchema):
     routes: int = Field(description="Rows in all: routes in source and routes only seen live.")
     in_source: int
     reached: int = Field(description="Rows where the exploration got the page itself.")
@@ -212,9 +210,7 @@ class CoverageTotalsOut(Schema):
     )
 
 
-class CoverageOut(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class CoverageOut(ClosedSchema):
     headline: str = Field(examples=["5 of 7 routes covered; not covered: /tasks/{taskId}"])
     verified: bool = Field(
         description="The tests ran against the app: only those that passed (at once, healed "

@@ -14,15 +14,13 @@ refuse with the same ``RateLimitExceeded`` and the same message.
 from __future__ import annotations
 
 import logging
-import uuid
+import re
 
 import redis
 from django.conf import settings
 
 from amtp_site import metrics, valkey
 from amtp_site.canonical import idempotency_key
-from amtp_site.valkey import WindowDecision
-from repositories.models import Repository
 from runs import selectors, transitions
 from runs.errors import RateLimitExceeded, RepoConcurrencyLimited
 from runs.models import ActivityIdempotency, Run, Stage
@@ -36,19 +34,8 @@ RATE_LIMITED = (
     "try again in {retry_after} s"
 )
 CONCURRENCY_LIMITED = "{repo} already has {limit} runs in progress; waiting for a slot"
-
-
-def _rate_limited(name: str, repository: Repository, window: WindowDecision) -> RateLimitExceeded:
-    return RateLimitExceeded(
-        RATE_LIMITED.format(
-            repo=name,
-            count=window.count,
-            window=repository.rate_limit_window_seconds,
-            limit=repository.rate_limit_runs,
-            retry_after=window.retry_after,
-        ),
-        retry_after=window.retry_after,
-    )
+# A counted member is a run id as str(run.run_id) writes it; anything else was never a run's.
+_RUN_ID = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}")
 
 
 def _admission_key(run_id: str) -> str:
@@ -65,16 +52,16 @@ def _admit(run: Run) -> None:
 
 
 def _window_check(run: Run) -> None:
-    repository = run.repository
-    window = valkey.rate_limit_check(
-        run.repo_full_name,
-        str(run.run_id),
-        limit=repository.rate_limit_runs,
-        window_seconds=repository.rate_limit_window_seconds,
-    )
+    repo, repository = run.repo_full_name, run.repository
+    limit, seconds = repository.rate_limit_runs, repository.rate_limit_window_seconds
+    window = valkey.rate_limit_check(repo, str(run.run_id), limit=limit, window_seconds=seconds)
     if not window.allowed:
         metrics.refused("rate_limit")
-        raise _rate_limited(run.repo_full_name, repository, window)
+        wait = window.retry_after
+        message = RATE_LIMITED.format(
+            repo=repo, count=window.count, window=seconds, limit=limit, retry_after=wait
+        )
+        raise RateLimitExceeded(message, retry_after=wait)
 
 
 def admission(run: Run) -> ActivityIdempotency:
@@ -139,7 +126,7 @@ def _forget_finished(repo: str) -> list[str]:
     """PostgreSQL is the truth: a counted run that is no longer open (its release was lost:
     a crash, an outage) gives its place back."""
     members = valkey.concurrency_members(repo)
-    ids = [m for m in members if _is_uuid(m)]
+    ids = [m for m in members if _RUN_ID.fullmatch(m)]
     open_ids = {
         str(pk)
         for pk in Run.objects.filter(pk__in=ids, status__in=OPEN_RUN).values_list("pk", flat=True)
@@ -149,11 +136,3 @@ def _forget_finished(repo: str) -> list[str]:
         logger.warning("%s: run %s had ended without releasing its slot", repo, member)
         transitions.give_back(repo, member)
     return finished
-
-
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True

@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import date
 
 from django.http import HttpRequest
-from ninja import Field, Query, Router, Schema
+from ninja import Field, Query, Schema
 from pydantic import model_validator
 
-from access.auth import READ_RUNS, scoped
-from amtp_site.problems import documented
+from access.auth import READ_RUNS
+from access.routes import ApiRouter
 from reporting import dashboard
 from runs.api_schemas import NO_CONTROL
 
@@ -18,7 +18,7 @@ MAX_DAYS = 366
 RANGE_BACKWARDS = "from: must be on or before to"
 RANGE_TOO_LONG = f"from: a range is at most {MAX_DAYS} days; ask for several"
 
-router = Router(tags=["costs"])
+router = ApiRouter(tags=["costs"])
 
 
 class CostFilters(Schema):
@@ -67,10 +67,10 @@ def _row(row: dict, repository: str, day: date) -> dict:
     return {"repository": repository, "day": day, **{n: row[f"{n}_sum"] for n in OUT}}
 
 
-@router.get(
+@router.read(
     "",
-    response={200: CostsOut, **documented(401, 403, 422)},
-    auth=scoped(READ_RUNS),
+    CostsOut,
+    READ_RUNS,
     url_name="costs",
     summary="Costs per repository and day",
     by_alias=True,

@@ -8,17 +8,18 @@ import uuid
 from datetime import datetime
 
 from django.http import HttpRequest
-from ninja import Field, Path, Router, Schema
+from ninja import Field, Path, Schema
 
-from access.auth import READ_RUNS, scoped
-from amtp_site.problems import Problem, documented
+from access.auth import READ_RUNS
+from access.routes import ApiRouter
+from amtp_site.problems import Problem
 from reporting import health
 from repositories.models import Repository
 
 PART = r"^[A-Za-z0-9_.-]+$"  # one side of owner/name (repositories.names)
 NOT_REGISTERED = "repository {name!r} is not registered in AMTP"
 
-router = Router(tags=["repositories"])
+router = ApiRouter(tags=["repositories"])
 
 
 class PointOut(Schema):
@@ -44,18 +45,21 @@ class MaintenanceRunOut(Schema):
     pr_url: str = Field(description="The maintenance pull request; empty when none was opened.")
 
 
-class QuarantinedOut(Schema):
+class RepositoryTestOut(Schema):
+    """A test of the repository: the file it is in and its title."""
+
     file: str
     title: str
+
+
+class QuarantinedOut(RepositoryTestOut):
     since: datetime = Field(description="The end of the run that quarantined it first.")
     at_least: bool = Field(description="It was quarantined before the window, too.")
     reason: str
     run_id: uuid.UUID = Field(description="The run that quarantined it first.")
 
 
-class FlakyOut(Schema):
-    file: str
-    title: str
+class FlakyOut(RepositoryTestOut):
     times: int = Field(description="Runs in which it passed only on a retry.")
     runs: int = Field(description="Runs that ran it (not skipped).")
     last_seen: datetime
@@ -88,10 +92,10 @@ def _visible(request: HttpRequest, full_name: str) -> Repository:
     return found
 
 
-@router.get(
+@router.read(
     "/{owner}/{name}/health",
-    response={200: HealthOut, **documented(401, 403, 404, 422)},
-    auth=scoped(READ_RUNS),
+    HealthOut,
+    READ_RUNS,
     url_name="repository_health",
     summary="A repository's test health",
 )
