@@ -242,6 +242,10 @@ def main() -> None:
         GITHUB_API_URL=github["url"],
         GITHUB_TOKEN=github["token"],
         GITHUB_SECONDS_BETWEEN_WRITES="0",
+        # The generated repositories look like apps (a package.json, a Next.js layout) but
+        # are not: BootApp would try to build them and fail every run. This measures the
+        # crawl and the agents' context at size; bench_boot.py measures booting.
+        AMTP_BOOT_APPS="false",
     )
     from django.conf import settings
 
