@@ -23,7 +23,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from runs.demo.app import serve  # noqa: E402
+from runs.demo.app import serving  # noqa: E402
 from verification.exploration.explore import Bounds, explore  # noqa: E402
 from verification.service import runner_from_settings  # noqa: E402
 
@@ -65,12 +65,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pages", type=int, default=50)
     args = parser.parse_args()
-    server, url = serve(site(args.pages))
     bounds = Bounds(
         max_pages=args.pages + 1, max_depth=50, time_s=300, page_timeout_s=15, max_bytes=2 << 20
     )
     times, sizes = [], []
-    try:
+    with serving(site(args.pages)) as url:
         for _ in range(args.rounds):
             with tempfile.TemporaryDirectory() as shots:
                 started = time.perf_counter()
@@ -88,9 +87,6 @@ def main() -> int:
                 print(f"FAILED: visited {visited} pages of {args.pages} ({app_map['stopped']})")
                 return 1
             sizes.append(len(str(app_map)))
-    finally:
-        server.shutdown()
-        server.server_close()
     median = statistics.median(times)
     print(f"{args.pages}-page app explored {args.rounds} times in the sandbox:")
     print(f"  seconds {[round(t, 1) for t in times]}, median {median:.1f} s")
