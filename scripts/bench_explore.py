@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -22,6 +21,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "amtp_site.settings")
 import django  # noqa: E402
 
 django.setup()
+
+from bench_all import spread  # noqa: E402
 
 from runs.demo.app import serving  # noqa: E402
 from verification.exploration.explore import Bounds, explore  # noqa: E402
@@ -87,9 +88,8 @@ def main() -> int:
                 print(f"FAILED: visited {visited} pages of {args.pages} ({app_map['stopped']})")
                 return 1
             sizes.append(len(str(app_map)))
-    median = statistics.median(times)
-    print(f"{args.pages}-page app explored {args.rounds} times in the sandbox:")
-    print(f"  seconds {[round(t, 1) for t in times]}, median {median:.1f} s")
+    print(f"{args.pages}-page app explored {args.rounds} times in the sandbox, median:")
+    median = spread("seconds", times, unit="s")
     print(f"  per page {median / args.pages * 1000:.0f} ms; app_map ~{max(sizes) // 1024} KiB")
     print(f"RATIO explore_50_pages_s: {median:.1f} (goal <= 60)")
     return 0

@@ -26,6 +26,7 @@ import django  # noqa: E402
 
 django.setup()
 
+from bench_all import spread  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from agents.offline.cases import generate_cases  # noqa: E402
@@ -153,10 +154,8 @@ def main() -> int:
                     print(f"FAILED: {totals} isolated={report['sandbox']['isolated']}")
                     return 1
                 times[sandboxed].append(seconds)
-    boxed, bare = statistics.median(times[True]), statistics.median(times[False])
     print(f"demo verification ({totals['tests']} tests), median of {args.rounds}:")
-    print(f"  sandboxed   {boxed * 1000:8.0f} ms   {[round(t * 1000) for t in times[True]]}")
-    print(f"  unsandboxed {bare * 1000:8.0f} ms   {[round(t * 1000) for t in times[False]]}")
+    boxed, bare = spread("sandboxed", times[True]), spread("unsandboxed", times[False])
     print(f"RATIO sandbox_overhead_ms: {(boxed - bare) * 1000:.0f} (goal <= 300)")
     return 0
 
