@@ -1,7 +1,4 @@
-"""Errors of the agents and their LLM providers (vendor errors map onto these).
-
-Their retryability comes from the base classes of :mod:`amtp_site.errors`, which lists the
-non-retryable ones for Temporal by class name."""
+"""Errors of the agents and their LLM providers (vendor errors map onto these)."""
 
 from __future__ import annotations
 

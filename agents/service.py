@@ -18,17 +18,16 @@ from agents.case_generator import TestCaseGenerator
 from agents.providers import make_provider
 from agents.runner import UPSTREAM, Agent, AgentContext, AgentResult, Budgets, run_agent
 from agents.test_engineer import HealingTestEngineer, TestEngineer
+from amtp_site.setting_fields import from_settings
 
 
 def budgets() -> Budgets:
-    return Budgets(
-        max_input_tokens=settings.AMTP_MAX_INPUT_TOKENS,
-        max_tool_calls=settings.AMTP_MAX_TOOL_CALLS,
-        max_bytes_read=settings.AMTP_MAX_BYTES_READ,
+    return from_settings(
+        Budgets,
+        "AMTP_",  # AMTP_MAX_INPUT_TOKENS, …
         max_seconds=settings.AMTP_AGENT_MAX_SECONDS,
         # Repository data leaves room for the prompt, the turns and the model's own text.
         context_tokens=min(settings.AMTP_CONTEXT_TOKENS, settings.AMTP_MAX_INPUT_TOKENS * 3 // 4),
-        max_tree_files=settings.AMTP_MAX_TREE_FILES,
     )
 
 

@@ -1,7 +1,4 @@
-"""Errors of approvals: deciding one.
-
-Their retryability comes from the base classes of :mod:`amtp_site.errors`, which lists the
-non-retryable ones for Temporal by class name."""
+"""Errors of approvals: deciding one."""
 
 from __future__ import annotations
 

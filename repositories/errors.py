@@ -1,7 +1,4 @@
-"""Errors of repository access: settings, hosts, branches and pull requests.
-
-Their retryability comes from the base classes of :mod:`amtp_site.errors`, which lists the
-non-retryable ones for Temporal by class name."""
+"""Errors of repository access: settings, hosts, branches and pull requests."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ a token sent as a bearer.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -135,13 +135,8 @@ def recipe_of(repository) -> Recipe | ApiToken | ApiKey | None:
             where = "query parameter" if found.group(1) == "query" else "header"
             return ApiKey(where, found.group(2))
         return None
-    return Recipe(
-        path=repository.login_path,
-        username_label=repository.login_username_label,
-        password_label=repository.login_password_label,
-        submit=repository.login_submit,
-        success=repository.login_success,
-    )
+    # Each of the recipe's fields is the repository's login_ column of its name.
+    return Recipe(**{f.name: getattr(repository, f"login_{f.name}") for f in fields(Recipe)})
 
 
 def normalised_login_path(value: str, preview_url: str) -> tuple[str, str | None]:

@@ -1,7 +1,4 @@
-"""Errors of runs: requests about a run, its admission, and the worker running it.
-
-Their retryability comes from the base classes of :mod:`amtp_site.errors`, which lists the
-non-retryable ones for Temporal by class name."""
+"""Errors of runs: requests about a run, its admission, and the worker running it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Errors of the contracts: an object that breaks its JSON Schema, or an agent's own rule.
-
-Their retryability comes from the base classes of :mod:`amtp_site.errors`, which lists the
-non-retryable ones for Temporal by class name."""
+"""Errors of the contracts: an object that breaks its JSON Schema, or an agent's own rule."""
 
 from __future__ import annotations
 

@@ -22,30 +22,18 @@ class BareActivities:
     def __init__(self, pool) -> None:
         self.pool = pool
 
-    async def _in_pool(self, run_id: str) -> str:
+    def all(self) -> list:
+        return [self._activity(name) for name in ACTIVITY_NAMES]
+
+    def _activity(self, name: str):
         # ``str`` of a str is the str: a no-op the child unpickles without importing anything.
         # A function of this module would import temporalio in every child (the agent
         # template does not preload it), ~1 s a task, which AMTP's activities never pay.
-        return await asyncio.wrap_future(self.pool.submit(str, run_id))
+        @activity.defn(name=name)
+        async def noop(run_id: str) -> str:
+            return await asyncio.wrap_future(self.pool.submit(str, run_id))
 
-    @activity.defn(name=ACTIVITY_NAMES[0])
-    async def crawl(self, run_id: str) -> str:
-        return await self._in_pool(run_id)
-
-    @activity.defn(name=ACTIVITY_NAMES[1])
-    async def cases(self, run_id: str) -> str:
-        return await self._in_pool(run_id)
-
-    @activity.defn(name=ACTIVITY_NAMES[2])
-    async def code(self, run_id: str) -> str:
-        return await self._in_pool(run_id)
-
-    @activity.defn(name=ACTIVITY_NAMES[3])
-    async def pull_request(self, run_id: str) -> str:
-        return await self._in_pool(run_id)
-
-    def all(self) -> list:
-        return [self.crawl, self.cases, self.code, self.pull_request]
+        return noop
 
 
 @workflow.defn(name=WORKFLOW_NAME)

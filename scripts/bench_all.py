@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -43,6 +44,16 @@ BENCHMARKS = [  # name, script and its arguments
     # A real llama.cpp server against our fake; building it takes ~20 min, so only if built.
     ("llama", "llama_compare.py --no-build"),
 ]
+
+
+def spread(label: str, seconds: list[float], *, unit: str = "ms") -> float:
+    """Print ``label``'s median and each sample in ``unit`` (ms, or s); the median, in seconds.
+    For the benchmarks that time a few rounds of the same thing."""
+    scale, digits = (1000, None) if unit == "ms" else (1, 1)
+    median = statistics.median(seconds)
+    shown = [round(s * scale, digits) for s in seconds]
+    print(f"  {label:11} {median * scale:8.{digits or 0}f} {unit}   {shown}")
+    return median
 
 
 def run(name: str, command: str) -> tuple[str, list[dict], float]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -23,7 +22,9 @@ import django  # noqa: E402
 
 django.setup()
 
-from runs.demo.app import serve  # noqa: E402
+from bench_all import spread  # noqa: E402
+
+from runs.demo.app import serving  # noqa: E402
 from verification.exploration.explore import Bounds, explore  # noqa: E402
 from verification.service import runner_from_settings  # noqa: E402
 
@@ -65,12 +66,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pages", type=int, default=50)
     args = parser.parse_args()
-    server, url = serve(site(args.pages))
     bounds = Bounds(
         max_pages=args.pages + 1, max_depth=50, time_s=300, page_timeout_s=15, max_bytes=2 << 20
     )
     times, sizes = [], []
-    try:
+    with serving(site(args.pages)) as url:
         for _ in range(args.rounds):
             with tempfile.TemporaryDirectory() as shots:
                 started = time.perf_counter()
@@ -88,12 +88,8 @@ def main() -> int:
                 print(f"FAILED: visited {visited} pages of {args.pages} ({app_map['stopped']})")
                 return 1
             sizes.append(len(str(app_map)))
-    finally:
-        server.shutdown()
-        server.server_close()
-    median = statistics.median(times)
-    print(f"{args.pages}-page app explored {args.rounds} times in the sandbox:")
-    print(f"  seconds {[round(t, 1) for t in times]}, median {median:.1f} s")
+    print(f"{args.pages}-page app explored {args.rounds} times in the sandbox, median:")
+    median = spread("seconds", times, unit="s")
     print(f"  per page {median / args.pages * 1000:.0f} ms; app_map ~{max(sizes) // 1024} KiB")
     print(f"RATIO explore_50_pages_s: {median:.1f} (goal <= 60)")
     return 0

@@ -36,7 +36,7 @@ from django.conf import settings
 from agents import spec_blocks
 from repositories.credentials import Credentials
 from repositories.login import Recipe
-from runs.demo.app import DemoTasks, serve
+from runs.demo.app import DemoTasks, serving
 from runs.demo.content import DEMO_WEB
 from tests.journey_app import JOURNEY_REPO, JourneyApp
 from tests.journey_app import PASSWORD as JOURNEY_PASSWORD
@@ -199,12 +199,8 @@ def explored(app: App, url: str) -> tuple[dict, float]:
 
 
 def measure(app: App, depth: str) -> dict:
-    server, url = serve(app.server())
-    try:
+    with serving(app.server()) as url:
         return measure_at(app, url, depth)
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def measure_at(app, url: str, depth: str) -> dict:

@@ -26,10 +26,11 @@ import django  # noqa: E402
 
 django.setup()
 
+from bench_all import spread  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from agents.offline.cases import generate_cases  # noqa: E402
-from runs.demo.app import DemoTasks, serve  # noqa: E402
+from runs.demo.app import DemoTasks, serving  # noqa: E402
 from runs.demo.content import DEMO_WEB  # noqa: E402
 from tests.offline_checks import crawl, playwright_files  # noqa: E402
 from tests.plans import make_plan  # noqa: E402
@@ -139,8 +140,7 @@ def main() -> int:
     if args.phases_only:
         return 0
     files = demo_files()
-    server, url = serve(DemoTasks())
-    try:
+    with serving(DemoTasks()) as url:
         verify_once(files, url, True)  # warm: page cache, Chromium's first start
         times: dict[bool, list[float]] = {True: [], False: []}
         for _ in range(args.rounds):
@@ -154,13 +154,8 @@ def main() -> int:
                     print(f"FAILED: {totals} isolated={report['sandbox']['isolated']}")
                     return 1
                 times[sandboxed].append(seconds)
-    finally:
-        server.shutdown()
-        server.server_close()
-    boxed, bare = statistics.median(times[True]), statistics.median(times[False])
     print(f"demo verification ({totals['tests']} tests), median of {args.rounds}:")
-    print(f"  sandboxed   {boxed * 1000:8.0f} ms   {[round(t * 1000) for t in times[True]]}")
-    print(f"  unsandboxed {bare * 1000:8.0f} ms   {[round(t * 1000) for t in times[False]]}")
+    boxed, bare = spread("sandboxed", times[True]), spread("unsandboxed", times[False])
     print(f"RATIO sandbox_overhead_ms: {(boxed - bare) * 1000:.0f} (goal <= 300)")
     return 0
 

@@ -31,7 +31,7 @@ django.setup()
 
 from agents.offline import generate_cases  # noqa: E402
 from agents.service import run_test_healer  # noqa: E402
-from runs.demo.app import DemoTasks, serve  # noqa: E402
+from runs.demo.app import DemoTasks, serving  # noqa: E402
 from runs.demo.content import DEMO_WEB  # noqa: E402
 from tests.offline_checks import crawl, playwright_files  # noqa: E402
 from tests.plans import make_plan  # noqa: E402
@@ -64,14 +64,10 @@ def _heal(heal_input: dict, _seconds_left: float) -> dict:
 
 def measure(name: str, depth: str) -> dict:
     repo, app_class = APPS[name]
-    server, url = serve(app_class())
-    try:
+    with serving(app_class()) as url:
         began = time.monotonic()
         report = verified(url, offline_files(repo, depth))
         seconds = time.monotonic() - began
-    finally:
-        server.shutdown()
-        server.server_close()
     totals = report["totals"]
     before = totals["passed"] + totals["flaky"]
     return {**totals, "before": before, "after": before + totals["healed"], "seconds": seconds}

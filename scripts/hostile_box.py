@@ -26,7 +26,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from runs.demo.app import serve  # noqa: E402
+from runs.demo.app import serving  # noqa: E402
 from tests.test_box_bounds import MIB, HostWatch, next_run_passes  # noqa: E402
 from tests.test_sandbox import run_alone  # noqa: E402
 from tests.verify_apps import NotesApp  # noqa: E402
@@ -95,38 +95,37 @@ def main() -> int:
         return outcomes[-1]
 
     sandbox.Box.run = run
-    server, url = serve(NotesApp(slow_seconds=0))
     failed = 0
     try:
-        for case, body, cap in (FLOODS[name] for name in args.only.split(",")):
-            with tempfile.TemporaryDirectory() as scratch:
-                outcomes.clear()
-                started = time.monotonic()
-                with HostWatch() as host:
-                    report, error = run_alone(Path(scratch), url, body, [])
-                took = time.monotonic() - started
-                print(f"{case}: {took:.1f} s, {outcomes[0].stopped or error[:100]!r}")
-                print(f"  box peak memory {outcomes[0].peak_memory / MIB:.0f} MiB")
-                print(
-                    "  host lost at worst: "
-                    + ", ".join(f"{k} {v:.0f}" for k, v in host.lost().items())
-                )
-                ok = report is None and cap in error
-                if report is not None and cap in ("the disk cap", "the inode cap"):
-                    # the write that met the full tmpfs failed (ENOSPC), or one file met the
-                    # per-process file size limit first (EFBIG, RLIMIT_FSIZE), and the box ended
-                    # before the watcher looked: a cap held, the failing test says which
-                    ok = any(code in json.dumps(report) for code in ("ENOSPC", "EFBIG"))
-                try:
-                    next_run_passes(Path(scratch), url)
-                except AssertionError as exc:
-                    ok = False
-                    print(f"  the next run did not pass: {exc}")
-                print(f"  {'ok' if ok else 'FAILED'}")
-                failed += not ok
+        with serving(NotesApp(slow_seconds=0)) as url:
+            for case, body, cap in (FLOODS[name] for name in args.only.split(",")):
+                with tempfile.TemporaryDirectory() as scratch:
+                    outcomes.clear()
+                    started = time.monotonic()
+                    with HostWatch() as host:
+                        report, error = run_alone(Path(scratch), url, body, [])
+                    took = time.monotonic() - started
+                    print(f"{case}: {took:.1f} s, {outcomes[0].stopped or error[:100]!r}")
+                    print(f"  box peak memory {outcomes[0].peak_memory / MIB:.0f} MiB")
+                    print(
+                        "  host lost at worst: "
+                        + ", ".join(f"{k} {v:.0f}" for k, v in host.lost().items())
+                    )
+                    ok = report is None and cap in error
+                    if report is not None and cap in ("the disk cap", "the inode cap"):
+                        # the write that met the full tmpfs failed (ENOSPC), or one file met
+                        # the per-process file size limit first (EFBIG, RLIMIT_FSIZE), and the
+                        # box ended before the watcher looked: a cap held, the failing test
+                        # says which
+                        ok = any(code in json.dumps(report) for code in ("ENOSPC", "EFBIG"))
+                    try:
+                        next_run_passes(Path(scratch), url)
+                    except AssertionError as exc:
+                        ok = False
+                        print(f"  the next run did not pass: {exc}")
+                    print(f"  {'ok' if ok else 'FAILED'}")
+                    failed += not ok
     finally:
-        server.shutdown()
-        server.server_close()
         sandbox.Box.run = real_run
     return 1 if failed else 0
 

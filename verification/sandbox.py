@@ -34,11 +34,12 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 
+from amtp_site.setting_fields import from_settings
 from verification import cgroup, seccomp
 from verification.cgroup import Cgroup, CgroupUnavailable
 from verification.errors import SandboxUnavailable
@@ -113,10 +114,7 @@ class Limits:
 
     @classmethod
     def from_settings(cls) -> Limits:
-        # Each field is the setting of its name: AMTP_SANDBOX_MEMORY_BYTES, …
-        return cls(
-            **{f.name: getattr(settings, f"AMTP_SANDBOX_{f.name.upper()}") for f in fields(cls)}
-        )
+        return from_settings(cls, "AMTP_SANDBOX_")  # AMTP_SANDBOX_MEMORY_BYTES, …
 
 
 def sandboxed() -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 from django.conf import settings
 
 import schemas
+from amtp_site.setting_fields import from_settings
 from repositories.hosts import host_for
 from repositories.targets import (
     TARGET_URL_INVALID,
@@ -32,13 +33,7 @@ REPORT_SCHEMA = "verification/report"
 
 
 def runner_from_settings() -> Runner:
-    return Runner(
-        runner_dir=settings.AMTP_VERIFY_RUNNER_DIR,
-        chromium=settings.AMTP_VERIFY_CHROMIUM,
-        retries=settings.AMTP_VERIFY_RETRIES,
-        test_timeout_s=settings.AMTP_VERIFY_TEST_TIMEOUT_S,
-        expect_timeout_s=settings.AMTP_VERIFY_EXPECT_TIMEOUT_S,
-    )
+    return from_settings(Runner, "AMTP_VERIFY_")  # AMTP_VERIFY_RUNNER_DIR, …
 
 
 def target_url_of(run: Run) -> str:

@@ -56,6 +56,17 @@ class ToolResult:
         return f"Error: {self.content}" if self.is_error else self.content
 
 
+def flagged_results(
+    message: dict[str, Any], kind: dict[str, str], call_id: str, output: str
+) -> list[dict[str, Any]]:
+    """A tool turn as one item per result for an API whose tool results have no error flag
+    (OpenAI's): ``kind``'s keys, then the result's call id and flagged content under the API's
+    own key names ``call_id`` and ``output``."""
+    return [
+        {**kind, call_id: result.call_id, output: result.flagged} for result in message["results"]
+    ]
+
+
 @dataclass
 class Completion:
     text: str

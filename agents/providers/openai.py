@@ -32,6 +32,7 @@ from agents.providers.base import (
     ProviderOptions,
     ToolCall,
     ToolSpec,
+    flagged_results,
     mcp_tool_name,
     vendor_tool_name,
 )
@@ -226,15 +227,7 @@ def _to_vendor(message: dict[str, Any]) -> list[dict[str, Any]]:
             }
         ]
     if role == "tool":
-        # Chat completions have no error flag on tool results; say it in the content.
-        return [
-            {
-                "role": "tool",
-                "tool_call_id": result.call_id,
-                "content": result.flagged,
-            }
-            for result in message["results"]
-        ]
+        return flagged_results(message, {"role": "tool"}, "tool_call_id", "content")
     raise ValueError(f"unknown message role {role!r}")
 
 

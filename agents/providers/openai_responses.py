@@ -22,6 +22,7 @@ from agents.providers.base import (
     Completion,
     ToolCall,
     ToolSpec,
+    flagged_results,
     mcp_tool_name,
     vendor_tool_name,
 )
@@ -80,14 +81,7 @@ def _items(message: dict[str, Any]) -> list[dict[str, Any]]:
             )
         return items
     if role == "tool":
-        return [
-            {
-                "type": "function_call_output",
-                "call_id": result.call_id,
-                "output": result.flagged,
-            }
-            for result in message["results"]
-        ]
+        return flagged_results(message, {"type": "function_call_output"}, "call_id", "output")
     raise ValueError(f"unknown message role {role!r}")
 
 

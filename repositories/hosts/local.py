@@ -38,7 +38,7 @@ from repositories.hosts.base import (
     TreeEntry,
     check_files,
 )
-from repositories.hosts.local_pulls import PullRecords, missing_labels
+from repositories.hosts.local_pulls import PullRecords, missing_labels, pull_result
 from repositories.hosts.local_updates import PullRequestUpdates
 from repositories.paths import read_path_problem
 from repositories.refnames import ref_problem
@@ -340,15 +340,7 @@ class LocalGitHost(PullRequestUpdates, RepositoryHost):
             }
             data["pulls"].append(record)
             self._pulls.save(data)
-        return PullRequestResult(
-            number=record["number"],
-            url=record["url"],
-            head_branch=record["head_branch"],
-            head_sha=head_sha,
-            base_branch=record["base_branch"],
-            base_sha=record["base_sha"],
-            adopted=adopted,
-        )
+        return pull_result(record, head_sha, record["base_sha"], adopted=adopted)
 
 
 def _directory_file_conflicts(base: pygit2.Tree, paths: list[str]) -> list[str]:

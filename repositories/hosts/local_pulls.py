@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from repositories.hosts.base import PullRequestResult
+
 
 class PullRecords:
     def __init__(self, folder: Path) -> None:
@@ -46,3 +48,17 @@ def missing_labels(record: dict, labels: list[str]) -> list[str]:
     """``labels`` a recorded pull request lacks (names ignore case, as on GitHub)."""
     present = {name.casefold() for name in record.get("labels", [])}
     return [name for name in labels if name.casefold() not in present]
+
+
+def pull_result(
+    record: dict, head_sha: str, base_sha: str, *, adopted: bool, updated: bool = False
+) -> PullRequestResult:
+    """A recorded pull request as a host returns it: its head at ``head_sha``, a commit made
+    on ``base_sha``."""
+    return PullRequestResult(
+        **{key: record[key] for key in ("number", "url", "head_branch", "base_branch")},
+        head_sha=head_sha,
+        base_sha=base_sha,
+        adopted=adopted,
+        updated=updated,
+    )

@@ -8,6 +8,7 @@ import pygit2
 
 from repositories.errors import RepositoryAccessError
 from repositories.hosts.base import PullRequestResult, check_files
+from repositories.hosts.local_pulls import pull_result
 
 
 class PullRequestUpdates:
@@ -38,16 +39,7 @@ class PullRequestUpdates:
                 self._move(f"refs/heads/{head_branch}", parent, head_sha)
             record.update(title=title, body=body, head_sha=head_sha)
             self._pulls.save(data)
-        return PullRequestResult(
-            number=record["number"],
-            url=record["url"],
-            head_branch=head_branch,
-            head_sha=head_sha,
-            base_branch=base_branch,
-            base_sha=parent,
-            adopted=False,
-            updated=True,
-        )
+        return pull_result(record, head_sha, parent, adopted=False, updated=True)
 
     def _move(self, ref: str, old: str, new: str) -> None:
         """``ref`` from ``old`` to ``new``, only if it is still at ``old`` (a commit pushed

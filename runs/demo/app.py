@@ -11,11 +11,12 @@ render, its navigation and the task list's links to each task (so exploring it f
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -115,3 +116,15 @@ def serve(app: Callable, host: str = "127.0.0.1", port: int = 0) -> tuple[WSGISe
     server = make_server(host, port, app, server_class=ThreadingServer, handler_class=_Quiet)
     threading.Thread(target=server.serve_forever, daemon=True, name="demo-app").start()
     return server, f"http://{host}:{server.server_port}"
+
+
+@contextlib.contextmanager
+def serving(app: Callable, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """``app`` served (``serve``) for a ``with`` block: its base URL; stopped and closed when
+    the block ends, however it ends."""
+    server, url = serve(app, host, port)
+    try:
+        yield url
+    finally:
+        server.shutdown()
+        server.server_close()

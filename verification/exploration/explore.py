@@ -25,6 +25,7 @@ from django.conf import settings
 
 from agents.offline.api_shape import CREDENTIALS, clean_apis
 from agents.offline.common import ACCOUNT, EMAIL_DOMAIN, LOGOUT_PATH
+from amtp_site.setting_fields import from_settings
 from repositories.login import ApiKey
 from repositories.secrets import held_secrets, scrub
 from verification import proxy, sandbox
@@ -77,15 +78,8 @@ class Bounds:
 
     @classmethod
     def from_settings(cls) -> Bounds:
-        return cls(
-            max_pages=settings.AMTP_EXPLORE_MAX_PAGES,
-            max_depth=settings.AMTP_EXPLORE_MAX_DEPTH,
-            time_s=settings.AMTP_EXPLORE_TIMEOUT_S,
-            page_timeout_s=settings.AMTP_EXPLORE_PAGE_TIMEOUT_S,
-            max_bytes=settings.AMTP_EXPLORE_MAX_BYTES,
-            form_trials=settings.AMTP_EXPLORE_FORM_TRIALS,
-            interactions=settings.AMTP_EXPLORE_INTERACTIONS,
-        )
+        # AMTP_EXPLORE_MAX_PAGES, …; the whole stage's limit is AMTP_EXPLORE_TIMEOUT_S.
+        return from_settings(cls, "AMTP_EXPLORE_", time_s=settings.AMTP_EXPLORE_TIMEOUT_S)
 
 
 def explore(
