@@ -5,8 +5,11 @@ GitHub before it fails on verify_tests (and on both stages when the report fails
 maintenance run whose pull request GitHub forbids, failed on that stage. Some of their
 histories are among the released replay fixtures (docs/releasing.md)."""
 
+import asyncio
+
 import pytest
 
+from amtp_site.temporal import connect
 from approvals.services import approval_decide
 from runs.models import ArtifactKind, Run
 from runs.services import run_create
@@ -24,12 +27,23 @@ pytestmark = pytest.mark.django_db(transaction=True)
 hub = webhook_support.hub  # acme/shop on the fake GitHub, main at SHA
 
 
+def stage_query(run: Run) -> str:
+    """The run's workflow answering its ``stage`` query."""
+
+    async def ask() -> str:
+        client = await connect()
+        return await client.get_workflow_handle(str(run.run_id)).query("stage")
+
+    return asyncio.run(ask())
+
+
 def test_a_check_run_held_for_approval_runs_once_approved(hub, temporal_env):
     run = check_run(held=True)
     with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=1):
         wait_for(run, lambda r: r.approvals.filter(decision="pending").exists(), 60)
         assert hub.check_runs(REPO) == []  # nothing of the fork's code ran or was reported
         assert run.stages.get(name="verify_tests").status == "awaiting_approval"
+        assert stage_query(run) == "verify_tests"  # what `temporal workflow query` shows
         approval = run.approvals.get()
         assert (approval.approver, approval.comment) == ("policy", FORK_APPROVAL)
         approval_decide(approval=approval, decision="approved", decided_by="alice", comment="")

@@ -90,11 +90,15 @@ class RunSteps:
         self.params = params
         self.run_id = params.run_id
         self.stage = ""
+        # The stage a hold waits on, for the query: a check run's fork approval holds before
+        # any activity ran. Apart from ``stage``, which decides what a cancel or a failure
+        # does, as the released histories recorded it.
+        self._holding = ""
         self._decision: t.ApprovalDecision | None = None
         self._retry = _retry_policy(params.retry)
         self._book_retry = _retry_policy(params.bookkeeping_retry)
         workflow.set_signal_handler(t.APPROVAL_SIGNAL, self._decided)
-        workflow.set_query_handler("stage", lambda: self.stage)
+        workflow.set_query_handler("stage", lambda: self._holding or self.stage)
 
     def _decided(self, decision: t.ApprovalDecision) -> None:
         self._decision = decision
@@ -144,6 +148,13 @@ class RunSteps:
         """Hold ``stage`` (it waits, ``awaiting_approval``): write the approvals row, wait for
         the decision signal (or the timeout); a rejected or expired approval fails the run on
         that stage."""
+        self._holding = stage
+        try:
+            await self._hold(stage, approver, comment)
+        finally:
+            self._holding = ""
+
+    async def _hold(self, stage: str, approver: str, comment: str) -> None:
         self._decision = None
         request = t.ApprovalRequest(self.run_id, approver, comment, stage)
         approval_id = await self._local(t.REQUEST_APPROVAL, request, self._book_retry)
