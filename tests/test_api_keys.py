@@ -10,7 +10,6 @@ api key"; an unknown user or route is 404 "Sorry, can't find that").
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from urllib.parse import parse_qs
 
@@ -22,16 +21,14 @@ from agents.offline.api_keys import api_key_of, clean_api_key
 from repositories.credentials import Credentials, in_use
 from repositories.login import ApiKey
 from runs.demo.app import serve
+from tests.exploring import API_BOUNDS, explore_loopback
 from tests.offline_checks import RUN_ID, TEST_DIR, check_playwright, crawl, engineer_input
+from tests.plans import verified
 from tests.realworld_apps import script
 from tests.test_browser import chromium_path
-from tests.test_journeys_live import verified
-from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import app_view
 from verification.exploration.writes import api_key_probe
 from verification.login import Login
-from verification.service import runner_from_settings
-from verification.verify import Plan, verify
 
 # express examples/web-service (the vendored app's own file).
 EXPRESS_QUERY = script("realworld_start").ROOT / "tests/fixtures/realworld/express-web-service"
@@ -141,6 +138,36 @@ REPO = {
 }
 
 
+def _explored(url: str, tmp_path, start_paths: list[str], **options) -> tuple[dict, dict]:
+    """The API's map, and what each path answered by the key sent: ``(path, auth): status``."""
+    app_map = explore_loopback(
+        url, tmp_path / "shots", start_paths=start_paths, bounds=API_BOUNDS, **options
+    )
+    schemas.validate("exploration/app_map", app_map)
+    return app_map, {(r["path"], r.get("auth", "none")): r["status"] for r in app_map["apis"]}
+
+
+def _specs_pass_first_time(
+    crawler: dict, app_map: dict, depth: str, url: str, tmp_path, credentials=None, **plan
+) -> tuple[list[dict], dict]:
+    """The API cases planned at ``depth`` from the map, written as specs, checked and verified
+    once (``credentials`` in use): each passes on its first attempt. The specs and the report."""
+    request = crawler | {"app_map": app_view(app_map, crawler), "depth_level": depth}
+    cases = [
+        c for c in generate_cases(request, depth)["test_cases"] if c["id"].startswith("tc_api")
+    ]
+    files = generate_files(
+        engineer_input({"run_id": RUN_ID, "test_cases": cases, "coverage_notes": ""}, "playwright"),
+        test_dir=TEST_DIR,
+        app_id=None,
+    )
+    check_playwright(files)
+    with in_use(credentials):
+        report = verified(files, url, tmp_path / "evidence", **plan)
+    assert [(t["status"], t["attempts"]) for t in report["tests"]] == [("passed", 1)] * len(cases)
+    return files, report
+
+
 def test_keyed_api_is_asked_three_ways_and_the_tests_pass_first_time(tmp_path):
     chromium_path()
     crawler = crawl(REPO)
@@ -154,17 +181,7 @@ def test_keyed_api_is_asked_three_ways_and_the_tests_pass_first_time(tmp_path):
     }
     server, url = serve(keyed)
     try:
-        app_map = explore(
-            url,
-            allow_hosts=["127.0.0.1"],
-            runner=runner_from_settings(),
-            bounds=Bounds(5, 0, 40, 10, 1 << 20),
-            shots_dir=tmp_path / "shots",
-            start_paths=["/", "/api/users"],
-            api_key=probe,
-        )
-        schemas.validate("exploration/app_map", app_map)
-        seen = {(r["path"], r.get("auth", "none")): r["status"] for r in app_map["apis"]}
+        app_map, seen = _explored(url, tmp_path, ["/", "/api/users"], api_key=probe)
         missing = "/api/user/amtp-missing-example/repos"
         assert seen == {
             ("/api/users", "none"): 400,
@@ -175,29 +192,14 @@ def test_keyed_api_is_asked_three_ways_and_the_tests_pass_first_time(tmp_path):
             (missing, "key"): 404,
             ("/api/amtp-no-such-route", "key"): 404,
         }
-        request = crawler | {"app_map": app_view(app_map, crawler), "depth_level": "standard"}
-        cases = [
-            c
-            for c in generate_cases(request, "standard")["test_cases"]
-            if c["id"].startswith("tc_api")
-        ]
-        files = generate_files(
-            engineer_input(
-                {"run_id": RUN_ID, "test_cases": cases, "coverage_notes": ""}, "playwright"
-            ),
-            test_dir=TEST_DIR,
-            app_id=None,
-        )
-        check_playwright(files)
-        code = "\n".join(f["contents"] for f in files)
-        assert 'request.get("/api/users?api-key=foo")' in code
-        assert 'request.get("/api/users?api-key=amtp-invalid-key")' in code
-        assert 'request.get("/api/amtp-no-such-route?api-key=foo")' in code
-        tests = verified(files, url, tmp_path / "evidence")["tests"]
-        assert [(t["status"], t["attempts"]) for t in tests] == [("passed", 1)] * len(cases)
+        files, _report = _specs_pass_first_time(crawler, app_map, "standard", url, tmp_path)
     finally:
         server.shutdown()
         server.server_close()
+    code = "\n".join(f["contents"] for f in files)
+    assert 'request.get("/api/users?api-key=foo")' in code
+    assert 'request.get("/api/users?api-key=amtp-invalid-key")' in code
+    assert 'request.get("/api/amtp-no-such-route?api-key=foo")' in code
     rb = script("realworld_behaviours")
     own = rb.load(EXPRESS_QUERY / "behaviours.yaml")
     assert sorted(rb.exercised(own, [code])) == [
@@ -233,18 +235,8 @@ def test_the_repositorys_own_key_is_sent_where_it_says_and_never_written(tmp_pat
     server, url = serve(key_in_header)
     try:
         with in_use(credentials):
-            app_map = explore(
-                url,
-                allow_hosts=["127.0.0.1"],
-                runner=runner_from_settings(),
-                bounds=Bounds(5, 0, 40, 10, 1 << 20),
-                shots_dir=tmp_path / "shots",
-                start_paths=["/api/users"],
-                login=login,
-            )
-        schemas.validate("exploration/app_map", app_map)
+            app_map, seen = _explored(url, tmp_path, ["/api/users"], login=login)
         assert app_map["credential"] == {"in": "header", "name": "X-API-Key"}
-        seen = {(r["path"], r.get("auth", "none")): r["status"] for r in app_map["apis"]}
         assert seen == {
             ("/api/users", "none"): 401,
             ("/api/users", "invalid_key"): 401,
@@ -254,43 +246,15 @@ def test_the_repositorys_own_key_is_sent_where_it_says_and_never_written(tmp_pat
         crawler = crawl(
             {**REPO, "index.js": source.replace("var apiKeys = ['foo', 'bar', 'baz'];\n", "")}
         )
-        request = crawler | {"app_map": app_view(app_map, crawler), "depth_level": "core"}
-        cases = [
-            c for c in generate_cases(request, "core")["test_cases"] if c["id"].startswith("tc_api")
-        ]
-        files = generate_files(
-            engineer_input(
-                {"run_id": RUN_ID, "test_cases": cases, "coverage_notes": ""}, "playwright"
-            ),
-            test_dir=TEST_DIR,
-            app_id=None,
-        )
-        check_playwright(files)
-        code = "\n".join(f["contents"] for f in files)
-        assert 'headers: { "X-API-Key": apiToken() }' in code
-        assert 'headers: { "X-API-Key": "amtp-invalid-key" }' in code
-        plan = Plan(
-            run_id="key-check",
-            framework="playwright",
-            files=files,
-            target_url=url,
-            test_dir=TEST_DIR,
-            failing_tests="fixme",
-            heal_rounds=0,
-            budget_s=120,
-            runner=dataclasses.replace(runner_from_settings(), retries=0),
-            evidence_dir=tmp_path / "evidence",
-            allow_hosts=["127.0.0.1"],
-            login=login,
-        )
-        with in_use(credentials):
-            report = verify(plan, heal=lambda payload, seconds: {})
-        assert [(t["status"], t["attempts"]) for t in report["tests"]] == [("passed", 1)] * len(
-            cases
+        files, report = _specs_pass_first_time(
+            crawler, app_map, "core", url, tmp_path, credentials, run_id="key-check", login=login
         )
     finally:
         server.shutdown()
         server.server_close()
+    code = "\n".join(f["contents"] for f in files)
+    assert 'headers: { "X-API-Key": apiToken() }' in code
+    assert 'headers: { "X-API-Key": "amtp-invalid-key" }' in code
     kept = json.dumps([app_map, files, report]).encode() + b"".join(
         p.read_bytes() for p in (tmp_path / "evidence").rglob("*") if p.is_file()
     )

@@ -17,13 +17,12 @@ import schemas
 from agents.offline import generate_cases
 from agents.offline.api_shape import clean_apis, shape_lines
 from runs.demo.app import serve
+from tests.exploring import API_BOUNDS, explore_loopback
 from tests.offline_checks import crawl, joined, playwright_files
 from tests.plans import verified
 from tests.realworld_apps import script
 from tests.test_browser import chromium_path
-from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import app_view
-from verification.service import runner_from_settings
 
 REPO = {
     "main.py": (
@@ -60,13 +59,11 @@ def test_refusals_are_recorded_probed_and_pass_first_time(tmp_path):
     chromium_path()
     server, url = serve(protected)
     try:
-        app_map = explore(
+        app_map = explore_loopback(
             url,
-            allow_hosts=["127.0.0.1"],
-            runner=runner_from_settings(),
-            bounds=Bounds(5, 0, 40, 10, 1 << 20),
-            shots_dir=tmp_path / "shots",
+            tmp_path / "shots",
             start_paths=["/", "/users/me/", "/api/users"],
+            bounds=API_BOUNDS,
         )
         schemas.validate("exploration/app_map", app_map)
         seen = {

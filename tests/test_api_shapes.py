@@ -21,13 +21,13 @@ from agents.rendering import render_envelope, text_tokens
 from amtp_site.canonical import canonical_text
 from runs.demo.app import serve
 from tests.contract_examples import APP_VIEW, ENVELOPE
+from tests.exploring import explore_loopback
 from tests.offline_checks import crawl, playwright_code, playwright_files
 from tests.plans import verified
 from tests.test_browser import chromium_path
 from tests.verify_apps import NOTES_REPO, NotesApp
-from verification.exploration.explore import Bounds, explore
+from verification.exploration.explore import Bounds
 from verification.exploration.service import app_view, start_paths
-from verification.service import runner_from_settings
 
 NOTES_SHAPE = {
     "type": "array",
@@ -240,13 +240,8 @@ def test_an_explored_shape_passes_first_time_and_catches_a_changed_type(tmp_path
         app.api_requests = 1  # past its warm-up 503
         crawler = crawl(NOTES_REPO)
         paths = start_paths(crawler, "/", 10) + ["/api/hostile"]
-        app_map = explore(
-            url,
-            allow_hosts=["127.0.0.1"],
-            runner=runner_from_settings(),
-            bounds=Bounds(10, 0, 40, 10, 1 << 20),
-            shots_dir=tmp_path / "shots",
-            start_paths=paths,
+        app_map = explore_loopback(
+            url, tmp_path / "shots", start_paths=paths, bounds=Bounds(10, 0, 40, 10, 1 << 20)
         )
         schemas.validate("exploration/app_map", app_map)
         apis = {record["path"]: record for record in app_map["apis"]}

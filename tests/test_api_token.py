@@ -12,7 +12,6 @@ or password"; ``/users/me/`` and ``/users/me/items/`` answer 401 "Not authentica
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import secrets
 from urllib.parse import parse_qs
@@ -33,18 +32,17 @@ from repositories.models import Repository
 from repositories.services import repository_create
 from runs.demo.app import serve
 from tests.admin_helpers import change_url
+from tests.exploring import API_BOUNDS, explore_loopback
 from tests.offline_checks import RUN_ID, TEST_DIR, check_playwright, crawl, engineer_input
+from tests.plans import verified
 from tests.realworld_apps import script
 from tests.test_admin import _repository_form
 from tests.test_browser import chromium_path
 from tests.test_login_recipe import CODE
 from verification import summary
 from verification.errors import LoginFailed
-from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import app_view
 from verification.login import Login, setup_source, throwaway
-from verification.service import runner_from_settings
-from verification.verify import Plan, verify
 
 USERNAME, PASSWORD = "qa-account", "canary-api-pw-4Rt9"
 REPO = {
@@ -116,13 +114,11 @@ def api(request):
 def _explore(api, tmp_path, password: str) -> dict:
     credentials = Credentials(USERNAME, password)
     with in_use(credentials):
-        return explore(
+        return explore_loopback(
             api.url,
-            allow_hosts=["127.0.0.1"],
-            runner=runner_from_settings(),
-            bounds=Bounds(5, 0, 40, 10, 1 << 20),
-            shots_dir=tmp_path / "shots",
+            tmp_path / "shots",
             start_paths=["/users/me/", "/users/me/items/"],
+            bounds=API_BOUNDS,
             login=Login(ApiToken("/token"), credentials),
         )
 
@@ -153,22 +149,14 @@ def test_a_real_token_is_used_and_the_tests_pass_first_time(api, tmp_path):
     assert "headers: { Authorization: 'Bearer ' + apiToken() }" in code
     assert "AMTP_E2E" not in code  # the specs read the token, never the credentials
     credentials = Credentials(USERNAME, PASSWORD)
-    plan = Plan(
-        run_id="token-check",
-        framework="playwright",
-        files=files,
-        target_url=api.url,
-        test_dir=TEST_DIR,
-        failing_tests="fixme",
-        heal_rounds=0,
-        budget_s=120,
-        runner=dataclasses.replace(runner_from_settings(), retries=0),
-        evidence_dir=tmp_path / "evidence",
-        allow_hosts=["127.0.0.1"],
-        login=Login(ApiToken("/token"), credentials),
-    )
     with in_use(credentials):
-        report = verify(plan, heal=lambda payload, seconds: {})
+        report = verified(
+            files,
+            api.url,
+            tmp_path / "evidence",
+            run_id="token-check",
+            login=Login(ApiToken("/token"), credentials),
+        )
     assert [(t["status"], t["attempts"]) for t in report["tests"]] == [("passed", 1)] * 2
     # The tests asked with a token the app issued (to the setup project, not exploration's).
     assert api.asked[-2:] == [("/users/me/", True), ("/users/me/items/", True)]
@@ -326,13 +314,11 @@ def test_the_sign_in_probe_runs_when_no_sign_up_happened(api, tmp_path):
     """Sign-up on (a throwaway account ready) but no sign-up form met: the crawl's session is
     the tests' (none), so the write probes run and the token path's refusal is recorded."""
     with throwaway() as account:
-        app_map = explore(
+        app_map = explore_loopback(
             api.url,
-            allow_hosts=["127.0.0.1"],
-            runner=runner_from_settings(),
-            bounds=Bounds(5, 0, 40, 10, 1 << 20),
-            shots_dir=tmp_path / "shots",
+            tmp_path / "shots",
             start_paths=["/users/me/"],
+            bounds=API_BOUNDS,
             signup=account,
             writes=[["POST", "/token"], ["POST", "/token", "credentials"]],
         )

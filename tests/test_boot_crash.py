@@ -18,6 +18,7 @@ import pytest
 import schemas
 from repositories.hosts.local import LocalGitHost
 from runs.demo.app import serve
+from tests.exploring import bounds, explore_loopback
 from tests.gitrepo import make_git_repo
 from tests.test_browser import chromium_path
 from tests.test_explore import CANARY
@@ -26,7 +27,7 @@ from verification import verify as v
 from verification.boot.app import booted
 from verification.boot.recipe import AppRecipe
 from verification.errors import TargetAnswersErrors
-from verification.exploration.explore import Bounds, crash_record, explore
+from verification.exploration.explore import crash_record
 from verification.exploration.service import exploration_note
 from verification.proxy import Policy
 from verification.service import runner_from_settings
@@ -201,17 +202,14 @@ def test_exploration_restarts_a_crashed_app_records_the_crash_and_explores_the_r
     is left running."""
     path = make_git_repo(tmp_path / "app", {"server.py": EXPLORED})
     host = LocalGitHost("acme/app", path)
-    bounds = Bounds(max_pages=20, max_depth=3, time_s=30, page_timeout_s=10, max_bytes=256 << 10)
     with booted(
         host, host.resolve_ref("main"), AppRecipe("test", "python3 server.py", 4000), {}
     ) as app:
-        found = explore(
+        found = explore_loopback(
             app.url,
+            tmp_path / "shots",
+            bounds=bounds(max_pages=20, time_s=30, page_timeout_s=10, max_bytes=256 << 10),
             allow_hosts=[app.url.removeprefix("http://")],
-            runner=runner_from_settings(),
-            bounds=bounds,
-            shots_dir=tmp_path / "shots",
-            start_paths=["/"],
             app=app,
         )
         assert app.restarts == 2 and app.exited() is None  # alive when ExploreApp returns

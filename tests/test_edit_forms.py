@@ -4,7 +4,6 @@ none), and edit forms that rename a record the app already had. Exploration fill
 through the label a user sees and puts the record's value back; the flow a test runs does the
 same, in its clean-up, so the pages explored before still show what their tests expect."""
 
-import dataclasses
 import html
 from urllib.parse import parse_qs
 
@@ -13,12 +12,11 @@ import pytest
 from agents.offline import generate_files
 from agents.offline.flows import flow_candidates, trial_steps
 from runs.demo.app import serve
+from tests.exploring import bounds, explore_loopback
 from tests.offline_checks import TEST_DIR, check_playwright, engineer_input
+from tests.plans import verified
 from tests.test_browser import chromium_path
-from verification.exploration.explore import Bounds, explore
 from verification.exploration.trials import trial
-from verification.service import runner_from_settings
-from verification.verify import Plan, verify
 
 TAG = "editform01"
 
@@ -80,21 +78,11 @@ def users():
 def test_a_field_in_a_label_that_names_none_is_filled_and_the_record_put_back(users, tmp_path):
     chromium_path()
     app, url = users
-    bounds = Bounds(
-        max_pages=5,
-        max_depth=1,
-        time_s=60,
-        page_timeout_s=10,
-        max_bytes=512 << 10,
-        form_trials=5,
-    )
-    app_map = explore(
+    app_map = explore_loopback(
         url,
-        allow_hosts=["127.0.0.1"],
-        runner=runner_from_settings(),
-        bounds=bounds,
-        shots_dir=tmp_path / "shots",
+        tmp_path / "shots",
         start_paths=["/user/0/edit", "/user/0"],
+        bounds=bounds(max_pages=5, max_depth=1, page_timeout_s=10, form_trials=5),
         tag=TAG,
     )
     # One trial per form of a route: /user/1/edit's forms are /user/0/edit's.
@@ -140,20 +128,7 @@ def test_a_field_in_a_label_that_names_none_is_filled_and_the_record_put_back(us
     assert f"await {field}.fill('AMTP ' + tag);" in code
     assert 'if (was["Name:"] === undefined) return;' in code
     assert any("with the value it had" in step for step in update.steps)
-    plan = Plan(
-        run_id="edit-forms",
-        framework="playwright",
-        files=files,
-        target_url=url,
-        test_dir=TEST_DIR,
-        failing_tests="fixme",
-        heal_rounds=0,
-        budget_s=120,
-        runner=dataclasses.replace(runner_from_settings(), retries=0),
-        evidence_dir=tmp_path / "evidence",
-        allow_hosts=["127.0.0.1"],
-    )
-    report = verify(plan, heal=lambda payload, seconds: {})
+    report = verified(files, url, tmp_path / "evidence", run_id="edit-forms")
     assert [(t["status"], t["attempts"]) for t in report["tests"]] == [("passed", 1)] * 2, report
     assert app.name == "TJ"  # the flow put it back too
     assert app.pets[0] == "Tobi" and len(app.pets) == 3  # the trial's pet, then the flow's

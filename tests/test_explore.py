@@ -8,12 +8,12 @@ import pytest
 import schemas
 from agents.offline.flows import flow_candidates
 from runs.demo.app import serve
+from tests.exploring import bounds, explore_loopback
 from tests.test_browser import chromium_path
 from verification.errors import TargetUnreachable
-from verification.exploration.explore import Bounds, _page, capped, explore
+from verification.exploration.explore import _page, capped
 from verification.exploration.service import exploration_note
 from verification.exploration.trials import trial
-from verification.service import runner_from_settings
 
 CANARY = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape
 
@@ -67,24 +67,8 @@ def app_url():
     server.server_close()
 
 
-def bounds(**overrides) -> Bounds:
-    values = dict(max_pages=30, max_depth=3, time_s=60, page_timeout_s=15, max_bytes=512 << 10)
-    return Bounds(**{**values, **overrides})
-
-
-def run_explore(url, tmp_path, **overrides) -> dict:
-    return explore(
-        url,
-        allow_hosts=["127.0.0.1"],
-        runner=runner_from_settings(),
-        bounds=bounds(**overrides),
-        shots_dir=tmp_path,
-        start_paths=["/"],
-    )
-
-
 def test_the_app_is_mapped_within_the_origin_and_checked(app_url, tmp_path):
-    app_map = schemas.validate("exploration/app_map", run_explore(app_url, tmp_path))
+    app_map = schemas.validate("exploration/app_map", explore_loopback(app_url, tmp_path))
     pages = {page["path"]: page for page in app_map["pages"]}
     # Breadth-first from /, same-origin only, fragments dropped, files and mailto skipped.
     assert list(pages) == ["/", "/products", "/login", "/products/1", "/products/1/reviews"]
@@ -109,7 +93,7 @@ def test_the_app_is_mapped_within_the_origin_and_checked(app_url, tmp_path):
 
 
 def test_the_page_bound_stops_exploration_and_says_what_was_left(app_url, tmp_path):
-    app_map = run_explore(app_url, tmp_path, max_pages=2)
+    app_map = explore_loopback(app_url, tmp_path, bounds=bounds(max_pages=2))
     assert [page["path"] for page in app_map["pages"]] == ["/", "/products"]
     assert app_map["stopped"] == "stopped at 2 pages" and app_map["unvisited"] == 2
     assert exploration_note(app_map) == (
@@ -119,7 +103,7 @@ def test_the_page_bound_stops_exploration_and_says_what_was_left(app_url, tmp_pa
 
 def test_an_unreachable_app_is_a_typed_error(tmp_path):
     with pytest.raises(TargetUnreachable, match="did not answer"):
-        run_explore("http://127.0.0.1:9", tmp_path)
+        explore_loopback("http://127.0.0.1:9", tmp_path)
 
 
 def test_hostile_page_records_are_bounded_field_by_field(tmp_path):
@@ -223,15 +207,7 @@ def test_forms_are_tried_once_by_label_never_elsewhere_or_destructively(tmp_path
     book = Guestbook()
     server, url = serve(book)
     try:
-        app_map = explore(
-            url,
-            allow_hosts=["127.0.0.1"],
-            runner=runner_from_settings(),
-            bounds=bounds(form_trials=5),
-            shots_dir=tmp_path,
-            start_paths=["/"],
-            tag="hostile01",
-        )
+        app_map = explore_loopback(url, tmp_path, bounds=bounds(form_trials=5), tag="hostile01")
     finally:
         server.shutdown()
         server.server_close()

@@ -16,15 +16,14 @@ from agents.rendering import render_envelope, text_tokens
 from amtp_site.canonical import canonical_text
 from runs.demo.app import serve
 from tests.contract_examples import ENVELOPE
+from tests.exploring import bounds, explore_loopback
 from tests.offline_checks import crawl, playwright_code, playwright_files
 from tests.plans import verified
 from tests.realworld_apps import script
 from tests.test_browser import chromium_path
 from tests.todomvc_app import FIXTURE, todomvc
-from verification.exploration.explore import Bounds, explore
 from verification.exploration.interactions import interaction
 from verification.exploration.service import app_view, exploration_note
-from verification.service import runner_from_settings
 
 TAG = "todotrial01"
 # The app's own suite (tests/fixtures/realworld/todomvc-es5/README.md): the step that exercises each
@@ -59,21 +58,10 @@ BEHAVIOURS = {
 def explored(tmp_path_factory):
     chromium_path()
     server, url = serve(todomvc)
-    bounds = Bounds(
-        max_pages=10,
-        max_depth=2,
-        time_s=90,
-        page_timeout_s=10,
-        max_bytes=512 << 10,
-        interactions=24,
-    )
-    app_map = explore(
+    app_map = explore_loopback(
         url,
-        allow_hosts=["127.0.0.1"],
-        runner=runner_from_settings(),
-        bounds=bounds,
-        shots_dir=tmp_path_factory.mktemp("shots"),
-        start_paths=["/"],
+        tmp_path_factory.mktemp("shots"),
+        bounds=bounds(max_pages=10, max_depth=2, time_s=90, page_timeout_s=10, interactions=24),
         tag=TAG,
     )
     yield url, schemas.validate("exploration/app_map", app_map)
@@ -172,38 +160,32 @@ document.getElementById("new").addEventListener("keydown", (e) => {
 </script></body></html>"""
 
 
-def test_exploration_removes_only_the_item_it_created(tmp_path):
+def _explore_list(page: bytes, tmp_path, max_pages: int, interactions: int) -> tuple[dict, list]:
+    """``page``, served at every path, explored with its interactions; the map and the texts
+    of the items its buttons removed (it says so at ``/removed?text=``)."""
     chromium_path()
     removed = []
 
-    def shopping(environ, start_response):
+    def app(environ, start_response):
         if environ["PATH_INFO"] == "/removed":
             removed.append(parse_qs(environ["QUERY_STRING"])["text"][0])
         start_response("200 OK", [("Content-Type", "text/html")])
-        return [LIST_PAGE]
+        return [page]
 
-    server, url = serve(shopping)
+    server, url = serve(app)
     try:
-        bounds = Bounds(
-            max_pages=2,
-            max_depth=0,
-            time_s=60,
-            page_timeout_s=10,
-            max_bytes=512 << 10,
-            interactions=12,
+        limits = bounds(
+            max_pages=max_pages, max_depth=0, page_timeout_s=10, interactions=interactions
         )
-        app_map = explore(
-            url,
-            allow_hosts=["127.0.0.1"],
-            runner=runner_from_settings(),
-            bounds=bounds,
-            shots_dir=tmp_path,
-            start_paths=["/"],
-            tag=TAG,
-        )
+        app_map = explore_loopback(url, tmp_path, bounds=limits, tag=TAG)
     finally:
         server.shutdown()
         server.server_close()
+    return app_map, removed
+
+
+def test_exploration_removes_only_the_item_it_created(tmp_path):
+    app_map, removed = _explore_list(LIST_PAGE, tmp_path, max_pages=2, interactions=12)
     acted = [(i["action"], i["target"]["name"], i["item"]) for i in app_map["interactions"]]
     assert acted == [
         ("enter", "New item", "shown"),
@@ -545,37 +527,7 @@ document.getElementById("new").addEventListener("keydown", (e) => {
 
 
 def test_exploration_never_presses_a_bulk_button_that_would_remove_other_rows(tmp_path):
-    chromium_path()
-    removed = []
-
-    def checklist(environ, start_response):
-        if environ["PATH_INFO"] == "/removed":
-            removed.append(parse_qs(environ["QUERY_STRING"])["text"][0])
-        start_response("200 OK", [("Content-Type", "text/html")])
-        return [CHECKLIST]
-
-    server, url = serve(checklist)
-    try:
-        bounds = Bounds(
-            max_pages=1,
-            max_depth=0,
-            time_s=60,
-            page_timeout_s=10,
-            max_bytes=512 << 10,
-            interactions=16,
-        )
-        app_map = explore(
-            url,
-            allow_hosts=["127.0.0.1"],
-            runner=runner_from_settings(),
-            bounds=bounds,
-            shots_dir=tmp_path,
-            start_paths=["/"],
-            tag=TAG,
-        )
-    finally:
-        server.shutdown()
-        server.server_close()
+    app_map, removed = _explore_list(CHECKLIST, tmp_path, max_pages=1, interactions=16)
     acted = [i["action"] for i in app_map["interactions"]]
     # Nothing edits the second item here: its own "Remove" takes it away again (not recorded).
     assert acted[:5] == ["enter", "enter_second", "toggle", "untoggle", "toggle"]
@@ -652,21 +604,10 @@ def test_a_second_item_and_a_labelled_select_all_on_another_layout(tmp_path):
 
     server, url = serve(chores)
     try:
-        bounds = Bounds(
-            max_pages=1,
-            max_depth=0,
-            time_s=60,
-            page_timeout_s=10,
-            max_bytes=512 << 10,
-            interactions=24,
-        )
-        app_map = explore(
+        app_map = explore_loopback(
             url,
-            allow_hosts=["127.0.0.1"],
-            runner=runner_from_settings(),
-            bounds=bounds,
-            shots_dir=tmp_path / "shots",
-            start_paths=["/"],
+            tmp_path / "shots",
+            bounds=bounds(max_pages=1, max_depth=0, page_timeout_s=10, interactions=24),
             tag=TAG,
         )
         acted = {i["action"]: i for i in reversed(app_map["interactions"])}

@@ -7,14 +7,13 @@ from agents.offline import generate_cases
 from repositories.credentials import Credentials
 from repositories.login import Recipe
 from runs.demo.app import serve
+from tests.exploring import bounds, explore_loopback
 from tests.journey_app import JOURNEY_REPO, PASSWORD, USERNAME, JourneyApp
 from tests.offline_checks import crawl, playwright_files
 from tests.plans import verified
 from tests.test_browser import chromium_path
-from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import app_view
 from verification.login import Login
-from verification.service import runner_from_settings
 
 # The explorer signs in as the app's test account, so it sees the create and edit forms.
 EXPLORER = Login(
@@ -27,13 +26,12 @@ def test_a_journey_passes_first_time_twice_and_cleans_up_after_a_failure(tmp_pat
     app = JourneyApp()
     server, url = serve(app)
     try:
-        app_map = explore(
+        app_map = explore_loopback(
             url,
-            allow_hosts=["127.0.0.1"],
-            runner=runner_from_settings(),
-            bounds=Bounds(20, 1, 60, 15, 1 << 20, form_trials=1),  # the create form: tried first
-            shots_dir=tmp_path / "shots",
+            tmp_path / "shots",
             start_paths=["/notes/new", "/", "/register", "/login"],
+            # the create form: tried first
+            bounds=bounds(max_pages=20, max_depth=1, max_bytes=1 << 20, form_trials=1),
             login=EXPLORER,
             tag="journeytrial1",
         )

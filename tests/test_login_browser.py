@@ -11,13 +11,12 @@ from agents.offline import generate_cases, generate_files
 from repositories.credentials import Credentials, in_use
 from repositories.login import Recipe
 from runs.demo.app import serve
+from tests.exploring import bounds, explore_loopback
 from tests.login_app import USERNAME, LoginApp
 from tests.plans import verified
 from tests.test_browser import chromium_path
 from verification.errors import LoginFailed
-from verification.exploration.explore import Bounds, explore
 from verification.login import Login
-from verification.service import runner_from_settings
 
 PASSWORD = "canary-login-7f3Kq9"
 BY_PATH = Recipe("/login", "Email", "Password", "Sign in", "/account")
@@ -35,20 +34,14 @@ def app():
 
 
 def explore_logged_in(
-    app, tmp_path, password: str, page_timeout_s: float = 10, start_paths=("/",)
+    app, tmp_path, password: str, max_pages: int = 10, max_depth: int = 3, **options
 ) -> dict:
+    """The map of ``app`` explored logged in by the recipe; ``options`` go to ``explore``."""
     credentials = Credentials(USERNAME, password)
+    limits = bounds(max_pages=max_pages, max_depth=max_depth, page_timeout_s=10, max_bytes=1 << 20)
     with in_use(credentials):
-        return explore(
-            app.url,
-            allow_hosts=["127.0.0.1"],
-            runner=runner_from_settings(),
-            bounds=Bounds(
-                max_pages=10, max_depth=3, time_s=60, page_timeout_s=10, max_bytes=1 << 20
-            ),
-            shots_dir=tmp_path,
-            start_paths=list(start_paths),
-            login=Login(BY_PATH, credentials),
+        return explore_loopback(
+            app.url, tmp_path, bounds=limits, login=Login(BY_PATH, credentials), **options
         )
 
 
@@ -69,7 +62,7 @@ def test_exploration_logs_in_and_maps_what_only_a_session_sees(app, tmp_path):
 
 def test_a_wrong_password_fails_with_what_the_page_showed(app, tmp_path):
     with pytest.raises(LoginFailed) as failed:
-        explore_logged_in(app, tmp_path, "not-the-password", page_timeout_s=3)
+        explore_logged_in(app, tmp_path, "not-the-password")
     message = failed.value.message
     assert message.startswith("login failed at /login: "), message
     assert 'it shows "Invalid email or password"' in message and "the page is /login" in message
@@ -117,20 +110,14 @@ def test_the_tests_start_from_the_setup_projects_storage_state(app, tmp_path):
 def test_a_write_is_also_sent_signed_out_and_kept_where_it_ends_elsewhere(app, tmp_path):
     """Logged in by the recipe, a write the tests send is probed in the session and, in a
     request context of its own, without it: signed out it ends on the login page."""
-    credentials = Credentials(USERNAME, PASSWORD)
-    with in_use(credentials):
-        app_map = explore(
-            app.url,
-            allow_hosts=["127.0.0.1"],
-            runner=runner_from_settings(),
-            bounds=Bounds(
-                max_pages=3, max_depth=1, time_s=60, page_timeout_s=10, max_bytes=1 << 20
-            ),
-            shots_dir=tmp_path,
-            start_paths=["/"],
-            login=Login(BY_PATH, credentials),
-            writes=[["POST", "/account/report"], ["POST", "/login"]],
-        )
+    app_map = explore_logged_in(
+        app,
+        tmp_path,
+        PASSWORD,
+        max_pages=3,
+        max_depth=1,
+        writes=[["POST", "/account/report"], ["POST", "/login"]],
+    )
     answered = {(w["path"], w["payload"]): w["path_after"] for w in app_map["writes"]}
     assert answered == {
         ("/account/report", "empty"): "/account/report",  # signed in: the page itself
@@ -146,6 +133,7 @@ def test_a_write_is_also_sent_signed_out_and_kept_where_it_ends_elsewhere(app, t
     files = generate_files(
         {"target_framework": "playwright", "test_cases": [case]}, test_dir="e2e/amtp", app_id=None
     )
+    credentials = Credentials(USERNAME, PASSWORD)
     with in_use(credentials):
         report = verified(files, app.url, tmp_path / "evidence", login=Login(BY_TEXT, credentials))
     assert [(t["status"], t["attempts"]) for t in report["tests"]] == [("passed", 1)], report

@@ -12,13 +12,14 @@ from agents.offline import generate_cases, generate_files
 from agents.offline.live import live_pages
 from runs import selectors
 from runs.demo.app import serve
+from tests.exploring import bounds, explore_loopback
 from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
 from tests.offline_checks import crawl
 from tests.plans import verified
 from tests.realworld_apps import app_repository
 from tests.signup_app import SPECIAL_USE, SignupApp
 from tests.test_browser import chromium_path
-from verification.exploration.explore import Bounds, _form, _page, explore
+from verification.exploration.explore import _form, _page
 from verification.exploration.service import app_view, exploration_note
 from verification.exploration.signup import signup_record
 from verification.login import (
@@ -30,7 +31,6 @@ from verification.login import (
     signup_of,
     throwaway,
 )
-from verification.service import runner_from_settings
 
 
 @pytest.fixture
@@ -50,16 +50,9 @@ def served():
 
 
 def run_explore(app, tmp_path, account, **overrides) -> dict:
-    values = dict(max_pages=20, max_depth=2, time_s=60, page_timeout_s=15, max_bytes=512 << 10)
-    values["form_trials"] = 5
-    return explore(
-        app.url,
-        allow_hosts=["127.0.0.1"],
-        runner=runner_from_settings(),
-        bounds=Bounds(**{**values, **overrides}),
-        shots_dir=tmp_path,
-        start_paths=["/", "/create"],
-        signup=account,
+    limits = bounds(**{"max_pages": 20, "max_depth": 2, "form_trials": 5, **overrides})
+    return explore_loopback(
+        app.url, tmp_path, start_paths=["/", "/create"], bounds=limits, signup=account
     )
 
 

@@ -12,13 +12,12 @@ import pytest
 import schemas
 from agents.offline import generate_cases
 from runs.demo.app import serve
+from tests.exploring import bounds, explore_loopback
 from tests.offline_checks import crawl, playwright_files
 from tests.plans import verified
 from tests.spa_app import FIXTURE, TEST_EMAIL, TEST_PASSWORD, SpaApp, spa_repository
 from tests.test_browser import chromium_path
-from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import app_view
-from verification.service import runner_from_settings
 
 ROUTES = json.loads((FIXTURE / "routes.json").read_text())["routes"]
 LOGIN = json.dumps({"email": TEST_EMAIL, "password": TEST_PASSWORD}).encode()
@@ -139,20 +138,10 @@ def explored(tmp_path_factory):
     chromium_path()
     spa = SpaApp()
     server, spa.url = serve(spa)
-    app_map = explore(
+    app_map = explore_loopback(
         spa.url,
-        allow_hosts=["127.0.0.1"],
-        runner=runner_from_settings(),
-        bounds=Bounds(
-            max_pages=20,
-            max_depth=2,
-            time_s=60,
-            page_timeout_s=15,
-            max_bytes=1 << 20,
-            form_trials=5,
-        ),
-        shots_dir=tmp_path_factory.mktemp("shots"),
-        start_paths=["/"],
+        tmp_path_factory.mktemp("shots"),
+        bounds=bounds(max_pages=20, max_depth=2, max_bytes=1 << 20, form_trials=5),
         tag="spatrial01",
     )
     yield spa, schemas.validate("exploration/app_map", app_map)

@@ -16,15 +16,14 @@ from urllib.parse import parse_qs
 import schemas
 from agents.offline import generate_cases
 from runs.demo.app import serve
+from tests.exploring import bounds, explore_loopback
 from tests.offline_checks import crawl, joined, playwright_files
 from tests.plans import verified
 from tests.realworld_apps import script
 from tests.test_browser import chromium_path
 from tests.todomvc_app import FIXTURE
-from verification.exploration.explore import Bounds, explore
 from verification.exploration.service import app_view, start_paths
 from verification.exploration.writes import write_paths, writes
-from verification.service import runner_from_settings
 
 FLASKR = FIXTURE.parents[1] / "flaskr"
 REPO = {
@@ -109,13 +108,11 @@ def test_the_writes_tests_send_are_probed_and_asserted_as_answered(tmp_path):
     ]
     server, url = serve(flaskr_signed_out)
     try:
-        app_map = explore(
+        app_map = explore_loopback(
             url,
-            allow_hosts=["127.0.0.1"],
-            runner=runner_from_settings(),
-            bounds=Bounds(6, 1, 60, 10, 1 << 20),
-            shots_dir=tmp_path / "shots",
+            tmp_path / "shots",
             start_paths=start_paths(crawler, "/", 6),
+            bounds=bounds(max_pages=6, max_depth=1, page_timeout_s=10, max_bytes=1 << 20),
             writes=asked,
         )
         schemas.validate("exploration/app_map", app_map)
