@@ -195,6 +195,21 @@ def check_playwright(files: list[dict]) -> None:
     file_policy.check_generated_files(files, framework="playwright", test_dir=TEST_DIR)
 
 
+def cases_of(candidates) -> list[dict]:
+    """The test cases a planner writes for ``candidates``, as they are."""
+    return [
+        {
+            "id": f"tc_{c.key}",
+            "title": c.title,
+            "steps": c.steps,
+            "expected": c.expected,
+            "priority": c.priority,
+            "preconditions": c.preconditions,
+        }
+        for c in candidates
+    ]
+
+
 def playwright_files(cases: dict | list[dict]) -> list[dict]:
     """The offline engineer's Playwright files for `cases` (a planner's output, or its list of
     test cases), passed through every gate check_playwright runs."""

@@ -16,13 +16,13 @@ from urllib.parse import parse_qs
 import pytest
 
 import schemas
-from agents.offline import generate_cases, generate_files
+from agents.offline import generate_cases
 from agents.offline.api_keys import api_key_of, clean_api_key
 from repositories.credentials import Credentials, in_use
 from repositories.login import ApiKey
 from runs.demo.app import serve
 from tests.exploring import API_BOUNDS, explore_loopback
-from tests.offline_checks import RUN_ID, TEST_DIR, check_playwright, crawl, engineer_input
+from tests.offline_checks import RUN_ID, crawl, joined, playwright_files
 from tests.plans import verified
 from tests.realworld_apps import script
 from tests.test_browser import chromium_path
@@ -156,12 +156,7 @@ def _specs_pass_first_time(
     cases = [
         c for c in generate_cases(request, depth)["test_cases"] if c["id"].startswith("tc_api")
     ]
-    files = generate_files(
-        engineer_input({"run_id": RUN_ID, "test_cases": cases, "coverage_notes": ""}, "playwright"),
-        test_dir=TEST_DIR,
-        app_id=None,
-    )
-    check_playwright(files)
+    files = playwright_files({"run_id": RUN_ID, "test_cases": cases, "coverage_notes": ""})
     with in_use(credentials):
         report = verified(files, url, tmp_path / "evidence", **plan)
     assert [(t["status"], t["attempts"]) for t in report["tests"]] == [("passed", 1)] * len(cases)
@@ -196,7 +191,7 @@ def test_keyed_api_is_asked_three_ways_and_the_tests_pass_first_time(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
-    code = "\n".join(f["contents"] for f in files)
+    code = joined(files)
     assert 'request.get("/api/users?api-key=foo")' in code
     assert 'request.get("/api/users?api-key=amtp-invalid-key")' in code
     assert 'request.get("/api/amtp-no-such-route?api-key=foo")' in code
@@ -252,7 +247,7 @@ def test_the_repositorys_own_key_is_sent_where_it_says_and_never_written(tmp_pat
     finally:
         server.shutdown()
         server.server_close()
-    code = "\n".join(f["contents"] for f in files)
+    code = joined(files)
     assert 'headers: { "X-API-Key": apiToken() }' in code
     assert 'headers: { "X-API-Key": "amtp-invalid-key" }' in code
     kept = json.dumps([app_map, files, report]).encode() + b"".join(

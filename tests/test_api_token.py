@@ -22,7 +22,7 @@ from django.urls import reverse
 
 import schemas
 from agents.file_policy import TYPESCRIPT
-from agents.offline import generate_cases, generate_files
+from agents.offline import generate_cases
 from agents.offline.api_shape import clean_apis
 from repositories import login
 from repositories.credentials import Credentials, credentials_for, in_use
@@ -33,7 +33,7 @@ from repositories.services import repository_create
 from runs.demo.app import serve
 from tests.admin_helpers import change_url
 from tests.exploring import API_BOUNDS, explore_loopback
-from tests.offline_checks import RUN_ID, TEST_DIR, check_playwright, crawl, engineer_input
+from tests.offline_checks import RUN_ID, crawl, joined, playwright_files
 from tests.plans import verified
 from tests.realworld_apps import script
 from tests.test_admin import _repository_form
@@ -139,13 +139,8 @@ def test_a_real_token_is_used_and_the_tests_pass_first_time(api, tmp_path):
         "GET /users/me/ with the API token answers a JSON object with username and full_name",
         "GET /users/me/items/ with the API token answers a list of items with item_id and owner",
     ]
-    files = generate_files(
-        engineer_input({"run_id": RUN_ID, "test_cases": cases, "coverage_notes": ""}, "playwright"),
-        test_dir=TEST_DIR,
-        app_id=None,
-    )
-    check_playwright(files)
-    code = "\n".join(f["contents"] for f in files)
+    files = playwright_files({"run_id": RUN_ID, "test_cases": cases, "coverage_notes": ""})
+    code = joined(files)
     assert "headers: { Authorization: 'Bearer ' + apiToken() }" in code
     assert "AMTP_E2E" not in code  # the specs read the token, never the credentials
     credentials = Credentials(USERNAME, PASSWORD)

@@ -9,11 +9,10 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from agents.offline import generate_files
 from agents.offline.flows import flow_candidates, trial_steps
 from runs.demo.app import serve
 from tests.exploring import bounds, explore_loopback
-from tests.offline_checks import TEST_DIR, check_playwright, engineer_input
+from tests.offline_checks import cases_of, joined, playwright_files
 from tests.plans import verified
 from tests.test_browser import chromium_path
 from verification.exploration.trials import trial
@@ -103,24 +102,8 @@ def test_a_field_in_a_label_that_names_none_is_filled_and_the_record_put_back(us
     assert app.name == "TJ"  # the trial renamed the user, then put the name back
     flows = {c.title: c for c in flow_candidates(app_map, "the app is running")}
     update = flows['Flow /user/0/edit: fill the form and click "Update"; the user sees the outcome']
-    cases = [
-        {
-            "id": "tc_" + c.key,
-            "title": c.title,
-            "steps": c.steps,
-            "expected": c.expected,
-            "priority": c.priority,
-            "preconditions": c.preconditions,
-        }
-        for c in flows.values()
-    ]
-    files = generate_files(
-        engineer_input({"test_cases": cases, "coverage_notes": ""}, "playwright"),
-        test_dir=TEST_DIR,
-        app_id=None,
-    )
-    check_playwright(files)
-    code = "\n".join(f["contents"] for f in files)
+    files = playwright_files(cases_of(flows.values()))
+    code = joined(files)
     field = (
         "page.locator('label').filter({ hasText: \"Name:\" }).locator('input, textarea, select')"
     )
@@ -177,12 +160,6 @@ def test_a_label_text_reaches_the_test_quoted():
         "priority": "high",
         "preconditions": [],
     }
-    files = generate_files(
-        engineer_input({"test_cases": [case], "coverage_notes": ""}, "playwright"),
-        test_dir=TEST_DIR,
-        app_id=None,
-    )
-    check_playwright(files)
-    code = files[0]["contents"]
+    code = playwright_files([case])[0]["contents"]
     assert 'hasText: "Name\\"), process.exit(1), (\\""' in code
     assert 'was["Name\\"), process.exit(1), (\\""]' in code

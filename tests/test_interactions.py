@@ -17,7 +17,7 @@ from amtp_site.canonical import canonical_text
 from runs.demo.app import serve
 from tests.contract_examples import ENVELOPE
 from tests.exploring import bounds, explore_loopback
-from tests.offline_checks import crawl, playwright_code, playwright_files
+from tests.offline_checks import cases_of, crawl, playwright_code, playwright_files
 from tests.plans import verified
 from tests.realworld_apps import script
 from tests.test_browser import chromium_path
@@ -303,18 +303,7 @@ def test_a_failed_action_ends_the_journey_where_it_failed():
 
 
 def code_for(candidates) -> str:
-    cases = [
-        {
-            "id": f"tc_{c.key}",
-            "title": c.title,
-            "steps": c.steps,
-            "expected": c.expected,
-            "priority": c.priority,
-            "preconditions": c.preconditions,
-        }
-        for c in candidates
-    ]
-    return playwright_code(cases)
+    return playwright_code(cases_of(candidates))
 
 
 def repository() -> dict[str, str]:
@@ -630,17 +619,7 @@ def test_a_second_item_and_a_labelled_select_all_on_another_layout(tmp_path):
             "Expect the created text to be visible",
             "Expect the checkbox of the created item to be checked",
         ]
-        cases = [
-            {
-                "id": "tc_" + journey.key,
-                "title": journey.title,
-                "steps": journey.steps,
-                "expected": journey.expected,
-                "priority": journey.priority,
-                "preconditions": journey.preconditions,
-            }
-        ]
-        files = playwright_files(cases)
+        files = playwright_files(cases_of([journey]))
         report = verified(files, url, tmp_path / "evidence")
     finally:
         server.shutdown()

@@ -4,10 +4,9 @@ as the page asked for (Django's admin: /admin/ → /admin/login/?next=/admin/)."
 
 import pytest
 
-from agents.offline import generate_files
 from agents.offline.candidates import web_candidates
 from agents.offline.live import login_page
-from tests.offline_checks import TEST_DIR, check_playwright, engineer_input
+from tests.offline_checks import cases_of, playwright_code
 from tests.realworld_apps import script
 from verification.exploration.service import app_view
 
@@ -23,24 +22,7 @@ def view(*pages: dict) -> dict:
 
 
 def code_of(app_map: dict) -> str:
-    cases = [
-        {
-            "id": f"tc_{c.key}",
-            "title": c.title,
-            "steps": c.steps,
-            "expected": c.expected,
-            "priority": c.priority,
-            "preconditions": c.preconditions,
-        }
-        for c in web_candidates({"pages": [], "routes": []}, app_map)
-    ]
-    files = generate_files(
-        engineer_input({"test_cases": cases, "coverage_notes": ""}, "playwright"),
-        test_dir=TEST_DIR,
-        app_id=None,
-    )
-    check_playwright(files)
-    return "\n".join(f["contents"] for f in files)
+    return playwright_code(cases_of(web_candidates({"pages": [], "routes": []}, app_map)))
 
 
 def test_a_page_behind_a_login_is_tested_as_asking_for_it():
