@@ -363,9 +363,10 @@ def _api_cases(
     prio = "medium" if dynamic else "high"
     if answered:  # what the app answered this very request when explored
         pre.append(WROTE_NOTE)
-        expected = _answered(answered, stayed=url.split("?")[0])
+        path = url.split("?")[0]
+        expected = _answered(answered, stayed=path)
         said = f": {_q(answered['message'])}" if answered["message"] else ""
-        if answered["path_after"] and answered["path_after"] != url.split("?")[0]:
+        if answered["path_after"] and answered["path_after"] != path:
             said = said or f", ending on {answered['path_after']}"
         what = "on a missing record" if dynamic else "with an empty payload"
         title = f"{method} {route} {what} answers {answered['status']}{said}"

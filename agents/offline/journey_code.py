@@ -262,17 +262,17 @@ def _item(role: str, name: str) -> str:
     return f"{_holder(role, name)}{_control(role, name)[4:]}.first()"
 
 
-# The steps acting outside forms in one statement, on the created item's checkbox, the field
-# of the step's role (its label) or the link or button it names.
+# The steps acting outside forms in one statement, from the step's role (its label) and the
+# name it gives: on the created item's checkbox, the field, or the link or button it names.
 _STATEMENTS = {
-    "item_check": "await {item}.check();",
-    "item_uncheck": "await {item}.uncheck();",
-    "link": "await {link}.first().click();",
-    "back": "await page.goBack();",
-    "reload": "await page.reload();",
-    "empty": "await expect({field}).toHaveValue('');",
-    "button_visible": "await expect({button}).toBeVisible();",
-    "button_gone": "await expect({button}).toHaveCount(0);",
+    "item_check": lambda role, name: f"await {_item('checkbox', name)}.check();",
+    "item_uncheck": lambda role, name: f"await {_item('checkbox', name)}.uncheck();",
+    "link": lambda role, name: f"await {_control('link', name)}.first().click();",
+    "back": lambda role, name: "await page.goBack();",
+    "reload": lambda role, name: "await page.reload();",
+    "empty": lambda role, name: f"await expect({_control(role, name)}).toHaveValue('');",
+    "button_visible": lambda role, name: f"await expect({_control('button', name)}).toBeVisible();",
+    "button_gone": lambda role, name: f"await expect({_control('button', name)}).toHaveCount(0);",
 }
 
 
@@ -284,10 +284,7 @@ def interaction_lines(
         field = _control(label, value or "")
         return [f"await {field}.fill({CREATED});", f"await {field}.press('Enter');"]
     if statement := _STATEMENTS.get(kind):
-        name = value or ""
-        item, field = _item("checkbox", name), _control(label, name)
-        link, button = _control("link", name), _control("button", name)
-        return [statement.format(item=item, field=field, link=link, button=button)]
+        return [statement(label, value or "")]
     if kind == "count":  # the number free: another test's items may count too
         words = _COUNT.fullmatch(label).group(2)  # letters and spaces only: a safe literal
         return [f"await expect(page.getByText(/^\\d+ {words}$/).first()).toBeVisible();"]

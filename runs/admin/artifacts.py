@@ -18,7 +18,7 @@ from django.urls import path, reverse
 
 from amtp_site.lists import EstimatedCountPaginator, PrefixSearchMixin
 from repositories import access
-from runs.admin.display import RunColumns
+from runs.admin.display import RunColumns, short_id
 from runs.admin.render import (
     META_PREVIEW_CHARS,
     PREVIEW_CHARS,
@@ -91,7 +91,7 @@ class ArtifactAdmin(RunColumns, PrefixSearchMixin, admin.ModelAdmin):
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
-            "title": f"{artifact.get_kind_display()} · run {str(artifact.run_id)[:8]}",
+            "title": f"{artifact.get_kind_display()} · run {short_id(artifact.run_id)}",
             "artifact": artifact,
             "run": artifact.run,
             "preview": json_preview(artifact.content, PREVIEW_CHARS),
