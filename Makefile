@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-requirements
 # The VerifyTests stage's Playwright Test, pinned by infra/playwright/package-lock.json. No
-# browser download: the tests run on Debian's /usr/bin/chromium. The stamp sits inside
+# browser download: the tests run on Debian's /usr/bin/chromium-headless-shell. The stamp sits inside
 # node_modules, so a removed node_modules is reinstalled.
 RUNNER := infra/playwright
 RUNNER_STAMP := $(RUNNER)/node_modules/.installed-lock

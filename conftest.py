@@ -8,6 +8,8 @@ server, `manage.py`) inherit it. Values already in the environment are kept.
 """
 
 import os
+import shutil
+import tempfile
 
 import django
 import pytest
@@ -23,6 +25,12 @@ os.environ.setdefault("AMTP_VERIFY_EXPECT_TIMEOUT_S", "3")
 # boot (BootApp: installs through the registries, seconds to a minute): off, so those runs
 # write tests from the source as before; the BootApp tests turn it on.
 os.environ.setdefault("AMTP_BOOT_APPS", "false")
+# The evidence of every run of this pytest process in one folder (each run writes under its own
+# id), set once: the worker forks agent processes from a template whose environment is fixed
+# when it starts, so a setting changed between tests costs a new template (seconds of CPU).
+EVIDENCE = os.environ.setdefault(
+    "AMTP_VERIFY_EVIDENCE_DIR", tempfile.mkdtemp(prefix="amtp-test-evidence-")
+)
 django.setup()  # tests/conftest.py imports models; pytest-django takes over from here
 
 
@@ -40,3 +48,8 @@ def valkey(settings):
     yield client
     client.flushdb()
     client.close()
+
+
+def pytest_unconfigure(config):
+    if os.path.basename(EVIDENCE).startswith("amtp-test-evidence-"):
+        shutil.rmtree(EVIDENCE, ignore_errors=True)

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Make sure the Debian packages that run generated tests are installed: Chromium (the browser
-# the tests drive; Playwright's own download cannot be fetched on our machines) and bubblewrap
-# (the sandbox every execution of generated code runs in). Safe to run repeatedly.
+# Make sure the Debian packages that run generated tests are installed: Chromium's headless
+# shell (the browser the tests drive; Playwright's own download cannot be fetched on our
+# machines) and bubblewrap (the sandbox every execution of generated code runs in). Safe to run
+# repeatedly.
 set -euo pipefail
 
 missing=()
-[ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+[ -x /usr/bin/chromium-headless-shell ] || missing+=(chromium-headless-shell)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 [ ${#missing[@]} -eq 0 ] && exit 0
 

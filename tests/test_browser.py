@@ -8,10 +8,10 @@ which downloads a browser build this project's machines cannot fetch.
 """
 
 import os
-import shutil
 from contextlib import contextmanager
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 from playwright.sync_api import Page, expect, sync_playwright
 
@@ -41,9 +41,11 @@ PAGE_TIMEOUT_MS = 15_000
 
 def chromium_path() -> str:
     # A missing browser fails rather than skips: a skipped browser test hides a broken admin.
-    path = "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else shutil.which("chromium")
-    if not path:
-        pytest.fail("Chromium is not installed: run scripts/ensure_packages.sh (as root).")
+    path = settings.AMTP_VERIFY_CHROMIUM
+    if not os.access(path, os.X_OK):
+        pytest.fail(
+            f"Chromium is not installed at {path}: run scripts/ensure_packages.sh (as root)."
+        )
     return path
 
 
@@ -65,9 +67,8 @@ def local_repo(tmp_path, name: str, **settings):
 
 
 @pytest.fixture
-def demo_app(tmp_path, monkeypatch):
-    """The demo web app's stand-in on loopback; evidence files go to the test's folder."""
-    monkeypatch.setenv("AMTP_VERIFY_EVIDENCE_DIR", str(tmp_path / "evidence"))
+def demo_app():
+    """The demo web app's stand-in on loopback."""
     server, url = serve(DemoTasks())
     yield url
     server.shutdown()

@@ -12,7 +12,7 @@ from runs.demo.app import serve
 from runs.models import Run
 from tests import webhook_support
 from tests.factories import RepositoryFactory
-from tests.temporal_worker import wait_terminal, worker_setting
+from tests.temporal_worker import wait_terminal
 from tests.test_admin import _repository_form
 from tests.test_browser import chromium_path
 from tests.test_workflow import record_histories  # noqa: F401  (AMTP_RECORD_HISTORIES=1)
@@ -95,7 +95,6 @@ def test_the_fake_refuses_what_github_refuses(hub):
 def test_a_pull_request_gets_one_check_run_with_its_failures_annotated(
     hub, client, temporal_env, monkeypatch, settings, tmp_path
 ):
-    worker_setting(settings, monkeypatch, "AMTP_VERIFY_EVIDENCE_DIR", tmp_path / "evidence")
     settings.AMTP_VERIFY_TEST_TIMEOUT_S, settings.AMTP_VERIFY_RETRIES = 5, 0
     chromium_path()
     server, url = serve(shop)

@@ -24,7 +24,7 @@ from runs.temporal.worker_thread import WorkerThread
 from tests import webhook_support
 from tests.contract_examples import ENGINEER_OUTPUT, VERIFICATION_REPORT
 from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
-from tests.temporal_worker import wait_terminal, worker_setting
+from tests.temporal_worker import wait_terminal
 from tests.test_admin import _repository_form
 from tests.test_browser import chromium_path
 from tests.test_check_runs import SPEC
@@ -118,7 +118,6 @@ def test_a_successful_deployment_starts_one_check_run_for_its_sha(client, shop, 
 def test_a_deployment_gets_its_check_run_through_the_worker(
     hub, client, temporal_env, monkeypatch, settings, tmp_path
 ):
-    worker_setting(settings, monkeypatch, "AMTP_VERIFY_EVIDENCE_DIR", tmp_path / "evidence")
     settings.AMTP_VERIFY_TEST_TIMEOUT_S, settings.AMTP_VERIFY_RETRIES = 5, 0
     chromium_path()
     server, url = serve(shop_app)

@@ -9,6 +9,7 @@ import json
 import logging
 
 import pytest
+from django.conf import settings
 
 from repositories.credentials import encrypt
 from repositories.hosts.local import LocalGitHost
@@ -72,9 +73,6 @@ def test_the_login_canary_appears_nowhere(tmp_path, worker, monkeypatch, setting
     chromium_path()
     caplog.set_level(logging.DEBUG)
     settings.AMTP_VERIFY_RETRIES = 0
-    evidence = tmp_path / "evidence"
-    monkeypatch.setenv("AMTP_VERIFY_EVIDENCE_DIR", str(evidence))
-    settings.AMTP_VERIFY_EVIDENCE_DIR = evidence
     repo = RepositoryFactory(
         full_name="acme/notes",
         host="local",
@@ -109,7 +107,7 @@ def test_the_login_canary_appears_nowhere(tmp_path, worker, monkeypatch, setting
     setup = git(repo.local_path, "show", f"{run.head_branch}:e2e/amtp/auth.setup.ts")
     assert "process.env.AMTP_E2E_PASSWORD" in setup and "AMTP_E2E_USERNAME" in pull["body"]
     specs = ("e2e/amtp/report.spec.ts", "e2e/amtp/leak.spec.ts")
-    assert_found_nowhere((CANARY, USERNAME), run, repo, pull, specs, evidence, caplog, bodies)
+    assert_found_nowhere((CANARY, USERNAME), run, repo, pull, specs, caplog, bodies)
 
 
 SIGNED_IN_SPEC = """import { test, expect } from '@playwright/test';
@@ -152,9 +150,6 @@ def test_the_signup_canary_appears_nowhere(tmp_path, worker, monkeypatch, settin
     chromium_path()
     caplog.set_level(logging.DEBUG)
     settings.AMTP_VERIFY_RETRIES = 0
-    evidence = tmp_path / "evidence"
-    monkeypatch.setenv("AMTP_VERIFY_EVIDENCE_DIR", str(evidence))
-    settings.AMTP_VERIFY_EVIDENCE_DIR = evidence
     made = []
 
     def recorded():
@@ -196,10 +191,10 @@ def test_the_signup_canary_appears_nowhere(tmp_path, worker, monkeypatch, settin
     assert "randomBytes" in setup and "process.env" not in setup
     assert "### Signing up" in pull["body"]
     specs = ("e2e/amtp/create.spec.ts", "e2e/amtp/leak.spec.ts")
-    assert_found_nowhere(secrets, run, repo, pull, specs, evidence, caplog, bodies)
+    assert_found_nowhere(secrets, run, repo, pull, specs, caplog, bodies)
 
 
-def assert_found_nowhere(secrets, run, repo, pull, specs, evidence, caplog, bodies) -> None:
+def assert_found_nowhere(secrets, run, repo, pull, specs, caplog, bodies) -> None:
     """None of ``secrets`` in the run's artifacts, stages, error, the logs, its Temporal
     history, what the vendor was sent, the pull request with its setup and ``specs`` files,
     or the evidence kept."""
@@ -207,6 +202,7 @@ def assert_found_nowhere(secrets, run, repo, pull, specs, evidence, caplog, bodi
         git(repo.local_path, "show", f"{run.head_branch}:{path}")
         for path in ("e2e/amtp/auth.setup.ts", *specs)
     ]
+    evidence = settings.AMTP_VERIFY_EVIDENCE_DIR / str(run.run_id)
     kept = [p.read_bytes().decode("latin-1") for p in evidence.rglob("*") if p.is_file()]
     run.refresh_from_db()
     texts = {

@@ -12,7 +12,7 @@ from runs.models import Run
 from tests.factories import RepositoryFactory
 from tests.gitrepo import git, make_git_repo
 from tests.histories import fixture_name, record_history
-from tests.temporal_worker import wait_terminal, worker_setting
+from tests.temporal_worker import wait_terminal
 from tests.test_browser import chromium_path
 from tests.webhook_support import SECRET, deliver
 from verification.amtp_header import is_amtp_file
@@ -88,8 +88,6 @@ def test_the_amtp_header_tells_its_own_files():
 def test_a_push_heals_a_renamed_button_quarantines_a_removed_page_and_opens_one_pr(
     tmp_path, client, temporal_env, monkeypatch, settings, app_url
 ):
-    folder = tmp_path / "evidence"
-    worker_setting(settings, monkeypatch, "AMTP_VERIFY_EVIDENCE_DIR", folder)
     settings.AMTP_VERIFY_TEST_TIMEOUT_S, settings.AMTP_VERIFY_RETRIES = 5, 0
     chromium_path()
     files = {

@@ -269,7 +269,6 @@ def test_a_worker_killed_in_reverify_tests_leaves_one_report_and_one_pr(
     chromium_path()
     for name, value in {
         "AMTP_HEARTBEAT_TIMEOUT_S": 6,  # the dead worker's attempt is retried after it
-        "AMTP_VERIFY_EVIDENCE_DIR": tmp_path / "evidence",
         "AMTP_VERIFY_TEST_TIMEOUT_S": 5,
         "AMTP_VERIFY_RETRIES": 0,
         "AMTP_VERIFY_HEAL_ROUNDS": 0,  # /about is gone: quarantined, nothing to heal

@@ -65,9 +65,6 @@ def test_a_hostile_spec_is_contained_and_leaks_nothing(
 ):
     chromium_path()
     monkeypatch.setenv("AMTP_CANARY_API_KEY", CANARY)
-    folder = tmp_path / "evidence"
-    monkeypatch.setenv("AMTP_VERIFY_EVIDENCE_DIR", str(folder))
-    settings.AMTP_VERIFY_EVIDENCE_DIR = folder
     path = make_git_repo(tmp_path / "notes", NOTES_REPO)
     port = notes_app.rsplit(":", 1)[1]
     repo = RepositoryFactory(

@@ -47,9 +47,6 @@ def booting(settings, tmp_path, monkeypatch):
     settings.AMTP_BOOT_APPS = True
     settings.AMTP_BOOT_CACHE_DIR = tmp_path / "boot-cache"
     settings.AMTP_BOOT_READY_TIMEOUT_S = 30.0
-    folder = tmp_path / "evidence"
-    monkeypatch.setenv("AMTP_VERIFY_EVIDENCE_DIR", str(folder))
-    settings.AMTP_VERIFY_EVIDENCE_DIR = folder
     chromium_path()
 
 

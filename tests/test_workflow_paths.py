@@ -56,7 +56,6 @@ def test_a_check_run_held_for_approval_runs_once_approved(hub, temporal_env):
 def test_a_check_run_whose_tests_cannot_run_reports_why_then_fails(
     hub, temporal_env, settings, monkeypatch, tmp_path
 ):
-    worker_setting(settings, monkeypatch, "AMTP_VERIFY_EVIDENCE_DIR", tmp_path / "evidence")
     head = hub.push(REPO, "main", {"e2e/amtp/shop.spec.ts": SPEC})
     url = closed_port_url()
     repository = RepositoryFactory(full_name=REPO, allowed_hosts=["127.0.0.1"])

@@ -36,12 +36,9 @@ RUN_TIMEOUT = 150
 
 
 @pytest.fixture
-def evidence(tmp_path, monkeypatch, settings):
-    folder = tmp_path / "evidence"
-    monkeypatch.setenv("AMTP_VERIFY_EVIDENCE_DIR", str(folder))  # the agent processes' setting
-    settings.AMTP_VERIFY_EVIDENCE_DIR = folder
+def evidence(settings):
     chromium_path()
-    return folder
+    return settings.AMTP_VERIFY_EVIDENCE_DIR
 
 
 @pytest.fixture
