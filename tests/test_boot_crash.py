@@ -236,7 +236,8 @@ def test_exploration_restarts_a_crashed_app_records_the_crash_and_explores_the_r
 class _Crashed:
     """A LiveApp that ended with a hostile log: a token, control characters, and no end."""
 
-    ended_at = 2_000_000_000.0
+    def ended(self) -> float:
+        return 2_000_000_000.0
 
     def exit_note(self) -> str:
         junk = "\x1b[31mTypeError\x00 " + "x" * 50_000

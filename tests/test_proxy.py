@@ -202,4 +202,6 @@ def test_the_request_the_app_stopped_answering_at_is_named(tmp_path):
         "GET /about)"
     )
     assert "a1B2c3D4" not in stopped  # a credential in a query string is scrubbed
-    assert policy.last_before(policy.requests[1].at).shown.startswith("GET /user/7")
+    assert policy.crash_cause(policy.requests[1].at).shown.startswith("GET /user/7")
+    # The app ended on the first request it did not answer, however late its end was seen.
+    assert policy.crash_cause(policy.requests[-1].at + 1).shown == "GET /about"

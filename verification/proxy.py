@@ -92,10 +92,15 @@ class Policy:
         self.requests.append(request)
         return request
 
-    def last_before(self, moment: float) -> Request | None:
-        """The last request to the origin that arrived before ``moment`` (a time.time())."""
-        requests = list(self.requests)  # a copy: the proxy's thread may still append
-        return next((r for r in reversed(requests) if r.at <= moment), None)
+    def crash_cause(self, moment: float) -> Request | None:
+        """The request the app most likely ended on, when it ended at ``moment`` (a
+        time.time()): the first to go unanswered after the last one it answered, since the
+        requests after that met an app already dying (its end is noticed late on a busy
+        machine); else the last to arrive before ``moment``."""
+        requests = [r for r in list(self.requests) if r.at <= moment]  # a copy: see log()
+        answered = max((i for i, r in enumerate(requests) if r.answered), default=-1)
+        unanswered = requests[answered + 1 :]
+        return unanswered[0] if unanswered else (requests[-1] if requests else None)
 
     def stopped_answering(self) -> str:
         """When the origin answered, then answered nothing from some request on (to the end):

@@ -155,16 +155,16 @@ class Session:
 
     def _recover(self, results: list[TestResult]) -> None:
         """When the app AMTP started ended during these executions: the test that was running
-        when the last request before its end arrived is set aside (quarantined: "the app
+        when the request it ended on arrived is set aside (quarantined: "the app
         crashed on GET /path", with how it ended), the app restarted, and the tests that
         failed run again against it. Up to MAX_RESTARTS times."""
         app = self.plan.app
         for _ in range(MAX_RESTARTS):
-            if app is None or (ended := app.ended_at) is None:
+            if app is None or (ended := app.ended()) is None:
                 return
             how = app.exit_note()
             app.restart()  # before anything else: the stage goes on with an app either way
-            request = self.policy.last_before(ended) if self.policy else None
+            request = self.policy.crash_cause(ended) if self.policy else None
             moment = request.at if request else ended
             culprit = next((r for r in results if any(a.ran_at(moment) for a in r.attempts)), None)
             if culprit is None:

@@ -84,6 +84,14 @@ class Booted:
 
         threading.Thread(target=wait, name="amtp-app-exit", daemon=True).start()
 
+    def ended(self) -> float | None:
+        """When the app's process ended by itself (a time.time()), None while it runs or
+        once stopped on purpose. Its watcher thread notes the moment; a process that is found
+        ended before that thread ran (a busy machine) is noted now."""
+        if self.ended_at is None and not self.stopping and self.process.poll() is not None:
+            self.ended_at = time.time()
+        return self.ended_at
+
     def exited(self) -> int | None:
         """The app's exit code once it has ended (None while it runs)."""
         return self.process.poll()

@@ -123,7 +123,7 @@ def explore(
     config = _config(target_url, runner, bounds, start_paths) | {"api_key": api_key}
     part = _crawl(config, policy, runner, bounds, shots_dir, login, signup, tag, writes or [])
     pages, crashes = part["pages"], []
-    while app is not None and app.ended_at is not None:
+    while app is not None and app.ended() is not None:
         crashes.append(crash_record(app, policy))  # before the restart: its exit and log
         app.restart()  # the app runs when ExploreApp ends, whatever comes next
         if len(crashes) >= MAX_RESTARTS:
@@ -233,12 +233,12 @@ def _crawl(
 
 
 def crash_record(app: LiveApp, policy: proxy.Policy) -> dict:
-    """The app's crash as the map records it: the request it crashed on (the last to reach
-    it before its end), its exit code and the last lines of its log, each bounded and
-    scrubbed (the log and the path are the app's and the browser's, hostile both)."""
+    """The app's crash as the map records it: the request it crashed on (the first it left
+    unanswered: ``Policy.crash_cause``), its exit code and the last lines of its log, each
+    bounded and scrubbed (the log and the path are the app's and the browser's, hostile both)."""
     note = app.exit_note()
     how, _, log = note.partition(";")
-    request = policy.last_before(app.ended_at or time.time())
+    request = policy.crash_cause(app.ended() or time.time())
     path = request.path if request else ""
     kept = _local(path, held_secrets()) and scrub(path) == path  # no token a query carried
     return {
