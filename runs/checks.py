@@ -3,6 +3,10 @@ test at its file and line, links to the evidence (when ``AMTP_PUBLIC_URL`` says 
 is). The report is the check run's ``verification_report``; a run whose tests could not run
 reports the reason as a failure.
 
+A check run held for an approval (code that is not the repository's own) is shown while it
+waits and when it is decided (:func:`check_run_hold_report`, ReportCheckRunHold), on the same
+check run the result then completes.
+
 A generation run's own pull request gets one too (:func:`pull_request_check_report`, from
 CreatePullRequest): VerifyTests' report, on the PR's head commit, when the repository is on
 GitHub with ``pr_checks`` on.
@@ -20,7 +24,14 @@ from repositories.models import Host
 from runs import selectors, transitions
 from runs.errors import RunNotActive
 from runs.models import Artifact, ArtifactKind, Run, StageStatus
-from runs.stages import REPORT_CHECK_RUN, STAGE_OF
+from runs.stages import (
+    HOLD_APPROVED,
+    HOLD_EXPIRED,
+    HOLD_HELD,
+    HOLD_REJECTED,
+    REPORT_CHECK_RUN,
+    STAGE_OF,
+)
 from verification.box_text import clean, code, line, markdown
 from verification.quarantine import headline
 
@@ -34,6 +45,48 @@ CANCELLED_TITLE = "Cancelled"
 CANCELLED_SUMMARY = (
     'This run was cancelled in AMTP before its result was reported. "Re-run" runs the tests again.'
 )
+# A held check run on GitHub (docs.github.com/rest/checks/runs). While it waits: status
+# ``queued``, the API's state of a check run whose work has not started (none of the code
+# ran), and no conclusion: a concluded check run would offer GitHub's "Re-run" (a second AMTP
+# run for a head that already waits) and the result would have to reopen it. Queued, a
+# required check stays pending, so the pull request cannot be merged untested. Approved:
+# ``in_progress``, until ReportCheckRun completes that same check run. Rejected or expired:
+# completed with a conclusion that still fails a required check, since the code was never
+# tested ("Successful check statuses are success, skipped, and neutral",
+# docs.github.com/pull-requests/collaborating-with-pull-requests/collaborating-on-repositories-
+# with-code-quality-features/troubleshooting-required-status-checks); ``failure`` would say its
+# tests failed. Rejected: ``action_required``, whose "additional details should be provided on
+# the site specified by details_url" (create-a-check-run): the run's page, who rejected it and
+# why; without AMTP_PUBLIC_URL there is no such page, and it is ``cancelled`` (a person stopped
+# it before it ran). Expired: ``timed_out``, nobody decided within the approval timeout. Each
+# summary says what to do. "If a check run is in an incomplete state for more than 14 days,
+# then the check run's conclusion becomes stale" (using-the-rest-api-to-interact-with-checks):
+# the approval timeout (AMTP_APPROVAL_TIMEOUT_S, 7 days by default) ends the wait before that.
+HELD_TITLE = "Waiting for an approval"
+HELD_SUMMARY = (
+    "The tests have not run yet: this code is not the repository's own (a pull request from "
+    "a fork or by an author without write access, or a deployment of anything but a branch "
+    "head), so AMTP runs it only once someone with the approver role approves. {where}\n\nThis check run then shows the result. Until someone "
+    "decides, it stays queued."
+)
+HELD_WHERE = "Approve or reject it on the run's page in AMTP: {url}"
+HELD_WHERE_NO_URL = "Approve or reject it in AMTP's admin, under Approvals (run `{run_id}`)."
+APPROVED_TITLE = "Approved: the tests are running"
+APPROVED_SUMMARY = "{message}. The tests run against {target}; this check run shows their result."
+REJECTED_TITLE = "Not run: the approval was rejected"
+REJECTED_SUMMARY = (
+    "The tests did not run: the approval to run this code was {message}\n\n"
+    "What to do: address the comment and push; the new head is checked once someone approves "
+    'it. Or, once the approvers agree, "Re-run" starts a new run of this commit, which waits '
+    "for an approval again."
+)
+EXPIRED_TITLE = "Not run: nobody approved in time"
+EXPIRED_SUMMARY = (
+    'The tests did not run: {message}.\n\nWhat to do: "Re-run" starts a new run of this '
+    "commit, which waits for an approval again; ask someone with the approver role in AMTP "
+    "to decide it. Pushing a new commit does the same."
+)
+HOLD_REPORTED = "check run {check_run_id}: {state}"
 FAILING = ("failed", "quarantined")
 PASSING = ("passed", "flaky", "healed")  # healed: passes as the pull request carries it
 _LINE = re.compile(r":(\d+) › ")
@@ -109,6 +162,62 @@ def check_run_report(run_id: str) -> str:
     return str(check_run_id)
 
 
+def hold_contents(run: Run, state: str, message: str) -> tuple[str, str, str]:
+    """(status or conclusion, title, summary) of a held check run in ``state``."""
+    base = settings.AMTP_PUBLIC_URL.rstrip("/")
+    if state == HOLD_HELD:
+        where = (
+            HELD_WHERE.format(url=_run_page(run))
+            if base
+            else HELD_WHERE_NO_URL.format(run_id=run.run_id)
+        )
+        return "queued", HELD_TITLE, HELD_SUMMARY.format(where=where)
+    # The approver's name and comment are people's text: escaped to show as it is written.
+    shown = markdown(message, 2000)
+    if state == HOLD_APPROVED:
+        summary = APPROVED_SUMMARY.format(
+            message=(shown[:1].upper() + shown[1:]) or "Approved",
+            target=markdown(run.target_url, 500) or "the pull request's preview",
+        )
+        return "in_progress", APPROVED_TITLE, summary
+    if state == HOLD_REJECTED:
+        conclusion = "action_required" if base else "cancelled"
+        return conclusion, REJECTED_TITLE, REJECTED_SUMMARY.format(message=shown)
+    if state == HOLD_EXPIRED:
+        return "timed_out", EXPIRED_TITLE, EXPIRED_SUMMARY.format(message=shown)
+    raise ValueError(f"unknown hold state {state!r}")
+
+
+def check_run_hold_report(run_id: str, state: str, message: str = "") -> str:
+    """A held check run's ``state`` on GitHub: shown ``queued`` while it waits, ``in_progress``
+    once approved, completed when rejected or expired (idempotent: the host finds the check
+    run by the run id). A check run completed already (the cancel's, which came first) is
+    left as it is. No stage bookkeeping: the hold is ``verify_tests``' and its end the run's."""
+    run = selectors.run_with_repository(run_id)
+    shown, title, summary = hold_contents(run, state, message)
+    check = {
+        "head_sha": run.commit_sha or run.ref,
+        "name": CHECK_NAME,
+        "external_id": str(run.run_id),
+        "title": title,
+        "summary": summary,
+        "details_url": _run_page(run),
+    }
+    host = host_for(run.repository)
+    if state in (HOLD_HELD, HOLD_APPROVED):
+        result = host.show_check_run(status=shown, **check)
+    else:
+        result = host.report_check_run(conclusion=shown, annotations=[], **check)
+    return HOLD_REPORTED.format(check_run_id=result.check_run_id, state=shown)
+
+
+def _run_page(run: Run) -> str:
+    """The run's page in AMTP (its stages, approvals and the Approve / Reject buttons), ""
+    when AMTP_PUBLIC_URL does not say where AMTP is."""
+    base = settings.AMTP_PUBLIC_URL.rstrip("/")
+    return f"{base}/admin/runs/run/{run.run_id}/change/" if base else ""
+
+
 def pull_request_check_report(run: Run, head_sha: str, report: dict | None) -> str:
     """The check run of a generation run's pull request at ``head_sha``: what it reported, as
     a note for the stage ("" when the repository takes none: not on GitHub, ``pr_checks``
@@ -130,7 +239,6 @@ def pull_request_check_report(run: Run, head_sha: str, report: dict | None) -> s
 def _report(run: Run, head_sha: str, report: dict | None) -> tuple[int, str]:
     """(check run id, conclusion) of ``run``'s check run on ``head_sha``, reported."""
     conclusion, title, summary, annotations = check_contents(run, report)
-    base = settings.AMTP_PUBLIC_URL.rstrip("/")
     result = host_for(run.repository).report_check_run(
         head_sha=head_sha,
         name=CHECK_NAME,
@@ -139,6 +247,6 @@ def _report(run: Run, head_sha: str, report: dict | None) -> tuple[int, str]:
         title=title,
         summary=summary,
         annotations=annotations,
-        details_url=f"{base}/admin/runs/run/{run.run_id}/change/" if base else "",
+        details_url=_run_page(run),
     )
     return result.check_run_id, conclusion

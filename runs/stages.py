@@ -37,6 +37,11 @@ DISCARD_PULL_REQUEST = "DiscardPullRequest"
 REVERIFY_TESTS = "ReverifyTests"
 OPEN_MAINTENANCE_PR = "OpenMaintenancePullRequest"
 REPORT_CHECK_RUN = "ReportCheckRun"
+# CheckWorkflow's, behind the patch CHECK_RUN_HOLD_PATCH: a fork's check run shown on the pull
+# request while its approval is pending, then the approval's outcome (CheckRunHold). No stage of
+# its own: it writes only the GitHub check run, which ReportCheckRun then completes.
+REPORT_CHECK_RUN_HOLD = "ReportCheckRunHold"
+CHECK_RUN_HOLD_PATCH = "check-run-reports-hold"
 # The name under which a run's admission to its repository's rate window is recorded in
 # ``activity_idempotency`` (runs.slots; part of stored keys: never rename it).
 ACQUIRE_SLOT = "RateLimitCheckAndIncrRepoConcurrency"
@@ -86,6 +91,18 @@ class ApprovalDecision:
     decision: str  # "approved" or "rejected"
     decided_by: str = ""
     comment: str = ""
+
+
+# A held check run's states, as ReportCheckRunHold shows them on GitHub.
+HOLD_HELD, HOLD_APPROVED, HOLD_REJECTED, HOLD_EXPIRED = "held", "approved", "rejected", "expired"
+
+
+@dataclass
+class CheckRunHold:
+    run_id: str
+    state: str  # HOLD_HELD, HOLD_APPROVED, HOLD_REJECTED or HOLD_EXPIRED
+    # Who approved (approved); the run's failure message (rejected, expired).
+    message: str = ""
 
 
 @dataclass

@@ -66,6 +66,8 @@ PATHS = [
     "tests/test_workflow_paths.py::test_a_check_run_whose_tests_cannot_run_reports_why_then_fails",
     "tests/test_workflow_paths.py::"
     "test_a_check_run_held_then_rejected_or_expired_fails_on_the_stage_that_waited",
+    "tests/test_workflow_paths.py::"
+    "test_a_check_run_cancelled_while_held_concludes_its_check_run_cancelled",
 ]
 VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 

@@ -65,6 +65,10 @@ def test_the_fake_refuses_what_github_refuses(hub):
         "status": {"status": "waiting"},  # only GitHub Actions may set it
         "conclusion": {"conclusion": "stale"},  # only GitHub may set it
         "conclusion ": {"status": "completed"},  # completed needs a conclusion
+        # a conclusion completes the run: with another status it asks for two states
+        "status ": {"status": "in_progress", "conclusion": "success"},
+        # "additional details should be provided on the site specified by details_url"
+        "details_url": {"conclusion": "action_required"},
         "output.summary": {"output": {"title": "t"}},
         "output.annotations": {
             "output": {"title": "t", "summary": "s", "annotations": [note] * 51}
@@ -90,6 +94,13 @@ def test_the_fake_refuses_what_github_refuses(hub):
         assert _api(hub, "PATCH", check, {"output": out}).status_code == 200
     done = _api(hub, "PATCH", check, {"conclusion": "success"}).json()
     assert (done["status"], done["output"]["annotations_count"]) == ("completed", 100)
+    # action_required with a details_url, sent with it or given earlier, is taken
+    linked = {"name": "y", "head_sha": sha, "details_url": "https://amtp.example.com/r/1"}
+    made = _api(hub, "POST", "/check-runs", {**linked, "status": "queued"}).json()
+    later = _api(hub, "PATCH", f"/check-runs/{made['id']}", {"conclusion": "action_required"})
+    assert (later.status_code, later.json()["conclusion"]) == (200, "action_required")
+    at_once = _api(hub, "POST", "/check-runs", {**linked, "conclusion": "action_required"})
+    assert (at_once.status_code, at_once.json()["status"]) == (201, "completed")
 
 
 def test_a_pull_request_gets_one_check_run_with_its_failures_annotated(

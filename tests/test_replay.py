@@ -11,7 +11,9 @@ mobile), VerifyTests skipped and run with heals, a hold approved, rejected and e
 stale base, a cancel in each stage, retries after a worker kill and service restarts.
 MaintenanceWorkflow: a maintenance run that heals and opens its PR, one cancelled in
 ReverifyTests, retries through GitHub 5xx and after a worker kill. CheckWorkflow: a check run
-reported and run again, one cancelled, one reported through GitHub 5xx. A change to a
+reported and run again, one cancelled, one reported through GitHub 5xx, a fork's check run
+shown while held then approved, rejected (with and without AMTP_PUBLIC_URL), expired,
+cancelled, and one whose hold GitHub refused (patch ``check-run-reports-hold``). A change to a
 workflow that would break a running workflow fails here.
 """
 

@@ -1,6 +1,8 @@
 """The check and maintenance workflows' paths no other module takes, on the real worker: a
 check run of code that is not the repository's own, held on verify_tests until approved (or
-failed there when rejected or left undecided); a check run whose tests cannot run, reported on
+failed there when rejected or left undecided), its GitHub check run queued with a link to the
+approval meanwhile, then in progress and completed with the result on that same check run (or
+completed saying it was rejected or expired); a check run whose tests cannot run, reported on
 GitHub before it fails on verify_tests (and on both stages when the report fails too); a
 maintenance run whose pull request GitHub forbids, failed on that stage. Some of their
 histories are among the released replay fixtures (docs/releasing.md)."""
@@ -11,15 +13,23 @@ import pytest
 
 from amtp_site.temporal import connect
 from approvals.services import approval_decide
+from runs import checks
 from runs.models import ArtifactKind, Run
-from runs.services import run_create
+from runs.services import run_cancel, run_create
 from runs.temporal.check_workflow import FORK_APPROVAL
 from runs.temporal.worker_thread import WorkerThread
 from tests import webhook_support
 from tests.factories import RepositoryFactory
 from tests.temporal_worker import wait_for, wait_terminal, worker_setting
+from tests.test_cancel import wait_until
 from tests.test_check_runs import SPEC
-from tests.test_maintenance_faults import PREVIEW, REPO, check_run, with_stored_report
+from tests.test_maintenance_faults import (
+    PREVIEW,
+    REPO,
+    check_run,
+    slow_reverify,
+    with_stored_report,
+)
 from tests.test_workflow import record_histories  # noqa: F401  (AMTP_RECORD_HISTORIES=1)
 from tests.test_workflow_verify import closed_port_url
 
@@ -37,20 +47,54 @@ def stage_query(run: Run) -> str:
     return asyncio.run(ask())
 
 
-def test_a_check_run_held_for_approval_runs_once_approved(hub, temporal_env):
+PUBLIC = "https://amtp.example.com"  # AMTP_PUBLIC_URL: the check run links the run's page
+
+
+def held_check(hub, run: Run) -> dict:
+    """The run's check run once it shows the hold (queued), checked as the pull request shows
+    it: waiting for an approval, with where to give it."""
+    wait_until(lambda: any(c["status"] == "queued" for c in hub.check_runs(REPO)), 30, "hold")
+    (check,) = hub.check_runs(REPO)
+    assert (check["external_id"], check["status"], check["conclusion"]) == (
+        str(run.run_id),
+        "queued",
+        None,
+    )
+    page = f"{PUBLIC}/admin/runs/run/{run.run_id}/change/"
+    assert check["details_url"] == page
+    assert check["output"]["title"] == checks.HELD_TITLE == "Waiting for an approval"
+    assert f"Approve or reject it on the run's page in AMTP: {page}" in check["output"]["summary"]
+    assert check["annotations"] == []
+    return check
+
+
+def test_a_check_run_held_for_approval_runs_once_approved(
+    hub, temporal_env, settings, monkeypatch, tmp_path
+):
+    worker_setting(settings, monkeypatch, "AMTP_PUBLIC_URL", PUBLIC)
     run = check_run(held=True)
-    with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=1):
+    marker = tmp_path / "reverifying"
+    queue = temporal_env.TEMPORAL_TASK_QUEUE
+    with WorkerThread(queue, processes=1, interceptors=[slow_reverify(marker, 2)]):
         wait_for(run, lambda r: r.approvals.filter(decision="pending").exists(), 60)
-        assert hub.check_runs(REPO) == []  # nothing of the fork's code ran or was reported
+        held = held_check(hub, run)  # shown while it waits; nothing of the fork's code ran
+        assert not marker.exists()
         assert run.stages.get(name="verify_tests").status == "awaiting_approval"
         assert stage_query(run) == "verify_tests"  # what `temporal workflow query` shows
         approval = run.approvals.get()
         assert (approval.approver, approval.comment) == ("policy", FORK_APPROVAL)
         approval_decide(approval=approval, decision="approved", decided_by="alice", comment="")
+        wait_until(marker.exists, 30, "ReverifyTests to start")
+        (running,) = hub.check_runs(REPO)  # approved: in progress while the tests run
+        assert (running["id"], running["status"]) == (held["id"], "in_progress")
+        assert running["output"]["title"] == "Approved: the tests are running"
+        assert running["output"]["summary"].startswith("Approved by alice. The tests run against")
         run = wait_terminal(run, 60)
     assert run.status == "passed", (run.error_type, run.error_message)
-    (check,) = hub.check_runs(REPO)
-    assert (check["external_id"], check["conclusion"]) == (str(run.run_id), "neutral")
+    (check,) = hub.check_runs(REPO)  # the same check run, completed with the result
+    assert (check["id"], check["external_id"]) == (held["id"], str(run.run_id))
+    assert (check["status"], check["conclusion"]) == ("completed", "neutral")
+    assert run.stages.get(name="report_check").note == f"check run {held['id']}: neutral"
 
 
 def test_a_check_run_whose_tests_cannot_run_reports_why_then_fails(
@@ -100,10 +144,32 @@ def test_a_check_run_whose_tests_and_report_both_fail_ends_both_stages_failed(
     assert hub.check_runs(REPO) == []
 
 
-@pytest.mark.parametrize("decided", ["rejected", "expired"])
+HOLD_ENDS = {  # how the check run completes: conclusion, title, what the summary says
+    "rejected": (
+        "action_required",
+        "Not run: the approval was rejected",
+        "the approval to run this code was rejected by bob: no \\*tests\\* here",
+    ),
+    # without AMTP_PUBLIC_URL no page to act on: action_required needs a details_url
+    "rejected-without-a-public-url": (
+        "cancelled",
+        "Not run: the approval was rejected",
+        "the approval to run this code was rejected by bob: no \\*tests\\* here",
+    ),
+    "expired": (
+        "timed_out",
+        "Not run: nobody approved in time",
+        "The tests did not run: nobody decided the policy approval within 2 s",
+    ),
+}
+
+
+@pytest.mark.parametrize("decided", list(HOLD_ENDS))
 def test_a_check_run_held_then_rejected_or_expired_fails_on_the_stage_that_waited(
     hub, temporal_env, settings, monkeypatch, decided
 ):
+    public = "" if decided.endswith("without-a-public-url") else PUBLIC
+    worker_setting(settings, monkeypatch, "AMTP_PUBLIC_URL", public)
     if decided == "expired":
         worker_setting(settings, monkeypatch, "AMTP_APPROVAL_TIMEOUT_S", 2)
     run = check_run(held=True)
@@ -111,10 +177,20 @@ def test_a_check_run_held_then_rejected_or_expired_fails_on_the_stage_that_waite
         wait_for(run, lambda r: r.approvals.exists(), 60)
         approval = run.approvals.get()
         assert approval.stage.name == "verify_tests"
-        if decided == "rejected":
-            approval_decide(approval=approval, decision="rejected", decided_by="bob", comment="no")
+        if public:
+            held = held_check(hub, run)
+        else:  # the summary says where to approve instead
+            wait_until(lambda: hub.check_runs(REPO), 30, "the hold on GitHub")
+            (held,) = hub.check_runs(REPO)
+            assert (held["status"], held["details_url"]) == ("queued", None)
+            assert f"under Approvals (run `{run.run_id}`)" in held["output"]["summary"]
+        if decided.startswith("rejected"):
+            comment = "no *tests* here"
+            approval_decide(
+                approval=approval, decision="rejected", decided_by="bob", comment=comment
+            )
         run = wait_terminal(run, 60)
-    error_type = {"rejected": "ApprovalRejected", "expired": "ApprovalTimedOut"}[decided]
+    error_type = "ApprovalTimedOut" if decided == "expired" else "ApprovalRejected"
     assert (run.status, run.error_type) == ("failed", error_type), run.error_message
     assert stage_ends(run) == {
         "verify_tests": ("failed", error_type),
@@ -126,7 +202,53 @@ def test_a_check_run_held_then_rejected_or_expired_fails_on_the_stage_that_waite
         "stage": "verify_tests",
     }
     assert run.approvals.get().decision == "rejected"
-    assert hub.check_runs(REPO) == []  # none of the fork's code ran, nothing was reported
+    conclusion, title, says = HOLD_ENDS[decided]
+    (check,) = hub.check_runs(REPO)  # the same check run, completed: none of the code ran
+    assert (check["id"], check["status"], check["conclusion"]) == (
+        held["id"],
+        "completed",
+        conclusion,
+    )
+    assert check["output"]["title"] == title
+    assert says in check["output"]["summary"]
+    assert "What to do:" in check["output"]["summary"]
+    assert '"Re-run" starts a new run of this commit' in check["output"]["summary"]
+    assert check["annotations"] == []
+
+
+def test_a_check_run_cancelled_while_held_concludes_its_check_run_cancelled(
+    hub, temporal_env, settings, monkeypatch
+):
+    worker_setting(settings, monkeypatch, "AMTP_PUBLIC_URL", PUBLIC)
+    run = check_run(held=True)
+    with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=1):
+        wait_for(run, lambda r: r.approvals.exists(), 60)
+        held = held_check(hub, run)
+        run_cancel(run=run)
+        run = wait_terminal(run, 60)
+        wait_until(lambda: hub.check_runs(REPO)[0]["status"] == "completed", 30, "the cancel")
+    assert run.status == "cancelled"
+    (check,) = hub.check_runs(REPO)
+    assert (check["id"], check["conclusion"]) == (held["id"], "cancelled")
+    assert check["output"]["title"] == checks.CANCELLED_TITLE
+
+
+def test_a_hold_github_does_not_take_still_waits_and_runs_once_approved(hub, temporal_env):
+    """The hold shown on GitHub is best effort: no Checks permission (403, final) leaves the
+    run held as before, and ReportCheckRun's own failure is what the run then ends with."""
+    hub.forbid(REPO)
+    run = check_run(held=True)
+    with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=1):
+        wait_for(run, lambda r: r.approvals.filter(decision="pending").exists(), 60)
+        approval = run.approvals.get()
+        approval_decide(approval=approval, decision="approved", decided_by="alice", comment="")
+        run = wait_terminal(run, 60)
+    assert (run.status, run.error_type) == ("failed", "GitHubForbidden"), run.error_message
+    assert stage_ends(run) == {  # no tests in the repository: verify_tests skipped
+        "verify_tests": ("skipped", ""),
+        "report_check": ("failed", "GitHubForbidden"),
+    }
+    assert hub.check_runs(REPO) == []
 
 
 def stage_ends(run: Run) -> dict:

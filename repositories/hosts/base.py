@@ -111,9 +111,17 @@ class RepositoryHost(ABC):
     def report_check_run(self, **check) -> object:
         """Report a check run on the head commit (GitHub's Checks API); a host without
         one refuses."""
+        raise self._no_check_runs()
+
+    def show_check_run(self, **check) -> object:
+        """Show a check run without a result yet (queued, in progress) on the head commit;
+        a host without check runs refuses."""
+        raise self._no_check_runs()
+
+    def _no_check_runs(self) -> Exception:
         from repositories.errors import RepositoryAccessError
 
-        raise RepositoryAccessError(
+        return RepositoryAccessError(
             f"{self.full_name} is on the {self.name} host, which has no check runs"
         )
 

@@ -7,6 +7,10 @@ the number of annotations to a maximum of 50 per API request", create-a-check-ru
 appends each request's to the run's, so a retry skips the ``annotations_count`` already
 there and sends the rest. The conclusion goes with the last request, so a check run shown
 completed has all its annotations.
+
+A check run can be shown before it has a result (:meth:`CheckRunWrites.show_check_run`:
+``queued`` or ``in_progress`` with a title and summary, a held check run's), found and adopted
+the same way; the report then completes that same check run.
 """
 
 from __future__ import annotations
@@ -56,9 +60,40 @@ class CheckRunWrites:
                 body = {"output": {**output, "annotations": batch}}
                 if not rest:
                     body.update(status="completed", conclusion=conclusion)
+                    if details_url:  # action_required needs one; a shown run may predate it
+                        body["details_url"] = details_url
                 found = self._check_request("PATCH", f"/{found['id']}", body)
                 if not rest:
                     return CheckRunResult(found["id"], found["html_url"], len(annotations))
+
+    def show_check_run(
+        self,
+        *,
+        head_sha: str,
+        name: str,
+        external_id: str,
+        status: str,
+        title: str,
+        summary: str,
+        details_url: str = "",
+    ) -> CheckRunResult:
+        """The check run with ``status`` (``queued`` or ``in_progress``: no result yet),
+        ``title`` and ``summary``, found by external_id as :meth:`report_check_run` finds it,
+        else created. One already completed is left as it is: its result stands (a report or
+        a cancel's that came first)."""
+        with self._errors(f"show check run {name!r} on {head_sha}"):
+            found = self._find_check_run(head_sha, name, external_id)
+            if found is None or found["status"] != "completed":
+                body = {"status": status, "output": {"title": title, "summary": summary}}
+                if details_url:
+                    body["details_url"] = details_url
+                if found is None:
+                    new = _new(head_sha, name, external_id, details_url)
+                    found = self._check_request("POST", "", {**new, **body})
+                else:
+                    found = self._check_request("PATCH", f"/{found['id']}", body)
+            count = found["output"].get("annotations_count", 0) or 0
+            return CheckRunResult(found["id"], found["html_url"], count)
 
     def _find_check_run(self, head_sha: str, name: str, external_id: str) -> dict | None:
         """GET commits/{ref}/check-runs?check_name= (list-check-runs-for-a-git-reference)."""

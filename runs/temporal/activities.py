@@ -234,7 +234,13 @@ def _report_check(run_id: str, *, stop) -> str:
 
 
 async def _pull_request_activity(run_id: str, name: str) -> str:
-    work = asyncio.ensure_future(_in_thread(_open_pull_request)(run_id, name))
+    return await _finished(_in_thread(_open_pull_request)(run_id, name))
+
+
+async def _finished(call) -> str:
+    """Await ``call``, heartbeating; a cancel does not cut it short: it is awaited to its end
+    (its ``stop()`` is true then, for a stage that checks it before each write)."""
+    work = asyncio.ensure_future(call)
     beating = asyncio.create_task(_beat())
     try:
         try:
@@ -247,6 +253,22 @@ async def _pull_request_activity(run_id: str, name: str) -> str:
         raise
     finally:
         beating.cancel()
+
+
+def _report_hold(hold: t.CheckRunHold) -> str:
+    try:
+        return checks.check_run_hold_report(hold.run_id, hold.state, hold.message)
+    except Exception as raised:
+        raise activity_failure(raised) from None
+
+
+@activity.defn(name=t.REPORT_CHECK_RUN_HOLD)
+async def report_check_run_hold(hold: t.CheckRunHold) -> str:
+    """A held check run's state on GitHub (queued while it waits, in progress once approved,
+    completed when rejected or expired), from a worker thread; no stage of its own. A report
+    under way when a cancel arrives is finished: the cancel's report then completes the check
+    run after it, never before."""
+    return await _finished(_in_thread(_report_hold)(hold))
 
 
 # --- bookkeeping (local activities, a worker thread) -------------------------------------
@@ -297,6 +319,7 @@ ACTIVITIES = [
     create_pull_request,
     open_maintenance_pull_request,
     report_check_run,
+    report_check_run_hold,
     start_run,
     end_run,
     discard_pull_request,

@@ -1,7 +1,12 @@
 """CheckWorkflow: a pull request's check run. ReverifyTests against the pull request's preview
 (no heal, no file changed), then ReportCheckRun, which reports the result on GitHub; a check
 run whose tests could not run at all still reports why before it fails (on ``verify_tests``).
-Code that is not the repository's own is held on ``verify_tests``, before any of it runs.
+Code that is not the repository's own is held on ``verify_tests``, before any of it runs; from
+the patch ``check-run-reports-hold`` on (:data:`t.CHECK_RUN_HOLD_PATCH`), ReportCheckRunHold
+shows that check run on the pull request while it waits (queued, a link to the approval), then
+the decision: in progress once approved (ReportCheckRun completes it with the result), or
+completed when rejected or expired. A workflow started before the patch (its history has no
+marker) holds as 1.0.0 did, reporting nothing until ReportCheckRun.
 
 Start, hold and end are :class:`runs.temporal.run_steps.RunSteps`' (composed). A cancelled
 check run is then reported to GitHub as concluded ``cancelled``, so the pull request shows why
@@ -34,7 +39,9 @@ class CheckWorkflow:
     async def _stages(self) -> None:
         run = self.steps
         if run.params.require_approval:  # a fork's code runs only once someone approved
-            await run.hold(t.STAGE_OF[t.REVERIFY_TESTS], "policy", FORK_APPROVAL)
+            shown = workflow.patched(t.CHECK_RUN_HOLD_PATCH)
+            report = self._report_hold if shown else None
+            await run.hold(t.STAGE_OF[t.REVERIFY_TESTS], "policy", FORK_APPROVAL, report=report)
         try:
             await run.activity(t.REVERIFY_TESTS, result_type=t.Reverified)
         except FailureError as err:
@@ -43,6 +50,20 @@ class CheckWorkflow:
             await run.activity(t.REPORT_CHECK_RUN)  # GitHub is told why
             raise
         await run.activity(t.REPORT_CHECK_RUN)
+
+    async def _report_hold(self, state: str, message: str) -> None:
+        """The hold on GitHub, best effort: a check run that could not be shown (GitHub away
+        past the retry policy, no Checks permission) leaves the hold and the run as they are;
+        ReportCheckRun reports the result all the same."""
+        hold = t.CheckRunHold(self.steps.run_id, state, message)
+        try:
+            await self.steps.aside(t.REPORT_CHECK_RUN_HOLD, hold)
+        except FailureError as err:
+            if is_cancelled_exception(err):
+                raise
+            workflow.logger.warning(
+                "could not show run %s's hold (%s) on GitHub: %s", self.steps.run_id, state, err
+            )
 
     async def _report_cancel(self) -> None:
         try:  # a report cut short by the cancel finished first: this one then leaves it

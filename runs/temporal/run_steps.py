@@ -144,20 +144,37 @@ class RunSteps:
             else ActivityCancellationType.TRY_CANCEL,
         )
 
-    async def hold(self, stage: str, approver: str, comment: str) -> None:
+    async def hold(
+        self,
+        stage: str,
+        approver: str,
+        comment: str,
+        *,
+        report: Callable[[str, str], Awaitable[None]] | None = None,
+    ) -> None:
         """Hold ``stage`` (it waits, ``awaiting_approval``): write the approvals row, wait for
         the decision signal (or the timeout); a rejected or expired approval fails the run on
-        that stage."""
+        that stage. ``report(state, message)``, when given, is awaited once the approval is
+        requested (``held``) and once it is decided (``approved`` with who approved,
+        ``rejected`` or ``expired`` with the run's failure message, before the run fails)."""
         self._holding = stage
         try:
-            await self._hold(stage, approver, comment)
+            await self._hold(stage, approver, comment, report)
         finally:
             self._holding = ""
 
-    async def _hold(self, stage: str, approver: str, comment: str) -> None:
+    async def _hold(
+        self,
+        stage: str,
+        approver: str,
+        comment: str,
+        report: Callable[[str, str], Awaitable[None]] | None,
+    ) -> None:
         self._decision = None
         request = t.ApprovalRequest(self.run_id, approver, comment, stage)
         approval_id = await self._local(t.REQUEST_APPROVAL, request, self._book_retry)
+        if report is not None:
+            await report(t.HOLD_HELD, "")
         try:
             await workflow.wait_condition(
                 lambda: self._decision is not None and self._decision.approval_id == approval_id,
@@ -165,25 +182,42 @@ class RunSteps:
             )
         except TimeoutError:
             await self._local(t.EXPIRE_APPROVAL, approval_id, self._book_retry)
-            raise _Rejected(
-                t.Failure(
-                    self.run_id,
-                    stage,
-                    "ApprovalTimedOut",
-                    f"nobody decided the {approver} approval within "
-                    f"{self.params.approval_timeout_s:.0f} s; start a new run",
-                )
-            ) from None
-        if self._decision.decision != "approved":
-            by = self._decision.decided_by or "an approver"
-            raise _Rejected(
-                t.Failure(
-                    self.run_id,
-                    stage,
-                    "ApprovalRejected",
-                    f"rejected by {by}: {self._decision.comment or '(no comment)'}",
-                )
+            failure = t.Failure(
+                self.run_id,
+                stage,
+                "ApprovalTimedOut",
+                f"nobody decided the {approver} approval within "
+                f"{self.params.approval_timeout_s:.0f} s; start a new run",
             )
+            if report is not None:
+                await report(t.HOLD_EXPIRED, failure.message)
+            raise _Rejected(failure) from None
+        by = self._decision.decided_by or "an approver"
+        if self._decision.decision != "approved":
+            failure = t.Failure(
+                self.run_id,
+                stage,
+                "ApprovalRejected",
+                f"rejected by {by}: {self._decision.comment or '(no comment)'}",
+            )
+            if report is not None:
+                await report(t.HOLD_REJECTED, failure.message)
+            raise _Rejected(failure)
+        if report is not None:
+            await report(t.HOLD_APPROVED, f"approved by {by}")
+
+    async def aside(self, name: str, arg) -> object:
+        """An activity beside the stages (no stage of its own: ``stage``, which decides what a
+        failure or a cancel does, stays as it is). A cancel waits for it to stop, so what it
+        writes is not cut short and nothing written for the cancel comes before it."""
+        return await workflow.execute_activity(
+            name,
+            arg,
+            start_to_close_timeout=timedelta(seconds=self.params.agent_timeout_s),
+            heartbeat_timeout=timedelta(seconds=self.params.heartbeat_timeout_s),
+            retry_policy=self._retry,
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        )
 
     async def _start(self) -> None:
         """Mark the run running and take its slot: one quick local try, then, when that did

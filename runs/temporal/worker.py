@@ -193,6 +193,7 @@ ACTIVITIES = (
     run_activities.discard_pull_request,
     run_activities.open_maintenance_pull_request,
     run_activities.report_check_run,
+    run_activities.report_check_run_hold,
     run_activities.start_scheduled_maintenance,
 )
 

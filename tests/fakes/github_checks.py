@@ -7,7 +7,15 @@
   status ``completed``, and ``completed`` needs one ("Required if you provide
   completed_at or a status of completed"); ``conclusion`` one of ``action_required``,
   ``cancelled``, ``failure``, ``neutral``, ``success``, ``skipped``, ``timed_out``
-  (``stale`` "can only be set by GitHub"). 201 with the check run.
+  (``stale`` "can only be set by GitHub"). A conclusion sent with a status that is not
+  ``completed`` (``queued``, ``in_progress``) is refused, naming ``status``: "Providing
+  conclusion will automatically set the status parameter to completed", so such a request
+  asks for two states at once (GitHub's answer to it is not documented; refusing it keeps
+  AMTP from relying on either). ``action_required`` needs a ``details_url``, sent or set
+  earlier ("When the conclusion is action_required, additional details should be provided
+  on the site specified by details_url"; without one GitHub links the App's homepage, where
+  there is nothing to act on): refused otherwise, naming ``details_url``. 201 with the check
+  run.
 - PATCH /repos/{o}/{r}/check-runs/{id} (update-a-check-run): the same rules; 200.
 - ``output``: ``title`` and ``summary`` required whenever ``output`` is sent, ``summary`` at
   most 65535 characters; ``annotations`` at most 50 per request ("The Checks API limits the
@@ -152,6 +160,11 @@ class CheckRuns:
             self._check_invalid("conclusion", "invalid", doc)
         if status == "completed" and conclusion is None and run["conclusion"] is None:
             self._check_invalid("conclusion", "missing_field", doc)
+        if conclusion is not None and status not in (None, "completed"):
+            self._check_invalid("status", "invalid", doc)  # a conclusion completes the run
+        details_url = body.get("details_url", run["details_url"])
+        if conclusion == "action_required" and not details_url:
+            self._check_invalid("details_url", "missing_field", doc)
         output = body.get("output")
         annotations = self._check_output(output, doc) if output is not None else []
         if output is not None:
