@@ -59,6 +59,10 @@ def _start(port: int, ui_port: int, log: Path) -> dict:
     cmd += ["--ui-port", str(ui_port), "--db-filename", str(FOLDER / "temporal.db")]
     cmd += ["--log-level", "warn", "--ui-disable-news-fetch"]
     cmd += ["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal"]
+    # One partition per task queue (the default is four): a single-node server gains nothing
+    # from spreading a queue, and its pollers and forwarding between partitions cost CPU.
+    for key in ("matching.numTaskqueueReadPartitions", "matching.numTaskqueueWritePartitions"):
+        cmd += ["--dynamic-config-value", f"{key}=1"]
     proc = spawn(cmd, log)
     _wait("temporal", port, log, lambda: proc.poll() is None)
     return {"port": port, "ui_port": ui_port, "pid": proc.pid, "log": str(log)}
