@@ -25,12 +25,14 @@ os.environ.setdefault("AMTP_VERIFY_EXPECT_TIMEOUT_S", "3")
 # boot (BootApp: installs through the registries, seconds to a minute): off, so those runs
 # write tests from the source as before; the BootApp tests turn it on.
 os.environ.setdefault("AMTP_BOOT_APPS", "false")
-# The evidence of every run of this pytest process in one folder (each run writes under its own
+# The evidence of every run of this pytest session in one folder (each run writes under its own
 # id), set once: the worker forks agent processes from a template whose environment is fixed
 # when it starts, so a setting changed between tests costs a new template (seconds of CPU).
-EVIDENCE = os.environ.setdefault(
-    "AMTP_VERIFY_EVIDENCE_DIR", tempfile.mkdtemp(prefix="amtp-test-evidence-")
-)
+# pytest-xdist's workers inherit it from the process that started them, which removes it last.
+EVIDENCE = None
+if "AMTP_VERIFY_EVIDENCE_DIR" not in os.environ:
+    EVIDENCE = tempfile.mkdtemp(prefix="amtp-test-evidence-")
+    os.environ["AMTP_VERIFY_EVIDENCE_DIR"] = EVIDENCE
 django.setup()  # tests/conftest.py imports models; pytest-django takes over from here
 
 
@@ -51,5 +53,5 @@ def valkey(settings):
 
 
 def pytest_unconfigure(config):
-    if os.path.basename(EVIDENCE).startswith("amtp-test-evidence-"):
+    if EVIDENCE is not None:  # made here, not inherited
         shutil.rmtree(EVIDENCE, ignore_errors=True)
