@@ -11,6 +11,7 @@ from decimal import Decimal
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from approvals.models import Approval
@@ -218,3 +219,25 @@ def test_bad_arguments_are_refused_naming_the_flag_and_change_nothing(
     with pytest.raises(CommandError, match=f"^{flag}: "):
         prune(*args)
     assert Run.objects.count() == 1 and len(list(evidence.iterdir())) == 1
+
+
+def _rollup_source() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = 'amtp_rollup_runs'")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_only_taking_runs_out_looks_for_emptied_rollup_rows_and_0025_reverses():
+    """A run's end adds to the rollups and cannot empty a row, so its rollup deletes nothing
+    and reads no other row (0024 scanned every stage_days row: ~100 ms a run's end at a
+    million runs); each delete is guarded by ``sign < 0``. 0025 goes back to 0024's function."""
+    assert _rollup_source().count("sign < 0") == 3
+    executor = MigrationExecutor(connection)
+    executor.migrate([("runs", "0024_rollups_forget_pruned_runs")])
+    try:
+        assert "sign < 0" not in _rollup_source() and "DELETE FROM stage_days" in _rollup_source()
+    finally:  # the next tests of this database expect every migration applied
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    assert _rollup_source().count("sign < 0") == 3
