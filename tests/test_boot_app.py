@@ -5,6 +5,7 @@ left behind. Each test boots real processes in the real sandbox (bubblewrap)."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -15,7 +16,7 @@ from repositories.hosts.local import LocalGitHost
 from tests.boot_apps import RECIPES, app_git_repo
 from tests.gitrepo import make_git_repo
 from verification.boot import failures
-from verification.boot.app import booted
+from verification.boot.app import booted, store
 from verification.boot.recipe import AppRecipe
 
 pytestmark = pytest.mark.skipif(
@@ -271,3 +272,34 @@ def test_a_hostile_archive_writes_only_regular_files_inside_the_box(tmp_path, se
     assert not (root / "link").is_symlink() and not (tmp_path / "escaped.txt").exists()
     with pytest.raises(failures.BootFailed, match="exceed the box's disk cap"):
         _write_archive(_tarball([("top/big", b"x" * 100)]), tmp_path / "other", 99)
+
+
+def test_two_installs_of_one_key_at_once_store_one_whole_copy(tmp_path):
+    """Two runs of a repository on one worker (or an attempt and its retry) install at once:
+    each copies into a folder of its own and one rename wins, so the cache is never half a
+    copy (a shared staging folder gave `Cannot find module` to every later boot)."""
+    workdir = tmp_path / "app"
+    for n in range(40):
+        package = workdir / "node_modules" / f"pkg{n}"
+        package.mkdir(parents=True)
+        for m in range(10):
+            (package / f"f{m}.js").write_text(f"module.exports = {n * 10 + m};\n")
+    expected = sorted(p.relative_to(workdir) for p in workdir.rglob("*"))
+    for round_ in range(5):
+        cache = tmp_path / "cache" / f"key{round_}"
+        errors = []
+
+        def install(cache: Path, errors: list) -> None:
+            try:
+                store(cache, workdir, ["node_modules"])
+            except Exception as exc:  # noqa: BLE001 (the test reports it)
+                errors.append(exc)
+
+        threads = [threading.Thread(target=install, args=(cache, errors)) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert sorted(p.relative_to(cache) for p in cache.rglob("*")) == expected
+    assert [p.name for p in (tmp_path / "cache").iterdir() if p.name.endswith(".tmp")] == []

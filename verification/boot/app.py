@@ -22,6 +22,7 @@ import os
 import shutil
 import socket
 import tarfile
+import tempfile
 import threading
 import time
 import urllib.error
@@ -319,15 +320,24 @@ def _install(box: AppBox, workdir: Path, recipe: AppRecipe, repository: str, sec
         for command in (*_python_venv(recipe, workdir), *recipe.install):
             _run(box, command, recipe, env, failures.InstallFailed, secrets)
     made = sorted(set(os.listdir(workdir)) - before - {SOCKET_NAME, HOME_NAME})
-    staging = cache.with_name(cache.name + f".{os.getpid()}.tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    for name in made:
-        _copy(workdir / name, staging / name)
-    with contextlib.suppress(OSError):  # another worker stored the same install first
-        staging.rename(cache)
-    shutil.rmtree(staging, ignore_errors=True)
+    store(cache, workdir, made)
     return False
+
+
+def store(cache: Path, workdir: Path, names: list[str]) -> None:
+    """``names`` of ``workdir`` into ``cache``, whole or not at all: copied into a folder of
+    this call's own, then renamed. Two installs of one key at once (two runs of a repository
+    on one worker, or a retried attempt beside the one it replaces) each copy their own; the
+    first rename wins, and no app is ever given half a copy."""
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{cache.name}.", suffix=".tmp", dir=cache.parent))
+    try:
+        for name in names:
+            _copy(workdir / name, staging / name)
+        with contextlib.suppress(OSError):  # another install stored the same key first
+            staging.rename(cache)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _python_venv(recipe: AppRecipe, workdir: Path) -> tuple[str, ...]:
