@@ -66,8 +66,8 @@ HELD_TITLE = "Waiting for an approval"
 HELD_SUMMARY = (
     "The tests have not run yet: this code is not the repository's own (a pull request from "
     "a fork or by an author without write access, or a deployment of anything but a branch "
-    "head), so AMTP runs it only once someone with the approver role approves. {where}\n\nThis check run then shows the result. Until someone "
-    "decides, it stays queued."
+    "head), so AMTP runs it only once someone with the approver role approves. {where}\n\n"
+    "This check run then shows the result. Until someone decides, it stays queued."
 )
 HELD_WHERE = "Approve or reject it on the run's page in AMTP: {url}"
 HELD_WHERE_NO_URL = "Approve or reject it in AMTP's admin, under Approvals (run `{run_id}`)."
@@ -164,13 +164,9 @@ def check_run_report(run_id: str) -> str:
 
 def hold_contents(run: Run, state: str, message: str) -> tuple[str, str, str]:
     """(status or conclusion, title, summary) of a held check run in ``state``."""
-    base = settings.AMTP_PUBLIC_URL.rstrip("/")
+    page = _run_page(run)
     if state == HOLD_HELD:
-        where = (
-            HELD_WHERE.format(url=_run_page(run))
-            if base
-            else HELD_WHERE_NO_URL.format(run_id=run.run_id)
-        )
+        where = HELD_WHERE.format(url=page) if page else HELD_WHERE_NO_URL.format(run_id=run.run_id)
         return "queued", HELD_TITLE, HELD_SUMMARY.format(where=where)
     # The approver's name and comment are people's text: escaped to show as it is written.
     shown = markdown(message, 2000)
@@ -181,7 +177,7 @@ def hold_contents(run: Run, state: str, message: str) -> tuple[str, str, str]:
         )
         return "in_progress", APPROVED_TITLE, summary
     if state == HOLD_REJECTED:
-        conclusion = "action_required" if base else "cancelled"
+        conclusion = "action_required" if page else "cancelled"
         return conclusion, REJECTED_TITLE, REJECTED_SUMMARY.format(message=shown)
     if state == HOLD_EXPIRED:
         return "timed_out", EXPIRED_TITLE, EXPIRED_SUMMARY.format(message=shown)
