@@ -13,6 +13,7 @@ import tempfile
 
 import django
 import pytest
+from django.conf import settings
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "amtp_site.settings")
 os.environ.setdefault("DJANGO_DEBUG", "true")
@@ -34,6 +35,12 @@ if "AMTP_VERIFY_EVIDENCE_DIR" not in os.environ:
     EVIDENCE = tempfile.mkdtemp(prefix="amtp-test-evidence-")
     os.environ["AMTP_VERIFY_EVIDENCE_DIR"] = EVIDENCE
 django.setup()  # tests/conftest.py imports models; pytest-django takes over from here
+
+# Django's default hasher (PBKDF2, a million rounds) spends most of a second of CPU on each user
+# the tests make or log in, and the tests check who may do what, not how a password is hashed
+# (Django's testing docs, "Speeding up the tests": a faster password hasher). Processes the
+# tests start (`manage.py createsuperuser`) keep the default.
+settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

@@ -47,7 +47,7 @@ from urllib.parse import parse_qsl, unquote
 
 import jwt  # PyJWT (a PyGithub dependency) verifies App JWTs the way GitHub does
 
-from tests.fakes import github_rules
+from tests.fakes import github_rules, ports
 from tests.fakes.github_checks import CheckRuns
 from tests.fakes.github_labels import LabelsAndDrafts
 
@@ -483,7 +483,7 @@ class FakeGitHub(LabelsAndDrafts, CheckRuns):
     # -- lifecycle ----------------------------------------------------------------------
     def __enter__(self) -> FakeGitHub:
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = ports.listen(type(self).__name__, handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"  # the host's root
         threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fakes import ports
+
 NO_REPLY_LEFT = "fake: no scripted reply left"
 
 
@@ -188,7 +190,7 @@ class _FakeServer:
 
     def start(self):
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = ports.listen(type(self).__name__, handler)
         # A short poll interval keeps stop(), so each test's teardown, fast.
         serve, poll = self._server.serve_forever, {"poll_interval": 0.02}
         threading.Thread(target=serve, kwargs=poll, daemon=True).start()
