@@ -5,6 +5,7 @@ left behind. Each test boots real processes in the real sandbox (bubblewrap)."""
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 import time
 import urllib.request
@@ -15,8 +16,9 @@ import pytest
 from repositories.hosts.local import LocalGitHost
 from tests.boot_apps import RECIPES, app_git_repo
 from tests.gitrepo import make_git_repo
+from verification import sandbox
 from verification.boot import failures
-from verification.boot.app import booted, store
+from verification.boot.app import booted, store, sweep_staging
 from verification.boot.recipe import AppRecipe
 
 pytestmark = pytest.mark.skipif(
@@ -303,3 +305,33 @@ def test_two_installs_of_one_key_at_once_store_one_whole_copy(tmp_path):
         assert errors == []
         assert sorted(p.relative_to(cache) for p in cache.rglob("*")) == expected
     assert [p.name for p in (tmp_path / "cache").iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_worker_starting_removes_the_unfinished_installs_of_a_process_that_is_gone(
+    tmp_path, settings
+):
+    """A worker killed while it copied an install into the cache leaves its staging folder;
+    the next worker to start removes it, and leaves a running process's and the cache's own."""
+    settings.AMTP_BOOT_CACHE_DIR = str(tmp_path / "cache")
+    gone = subprocess.Popen(["sleep", "60"])
+    gone_id = sandbox.process_id(gone.pid).replace(" ", "-")
+    gone.kill()
+    gone.wait()
+    workdir = tmp_path / "app"
+    (workdir / "node_modules").mkdir(parents=True)
+    (workdir / "node_modules" / "index.js").write_text("module.exports = 1;\n")
+    kept = tmp_path / "cache" / "abc123"
+    store(kept, workdir, ["node_modules"])
+    left = tmp_path / "cache" / f"def456.{gone_id}.x1y2.tmp"
+    (left / "node_modules").mkdir(parents=True)
+    running = (
+        tmp_path / "cache" / f"def456.{sandbox.process_id(os.getpid()).replace(' ', '-')}.z3.tmp"
+    )
+    running.mkdir()
+    strangers = [tmp_path / "cache" / "other.tmp", tmp_path / "cache" / "a.b-c.tmp"]
+    for folder in strangers:
+        folder.mkdir()
+
+    assert sweep_staging() == [left]
+    assert not left.exists() and running.is_dir() and all(f.is_dir() for f in strangers)
+    assert (kept / "node_modules" / "index.js").read_text() == "module.exports = 1;\n"

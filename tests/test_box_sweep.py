@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(
 
 def test_the_boxes_of_a_process_that_is_gone_are_swept_and_a_live_ones_kept():
     maker = subprocess.Popen(["sleep", "60"])
-    made_by_it = sandbox._process_id(maker.pid)
+    made_by_it = sandbox.process_id(maker.pid)
     maker.kill()
     maker.wait()  # gone: as a worker killed with SIGKILL
     live, orphan = AppBox(), AppBox()

@@ -174,7 +174,7 @@ class Box:
         self.limits = limits or Limits.from_settings()
         self.root = Path(tempfile.mkdtemp(prefix=PREFIX))
         self.root.chmod(0o711)  # the box's uid passes through, lists nothing
-        (self.root / OWNER).write_text(_process_id(os.getpid()))  # for sweep()
+        (self.root / OWNER).write_text(process_id(os.getpid()))  # for sweep()
         self.fs = self.root / "fs"
         self.fs.mkdir(mode=0o711)
         self.mounted = False
@@ -397,7 +397,7 @@ class Box:
         return ""
 
 
-def _process_id(pid: int) -> str:
+def process_id(pid: int) -> str:
     """``pid`` and its start time (field 22 of /proc/<pid>/stat): one process, even once its
     pid is reused ("" when it is gone)."""
     try:
@@ -419,7 +419,7 @@ def sweep() -> list[Path]:
             pid = int(owner.split()[0])
         except (OSError, ValueError, IndexError):
             continue  # not a box, or one being made this moment
-        if _process_id(pid) == owner:
+        if process_id(pid) == owner:
             continue
         with contextlib.suppress(OSError):
             # Its processes die with the worker, a moment after it: whatever is left is killed.

@@ -50,6 +50,7 @@ from runs.temporal.maintenance_workflow import MaintenanceWorkflow
 from runs.temporal.scheduled_workflow import ScheduledMaintenanceWorkflow
 from runs.temporal.workflow import TestGenerationWorkflow
 from verification import sandbox
+from verification.boot import app as boot_app
 
 log = logging.getLogger(__name__)
 
@@ -329,6 +330,8 @@ async def run_worker(*, task_queue: str, processes: int, **build) -> None:
     await _reconcile_schedules()
     if swept := await asyncio.to_thread(sandbox.sweep):  # a killed worker's boxes
         log.info("removed %d box(es) a stopped worker left: %s", len(swept), swept[:5])
+    if swept := await asyncio.to_thread(boot_app.sweep_staging):  # and its half-copied installs
+        log.info("removed %d unfinished install(s) a stopped worker left: %s", len(swept), swept)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -45,6 +45,7 @@ from verification.boot.recipe import AppRecipe
 ENTRY = Path(__file__).with_name("box") / "entry.mjs"
 SOCKET_NAME = ".amtp-app.sock"  # in the box's work directory: the app's port, outwards
 HOME_NAME = ".amtp-home"
+STAGING = ".tmp"  # the suffix of an install's folder while it is copied into the cache
 VENV = ".venv"  # in the app's folder: a Python recipe's packages (on the box's PATH)  # HOME in the box: package managers' own caches, never cached here
 LOG_TAIL_BYTES = 4000
 CRASH_LOG_LINES = 15
@@ -330,7 +331,9 @@ def store(cache: Path, workdir: Path, names: list[str]) -> None:
     on one worker, or a retried attempt beside the one it replaces) each copy their own; the
     first rename wins, and no app is ever given half a copy."""
     cache.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"{cache.name}.", suffix=".tmp", dir=cache.parent))
+    maker = sandbox.process_id(os.getpid()).replace(" ", "-")  # for sweep_staging()
+    prefix = f"{cache.name}.{maker}."
+    staging = Path(tempfile.mkdtemp(prefix=prefix, suffix=STAGING, dir=cache.parent))
     try:
         for name in names:
             _copy(workdir / name, staging / name)
@@ -338,6 +341,24 @@ def store(cache: Path, workdir: Path, names: list[str]) -> None:
             staging.rename(cache)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def sweep_staging() -> list[Path]:
+    """Remove the staging folders (``<key>.<pid>-<start>.<random>.tmp``) of installs whose
+    process is gone: a worker killed while it copied an install into the cache never ran
+    :func:`store`'s clean-up. Those of processes still running (another worker's) are left.
+    A worker calls this as it starts; the removed ones."""
+    removed = []
+    for folder in Path(settings.AMTP_BOOT_CACHE_DIR).glob(f"*{STAGING}"):
+        try:
+            pid, start = folder.name.split(".")[1].split("-")
+            maker = sandbox.process_id(int(pid))
+        except (ValueError, IndexError):
+            continue  # not one of ours
+        if maker != f"{pid} {start}":
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 def _python_venv(recipe: AppRecipe, workdir: Path) -> tuple[str, ...]:
