@@ -16,9 +16,8 @@ import pytest
 from repositories.hosts.local import LocalGitHost
 from tests.boot_apps import RECIPES, app_git_repo
 from tests.gitrepo import make_git_repo
-from verification import sandbox
 from verification.boot import failures
-from verification.boot.app import booted, store, sweep_staging
+from verification.boot.app import booted, staging_maker, store, sweep_staging
 from verification.boot.recipe import AppRecipe
 
 pytestmark = pytest.mark.skipif(
@@ -314,7 +313,7 @@ def test_a_worker_starting_removes_the_unfinished_installs_of_a_process_that_is_
     the next worker to start removes it, and leaves a running process's and the cache's own."""
     settings.AMTP_BOOT_CACHE_DIR = str(tmp_path / "cache")
     gone = subprocess.Popen(["sleep", "60"])
-    gone_id = sandbox.process_id(gone.pid).replace(" ", "-")
+    gone_id = staging_maker(gone.pid)
     gone.kill()
     gone.wait()
     workdir = tmp_path / "app"
@@ -324,9 +323,7 @@ def test_a_worker_starting_removes_the_unfinished_installs_of_a_process_that_is_
     store(kept, workdir, ["node_modules"])
     left = tmp_path / "cache" / f"def456.{gone_id}.x1y2.tmp"
     (left / "node_modules").mkdir(parents=True)
-    running = (
-        tmp_path / "cache" / f"def456.{sandbox.process_id(os.getpid()).replace(' ', '-')}.z3.tmp"
-    )
+    running = tmp_path / "cache" / f"def456.{staging_maker(os.getpid())}.z3.tmp"
     running.mkdir()
     strangers = [tmp_path / "cache" / "other.tmp", tmp_path / "cache" / "a.b-c.tmp"]
     for folder in strangers:

@@ -256,10 +256,7 @@ async def _finished(call) -> str:
 
 
 def _report_hold(hold: t.CheckRunHold) -> str:
-    try:
-        return checks.check_run_hold_report(hold.run_id, hold.state, hold.message)
-    except Exception as raised:
-        raise activity_failure(raised) from None
+    return checks.check_run_hold_report(hold.run_id, hold.state, hold.message)
 
 
 @activity.defn(name=t.REPORT_CHECK_RUN_HOLD)
@@ -268,7 +265,7 @@ async def report_check_run_hold(hold: t.CheckRunHold) -> str:
     completed when rejected or expired), from a worker thread; no stage of its own. A report
     under way when a cancel arrives is finished: the cancel's report then completes the check
     run after it, never before."""
-    return await _finished(_in_thread(_report_hold)(hold))
+    return await _finished(bookkeeping(_report_hold, hold))
 
 
 # --- bookkeeping (local activities, a worker thread) -------------------------------------

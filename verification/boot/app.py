@@ -331,8 +331,7 @@ def store(cache: Path, workdir: Path, names: list[str]) -> None:
     on one worker, or a retried attempt beside the one it replaces) each copy their own; the
     first rename wins, and no app is ever given half a copy."""
     cache.parent.mkdir(parents=True, exist_ok=True)
-    maker = sandbox.process_id(os.getpid()).replace(" ", "-")  # for sweep_staging()
-    prefix = f"{cache.name}.{maker}."
+    prefix = f"{cache.name}.{staging_maker(os.getpid())}."  # for sweep_staging()
     staging = Path(tempfile.mkdtemp(prefix=prefix, suffix=STAGING, dir=cache.parent))
     try:
         for name in names:
@@ -351,14 +350,20 @@ def sweep_staging() -> list[Path]:
     removed = []
     for folder in Path(settings.AMTP_BOOT_CACHE_DIR).glob(f"*{STAGING}"):
         try:
-            pid, start = folder.name.split(".")[1].split("-")
-            maker = sandbox.process_id(int(pid))
+            maker = folder.name.split(".")[1]
+            gone = staging_maker(int(maker.partition("-")[0])) != maker
         except (ValueError, IndexError):
             continue  # not one of ours
-        if maker != f"{pid} {start}":
+        if gone:
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed
+
+
+def staging_maker(pid: int) -> str:
+    """How a staging folder names the process that makes it: its pid and start time
+    (``sandbox.process_id``), "-" between them ("" once it is gone)."""
+    return sandbox.process_id(pid).replace(" ", "-")
 
 
 def _python_venv(recipe: AppRecipe, workdir: Path) -> tuple[str, ...]:
