@@ -204,7 +204,8 @@ def identify(claims: dict) -> tuple[OidcTrustRule, int]:
         _refuse(NO_REPOSITORY)
     # The issuer's word, but still text: visible_ids leaves out what no repository can be named.
     repository_id = access.visible_ids([repository], None, everything=True).get(repository)
-    rules = list(OidcTrustRule.objects.filter(enabled=True).select_related("created_by"))
+    enabled = OidcTrustRule.objects.filter(enabled=True).select_related("created_by")
+    rules = list(enabled.order_by("name"))
     if not rules:
         _refuse(NO_RULES)
     failures = []

@@ -38,18 +38,8 @@ RETRYING = frozenset(
 SKIPS = frozenset({"skip", "fixme", "fail"})
 # Matchers that say little: replacing a precise one with one of these is loosening.
 LOOSE = frozenset(
-    {
-        "toBeTruthy",
-        "toBeFalsy",
-        "toBeDefined",
-        "toBeUndefined",
-        "toBeNull",
-        "toBeVisible",
-        "toBeHidden",
-        "toBeAttached",
-        "toBeOK",
-        "toBeEnabled",
-    }
+    """toBeTruthy toBeFalsy toBeDefined toBeUndefined toBeNull toBeVisible toBeHidden
+    toBeAttached toBeOK toBeEnabled""".split()
 )
 _FUNCTIONS = frozenset(
     {

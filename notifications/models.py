@@ -18,15 +18,15 @@ from amtp_site.moved import KeptInRuns
 from repositories.models import NotifyEvent
 
 
+class NotificationStatus(models.TextChoices):
+    PENDING = "pending", "pending (not delivered yet)"
+    SENT = "sent", "sent"
+    FAILED = "failed", "failed (its last error says why)"
+
+
 class Channel(models.TextChoices):
     EMAIL = "email"
     WEBHOOK = "webhook"
-
-
-class NotificationStatus(models.TextChoices):
-    PENDING = "pending"
-    SENT = "sent"
-    FAILED = "failed"
 
 
 class Notification(KeptInRuns):

@@ -101,12 +101,12 @@ class RepositoryGrantAdmin(admin.ModelAdmin):
     list_filter = ("role", "repository")
     search_fields = ("repository__full_name", "user__username", "group__name")
     list_select_related = ("repository", "user", "group")
+    ordering = ("repository__full_name", "role")
     fields = ("repository", "user", "group", "role")
 
 
 @admin.register(Repository)
 class RepositoryAdmin(admin.ModelAdmin):
-    form = RepositoryForm
     list_display = (
         "full_name",
         "host",
@@ -121,6 +121,7 @@ class RepositoryAdmin(admin.ModelAdmin):
     )
     list_filter = ("host", "webhook_enabled", "require_approval", "default_framework")
     search_fields = ("full_name", "local_path")
+    form = RepositoryForm
     fieldsets = [
         (None, {"fields": ("full_name", "host", "local_path")}),
         ("Run defaults", {"fields": REPOSITORY_DEFAULTS}),

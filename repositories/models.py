@@ -339,7 +339,8 @@ class RepositoryGrant(models.Model):
 
     class Meta:
         db_table = "repository_grants"
-        ordering = ["repository", "role"]
+        # No default ordering: every request reads its user's grants, and an order by
+        # repository would join and sort ``repositories`` each time (the admin orders).
         constraints = [
             one_of("role", Role, "repository_grants_role_valid"),
             models.CheckConstraint(

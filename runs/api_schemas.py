@@ -3,11 +3,11 @@
 import re
 import uuid
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from django.urls import reverse
 from ninja import Field, Schema
-from pydantic import ConfigDict, field_validator
+from pydantic import AfterValidator, ConfigDict, StringConstraints, field_validator
 
 from amtp_site import tracing
 from approvals.api_schemas import ApprovalOut
@@ -34,6 +34,33 @@ NO_CONTROL = r"^[^\x00-\x1f\x7f]*$"
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,150}$"
 
 
+def checked_by(problem_of) -> AfterValidator:
+    """Refuse a value ``problem_of`` finds a problem with (422 naming the field and the rule)."""
+
+    def check(value: str) -> str:
+        if problem := problem_of(value):
+            raise ValueError(problem)
+        return value
+
+    return AfterValidator(check)
+
+
+# The constraints first, then the rule: a 10 MB value is refused for its length, unread.
+FullName = Annotated[
+    str, StringConstraints(min_length=3, max_length=200), checked_by(full_name_problem)
+]
+GitRef = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=255, pattern=REF_PATTERN),
+    checked_by(ref_problem),
+]
+TargetUrl = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MAX_TARGET_URL_LENGTH),
+    checked_by(target_url_problem),
+]
+
+
 class ClosedSchema(Schema):
     """A body whose unknown fields are an error: 422 in a request, a bug in a response."""
 
@@ -41,34 +68,20 @@ class ClosedSchema(Schema):
 
 
 class RunIn(ClosedSchema):
-    repo_full_name: str = Field(
-        min_length=3,
-        max_length=200,
-        json_schema_extra={"pattern": FULL_NAME_PATTERN},  # checked by _full_name
+    repo_full_name: FullName = Field(
+        json_schema_extra={"pattern": FULL_NAME_PATTERN},  # checked by full_name_problem
         description="A registered repository, owner/name.",
         examples=["acme/shop"],
     )
-    ref: str | None = Field(
-        None,
-        min_length=1,
-        max_length=255,
-        pattern=REF_PATTERN,
-        description="Branch or commit SHA (default: the default branch).",
+    ref: GitRef | None = Field(
+        None, description="Branch or commit SHA (default: the default branch)."
     )
     depth_level: DepthLevel | None = Field(None, description="Default: the repository's.")
     target_framework: Framework | None = Field(None, description="Default: the repository's.")
-    base_branch: str | None = Field(
+    base_branch: GitRef | None = Field(None, description="PR base (default: the default branch).")
+    target_url: TargetUrl | None = Field(
         None,
-        min_length=1,
-        max_length=255,
-        pattern=REF_PATTERN,
-        description="PR base (default: the default branch).",
-    )
-    target_url: str | None = Field(
-        None,
-        min_length=1,
-        max_length=MAX_TARGET_URL_LENGTH,
-        json_schema_extra={"pattern": TARGET_URL_PATTERN},  # checked by _target_url
+        json_schema_extra={"pattern": TARGET_URL_PATTERN},  # checked by target_url_problem
         description="A running instance of the app: the generated tests run against it before "
         "the PR (default: the repository's preview URL; none: verification is skipped).",
         examples=["https://preview.acme.test"],
@@ -79,30 +92,6 @@ class RunIn(ClosedSchema):
         "the tests the repository holds under its test directory, heal or quarantine what broke "
         "and open a PR only when something changed.",
     )
-
-    @field_validator("repo_full_name")
-    @classmethod
-    def _full_name(cls, value: str) -> str:
-        problem = full_name_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
-
-    @field_validator("target_url")
-    @classmethod
-    def _target_url(cls, value: str | None) -> str | None:
-        problem = target_url_problem(value) if value is not None else None
-        if problem:
-            raise ValueError(problem)
-        return value
-
-    @field_validator("ref", "base_branch")
-    @classmethod
-    def _git_ref(cls, value: str | None) -> str | None:
-        problem = ref_problem(value) if value is not None else None
-        if problem:
-            raise ValueError(problem)
-        return value
 
 
 class StageOut(Schema):
@@ -151,10 +140,7 @@ class AppRecipeOut(ClosedSchema):
         description="The recipe used: start, port, ready_path, install, env (plain values), "
         "secret_env (names only), services, seed, workdir, lock_files, url."
     )
-    install_s: float | None = Field(
-        description="Seconds the install commands took (a copy from the cache when "
-        "dependencies_from_cache)."
-    )
+    install_s: float | None = Field(description="Seconds the install (or its cache copy) took.")
     boot_s: float | None = Field(description="Seconds from the start command to readiness.")
     dependencies_from_cache: bool | None
     log_tail: str = Field(description="The last lines of the install and app log, scrubbed.")

@@ -42,7 +42,6 @@ class WebhookDelivery(KeptInRuns):
     class Meta(KeptInRuns.Meta):
         db_table = "webhook_deliveries"
         verbose_name_plural = "webhook deliveries"
-        ordering = ["-received_at"]
         constraints = [
             one_of("outcome", DeliveryOutcome, "webhook_deliveries_outcome_valid"),
             # Replays of a captured push, under new delivery ids, any time later: no new run.

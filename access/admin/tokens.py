@@ -89,6 +89,8 @@ class ApiTokenForm(forms.ModelForm):
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
+    """Mint (the secret shown once), list and revoke; a saved token's page is read-only."""
+
     form = ApiTokenForm
     list_display = (
         "name",

@@ -28,12 +28,12 @@ class PointOut(Schema):
     finished_at: datetime
     tests: int = Field(description="Tests in the run's verification report, skipped ones too.")
     passing: int = Field(description="Passed as written: passed + flaky.")
-    passed: int
+    passed: int = Field(description="Passed at the first try.")
     flaky: int = Field(description="Passed only on a retry.")
-    healed: int
-    quarantined: int
-    failed: int
-    skipped: int
+    healed: int = Field(description="Passed after AMTP repaired the test once.")
+    quarantined: int = Field(description="Still failing after the repair: fixme or dropped.")
+    failed: int = Field(description="Still failing in a run that quarantines nothing (a check).")
+    skipped: int = Field(description="Skipped by the test itself (test.fixme, test.skip).")
 
 
 class MaintenanceRunOut(Schema):

@@ -31,9 +31,6 @@ from verification.boot.recipe import AppRecipe, recipe_at
 APP_BOOT_SCHEMA = "boot/app_boot"
 STOP_POLL_S = 0.2
 BOOTED, FAILED, NO_RECIPE = "booted", "failed", "no_recipe"
-HAS_TARGET = "the run has a target URL: AMTP does not start the app"
-MOBILE = "a mobile app: nothing for AMTP to start"
-DISABLED = "starting apps is turned off on this worker (AMTP_BOOT_APPS=false)"
 NOT_BOOTED = "the app did not boot ({error}): {what}"
 NO_APP_NOTE = "the tests are written without a live app (the repository opens PRs anyway)"
 
@@ -41,10 +38,12 @@ NO_APP_NOTE = "the tests are written without a live app (the repository opens PR
 def boot_skip_reason(run: Run) -> str:
     """Why ``run`` does not start its app ("" when it does)."""
     if run.target_url or run.repository.preview_url:
-        return HAS_TARGET
+        return "the run has a target URL: AMTP does not start the app"
     if run.target_framework != "playwright":
-        return MOBILE
-    return "" if settings.AMTP_BOOT_APPS else DISABLED
+        return "a mobile app: nothing for AMTP to start"
+    if not settings.AMTP_BOOT_APPS:
+        return "starting apps is turned off on this worker (AMTP_BOOT_APPS=false)"
+    return ""
 
 
 def boots_app(run: Run) -> bool:
