@@ -205,6 +205,22 @@ def test_the_rule_scopes_bound_the_identity(ci):
     refused(start(ci.mint()), "no OIDC trust rule is configured")
 
 
+def test_of_two_rules_that_trust_a_token_the_first_by_name_decides(ci):
+    # Created after shop-main-e2e, ranked before it by name, read-only: its scopes decide.
+    shop_rule = OidcTrustRule.objects.get()
+    readers = OidcTrustRule.objects.create(
+        name="a-shop-readers",
+        repository_ids=shop_rule.repository_ids,
+        scopes=["runs:read"],
+        created_by=shop_rule.created_by,
+    )
+    assert_problem(start(ci.mint()), 403, "forbidden")
+    entry = LogEntry.objects.get(object_id=str(readers.pk))
+    assert "(OIDC rule a-shop-readers)" in entry.change_message
+    OidcTrustRule.objects.filter(name="a-shop-readers").update(name="z-shop-readers")
+    assert start(ci.mint()).status_code == 201
+
+
 def test_key_rotation_reads_the_key_set_again_once(ci, settings):
     settings.AMTP_OIDC_JWKS_COOLDOWN_S = 0
     assert start(ci.mint()).status_code == 201

@@ -9,7 +9,8 @@ import uuid
 import pytest
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Group, Permission, User
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -164,6 +165,16 @@ def test_a_group_grant_counts_and_a_global_permission_reaches_everything(a, b):
     assert member.has_perm("runs.view_run", a.run) and not member.has_perm("runs.view_run", b.run)
     assert member.has_perm("runs.view_run") and not member.has_perm("runs.change_run")
     assert member.has_module_perms("runs") and not member.has_module_perms("auth")
+
+
+def test_a_users_grants_are_read_in_one_query_that_sorts_nothing(a, b):
+    # Every request that checks a permission reads them: no join, no sort of repositories.
+    user = granted("viewer", a, b)
+    with CaptureQueriesContext(connection) as queries:
+        assert user.has_perm("runs.view_run", a.run) and user.has_perm("runs.view_run", b.run)
+    reads = [q["sql"] for q in queries.captured_queries if "repository_grants" in q["sql"]]
+    assert len(reads) == 1, reads
+    assert "JOIN" not in reads[0] and "ORDER BY" not in reads[0], reads[0]
 
 
 def test_a_grant_names_exactly_one_principal_once_per_repository(a):
