@@ -32,6 +32,7 @@ from tests.test_maintenance_faults import (
 )
 from tests.test_workflow import record_histories  # noqa: F401  (AMTP_RECORD_HISTORIES=1)
 from tests.test_workflow_verify import closed_port_url
+from tests.webhook_support import SHA, deliver
 
 pytestmark = pytest.mark.django_db(transaction=True)
 hub = webhook_support.hub  # acme/shop on the fake GitHub, main at SHA
@@ -214,6 +215,53 @@ def test_a_check_run_held_then_rejected_or_expired_fails_on_the_stage_that_waite
     assert "What to do:" in check["output"]["summary"]
     assert '"Re-run" starts a new run of this commit' in check["output"]["summary"]
     assert check["annotations"] == []
+
+
+def test_re_run_of_a_rejected_check_holds_again_and_runs_once_approved(
+    hub, client, temporal_env, settings, monkeypatch
+):
+    """GitHub's "Re-run" on the check run a rejection completed: a new check run of the same
+    commit, held again (the code is still not the repository's own), shown queued on a check
+    run of its own, and run once someone approves it this time."""
+    worker_setting(settings, monkeypatch, "AMTP_PUBLIC_URL", PUBLIC)
+    repository = RepositoryFactory(
+        full_name=REPO,
+        allowed_hosts=["127.0.0.1"],
+        webhook_secret=webhook_support.SECRET,
+        pr_checks=True,
+        pr_preview_url_template="http://127.0.0.1:9/?pr={pr}",
+    )
+    url = "http://127.0.0.1:9/?pr=7"  # never asked: the repository holds no tests to run
+    first = run_create(
+        repository=repository, ref=SHA, target_url=url, kind="check", pull_number=7, held=True
+    )
+    with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=1):
+        wait_for(first, lambda r: r.approvals.exists(), 60)
+        rejected = held_check(hub, first)
+        approval_decide(
+            approval=first.approvals.get(), decision="rejected", decided_by="bob", comment="no"
+        )
+        first = wait_terminal(first, 60)
+        wait_until(lambda: hub.check_runs(REPO)[0]["status"] == "completed", 30, "rejection")
+        rerun = hub.rerequest_payload(REPO, rejected["id"], sender="carol")
+        assert deliver(client, rerun, event="check_run").status_code == 201
+        second = Run.objects.exclude(pk=first.pk).get()
+        wait_for(second, lambda r: r.approvals.exists(), 60)
+        wait_until(lambda: len(hub.check_runs(REPO)) == 2, 30, "the re-run's hold")
+        shown = hub.check_runs(REPO)[1]
+        approval = second.approvals.get()
+        approval_decide(approval=approval, decision="approved", decided_by="alice", comment="")
+        second = wait_terminal(second, 60)
+    assert (first.status, first.error_type) == ("failed", "ApprovalRejected")
+    assert (second.kind, second.ref, second.pull_number) == ("check", SHA, 7)
+    assert (second.requested_by, second.held) == ("github:carol", True)
+    assert second.status == "passed", (second.error_type, second.error_message)
+    assert (approval.approver, approval.comment) == ("policy", FORK_APPROVAL)
+    assert (shown["external_id"], shown["status"]) == (str(second.run_id), "queued")
+    old, new = hub.check_runs(REPO)
+    assert (old["id"], old["conclusion"]) == (rejected["id"], "action_required")
+    assert (new["id"], new["status"], new["conclusion"]) == (shown["id"], "completed", "neutral")
+    assert new["output"]["title"] != checks.HELD_TITLE
 
 
 def test_a_check_run_cancelled_while_held_concludes_its_check_run_cancelled(
