@@ -30,6 +30,7 @@ from runs.stages import (
     HOLD_HELD,
     HOLD_REJECTED,
     REPORT_CHECK_RUN,
+    REVERIFY_TESTS,
     STAGE_OF,
 )
 from verification.box_text import clean, code, line, markdown
@@ -87,6 +88,10 @@ EXPIRED_SUMMARY = (
     "to decide it. Pushing a new commit does the same."
 )
 HOLD_REPORTED = "check run {check_run_id}: {state}"
+HOLD_NOT_SHOWN = (
+    "GitHub did not take the hold's check run ({state}): {error}. Until the run's result the "
+    "pull request shows no AMTP check, or its earlier state"
+)
 FAILING = ("failed", "quarantined")
 PASSING = ("passed", "flaky", "healed")  # healed: passes as the pull request carries it
 _LINE = re.compile(r":(\d+) › ")
@@ -188,7 +193,9 @@ def check_run_hold_report(run_id: str, state: str, message: str = "") -> str:
     """A held check run's ``state`` on GitHub: shown ``queued`` while it waits, ``in_progress``
     once approved, completed when rejected or expired (idempotent: the host finds the check
     run by the run id). A check run completed already (the cancel's, which came first) is
-    left as it is. No stage bookkeeping: the hold is ``verify_tests``' and its end the run's."""
+    left as it is. No stage bookkeeping: the hold is ``verify_tests``' and its end the run's;
+    GitHub refusing it is that stage's error while it waits (cleared once a report is taken,
+    or when the stage begins)."""
     run = selectors.run_with_repository(run_id)
     shown, title, summary = hold_contents(run, state, message)
     check = {
@@ -199,11 +206,17 @@ def check_run_hold_report(run_id: str, state: str, message: str = "") -> str:
         "summary": summary,
         "details_url": _run_page(run),
     }
-    host = host_for(run.repository)
-    if state in (HOLD_HELD, HOLD_APPROVED):
-        result = host.show_check_run(status=shown, **check)
-    else:
-        result = host.report_check_run(conclusion=shown, annotations=[], **check)
+    host, held = host_for(run.repository), STAGE_OF[REVERIFY_TESTS]
+    try:
+        if state in (HOLD_HELD, HOLD_APPROVED):
+            result = host.show_check_run(status=shown, **check)
+        else:
+            result = host.report_check_run(conclusion=shown, annotations=[], **check)
+    except AmtpError as exc:  # on the held stage, where the run's page shows it, not a log only
+        why = HOLD_NOT_SHOWN.format(state=shown, error=exc.message)
+        transitions.stage_error(run_id, held, type(exc).__name__, why)
+        raise
+    transitions.stage_error(run_id, held, "", "")  # an earlier attempt's error is over
     return HOLD_REPORTED.format(check_run_id=result.check_run_id, state=shown)
 
 

@@ -283,11 +283,16 @@ def test_a_check_run_cancelled_while_held_concludes_its_check_run_cancelled(
 
 def test_a_hold_github_does_not_take_still_waits_and_runs_once_approved(hub, temporal_env):
     """The hold shown on GitHub is best effort: no Checks permission (403, final) leaves the
-    run held as before, and ReportCheckRun's own failure is what the run then ends with."""
+    run held as before, the refusal the held stage's error while it waits, and ReportCheckRun's
+    own failure is what the run then ends with."""
     hub.forbid(REPO)
     run = check_run(held=True)
     with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=1):
-        wait_for(run, lambda r: r.approvals.filter(decision="pending").exists(), 60)
+        wait_for(run, lambda r: r.stages.get(name="verify_tests").error_type, 60)
+        held = run.stages.get(name="verify_tests")
+        assert (held.status, held.error_type) == ("awaiting_approval", "GitHubForbidden")
+        assert held.error_message.startswith("GitHub did not take the hold's check run (queued)")
+        assert "the pull request shows no AMTP check" in held.error_message
         approval = run.approvals.get()
         approval_decide(approval=approval, decision="approved", decided_by="alice", comment="")
         run = wait_terminal(run, 60)
