@@ -42,6 +42,9 @@ REPORT_CHECK_RUN = "ReportCheckRun"
 # its own: it writes only the GitHub check run, which ReportCheckRun then completes.
 REPORT_CHECK_RUN_HOLD = "ReportCheckRunHold"
 CHECK_RUN_HOLD_PATCH = "check-run-reports-hold"
+# A check run held before that patch (its hold not shown) shows its decision when the decision
+# comes after the upgrade: the patch is asked at the decision, not at the hold.
+CHECK_RUN_DECISION_PATCH = "check-run-reports-decision"
 # The name under which a run's admission to its repository's rate window is recorded in
 # ``activity_idempotency`` (runs.slots; part of stored keys: never rename it).
 ACQUIRE_SLOT = "RateLimitCheckAndIncrRepoConcurrency"

@@ -5,8 +5,9 @@ scripts/upgrade_drill.py.
 
 Real PostgreSQL (a database of its own), Valkey and Temporal (a task queue of its own); the
 fake GitHub over HTTP; the offline provider. The release's worker is SIGKILLed with a run
-held for approval, one writing its pull request, one waiting for its repository's slot, and
-one submitted meanwhile."""
+held for approval, one writing its pull request, one waiting for its repository's slot, one
+submitted meanwhile, and a fork's check run held for approval (rejected after the upgrade,
+which its pull request must then show)."""
 
 import os
 import time
@@ -26,6 +27,8 @@ from tests.upgrade_release import (
     releases,
     scratch_database,
 )
+
+PENDING_APPROVAL = "SELECT decision FROM approvals WHERE run_id = %s"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -62,6 +65,9 @@ def test_runs_in_flight_on_the_newest_release_finish_after_the_upgrade(
             "waiting-0": "running",
             "submitted-0": "pending",
         }
+        # The release shows a fork's held check run nowhere on the pull request.
+        assert upgrade.rows(PENDING_APPROVAL, upgrade.checks["checked-0"]) == [("pending",)]
+        assert github.check_runs("acme/checked-0") == []
         writing = upgrade.runs["writing-0"]
         assert upgrade.stage(writing, "create_pull_request")[0] == "running"
         # The killed worker's PR lock and slots are still there: they are the new one's to free.

@@ -12,11 +12,14 @@ set, three repositories on the fake GitHub and four runs:
   GitHub (the repository's PR lock held meanwhile); GitHub carries it out once the worker is
   gone, so the pull request exists, unrecorded, after the upgrade;
 - ``waiting``: on the same repository, which runs one run at a time: waiting for its slot;
-- ``submitted``: created once the worker is gone (the upgrade window): only in ``run_starts``.
+- ``submitted``: created once the worker is gone (the upgrade window): only in ``run_starts``;
+- ``checked`` (in ``checks``, not ``runs``): a fork's pull request check run, held before any
+  of its code runs; on the release it shows nothing on GitHub while it waits.
 
 Then that worker's process group is SIGKILLed. After: this tree migrates the same database,
 its worker takes over the task queue, the operator lifts the protection and approves the held
-run through this tree's service. Every run must end ``passed`` with exactly one pull request
+run through this tree's service, and rejects the held check run, which must then end failed
+with its rejection shown on the pull request (a completed check run). Every run must end ``passed`` with exactly one pull request
 (:func:`Upgrade.problems` lists what does not hold).
 
 Both trees use this virtualenv: an upgrade whose requirements change needs a virtualenv of
@@ -45,6 +48,7 @@ from psycopg import sql
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from runs.checks import REJECTED_TITLE
 from tests.fakes.github_api import FakeGitHub, Held
 from tests.samples import DEMO_WEB
 from tests.worker_process import kill_worker, start_worker, stop_worker
@@ -146,8 +150,10 @@ class Upgrade:
     logs: Path
     sets: int = 1
     runs: dict[str, str] = field(default_factory=dict)  # "<role>-<set>" -> run id
+    checks: dict[str, str] = field(default_factory=dict)  # "checked-<set>" -> run id
     holds: list[Held] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    heads: dict[int, str] = field(default_factory=dict)  # the checked repositories' main SHA
     _checked: float = 0.0  # when the workflows were last asked about
 
     # -- the two trees' processes -----------------------------------------------------------
@@ -221,6 +227,8 @@ class Upgrade:
                 self.github.create_repo(self.repo(role, n), DEMO_WEB)
                 self.step(self.release, "repository", self.repo(role, n), str(limit))
             self.github.protect(self.repo("held", n), "amtp/*")
+            self.heads[n] = self.github.create_repo(self.repo("checked", n), DEMO_WEB)
+            self.step(self.release, "repository", self.repo("checked", n), "1")
         old = self.worker(self.release, "release-worker")
         try:
             self._in_flight()
@@ -236,13 +244,15 @@ class Upgrade:
         """Each kind of run in every set at once, then waited for until in its place."""
         for n in range(self.sets):
             self.runs[f"held-{n}"] = self.step(self.release, "run", self.repo("held", n))
+            checked = (self.repo("checked", n), self.heads[n])
+            self.checks[f"checked-{n}"] = self.step(self.release, "check", *checked)
         for n in range(self.sets):
             repo = self.repo("writing", n)
             self.holds.append(self.github.hold("POST", f"/repos/{repo}/pulls$"))
             self.runs[f"writing-{n}"] = self.step(self.release, "run", repo)
         for n in range(self.sets):
-            run_id = self.runs[f"held-{n}"]
-            self.wait(f"run {run_id} held", lambda r=run_id: self.rows(PENDING, r), 240)
+            for run_id in (self.runs[f"held-{n}"], self.checks[f"checked-{n}"]):
+                self.wait(f"run {run_id} held", lambda r=run_id: self.rows(PENDING, r), 240)
         for n, held in enumerate(self.holds):
             self.wait(f"{self.repo('writing', n)}'s POST /pulls", held.arrived.is_set, 240)
         for n in range(self.sets):
@@ -264,6 +274,7 @@ class Upgrade:
             for n in range(self.sets):
                 self.github.repo(self.repo("held", n)).protections.clear()  # the operator's fix
                 self.step(ROOT, "approve", self.runs[f"held-{n}"])
+                self.step(ROOT, "reject", self.checks[f"checked-{n}"])
             self.wait("every run to end", self._ended, timeout)
             self.timings["after the upgrade, every run ended in"] = time.monotonic() - started
         finally:
@@ -272,7 +283,7 @@ class Upgrade:
     def _ended(self) -> bool:
         """Every run ended; an AssertionError at once when a run's workflow closed first (the
         new worker could not replay it: the release's histories are not kept)."""
-        open_ = [str(r) for (r,) in self.rows(OPEN_RUNS, list(self.runs.values()))]
+        open_ = [str(r) for (r,) in self.rows(OPEN_RUNS, self.run_ids())]
         if open_ and time.monotonic() - self._checked > 2:
             self._checked = time.monotonic()
             statuses = self.workflows()
@@ -281,6 +292,9 @@ class Upgrade:
                     f"workflows closed, their runs still open: {closed}\n{self.log_tail()}"
                 )
         return not open_
+
+    def run_ids(self) -> list[str]:
+        return [*self.runs.values(), *self.checks.values()]
 
     def github_repos(self) -> list[str]:
         return [
@@ -295,7 +309,7 @@ class Upgrade:
         async def describe() -> dict[str, str]:
             client = await Client.connect(self.env["TEMPORAL_ADDRESS"])
             found = {}
-            for run_id in self.runs.values():
+            for run_id in self.run_ids():
                 try:
                     status = (await client.get_workflow_handle(run_id).describe()).status.name
                 except RPCError as err:  # not started yet (a run still in run_starts)
@@ -331,13 +345,36 @@ class Upgrade:
         pulls = sum(len(self.github.pulls(repo)) for repo in self.github_repos())
         if pulls != len(self.runs):
             found.append(f"{pulls} pull requests on GitHub for {len(self.runs)} runs")
-        for run_id, status in self.workflows().items():
-            if status != "COMPLETED":
-                found.append(f"run {run_id}'s workflow is {status}")
+        workflows = self.workflows()
+        found += self.check_problems(by_id, workflows)
+        for run_id in self.runs.values():
+            if workflows[run_id] != "COMPLETED":
+                found.append(f"run {run_id}'s workflow is {workflows[run_id]}")
         if pending := self.rows("SELECT run_id FROM approvals WHERE decision = 'pending'"):
             found.append(f"approvals still pending: {pending}")
         for key in valkey.scan_iter("amtp:rl:repo:*"):
             name = key.decode()
             if name.endswith(":pr_lock") or (name.endswith(":running") and valkey.zcard(key)):
                 found.append(f"left in Valkey: {name}")
+        return found
+
+    def check_problems(self, by_id: dict, workflows: dict) -> list[str]:
+        """A held check run rejected after the upgrade: failed on the rejection (its workflow
+        too), which its pull request shows (one check run, completed), though the release
+        showed no hold."""
+        found = []
+        for key, run_id in self.checks.items():
+            status, error, _ = by_id[run_id]
+            if (status, error.split(":")[0], workflows[run_id]) != (
+                "failed",
+                "ApprovalRejected",
+                "FAILED",
+            ):
+                found.append(f"{key} run {run_id} ended {status} ({workflows[run_id]}): {error}")
+            shown = [
+                (c["external_id"], c["status"], c["output"]["title"])
+                for c in self.github.check_runs(self.repo("checked", int(key.rsplit("-")[-1])))
+            ]
+            if shown != [(run_id, "completed", REJECTED_TITLE)]:
+                found.append(f"{key} run {run_id}: check runs on GitHub {shown}")
         return found

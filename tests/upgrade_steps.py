@@ -8,7 +8,9 @@ upgrade starts from; when a release changes them, change it with the releases fi
 
     python -c "$(cat tests/upgrade_steps.py)" repository OWNER/NAME MAX_CONCURRENT_RUNS
     python -c "$(cat tests/upgrade_steps.py)" run OWNER/NAME          # prints the run id
+    python -c "$(cat tests/upgrade_steps.py)" check OWNER/NAME SHA   # a fork's check run, held
     python -c "$(cat tests/upgrade_steps.py)" approve RUN_ID
+    python -c "$(cat tests/upgrade_steps.py)" reject RUN_ID
 """
 
 import os
@@ -41,15 +43,42 @@ def run(full_name: str) -> None:
     print(created.pk)
 
 
-def approve(run_id: str) -> None:
+def check(full_name: str, sha: str) -> None:
+    from repositories.models import Repository
+    from runs.services import run_create
+
+    created = run_create(
+        repository=Repository.objects.get(full_name=full_name),
+        ref=sha,
+        target_url="http://127.0.0.1:9/?pr=7",  # never asked: it is rejected before it runs
+        allowed_hosts=["127.0.0.1"],
+        trigger="webhook",
+        requested_by="github:forker",
+        kind="check",
+        pull_number=7,
+        held=True,
+    )
+    print(created.pk)
+
+
+def decide(run_id: str, decision: str, comment: str = "") -> None:
     from approvals.models import Approval
     from approvals.services import approval_decide
 
     approval = Approval.objects.get(run_id=run_id, decision="pending")
-    approval_decide(approval=approval, decision="approved", decided_by="upgrade-test")
+    approval_decide(
+        approval=approval, decision=decision, decided_by="upgrade-test", comment=comment
+    )
 
 
-{"repository": repository, "run": run, "approve": approve}[sys.argv[1]](*sys.argv[2:])
+STEPS = {
+    "repository": repository,
+    "run": run,
+    "check": check,
+    "approve": lambda run_id: decide(run_id, "approved"),
+    "reject": lambda run_id: decide(run_id, "rejected", "not this fork's code"),
+}
+STEPS[sys.argv[1]](*sys.argv[2:])
 sys.stdout.flush()
 # Done: no interpreter finalization, which a Temporal client may abort (temporalio/sdk-python#300).
 os._exit(0)

@@ -6,7 +6,8 @@ the patch ``check-run-reports-hold`` on (:data:`t.CHECK_RUN_HOLD_PATCH`), Report
 shows that check run on the pull request while it waits (queued, a link to the approval), then
 the decision: in progress once approved (ReportCheckRun completes it with the result), or
 completed when rejected or expired. A workflow started before the patch (its history has no
-marker) holds as 1.0.0 did, reporting nothing until ReportCheckRun.
+marker) shows nothing while it waits, as on 1.0.0; decided on a worker with the patch
+``check-run-reports-decision`` (:data:`t.CHECK_RUN_DECISION_PATCH`), it shows the decision.
 
 Start, hold and end are :class:`runs.temporal.run_steps.RunSteps`' (composed). A cancelled
 check run is then reported to GitHub as concluded ``cancelled``, so the pull request shows why
@@ -40,7 +41,7 @@ class CheckWorkflow:
         run = self.steps
         if run.params.require_approval:  # a fork's code runs only once someone approved
             shown = workflow.patched(t.CHECK_RUN_HOLD_PATCH)
-            report = self._report_hold if shown else None
+            report = self._report_hold if shown else self._report_decision
             await run.hold(t.STAGE_OF[t.REVERIFY_TESTS], "policy", FORK_APPROVAL, report=report)
         try:
             await run.activity(t.REVERIFY_TESTS, result_type=t.Reverified)
@@ -64,6 +65,13 @@ class CheckWorkflow:
             workflow.logger.warning(
                 "could not show run %s's hold (%s) on GitHub: %s", self.steps.run_id, state, err
             )
+
+    async def _report_decision(self, state: str, message: str) -> None:
+        """A hold begun before ``check-run-reports-hold`` (shown nothing while it waited): its
+        decision is shown once it comes on a worker that knows how. Replaying a history that
+        was decided before, the patch is false and nothing is scheduled, as then."""
+        if state != t.HOLD_HELD and workflow.patched(t.CHECK_RUN_DECISION_PATCH):
+            await self._report_hold(state, message)
 
     async def _report_cancel(self) -> None:
         try:  # a report cut short by the cancel finished first: this one then leaves it

@@ -17,6 +17,7 @@ from runs.stages import (  # noqa: F401
     BOOT_APP,
     CANCELLED,
     CHECK,
+    CHECK_RUN_DECISION_PATCH,
     CHECK_RUN_HOLD_PATCH,
     CHECK_WORKFLOW,
     CRAWL_REPO,
