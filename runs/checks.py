@@ -89,8 +89,8 @@ EXPIRED_SUMMARY = (
 )
 HOLD_REPORTED = "check run {check_run_id}: {state}"
 HOLD_NOT_SHOWN = (
-    "GitHub did not take the hold's check run ({state}): {error}. Until the run's result the "
-    "pull request shows no AMTP check, or its earlier state"
+    "GitHub did not take the hold's check run ({state}): {error}. The pull request shows no "
+    "AMTP check, or its earlier state (queued), until a result replaces it (this run's, a push's or a Re-run's)"
 )
 FAILING = ("failed", "quarantined")
 PASSING = ("passed", "flaky", "healed")  # healed: passes as the pull request carries it
@@ -194,8 +194,8 @@ def check_run_hold_report(run_id: str, state: str, message: str = "") -> str:
     once approved, completed when rejected or expired (idempotent: the host finds the check
     run by the run id). A check run completed already (the cancel's, which came first) is
     left as it is. No stage bookkeeping: the hold is ``verify_tests``' and its end the run's;
-    GitHub refusing it is that stage's error while it waits (cleared once a report is taken,
-    or when the stage begins)."""
+    GitHub refusing it is that stage's note (cleared once a report is taken; the stage's own
+    note replaces it when it runs; a rejected or expired run keeps it)."""
     run = selectors.run_with_repository(run_id)
     shown, title, summary = hold_contents(run, state, message)
     check = {
@@ -213,10 +213,10 @@ def check_run_hold_report(run_id: str, state: str, message: str = "") -> str:
         else:
             result = host.report_check_run(conclusion=shown, annotations=[], **check)
     except AmtpError as exc:  # on the held stage, where the run's page shows it, not a log only
-        why = HOLD_NOT_SHOWN.format(state=shown, error=exc.message)
-        transitions.stage_error(run_id, held, type(exc).__name__, why)
+        why = HOLD_NOT_SHOWN.format(state=shown, error=f"{type(exc).__name__}: {exc.message}")
+        transitions.stage_note(run_id, held, why)
         raise
-    transitions.stage_error(run_id, held, "", "")  # an earlier attempt's error is over
+    transitions.stage_note(run_id, held, "")  # an earlier attempt's refusal is over
     return HOLD_REPORTED.format(check_run_id=result.check_run_id, state=shown)
 
 

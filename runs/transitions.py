@@ -348,6 +348,17 @@ def stages_error(run_ids: list, name: str, error_type: str, message: str) -> Non
     _write(_STAGES_ERROR, params)
 
 
+_STAGE_NOTE = """
+UPDATE stages SET note = %(note)s WHERE run_id = %(run_id)s AND name = %(name)s
+"""
+
+
+def stage_note(run_id: str, name: str, note: str) -> None:
+    """What a stage's page says beside its status (its status unchanged): a held stage's note
+    that its hold could not be shown on GitHub, which the run's end leaves as it is."""
+    _write(_STAGE_NOTE, {"run_id": str(run_id), "name": name, "note": note[:MAX_TEXT]})
+
+
 _STAGE_AWAIT = """
 UPDATE stages SET status = %(to)s WHERE stage_id = %(stage_id)s AND status = ANY(%(from)s)
 """

@@ -283,16 +283,16 @@ def test_a_check_run_cancelled_while_held_concludes_its_check_run_cancelled(
 
 def test_a_hold_github_does_not_take_still_waits_and_runs_once_approved(hub, temporal_env):
     """The hold shown on GitHub is best effort: no Checks permission (403, final) leaves the
-    run held as before, the refusal the held stage's error while it waits, and ReportCheckRun's
+    run held as before, the refusal the held stage's note while it waits, and ReportCheckRun's
     own failure is what the run then ends with."""
     hub.forbid(REPO)
     run = check_run(held=True)
     with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=1):
-        wait_for(run, lambda r: r.stages.get(name="verify_tests").error_type, 60)
+        wait_for(run, lambda r: r.stages.get(name="verify_tests").note, 60)
         held = run.stages.get(name="verify_tests")
-        assert (held.status, held.error_type) == ("awaiting_approval", "GitHubForbidden")
-        assert held.error_message.startswith("GitHub did not take the hold's check run (queued)")
-        assert "the pull request shows no AMTP check" in held.error_message
+        assert (held.status, held.error_type) == ("awaiting_approval", "")
+        assert held.note.startswith("GitHub did not take the hold's check run (queued): Git")
+        assert "GitHubForbidden" in held.note and "shows no AMTP check" in held.note
         approval = run.approvals.get()
         approval_decide(approval=approval, decision="approved", decided_by="alice", comment="")
         run = wait_terminal(run, 60)
@@ -302,6 +302,26 @@ def test_a_hold_github_does_not_take_still_waits_and_runs_once_approved(hub, tem
         "report_check": ("failed", "GitHubForbidden"),
     }
     assert hub.check_runs(REPO) == []
+
+
+def test_a_rejection_github_does_not_take_is_the_held_stages_note_after_the_run(hub, temporal_env):
+    """The hold is shown, then GitHub refuses its rejection (the token lost the Checks
+    permission meanwhile): the check run stays queued there, and the failed run's page says
+    so on the stage that waited, beside the rejection."""
+    run = check_run(held=True)
+    with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=1):
+        wait_until(lambda: hub.check_runs(REPO), 60, "the hold on GitHub")
+        hub.forbid(REPO)
+        approval = run.approvals.get()
+        approval_decide(approval=approval, decision="rejected", decided_by="bob", comment="no")
+        run = wait_terminal(run, 60)
+    assert (run.status, run.error_type) == ("failed", "ApprovalRejected"), run.error_message
+    held = run.stages.get(name="verify_tests")
+    assert (held.status, held.error_type) == ("failed", "ApprovalRejected")
+    assert held.note.startswith("GitHub did not take the hold's check run (cancelled): Git")
+    assert "its earlier state (queued)" in held.note
+    (check,) = hub.check_runs(REPO)
+    assert (check["status"], check["conclusion"]) == ("queued", None)
 
 
 def stage_ends(run: Run) -> dict:
