@@ -1,7 +1,7 @@
 """Benchmark the admin dashboard and ``GET /api/costs`` at 1,000,000 runs.
 
 Seeds N runs over 50 repositories the way ``bench_lists.py`` does (a year of runs, 62 s
-apart), with five stages of varied durations each, three cost rows per started run and a
+apart), with a generation run's stages (all of them) of varied durations each, three cost rows per started run and a
 verification report of three tests per passed run; builds the daily rollups from them with
 ``amtp_rollup_runs`` (what migration 0013 does on an existing database) and times that; then
 times a run's end with and without its rollup, and loads the dashboard and
@@ -48,7 +48,7 @@ SELECT gen_random_uuid(), r.run_id, (%(names)s::text[])[p + 1], p,
        WHEN r.status IN ('pending', 'running') THEN 'pending' ELSE 'cancelled' END,
   1, r.started_at, r.started_at + (5 + p * 20 + abs(hashtext(r.run_id::text)) %% 90) * interval '1 second',
   '', '', ''
-FROM runs r CROSS JOIN generate_series(0, 5) p
+FROM runs r CROSS JOIN generate_series(0, cardinality(%(names)s::text[]) - 1) p
 ORDER BY r.run_id
 """
 SEED_COSTS = """
