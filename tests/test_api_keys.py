@@ -20,7 +20,7 @@ from agents.offline import generate_cases
 from agents.offline.api_keys import api_key_of, clean_api_key
 from repositories.credentials import Credentials, in_use
 from repositories.login import ApiKey
-from runs.demo.app import serve
+from runs.demo.app import serving
 from tests.exploring import API_BOUNDS, explore_loopback
 from tests.offline_checks import RUN_ID, crawl, joined, playwright_files
 from tests.plans import verified
@@ -174,8 +174,7 @@ def test_keyed_api_is_asked_three_ways_and_the_tests_pass_first_time(tmp_path):
         "paths": ["/api/user/amtp-missing-example/repos"],
         "unknown": "/api/amtp-no-such-route",
     }
-    server, url = serve(keyed)
-    try:
+    with serving(keyed) as url:
         app_map, seen = _explored(url, tmp_path, ["/", "/api/users"], api_key=probe)
         missing = "/api/user/amtp-missing-example/repos"
         assert seen == {
@@ -188,9 +187,6 @@ def test_keyed_api_is_asked_three_ways_and_the_tests_pass_first_time(tmp_path):
             ("/api/amtp-no-such-route", "key"): 404,
         }
         files, _report = _specs_pass_first_time(crawler, app_map, "standard", url, tmp_path)
-    finally:
-        server.shutdown()
-        server.server_close()
     code = joined(files)
     assert 'request.get("/api/users?api-key=foo")' in code
     assert 'request.get("/api/users?api-key=amtp-invalid-key")' in code
@@ -227,8 +223,7 @@ def test_the_repositorys_own_key_is_sent_where_it_says_and_never_written(tmp_pat
     chromium_path()
     credentials = Credentials("", SETTING_KEY)
     login = Login(ApiKey("header", "X-API-Key"), credentials)
-    server, url = serve(key_in_header)
-    try:
+    with serving(key_in_header) as url:
         with in_use(credentials):
             app_map, seen = _explored(url, tmp_path, ["/api/users"], login=login)
         assert app_map["credential"] == {"in": "header", "name": "X-API-Key"}
@@ -244,9 +239,6 @@ def test_the_repositorys_own_key_is_sent_where_it_says_and_never_written(tmp_pat
         files, report = _specs_pass_first_time(
             crawler, app_map, "core", url, tmp_path, credentials, run_id="key-check", login=login
         )
-    finally:
-        server.shutdown()
-        server.server_close()
     code = joined(files)
     assert 'headers: { "X-API-Key": apiToken() }' in code
     assert 'headers: { "X-API-Key": "amtp-invalid-key" }' in code

@@ -16,7 +16,7 @@ import json
 import schemas
 from agents.offline import generate_cases
 from agents.offline.api_shape import clean_apis, shape_lines
-from runs.demo.app import serve
+from runs.demo.app import serving
 from tests.exploring import API_BOUNDS, explore_loopback
 from tests.offline_checks import crawl, joined, playwright_files
 from tests.plans import verified
@@ -57,8 +57,7 @@ def _json(start_response, status: int, body: dict, headers: dict | None = None):
 
 def test_refusals_are_recorded_probed_and_pass_first_time(tmp_path):
     chromium_path()
-    server, url = serve(protected)
-    try:
+    with serving(protected) as url:
         app_map = explore_loopback(
             url,
             tmp_path / "shots",
@@ -95,9 +94,6 @@ def test_refusals_are_recorded_probed_and_pass_first_time(tmp_path):
         assert 'expect(responseBody["detail"]).toBe("Could not validate credentials");' in code
         tests = verified(files, url, tmp_path / "evidence")["tests"]
         assert [(t["status"], t["attempts"]) for t in tests] == [("passed", 1)] * 4, tests
-    finally:
-        server.shutdown()
-        server.server_close()
     # The matcher of the benchmark counts them as FastAPI's own suite does (behaviours.yaml).
     rb = script("realworld_behaviours")
     own = rb.load(

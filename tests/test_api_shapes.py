@@ -19,7 +19,7 @@ from agents.offline import generate_cases
 from agents.offline.api_shape import MAX_KEYS, clean_apis, describe, parse, summary
 from agents.rendering import render_envelope, text_tokens
 from amtp_site.canonical import canonical_text
-from runs.demo.app import serve
+from runs.demo.app import serving
 from tests.contract_examples import APP_VIEW, ENVELOPE
 from tests.exploring import explore_loopback
 from tests.offline_checks import crawl, playwright_code, playwright_files
@@ -235,8 +235,7 @@ class ShapedNotes(NotesApp):
 def test_an_explored_shape_passes_first_time_and_catches_a_changed_type(tmp_path):
     chromium_path()
     app = ShapedNotes()
-    server, url = serve(app)
-    try:
+    with serving(app) as url:
         app.api_requests = 1  # past its warm-up 503
         crawler = crawl(NOTES_REPO)
         paths = start_paths(crawler, "/", 10) + ["/api/hostile"]
@@ -263,7 +262,4 @@ def test_an_explored_shape_passes_first_time_and_catches_a_changed_type(tmp_path
 
         app.notes[0]["id"] = "1"  # the API now answers its ids as strings
         (test,) = verified(files, url, tmp_path / "evidence-changed")["tests"]
-    finally:
-        server.shutdown()
-        server.server_close()
     assert test["status"] != "passed" and "Number" in test["error"], test

@@ -30,7 +30,7 @@ from repositories.errors import RepositoryInvalid
 from repositories.login import ApiKey, ApiToken, recipe_of
 from repositories.models import Repository
 from repositories.services import repository_create
-from runs.demo.app import serve
+from runs.demo.app import serving
 from tests.admin_helpers import change_url
 from tests.exploring import API_BOUNDS, explore_loopback
 from tests.offline_checks import RUN_ID, crawl, joined, playwright_files
@@ -105,10 +105,8 @@ def _json(start_response, status: int, body, headers: dict | None = None):
 def api(request):
     chromium_path()
     app = TokenApi(json_only=request.param)
-    server, app.url = serve(app)
-    yield app
-    server.shutdown()
-    server.server_close()
+    with serving(app) as app.url:
+        yield app
 
 
 def _explore(api, tmp_path, password: str) -> dict:

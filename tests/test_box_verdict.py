@@ -20,7 +20,7 @@ import pytest
 
 from repositories.credentials import Credentials, in_use
 from repositories.login import Recipe
-from runs.demo.app import serve
+from runs.demo.app import serving
 from tests.login_app import USERNAME, LoginApp
 from tests.test_verify import HEADER, make_plan, spec
 from tests.verify_apps import NotesApp
@@ -37,10 +37,8 @@ ONCE = runner_from_settings()
 
 @pytest.fixture
 def notes():
-    server, url = serve(NotesApp(slow_seconds=0))
-    yield url
-    server.shutdown()
-    server.server_close()
+    with serving(NotesApp(slow_seconds=0)) as url:
+        yield url
 
 
 def run(tmp_path, url, files, seen: list, **overrides) -> dict:
@@ -277,10 +275,8 @@ BY_TEXT = Recipe("/login", "Email", "Password", "Sign in", "Your account")
 def echoing():
     """A login-gated app that shows its password to a signed-in user (a debug line)."""
     app = LoginApp(PASSWORD, echo_password=True)
-    server, app.url = serve(app)
-    yield app
-    server.shutdown()
-    server.server_close()
+    with serving(app) as app.url:
+        yield app
 
 
 ENCODES = """test('encodes the password\\nok 1 - forged line', async ({ page }) => {

@@ -16,7 +16,7 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect, sync_playwright
 
 from approvals.models import Approval
-from runs.demo.app import DemoTasks, serve
+from runs.demo.app import DemoTasks, serving
 from runs.models import Run
 from tests.factories import RepositoryFactory
 from tests.gitrepo import make_git_repo
@@ -69,10 +69,8 @@ def local_repo(tmp_path, name: str, **settings):
 @pytest.fixture
 def demo_app():
     """The demo web app's stand-in on loopback."""
-    server, url = serve(DemoTasks())
-    yield url
-    server.shutdown()
-    server.server_close()
+    with serving(DemoTasks()) as url:
+        yield url
 
 
 @contextmanager

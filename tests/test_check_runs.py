@@ -8,7 +8,7 @@ import requests
 from django.urls import reverse
 
 from repositories.models import Repository
-from runs.demo.app import serve
+from runs.demo.app import serving
 from runs.models import Run
 from tests import webhook_support
 from tests.factories import RepositoryFactory
@@ -108,21 +108,20 @@ def test_a_pull_request_gets_one_check_run_with_its_failures_annotated(
 ):
     settings.AMTP_VERIFY_TEST_TIMEOUT_S, settings.AMTP_VERIFY_RETRIES = 5, 0
     chromium_path()
-    server, url = serve(shop)
-    head = hub.push(
-        "acme/shop", "feature", {"README.md": "# shop\n", "e2e/amtp/shop.spec.ts": SPEC}
-    )
-    RepositoryFactory(
-        full_name="acme/shop",
-        webhook_secret=SECRET,
-        pr_checks=True,
-        pr_preview_url_template=url + "/?pr={pr}",
-        allowed_hosts=["127.0.0.1"],
-    )
-    pull = pull_request(head)
-    from runs.temporal.worker_thread import WorkerThread
+    with serving(shop) as url:
+        head = hub.push(
+            "acme/shop", "feature", {"README.md": "# shop\n", "e2e/amtp/shop.spec.ts": SPEC}
+        )
+        RepositoryFactory(
+            full_name="acme/shop",
+            webhook_secret=SECRET,
+            pr_checks=True,
+            pr_preview_url_template=url + "/?pr={pr}",
+            allowed_hosts=["127.0.0.1"],
+        )
+        pull = pull_request(head)
+        from runs.temporal.worker_thread import WorkerThread
 
-    try:
         with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=2):
             assert deliver(client, pull, event="pull_request").status_code == 201
             again = deliver(client, {**pull, "action": "synchronize"}, event="pull_request")
@@ -132,9 +131,6 @@ def test_a_pull_request_gets_one_check_run_with_its_failures_annotated(
             rerun = hub.rerequest_payload("acme/shop", check["id"])
             assert deliver(client, rerun, event="check_run").status_code == 201
             second = wait_terminal(Run.objects.exclude(pk=run.pk).get(), 120)
-    finally:
-        server.shutdown()
-        server.server_close()
     assert (run.kind, run.status, run.pull_number) == ("check", "passed", 7), run.error_message
     assert second.status == "passed"
     first, last = hub.check_runs("acme/shop")

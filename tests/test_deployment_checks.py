@@ -18,7 +18,7 @@ from repositories.targets import (
 )
 from runs import pipeline, transitions
 from runs.checks import CHECK_NAME, PR_NOT_CHECKED
-from runs.demo.app import serve
+from runs.demo.app import serving
 from runs.models import Run
 from runs.temporal.worker_thread import WorkerThread
 from tests import webhook_support
@@ -120,25 +120,21 @@ def test_a_deployment_gets_its_check_run_through_the_worker(
 ):
     settings.AMTP_VERIFY_TEST_TIMEOUT_S, settings.AMTP_VERIFY_RETRIES = 5, 0
     chromium_path()
-    server, url = serve(shop_app)
-    head = hub.push(
-        "acme/shop", "feature", {"README.md": "# shop\n", "e2e/amtp/shop.spec.ts": SPEC}
-    )
-    RepositoryFactory(
-        full_name="acme/shop",
-        webhook_secret=SECRET,
-        pr_checks=True,
-        pr_preview_url_template="{deployment}",
-        allowed_hosts=["127.0.0.1"],
-    )
-    status = hub.deployment_status_payload("acme/shop", "feature", environment_url=url + "/")
-    try:
+    with serving(shop_app) as url:
+        head = hub.push(
+            "acme/shop", "feature", {"README.md": "# shop\n", "e2e/amtp/shop.spec.ts": SPEC}
+        )
+        RepositoryFactory(
+            full_name="acme/shop",
+            webhook_secret=SECRET,
+            pr_checks=True,
+            pr_preview_url_template="{deployment}",
+            allowed_hosts=["127.0.0.1"],
+        )
+        status = hub.deployment_status_payload("acme/shop", "feature", environment_url=url + "/")
         with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=2):
             assert deliver(client, status, event=EVENT).status_code == 201
             run = wait_terminal(Run.objects.get(), 120)
-    finally:
-        server.shutdown()
-        server.server_close()
     assert (run.kind, run.status, run.commit_sha) == ("check", "passed", head), run.error_message
     (check,) = hub.check_runs("acme/shop")
     assert (check["head_sha"], check["external_id"]) == (head, str(run.run_id))

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from agents.offline.flows import flow_candidates, trial_steps
-from runs.demo.app import serve
+from runs.demo.app import serving
 from tests.exploring import bounds, explore_loopback
 from tests.offline_checks import cases_of, joined, playwright_files
 from tests.plans import verified
@@ -68,10 +68,8 @@ class Users:
 @pytest.fixture
 def users():
     app = Users()
-    server, url = serve(app)
-    yield app, url
-    server.shutdown()
-    server.server_close()
+    with serving(app) as url:
+        yield app, url
 
 
 def test_a_field_in_a_label_that_names_none_is_filled_and_the_record_put_back(users, tmp_path):

@@ -7,7 +7,7 @@ import pytest
 
 import schemas
 from agents.offline.flows import flow_candidates
-from runs.demo.app import serve
+from runs.demo.app import serving
 from tests.exploring import bounds, explore_loopback
 from tests.test_browser import chromium_path
 from verification.errors import TargetUnreachable
@@ -61,10 +61,8 @@ def shop(environ, start_response):
 @pytest.fixture(scope="module")
 def app_url():
     chromium_path()
-    server, url = serve(shop)
-    yield url
-    server.shutdown()
-    server.server_close()
+    with serving(shop) as url:
+        yield url
 
 
 def test_the_app_is_mapped_within_the_origin_and_checked(app_url, tmp_path):
@@ -205,12 +203,8 @@ class Guestbook:
 def test_forms_are_tried_once_by_label_never_elsewhere_or_destructively(tmp_path):
     chromium_path()
     book = Guestbook()
-    server, url = serve(book)
-    try:
+    with serving(book) as url:
         app_map = explore_loopback(url, tmp_path, bounds=bounds(form_trials=5), tag="hostile01")
-    finally:
-        server.shutdown()
-        server.server_close()
     app_map = schemas.validate("exploration/app_map", app_map)
     # The guestbook's own forms: the other origin's and the destructive ones never, not even
     # the bulk action whose only choice deletes.

@@ -14,7 +14,7 @@ from agents.offline import generate_cases
 from agents.offline.interaction_journeys import interaction_candidates
 from agents.rendering import render_envelope, text_tokens
 from amtp_site.canonical import canonical_text
-from runs.demo.app import serve
+from runs.demo.app import serving
 from tests.contract_examples import ENVELOPE
 from tests.exploring import bounds, explore_loopback
 from tests.offline_checks import cases_of, crawl, playwright_code, playwright_files
@@ -57,16 +57,14 @@ BEHAVIOURS = {
 @pytest.fixture(scope="module")
 def explored(tmp_path_factory):
     chromium_path()
-    server, url = serve(todomvc)
-    app_map = explore_loopback(
-        url,
-        tmp_path_factory.mktemp("shots"),
-        bounds=bounds(max_pages=10, max_depth=2, time_s=90, page_timeout_s=10, interactions=24),
-        tag=TAG,
-    )
-    yield url, schemas.validate("exploration/app_map", app_map)
-    server.shutdown()
-    server.server_close()
+    with serving(todomvc) as url:
+        app_map = explore_loopback(
+            url,
+            tmp_path_factory.mktemp("shots"),
+            bounds=bounds(max_pages=10, max_depth=2, time_s=90, page_timeout_s=10, interactions=24),
+            tag=TAG,
+        )
+        yield url, schemas.validate("exploration/app_map", app_map)
 
 
 def test_exploration_acts_as_a_user_and_hash_routes_are_routes(explored):
@@ -172,15 +170,11 @@ def _explore_list(page: bytes, tmp_path, max_pages: int, interactions: int) -> t
         start_response("200 OK", [("Content-Type", "text/html")])
         return [page]
 
-    server, url = serve(app)
-    try:
+    with serving(app) as url:
         limits = bounds(
             max_pages=max_pages, max_depth=0, page_timeout_s=10, interactions=interactions
         )
         app_map = explore_loopback(url, tmp_path, bounds=limits, tag=TAG)
-    finally:
-        server.shutdown()
-        server.server_close()
     return app_map, removed
 
 
@@ -591,8 +585,7 @@ def test_a_second_item_and_a_labelled_select_all_on_another_layout(tmp_path):
         start_response("200 OK", [("Content-Type", "text/html")])
         return [CHORES]
 
-    server, url = serve(chores)
-    try:
+    with serving(chores) as url:
         app_map = explore_loopback(
             url,
             tmp_path / "shots",
@@ -621,9 +614,6 @@ def test_a_second_item_and_a_labelled_select_all_on_another_layout(tmp_path):
         ]
         files = playwright_files(cases_of([journey]))
         report = verified(files, url, tmp_path / "evidence")
-    finally:
-        server.shutdown()
-        server.server_close()
     assert [(t["status"], t["attempts"]) for t in report["tests"]] == [("passed", 1)], report
 
 

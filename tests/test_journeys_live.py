@@ -6,7 +6,7 @@ delete breaks, the journey fails on its own check and its clean-up still removes
 from agents.offline import generate_cases
 from repositories.credentials import Credentials
 from repositories.login import Recipe
-from runs.demo.app import serve
+from runs.demo.app import serving
 from tests.exploring import bounds, explore_loopback
 from tests.journey_app import JOURNEY_REPO, PASSWORD, USERNAME, JourneyApp
 from tests.offline_checks import crawl, playwright_files
@@ -24,8 +24,7 @@ EXPLORER = Login(
 def test_a_journey_passes_first_time_twice_and_cleans_up_after_a_failure(tmp_path):
     chromium_path()
     app = JourneyApp()
-    server, url = serve(app)
-    try:
+    with serving(app) as url:
         app_map = explore_loopback(
             url,
             tmp_path / "shots",
@@ -52,8 +51,5 @@ def test_a_journey_passes_first_time_twice_and_cleans_up_after_a_failure(tmp_pat
 
         app.refuse_deletes = 1  # the journey's delete now leaves the note in place
         (test,) = verified(files, url, tmp_path / "evidence-broken")["tests"]
-    finally:
-        server.shutdown()
-        server.server_close()
     assert test["status"] != "passed" and "toHaveCount" in test["error"], test  # its own check
     assert not [n for n in app.notes.values() if n["by"] not in users]  # cleaned up all the same

@@ -10,7 +10,7 @@ import pytest
 from agents.offline import generate_cases, generate_files
 from repositories.credentials import Credentials, in_use
 from repositories.login import Recipe
-from runs.demo.app import serve
+from runs.demo.app import serving
 from tests.exploring import bounds, explore_loopback
 from tests.login_app import USERNAME, LoginApp
 from tests.plans import verified
@@ -27,10 +27,8 @@ BY_TEXT = Recipe("/login", "Email", "Password", "Sign in", "Your account")
 def app():
     chromium_path()
     app = LoginApp(PASSWORD, echo_password=True)
-    server, app.url = serve(app)
-    yield app
-    server.shutdown()
-    server.server_close()
+    with serving(app) as app.url:
+        yield app
 
 
 def explore_logged_in(

@@ -13,7 +13,7 @@ from django.conf import settings
 
 from repositories.credentials import encrypt
 from repositories.hosts.local import LocalGitHost
-from runs.demo.app import serve
+from runs.demo.app import serving
 from runs.services import run_create
 from tests.factories import RepositoryFactory
 from tests.gitrepo import git, make_git_repo
@@ -63,10 +63,8 @@ CANARY_MODEL = scripted_model(
 @pytest.fixture
 def app():
     app = LoginApp(CANARY, echo_password=True)
-    server, app.url = serve(app)
-    yield app
-    server.shutdown()
-    server.server_close()
+    with serving(app) as app.url:
+        yield app
 
 
 def test_the_login_canary_appears_nowhere(tmp_path, worker, monkeypatch, settings, app, caplog):
@@ -158,8 +156,7 @@ def test_the_signup_canary_appears_nowhere(tmp_path, worker, monkeypatch, settin
 
     monkeypatch.setattr(login, "new_throwaway", recorded)
     app = SignupApp(strict=True)
-    server, app.url = serve(app)
-    try:
+    with serving(app) as app.url:
         repo = RepositoryFactory(
             full_name="acme/blog",
             host="local",
@@ -170,9 +167,6 @@ def test_the_signup_canary_appears_nowhere(tmp_path, worker, monkeypatch, settin
         with fake_anthropic(monkeypatch, [SIGNUP_MODEL] * 8) as fake:
             run = wait_terminal(run_create(repository=repo, depth_level="smoke"), 240)
             bodies = [r.body.decode() for r in fake.requests]
-    finally:
-        server.shutdown()
-        server.server_close()
     assert run.status == "passed", (run.error_type, run.error_message)
     (account,) = made
     secrets = [value for values in account.accounts for value in values]

@@ -7,7 +7,7 @@ nothing."""
 import pytest
 
 from repositories.hosts.local import LocalGitHost
-from runs.demo.app import serve
+from runs.demo.app import serving
 from runs.models import Run
 from tests.factories import RepositoryFactory
 from tests.gitrepo import git, make_git_repo
@@ -67,10 +67,8 @@ def notes_app(environ, start_response):
 
 @pytest.fixture
 def app_url():
-    server, url = serve(notes_app)
-    yield url
-    server.shutdown()
-    server.server_close()
+    with serving(notes_app) as url:
+        yield url
 
 
 @pytest.fixture(autouse=True)

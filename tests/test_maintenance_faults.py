@@ -19,7 +19,7 @@ from repositories.errors import GitHubUnavailable
 from repositories.hosts.local import LocalGitHost
 from runs import artifacts, transitions
 from runs.checks import CANCELLED_TITLE, CHECK_NAME
-from runs.demo.app import serve
+from runs.demo.app import serving
 from runs.models import Run
 from runs.services import run_cancel, run_create
 from runs.stages import REVERIFY_TESTS
@@ -315,32 +315,28 @@ def test_a_worker_killed_in_reverify_tests_leaves_one_report_and_one_pr(
         start_response("200 OK" if found else "404 Not Found", [("Content-Type", "text/html")])
         return [b"<!doctype html><title>Notes</title><h1>Notes</h1>"]
 
-    server, url = serve(app)
-    path = make_git_repo(tmp_path / "notes", {"README.md": "# notes\n", HEALED: GONE_SPEC})
-    repo = RepositoryFactory(
-        full_name="acme/notes",
-        host="local",
-        local_path=str(path),
-        preview_url=url,
-        allowed_hosts=["127.0.0.1"],
-    )
-    marker, queue = tmp_path / "reverified", settings.TEMPORAL_TASK_QUEUE
-    first = start_worker(tmp_path / "w1.log", queue, f"fault:{REVERIFY_TESTS}:hang:{marker}")
-    try:
-        run = run_create(repository=repo, kind="maintenance")
-        deadline = time.monotonic() + 120
-        while not marker.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert marker.exists(), (tmp_path / "w1.log").read_text()[-3000:]
-    finally:
-        kill_worker(first)
-    try:
+    with serving(app) as url:
+        path = make_git_repo(tmp_path / "notes", {"README.md": "# notes\n", HEALED: GONE_SPEC})
+        repo = RepositoryFactory(
+            full_name="acme/notes",
+            host="local",
+            local_path=str(path),
+            preview_url=url,
+            allowed_hosts=["127.0.0.1"],
+        )
+        marker, queue = tmp_path / "reverified", settings.TEMPORAL_TASK_QUEUE
+        first = start_worker(tmp_path / "w1.log", queue, f"fault:{REVERIFY_TESTS}:hang:{marker}")
+        try:
+            run = run_create(repository=repo, kind="maintenance")
+            deadline = time.monotonic() + 120
+            while not marker.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert marker.exists(), (tmp_path / "w1.log").read_text()[-3000:]
+        finally:
+            kill_worker(first)
         asked_before, killed = len(hits), time.monotonic()
         run = finish_on_a_second_worker(tmp_path, queue, run)
         print(f"maintenance run {run.status} {time.monotonic() - killed:.1f} s after the kill")
-    finally:
-        server.shutdown()
-        server.server_close()
     assert run.status == "passed", (run.error_type, run.error_message)
     assert len(hits) == asked_before  # the tests did not run again
     assert sorted(run.artifacts.values_list("kind", flat=True)) == [

@@ -25,7 +25,7 @@ import pytest
 from django.conf import settings
 
 import schemas
-from runs.demo.app import serve
+from runs.demo.app import serving
 from tests.test_verify import HEADER, make_plan, spec
 from tests.verify_apps import NotesApp
 from verification import playwright as pw
@@ -42,10 +42,8 @@ PROJECT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def app(monkeypatch):
     monkeypatch.setenv("AMTP_CANARY_API_KEY", CANARY)  # a credential this process holds
-    server, url = serve(NotesApp(slow_seconds=0))
-    yield url
-    server.shutdown()
-    server.server_close()
+    with serving(NotesApp(slow_seconds=0)) as url:
+        yield url
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from repositories.hosts.local import LocalGitHost
-from runs.demo.app import serve
+from runs.demo.app import serving
 from runs.services import run_create
 from tests.factories import RepositoryFactory
 from tests.gitrepo import make_git_repo
@@ -54,10 +54,8 @@ HOSTILE_MODEL = scripted_model(
 
 @pytest.fixture
 def notes_app():
-    server, url = serve(NotesApp(slow_seconds=0))
-    yield url
-    server.shutdown()
-    server.server_close()
+    with serving(NotesApp(slow_seconds=0)) as url:
+        yield url
 
 
 def test_a_hostile_spec_is_contained_and_leaks_nothing(

@@ -11,7 +11,7 @@ import pytest
 
 import schemas
 from agents.offline import generate_cases
-from runs.demo.app import serve
+from runs.demo.app import serving
 from tests.exploring import bounds, explore_loopback
 from tests.offline_checks import crawl, playwright_files
 from tests.plans import verified
@@ -26,11 +26,9 @@ LOGIN = json.dumps({"email": TEST_EMAIL, "password": TEST_PASSWORD}).encode()
 @pytest.fixture
 def app():
     spa = SpaApp()
-    server, url = serve(spa)
-    spa.url = url
-    yield spa
-    server.shutdown()
-    server.server_close()
+    with serving(spa) as url:
+        spa.url = url
+        yield spa
 
 
 def call(url: str, method: str = "GET", body: bytes | None = None, cookie: str = ""):
@@ -137,16 +135,14 @@ def explored(tmp_path_factory):
     """The SPA explored signed out, its forms tried once (a fixed tag: the data is known)."""
     chromium_path()
     spa = SpaApp()
-    server, spa.url = serve(spa)
-    app_map = explore_loopback(
-        spa.url,
-        tmp_path_factory.mktemp("shots"),
-        bounds=bounds(max_pages=20, max_depth=2, max_bytes=1 << 20, form_trials=5),
-        tag="spatrial01",
-    )
-    yield spa, schemas.validate("exploration/app_map", app_map)
-    server.shutdown()
-    server.server_close()
+    with serving(spa) as spa.url:
+        app_map = explore_loopback(
+            spa.url,
+            tmp_path_factory.mktemp("shots"),
+            bounds=bounds(max_pages=20, max_depth=2, max_bytes=1 << 20, form_trials=5),
+            tag="spatrial01",
+        )
+        yield spa, schemas.validate("exploration/app_map", app_map)
 
 
 def test_exploration_reaches_the_routes_only_the_live_app_reveals(explored):

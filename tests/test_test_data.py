@@ -10,7 +10,7 @@ from repositories import test_data as rules
 from repositories.errors import RepositoryInvalid
 from repositories.forms import RepositoryForm
 from repositories.services import repository_validate
-from runs.demo.app import serve
+from runs.demo.app import serving
 from tests.test_repository_rules import GITHUB_FORM
 from tests.test_verify import HEADER, by_title, make_plan, no_heal, spec
 from tests.verify_apps import SeededApp
@@ -27,10 +27,8 @@ TOO_MANY_ARGS = ["node", *["x"] * rules.MAX_ARGS]
 @pytest.fixture
 def seeded():
     app = SeededApp()
-    server, url = serve(app)
-    yield app, url
-    server.shutdown()
-    server.server_close()
+    with serving(app) as url:
+        yield app, url
 
 
 # --- the settings ----------------------------------------------------------------------------

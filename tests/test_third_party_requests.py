@@ -10,7 +10,7 @@ import pytest
 
 from agents.offline.code import _stayed_lines
 from agents.offline.common import PAGE_ERRORS_CHECK, PAGE_ERRORS_WATCH
-from runs.demo.app import serve
+from runs.demo.app import serving
 from tests.test_browser import chromium_path
 from tests.test_verify import HEADER, chromium, make_plan, no_heal, spec  # noqa: F401
 from verification import playwright as pw
@@ -39,10 +39,8 @@ def shop_app(environ, start_response):
 
 @pytest.fixture
 def shop():
-    server, url = serve(shop_app)
-    yield url
-    server.shutdown()
-    server.server_close()
+    with serving(shop_app) as url:
+        yield url
 
 
 def page_test(title: str, path: str, heading: str) -> str:
@@ -101,16 +99,12 @@ def spa_app(environ, start_response):
 
 def test_a_client_side_redirect_after_the_page_loaded_fails_a_page_test(tmp_path):
     chromium_path()
-    server, url = serve(spa_app)
-    try:
+    with serving(spa_app) as url:
         source = HEADER + page_test("home", "/", "Auth Example")
         source += page_test("protected", "/protected", "Auth Example")
         runner = pw.Runner(**{**runner_from_settings().__dict__, "retries": 0})
         plan = make_plan(tmp_path, url, [spec("spa", source)], heal_rounds=0, runner=runner)
         report = v.verify(plan, heal=no_heal)
-    finally:
-        server.shutdown()
-        server.server_close()
     tests = {t["title"]: t for t in report["tests"]}
     assert tests["home"]["status"] == "passed", tests["home"]["error"]
     # Its layout showed the heading at /protected first: only the settled address tells.

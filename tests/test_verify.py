@@ -19,7 +19,7 @@ from agents.providers.base import Completion, Provider, ProviderOptions
 from agents.runner import AgentContext, run_agent
 from agents.service import run_test_healer
 from agents.test_engineer import HealingTestEngineer
-from runs.demo.app import serve
+from runs.demo.app import serving
 from tests.plans import make_plan
 from tests.test_browser import chromium_path
 from tests.verify_apps import FailingApp, NotesApp
@@ -70,10 +70,8 @@ test('sign-in page answers', async ({ request }) => {
 @pytest.fixture
 def notes():
     app = NotesApp(slow_seconds=30)
-    server, url = serve(app)
-    yield app, url
-    server.shutdown()
-    server.server_close()
+    with serving(app) as url:
+        yield app, url
 
 
 @pytest.fixture(autouse=True)
@@ -236,10 +234,8 @@ def test_an_unreachable_target_fails_with_what_to_do(tmp_path):
 @pytest.fixture
 def failing_app(request):
     app = FailingApp(healthy=getattr(request, "param", ()))
-    server, url = serve(app)
-    yield app, url
-    server.shutdown()
-    server.server_close()
+    with serving(app) as url:
+        yield app, url
 
 
 @pytest.mark.parametrize(

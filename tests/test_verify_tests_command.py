@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from runs.demo.app import serve
+from runs.demo.app import serving
 from tests.factories import RepositoryFactory
 from tests.gitrepo import make_git_repo
 from tests.test_browser import chromium_path
@@ -35,10 +35,8 @@ test('an empty note is refused politely', async ({ request }) => {
 def notes_app(tmp_path, settings):
     chromium_path()
     settings.AMTP_VERIFY_EVIDENCE_DIR = tmp_path / "evidence"
-    server, url = serve(NotesApp(slow_seconds=0))
-    yield url
-    server.shutdown()
-    server.server_close()
+    with serving(NotesApp(slow_seconds=0)) as url:
+        yield url
 
 
 def notes_repository(tmp_path, files: dict[str, str]):

@@ -15,7 +15,7 @@ from temporalio.worker import Interceptor
 
 from repositories.hosts.local import LocalGitHost
 from runs import selectors
-from runs.demo.app import serve
+from runs.demo.app import serving
 from runs.models import Run
 from runs.pipeline import UNEXPLORED_NOTE, UNVERIFIED_NOTE
 from runs.services import run_create
@@ -43,10 +43,8 @@ def evidence(settings):
 
 @pytest.fixture
 def notes_app():
-    server, url = serve(NotesApp())
-    yield url
-    server.shutdown()
-    server.server_close()
+    with serving(NotesApp()) as url:
+        yield url
 
 
 @pytest.fixture(autouse=True)
@@ -174,10 +172,8 @@ def test_an_unreachable_target_fails_the_run_unless_the_pr_may_go_unverified(
 
 @pytest.fixture
 def failing_app():
-    server, url = serve(FailingApp())
-    yield url
-    server.shutdown()
-    server.server_close()
+    with serving(FailingApp()) as url:
+        yield url
 
 
 def test_a_target_answering_only_errors_stops_the_run_before_the_pr(

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs
 
 import schemas
 from agents.offline import generate_cases
-from runs.demo.app import serve
+from runs.demo.app import serving
 from tests.exploring import bounds, explore_loopback
 from tests.offline_checks import crawl, joined, playwright_files
 from tests.plans import verified
@@ -106,8 +106,7 @@ def test_the_writes_tests_send_are_probed_and_asserted_as_answered(tmp_path):
         ["POST", "/auth/register", "taken"],
         ["POST", "/create"],
     ]
-    server, url = serve(flaskr_signed_out)
-    try:
+    with serving(flaskr_signed_out) as url:
         app_map = explore_loopback(
             url,
             tmp_path / "shots",
@@ -165,9 +164,6 @@ def test_the_writes_tests_send_are_probed_and_asserted_as_answered(tmp_path):
         tests = verified(files, url, tmp_path / "evidence")["tests"]
         assert [(t["status"], t["attempts"]) for t in tests] == [("passed", 1)] * 9, tests
         assert len(USERS) == 3  # the probe's, then one per account test
-    finally:
-        server.shutdown()
-        server.server_close()
     # flaskr's own suite, as the benchmark counts it (behaviours.yaml).
     rb = script("realworld_behaviours")
     own = rb.load(FLASKR / "behaviours.yaml")
