@@ -90,7 +90,8 @@ EXPIRED_SUMMARY = (
 HOLD_REPORTED = "check run {check_run_id}: {state}"
 HOLD_NOT_SHOWN = (
     "GitHub did not take the hold's check run ({state}): {error}. The pull request shows no "
-    "AMTP check, or its earlier state (queued), until a result replaces it (this run's, a push's or a Re-run's)"
+    "AMTP check, or its earlier state (queued), until a result replaces it (this run's, a "
+    "push's or a Re-run's)"
 )
 FAILING = ("failed", "quarantined")
 PASSING = ("passed", "flaky", "healed")  # healed: passes as the pull request carries it
