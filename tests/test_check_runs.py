@@ -38,6 +38,9 @@ test('tc_cart: the home page links the cart', async ({ page }) => {
 """
 
 
+SHOP_FILES = {"README.md": "# shop\n", "e2e/amtp/shop.spec.ts": SPEC}
+
+
 def shop(environ, start_response):
     start_response("200 OK", [("Content-Type", "text/html")])
     return [b"<!doctype html><title>Shop</title><h1>Shop</h1>"]  # no cart link
@@ -109,16 +112,8 @@ def test_a_pull_request_gets_one_check_run_with_its_failures_annotated(
     settings.AMTP_VERIFY_TEST_TIMEOUT_S, settings.AMTP_VERIFY_RETRIES = 5, 0
     chromium_path()
     with serving(shop) as url:
-        head = hub.push(
-            "acme/shop", "feature", {"README.md": "# shop\n", "e2e/amtp/shop.spec.ts": SPEC}
-        )
-        RepositoryFactory(
-            full_name="acme/shop",
-            webhook_secret=SECRET,
-            pr_checks=True,
-            pr_preview_url_template=url + "/?pr={pr}",
-            allowed_hosts=["127.0.0.1"],
-        )
+        head = hub.push("acme/shop", "feature", SHOP_FILES)
+        checked_shop(url + "/?pr={pr}")
         pull = pull_request(head)
         from runs.temporal.worker_thread import WorkerThread
 
@@ -151,12 +146,14 @@ def test_a_pull_request_gets_one_check_run_with_its_failures_annotated(
 PREVIEW = "http://127.0.0.1:9/pr-{pr}"  # allow-listed below; nothing connects at submit
 
 
-def _checked(**settings) -> None:
-    RepositoryFactory(
+def checked_shop(preview: str = PREVIEW, **settings) -> Repository:
+    """acme/shop, its pull requests checked against ``preview`` (a URL template, or
+    ``{deployment}``), signed deliveries, loopback allowed."""
+    return RepositoryFactory(
         full_name="acme/shop",
         webhook_secret=SECRET,
         pr_checks=True,
-        pr_preview_url_template=PREVIEW,
+        pr_preview_url_template=preview,
         allowed_hosts=["127.0.0.1"],
         **settings,
     )
@@ -164,7 +161,7 @@ def _checked(**settings) -> None:
 
 @pytest.mark.django_db
 def test_a_draft_is_checked_once_it_is_marked_ready(client):
-    _checked()
+    checked_shop()
     for action in ("opened", "synchronize", "reopened"):
         answer = deliver(client, pull_request(action=action, draft=True), event="pull_request")
         assert (answer.status_code, answer.json()["status"]) == (200, "ignored"), action
@@ -188,7 +185,7 @@ def test_a_draft_is_checked_once_it_is_marked_ready(client):
 
 @pytest.mark.django_db
 def test_a_repository_that_checks_drafts_checks_them_like_any_pull_request(client):
-    _checked(pr_checks_drafts=True)
+    checked_shop(pr_checks_drafts=True)
     fork = {"head": {"sha": webhook_support.SHA, "ref": "f", "repo": {"full_name": "eve/shop"}}}
     answer = deliver(client, pull_request(draft=True, **fork), event="pull_request")
     assert answer.status_code == 201, answer.json()
@@ -200,7 +197,7 @@ def test_a_repository_that_checks_drafts_checks_them_like_any_pull_request(clien
 
 @pytest.mark.django_db
 def test_a_draft_flag_that_is_not_a_boolean_is_refused_by_name(client):
-    _checked(pr_checks_drafts=True)
+    checked_shop(pr_checks_drafts=True)
     for hostile in ("true", "false", 1, 0, None, [], {"draft": True}):
         answer = deliver(client, pull_request(draft=hostile), event="pull_request")
         assert answer.status_code == 400, hostile

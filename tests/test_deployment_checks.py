@@ -27,9 +27,9 @@ from tests.factories import ArtifactFactory, RepositoryFactory, RunFactory
 from tests.temporal_worker import wait_terminal
 from tests.test_admin import _repository_form
 from tests.test_browser import chromium_path
-from tests.test_check_runs import SPEC
+from tests.test_check_runs import SHOP_FILES, checked_shop
 from tests.test_check_runs import shop as shop_app
-from tests.webhook_support import SECRET, deliver, pull_request
+from tests.webhook_support import deliver, pull_request
 from triggers.checks import FROM_DEPLOYMENTS, NO_SENDER
 from triggers.deployments import NO_URL, PRODUCTION_IGNORED, STATE_IGNORED
 
@@ -42,13 +42,7 @@ PREVIEW = "http://127.0.0.1:9/feature"  # allow-listed below; nothing connects a
 def shop(hub):
     """acme/shop checked from its deployments; branch ``feature`` is at the returned SHA."""
     sha = hub.push("acme/shop", "feature", {"app.js": "1;\n"})
-    RepositoryFactory(
-        full_name="acme/shop",
-        webhook_secret=SECRET,
-        pr_checks=True,
-        pr_preview_url_template="{deployment}",
-        allowed_hosts=["127.0.0.1"],
-    )
+    checked_shop("{deployment}")
     return sha
 
 
@@ -121,16 +115,8 @@ def test_a_deployment_gets_its_check_run_through_the_worker(
     settings.AMTP_VERIFY_TEST_TIMEOUT_S, settings.AMTP_VERIFY_RETRIES = 5, 0
     chromium_path()
     with serving(shop_app) as url:
-        head = hub.push(
-            "acme/shop", "feature", {"README.md": "# shop\n", "e2e/amtp/shop.spec.ts": SPEC}
-        )
-        RepositoryFactory(
-            full_name="acme/shop",
-            webhook_secret=SECRET,
-            pr_checks=True,
-            pr_preview_url_template="{deployment}",
-            allowed_hosts=["127.0.0.1"],
-        )
+        head = hub.push("acme/shop", "feature", SHOP_FILES)
+        checked_shop("{deployment}")
         status = hub.deployment_status_payload("acme/shop", "feature", environment_url=url + "/")
         with WorkerThread(temporal_env.TEMPORAL_TASK_QUEUE, processes=2):
             assert deliver(client, status, event=EVENT).status_code == 201

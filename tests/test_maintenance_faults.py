@@ -34,10 +34,9 @@ from tests.slow_host import SlowDown
 from tests.temporal_worker import wait_terminal, worker_setting
 from tests.test_browser import chromium_path
 from tests.test_github_host import make_host
-from tests.test_worker_crash import finish_on_a_second_worker
+from tests.test_worker_crash import finish_on_a_second_worker, start_then_kill
 from tests.test_workflow import record_histories  # noqa: F401  (AMTP_RECORD_HISTORIES=1)
 from tests.webhook_support import SHA
-from tests.worker_process import kill_worker, start_worker
 from verification.service import REPORT_SCHEMA
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -325,15 +324,8 @@ def test_a_worker_killed_in_reverify_tests_leaves_one_report_and_one_pr(
             allowed_hosts=["127.0.0.1"],
         )
         marker, queue = tmp_path / "reverified", settings.TEMPORAL_TASK_QUEUE
-        first = start_worker(tmp_path / "w1.log", queue, f"fault:{REVERIFY_TESTS}:hang:{marker}")
-        try:
-            run = run_create(repository=repo, kind="maintenance")
-            deadline = time.monotonic() + 120
-            while not marker.exists() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert marker.exists(), (tmp_path / "w1.log").read_text()[-3000:]
-        finally:
-            kill_worker(first)
+        hang = f"fault:{REVERIFY_TESTS}:hang:{marker}"
+        run = start_then_kill(tmp_path, queue, repo, hang, marker, kind="maintenance")
         asked_before, killed = len(hits), time.monotonic()
         run = finish_on_a_second_worker(tmp_path, queue, run)
         print(f"maintenance run {run.status} {time.monotonic() - killed:.1f} s after the kill")

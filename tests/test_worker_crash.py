@@ -38,12 +38,15 @@ def assert_exactly_one_of_everything(run, repo):
     assert git(repo.local_path, "branch", "--list", "amtp/*").count("amtp/run-") == 1
 
 
-def start_then_kill(tmp_path, queue: str, repo, spec: str, marker, processes: int = 1):
-    """A run started on a worker process with the interceptor ``spec`` (tests/worker_process.py),
-    that worker killed with its process group once ``marker`` exists (the fault fired)."""
+def start_then_kill(
+    tmp_path, queue: str, repo, spec: str, marker, processes: int = 1, **run_fields
+):
+    """A run of ``repo`` (``run_fields``; default: a smoke generation run) started on a worker
+    process with the interceptor ``spec`` (tests/worker_process.py), that worker killed with
+    its process group once ``marker`` exists (the fault fired)."""
     first = start_worker(tmp_path / "w1.log", queue, spec, processes=processes)
     try:
-        run = run_create(repository=repo, depth_level="smoke")
+        run = run_create(repository=repo, **(run_fields or {"depth_level": "smoke"}))
         deadline = time.monotonic() + 120
         while not marker.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
